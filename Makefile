@@ -1,0 +1,42 @@
+# The user's interface. Every target sets up what it needs first (idempotent, cached).
+#   make run    set up, build, run the main job on the bundled default models
+#   make test   set up, build, run every test
+#   make build  set up and build build/bin/gantry
+#   make bench  set up, build, run the benchmarks (prints BENCH lines)
+#   make setup  install/fetch/build dependencies only
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+PRESET ?= default
+BUILD_DIR := $(if $(filter default,$(PRESET)),build,build-$(PRESET))
+
+.PHONY: setup build test run bench asan fuzz clean format
+
+setup:
+	@bash scripts/setup.sh all
+
+build: setup
+	@if [ ! -f $(BUILD_DIR)/build.ninja ]; then cmake --preset $(PRESET) >/dev/null || exit 1; fi
+	@cmake --build --preset $(PRESET) -j $(JOBS)
+
+test: build
+	@ctest --preset $(PRESET) -j $(JOBS)
+
+run: build
+	@bash scripts/run-main.sh
+
+bench: build
+	@bash bench/run.sh
+
+# Sanitizer build and its tests (ASan + UBSan).
+asan:
+	@$(MAKE) --no-print-directory test PRESET=asan
+
+# libFuzzer targets; run each with e.g. build-fuzz/bin/manifest_fuzz -max_total_time=60
+fuzz: setup
+	@cmake --preset fuzz >/dev/null && cmake --build --preset fuzz -j $(JOBS)
+
+format:
+	@git ls-files '*.cpp' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf build build-asan build-fuzz

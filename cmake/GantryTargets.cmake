@@ -1,0 +1,38 @@
+# Helpers that give every Gantry target the same warnings and layout.
+
+# Strict warnings on our own code only (third-party headers come in as SYSTEM).
+function(gantry_strict target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Werror)
+endfunction()
+
+# gantry_library(NAME DIR DEPS...): a static library from every .cpp under src/DIR.
+function(gantry_library name dir)
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${dir}/*.cpp)
+  if(NOT srcs)  # a subsystem with headers only (so far)
+    add_library(${name} INTERFACE)
+    target_include_directories(${name} INTERFACE ${CMAKE_SOURCE_DIR}/include ${CMAKE_BINARY_DIR}/include)
+    target_link_libraries(${name} INTERFACE ${ARGN})
+    return()
+  endif()
+  add_library(${name} STATIC ${srcs})
+  target_include_directories(${name} PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_BINARY_DIR}/include
+                                     PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(${name} PUBLIC ${ARGN})
+  gantry_strict(${name})
+endfunction()
+
+# gantry_test(NAME DIR DEPS...): one GoogleTest binary from every .cpp under tests/DIR.
+function(gantry_test name dir)
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/${dir}/*.cpp)
+  if(NOT srcs)
+    return()
+  endif()
+  add_executable(${name} ${srcs})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+  target_link_libraries(${name} PRIVATE ${ARGN} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE
+    GANTRY_SOURCE_DIR="${CMAKE_SOURCE_DIR}" GANTRY_DEPS_DIR="${GANTRY_DEPS_DIR}"
+    GANTRY_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  gantry_strict(${name})
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ENVIRONMENT "GANTRY_LOG_LEVEL=warn")
+endfunction()

