@@ -23,7 +23,7 @@ endfunction()
 
 # gantry_test(NAME DIR DEPS...): one GoogleTest binary from every .cpp under tests/DIR.
 function(gantry_test name dir)
-  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/${dir}/*.cpp)
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/${dir}/*.cpp)
   if(NOT srcs)
     return()
   endif()

@@ -119,6 +119,13 @@ setup_llama() {
   stamp_set llama "$want"
 }
 
+# llama.cpp's own tools (llama-simple, llama-bench), the references our tests and benchmarks compare with.
+setup_llama_tools() {
+  if [[ -x "$ROOT/scripts/build-llama-tools.sh" ]]; then
+    "$ROOT/scripts/build-llama-tools.sh" "$CACHE" || fail "building llama.cpp's reference tools (scripts/build-llama-tools.sh)"
+  fi
+}
+
 # ---------------------------------------------------------------- 5. models
 setup_models() {
   local models="$CACHE/models"; mkdir -p "$models"
@@ -139,7 +146,7 @@ main() {
   install_apt_packages
   case "$what" in
     deps) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama ;;
-    all) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama; setup_models ;;
+    all) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama; setup_llama_tools; setup_models ;;
     *) fail "unknown step '$what' (use: all | deps)" ;;
   esac
 }
