@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Generates the deterministic test/benchmark models into $CACHE/models. Each generator is
+# scripts/models/<name>.py (or .sh), called as: <generator> <models-dir> <cache-dir>.
+# A generator is re-run only when its own bytes change (stamp = its sha256), so a second set-up is instant.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${1:?usage: make-models.sh CACHE_DIR}
+OUT="$CACHE/models"; mkdir -p "$OUT" "$CACHE/stamps"
+# Debian's python3 has numpy/onnx; a pyenv python earlier on PATH may not.
+PY=/usr/bin/python3
+for gen in "$ROOT"/scripts/models/*.py "$ROOT"/scripts/models/*.sh; do
+  [[ -f "$gen" ]] || continue
+  name=$(basename "$gen"); stamp="$CACHE/stamps/model-$name"
+  sum=$(sha256sum "$gen" | cut -d' ' -f1)
+  [[ -f "$stamp" && "$(cat "$stamp")" == "$sum" ]] && continue
+  echo "gantry setup: generating models with scripts/models/$name" >&2
+  case "$gen" in
+    *.py) "$PY" "$gen" "$OUT" "$CACHE" ;;
+    *.sh) bash "$gen" "$OUT" "$CACHE" ;;
+  esac || { echo "gantry setup: FAILED: model generator scripts/models/$name" >&2; exit 1; }
+  echo "$sum" >"$stamp"
+done
