@@ -1,0 +1,143 @@
+// Manifest: the contract a model package makes (gantry.json) — what the model is, which files belong to it
+// with their SHA-256, what it expects as inputs/outputs, and what hardware and runtime settings it wants.
+//
+// Parsing is strict: an unknown field, a wrong JSON type, a bad enum value, a version that is not a version
+// or a model file path that could leave the package directory is an InvalidArgument error whose message
+// names the field (e.g. "hardware_requirements.strategy: ..."). Serialising a parsed manifest and parsing it
+// again yields an equal manifest.
+//
+// Example gantry.json:
+//   {
+//     "name": "silero-vad", "version": "5.0.0", "format": "onnx", "task": "vad",
+//     "model_file": "silero_vad_v5.onnx",
+//     "sha256": {"silero_vad_v5.onnx": "<64 lower-case hex digits>"},
+//     "io": {"inputs": [{"name": "input", "dtype": "f32", "shape": [1, -1]}],
+//            "outputs": [{"name": "output", "dtype": "f32", "shape": ["batch", 1]}]},
+//     "hardware_requirements": {"preferred_provider": "cuda", "fallback_providers": ["cpu"],
+//                               "min_vram_mb": 512, "min_cuda_version": "12.0", "strategy": "pool",
+//                               "graph_optimization_level": "all"},
+//     "runtime": {"intra_op_threads": 1, "inter_op_threads": 1, "memory_pattern": true, "cpu_arena": true,
+//                 "session_buckets": [{"input": [1, 512]}, {"input": [1, 1024]}], "peak_concurrency": 4}
+//   }
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gantry/core/dtype.h"
+#include "gantry/core/shape.h"
+#include "gantry/core/status.h"
+#include "gantry/core/version.h"
+
+namespace gantry::model {
+
+// File name of the manifest inside a package.
+inline constexpr std::string_view kManifestFileName = "gantry.json";
+
+enum class ModelFormat { kOnnx, kGguf };
+std::string_view model_format_name(ModelFormat f);  // "onnx" | "gguf"
+std::optional<ModelFormat> parse_model_format(std::string_view text);
+
+// How a model is spread over several devices.
+enum class Strategy { kPool, kRoundRobin, kDataParallel, kPipeline, kTensorParallel, kAuto };
+std::string_view strategy_name(Strategy s);  // "pool" | "round-robin" | ... | "auto"
+std::optional<Strategy> parse_strategy(std::string_view text);
+
+// ONNX Runtime graph optimisation level; values equal ORT's GraphOptimizationLevel enum.
+enum class GraphOptimizationLevel { kDisable = 0, kBasic = 1, kExtended = 2, kAll = 99 };
+std::string_view graph_optimization_level_name(GraphOptimizationLevel l);  // "disable" | ... | "all"
+// Accepts "disable|basic|extended|all" and the numbers 0|1|2|3|99 as text ("3" and "99" both mean all).
+std::optional<GraphOptimizationLevel> parse_graph_optimization_level(std::string_view text);
+
+// Numeric precision a model must run at (e.g. a provider without fp16 cannot satisfy "fp16").
+enum class Precision { kFp32, kFp16, kBf16, kFp64, kInt8, kInt4 };
+std::string_view precision_name(Precision p);  // "fp32" | "fp16" | "bf16" | "fp64" | "int8" | "int4"
+std::optional<Precision> parse_precision(std::string_view text);
+
+// Provider names a manifest may use (lower case): cpu, cuda, tensorrt, rocm, migraphx, openvino, coreml,
+// directml, vulkan, metal, sycl.
+const std::vector<std::string_view>& known_providers();
+bool is_known_provider(std::string_view name);
+
+// One input or output as the manifest declares it. A dimension that is dynamic is Shape::kDynamic; in JSON
+// it is written as -1, null or a name string (the name is kept in dim_names at the same index, else "").
+struct TensorSpec {
+  std::string name;
+  std::optional<DType> dtype;
+  std::optional<Shape> shape;
+  std::vector<std::string> dim_names;  // empty, or one entry per dimension of shape
+  bool operator==(const TensorSpec&) const = default;
+};
+
+struct IoSpec {
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  bool operator==(const IoSpec&) const = default;
+};
+
+struct HardwareRequirements {
+  std::optional<std::string> preferred_provider;  // a known provider
+  std::vector<std::string> fallback_providers;    // tried in order after the preferred one
+  std::optional<uint64_t> min_memory_mb;          // host RAM
+  std::optional<uint64_t> min_vram_mb;            // per device
+  std::optional<Version> min_cuda_version;        // compared numerically ("12.0" > "9.2")
+  std::optional<Precision> required_precision;
+  std::optional<int> device_id;     // >= 0
+  std::vector<int> gpu_device_ids;  // each >= 0, no duplicates
+  std::optional<Strategy> strategy;
+  std::optional<GraphOptimizationLevel> graph_optimization_level;
+  bool operator==(const HardwareRequirements&) const = default;
+};
+
+// Concrete input shapes to prepare a session for (input name -> shape without dynamic dims).
+using SessionBucket = std::map<std::string, Shape>;
+
+struct RuntimeOptions {
+  std::optional<int> intra_op_threads;  // >= 0 (0 = the runtime's default)
+  std::optional<int> inter_op_threads;  // >= 0
+  std::optional<bool> memory_pattern;
+  std::optional<bool> cpu_arena;
+  std::vector<SessionBucket> session_buckets;
+  std::optional<int> peak_concurrency;  // >= 1: how many requests the model may see at once
+  bool operator==(const RuntimeOptions&) const = default;
+};
+
+struct Manifest {
+  std::string name;                           // required, non-empty
+  std::string version;                        // required; Version::parse accepts it
+  ModelFormat format = ModelFormat::kOnnx;    // required
+  std::string task;                           // optional free text ("classification", "vad", ...)
+  std::string model_file;                     // required; relative path inside the package, '/' separated
+  std::map<std::string, std::string> sha256;  // required; file -> 64 lower-case hex digits; holds model_file
+  std::optional<IoSpec> io;
+  HardwareRequirements hardware_requirements;
+  RuntimeOptions runtime;
+  bool operator==(const Manifest&) const = default;
+};
+
+// Parses gantry.json text strictly (see the top of this file). `origin` (e.g. a file path) prefixes messages.
+Result<Manifest> parse_manifest(std::string_view json_text, std::string_view origin = "gantry.json");
+
+// Reads and parses a manifest file. NotFound when it is missing; IoError when unreadable.
+Result<Manifest> read_manifest(const std::filesystem::path& path);
+
+// Checks the invariants parse_manifest enforces on a manifest built in code (name, version, model_file
+// relative and inside the package, sha256 covering model_file with well-formed digests, value ranges).
+Status validate_manifest(const Manifest& manifest);
+
+// JSON text of the manifest (only set optional fields are written), ending with a newline.
+std::string manifest_to_json(const Manifest& manifest, int indent = 2);
+
+// Validates and writes the manifest to `path`.
+Status write_manifest(const std::filesystem::path& path, const Manifest& manifest);
+
+// Checks that `relative` names a file inside a package: not empty, not absolute, no ".." component, no
+// backslash or NUL. Lexical only; package loading also resolves symlinks (see package.h).
+Status check_relative_package_path(std::string_view relative, std::string_view field);
+
+}  // namespace gantry::model
