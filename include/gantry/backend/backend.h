@@ -1,0 +1,54 @@
+// Backend: one inference engine (ONNX Runtime, llama.cpp) behind a common interface.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gantry/backend/capabilities.h"
+#include "gantry/backend/device.h"
+#include "gantry/backend/model.h"
+#include "gantry/backend/placement.h"
+#include "gantry/core/status.h"
+
+namespace gantry::model {
+class Package;  // gantry/model/package.h
+}
+
+namespace gantry::backend {
+
+// Whether something can be used, and if not, why (a sentence a user can act on).
+struct Support {
+  bool ok = false;
+  std::string reason;
+
+  static Support yes(std::string why = {}) { return {true, std::move(why)}; }
+  static Support no(std::string why) { return {false, std::move(why)}; }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;  // "onnxruntime", "llama.cpp"
+  virtual std::string version() const = 0;    // the engine's version, e.g. "1.29.0"
+  virtual const Capabilities& capabilities() const = 0;
+
+  // Whether this backend (as built) can run models on `device`.
+  virtual Support supports(const DeviceInfo& device) const = 0;
+
+  // Providers this backend knows, by canonical name ("cpu", "cuda", "tensorrt", ...).
+  virtual std::vector<std::string> providers() const = 0;
+
+  // Whether `provider` can be used in this process: built in, or its plugin library present and
+  // loadable. Unknown providers are unavailable with a reason naming the known ones.
+  virtual Support provider_available(std::string_view provider) const = 0;
+
+  // The device kind a provider runs on (cpu -> kCpu, cuda -> kNvidiaGpu, ...).
+  virtual DeviceKind provider_device_kind(std::string_view provider) const = 0;
+
+  virtual Result<std::unique_ptr<Model>> load(const model::Package& package, const Placement& placement) = 0;
+};
+
+}  // namespace gantry::backend

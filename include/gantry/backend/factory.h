@@ -1,0 +1,115 @@
+// The factory: which provider runs a model, and why every other one was passed over.
+//
+// Candidates, in order: the manifest's preferred provider, then its fallbacks; policy `fastest`
+// (the default) and `measured` then append the accelerated providers this machine has (tensorrt,
+// cuda, rocm, openvino, coreml, directml) and finally cpu; policy `manifest` uses only what the
+// manifest names. Each candidate is checked (hardware present, provider available in the backend,
+// VRAM, CUDA version, device ids / strategy); `fastest` and `manifest` take the first viable one,
+// `measured` times every viable one on the real model and takes the fastest (cached on disk).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gantry/backend/backend.h"
+#include "gantry/backend/device.h"
+#include "gantry/backend/placement.h"
+#include "gantry/core/status.h"
+#include "gantry/core/version.h"
+
+namespace gantry::backend {
+
+enum class ProviderPolicy { kFastest, kManifest, kMeasured };
+
+std::string_view provider_policy_name(ProviderPolicy p);
+Result<ProviderPolicy> parse_provider_policy(std::string_view text);
+// `flag` when not empty, else $GANTRY_PROVIDER_POLICY when set, else kFastest.
+Result<ProviderPolicy> resolve_provider_policy(std::string_view flag);
+
+// Accelerated providers in the order the `fastest` policy tries them.
+const std::vector<std::string>& accelerated_providers();
+
+// Canonical provider name: lower case, ORT names mapped ("CUDAExecutionProvider" -> "cuda").
+std::string canonical_provider(std::string_view name);
+
+// What the factory needs from a model's manifest (hardware_requirements), as plain data.
+struct ProviderRequest {
+  std::string model_name;
+  std::optional<std::string> preferred_provider;
+  std::vector<std::string> fallback_providers;
+  uint64_t min_memory_mb = 0;
+  uint64_t min_vram_mb = 0;
+  std::optional<Version> min_cuda_version;
+  std::optional<int> device_id;
+  std::vector<int> gpu_device_ids;
+  std::string strategy = "auto";
+  Placement base;  // threads, graph optimisation, session options from the manifest; provider and devices are
+                   // chosen here
+};
+
+struct CandidateVerdict {
+  std::string provider;
+  std::string origin;  // "manifest preferred", "manifest fallback", "machine", "default"
+  bool viable = false;
+  std::string reason;  // why rejected, or what makes it viable ("CPU EP built in")
+  std::vector<int> device_ids;
+  std::optional<double> median_us;  // measured policy only
+  bool from_cache = false;          // the median came from the verdict cache
+};
+
+struct ProviderChoice {
+  ProviderPolicy policy = ProviderPolicy::kFastest;
+  std::vector<CandidateVerdict> candidates;  // every candidate considered, in order
+  int chosen = -1;                           // index into candidates; -1: none viable
+  Placement placement;                       // base with the chosen provider and devices
+
+  const CandidateVerdict* chosen_verdict() const { return chosen < 0 ? nullptr : &candidates[chosen]; }
+  // A multi-line explanation: one line per candidate with its verdict and reason.
+  std::string explain() const;
+};
+
+// Builds and checks the candidate list (no measuring). `chosen` is the first viable candidate.
+ProviderChoice check_candidates(const ProviderRequest& req, const MachineView& machine,
+                                const Backend& backend, ProviderPolicy policy);
+
+// Times a few warm inferences of the real model under `placement`; returns the median in µs.
+using MeasureFn = std::function<Result<double>(const Placement& placement)>;
+
+// Disk cache of measured verdicts, one small JSON file per key, in `dir`.
+class VerdictCache {
+ public:
+  // $GANTRY_CACHE_DIR, else $XDG_CACHE_HOME/gantry, else ~/.cache/gantry; then "/measured".
+  static std::string default_dir();
+  explicit VerdictCache(std::string dir) : dir_(std::move(dir)) {}
+
+  // Key of one measurement: model sha256, device, provider and runtime version.
+  static std::string key(std::string_view model_sha256, std::string_view device, std::string_view provider,
+                         std::string_view runtime_version);
+  std::optional<double> get(const std::string& key) const;
+  Status put(const std::string& key, double median_us) const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+struct MeasureContext {
+  std::string model_sha256;
+  std::string runtime_version;          // e.g. ORT "1.29.0"
+  const VerdictCache* cache = nullptr;  // null: no caching
+  MeasureFn measure;
+};
+
+// Policy `measured`: when more than one candidate is viable, measures each (or reads the cache) and
+// chooses the fastest; a candidate whose measurement fails becomes non-viable with that reason.
+// With one viable candidate it is chosen unmeasured.
+void measure_candidates(ProviderChoice& choice, const MachineView& machine, const MeasureContext& ctx);
+
+// Device label used in cache keys and explanations: "cpu", "nvidia-gpu:0 NVIDIA H100".
+std::string device_label(const MachineView& machine, DeviceKind kind, const std::vector<int>& ids);
+
+}  // namespace gantry::backend

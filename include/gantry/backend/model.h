@@ -1,0 +1,115 @@
+// Model: the contract every scheduler drives, whatever backend runs it.
+//
+//   load (Backend::load) -> init -> infer_one / infer_batch ... -> drain -> reset -> infer ...
+//
+// Contract:
+// - init() prepares the model to serve (warm-up, buffers); it is idempotent and cheap when repeated.
+// - infer_one/infer_batch are safe to call concurrently from many threads on one Model.
+// - Inputs are borrowed for the duration of the call only: a backend binds them zero-copy where it
+//   can and never keeps a pointer after returning. Outputs are owned tensors.
+// - Inputs are matched by name; inputs given in metadata().inputs order take the fastest path.
+// - drain() refuses new calls (Unavailable) and returns once every in-flight call has finished;
+//   reset() drops per-model state (caches, sequences) and accepts calls again.
+// - Text-generation backends (llama.cpp) add their own generation API on their subclass; through
+//   infer_one they take a string tensor (prompt) or an i32 tensor (token ids).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gantry/core/shape.h"
+#include "gantry/core/status.h"
+#include "gantry/core/tensor.h"
+
+namespace gantry::backend {
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+// One model input or output as the model declares it.
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  Shape shape;                         // dynamic dims are Shape::kDynamic
+  std::vector<std::string> dim_names;  // symbolic names of dims ("batch"), "" where none; same rank
+};
+
+struct ModelMetadata {
+  std::string name;
+  std::string backend;   // "onnxruntime", "llama.cpp"
+  std::string provider;  // the provider it runs on ("cpu", "cuda", ...)
+  std::vector<TensorInfo> inputs;
+  std::vector<TensorInfo> outputs;
+  MemoryClass preferred_memory = MemoryClass::kHost;  // where inputs are cheapest to bind
+  uint64_t max_input_bytes = 0;   // total of all inputs at the largest accepted shapes; 0 = unbounded
+  uint64_t max_output_bytes = 0;  // likewise for outputs; 0 = unbounded or unknown
+  bool batchable = false;         // every input and output has a dynamic leading (batch) dim
+  int64_t max_batch = 0;          // 0 = no limit
+  std::map<std::string, std::string> properties;  // producer, opset, domain, description, ...
+
+  // Index of the input/output called `name`, or -1.
+  int input_index(std::string_view name) const;
+  int output_index(std::string_view name) const;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  virtual const ModelMetadata& metadata() const = 0;
+
+  virtual Status init() = 0;
+
+  // One request: every declared input once. Returns every declared output, in metadata order.
+  virtual Result<std::vector<NamedTensor>> infer_one(std::span<const NamedTensor> inputs) = 0;
+
+  // Several requests at once; the result has one entry per request, in order. The default runs them
+  // one by one; backends that can batch (ONNX with a dynamic batch dim) concatenate, run once and split.
+  // Fails as a whole when any request is invalid (the message names which).
+  virtual Result<std::vector<std::vector<NamedTensor>>> infer_batch(
+      std::span<const std::vector<NamedTensor>> requests);
+
+  virtual Status drain();
+  virtual Status reset();
+
+ protected:
+  Model() = default;
+
+  // Brackets one infer call: refuses it while draining. Use as
+  //   auto guard = enter(); if (!guard.ok()) return guard.status();
+  class CallGuard {
+   public:
+    explicit CallGuard(std::atomic<int>* inflight) : inflight_(inflight) {}
+    CallGuard(CallGuard&& o) noexcept : inflight_(o.inflight_), status_(std::move(o.status_)) {
+      o.inflight_ = nullptr;
+    }
+    CallGuard(const CallGuard&) = delete;
+    ~CallGuard() {
+      if (inflight_) inflight_->fetch_sub(1, std::memory_order_release);
+    }
+    bool ok() const { return inflight_ != nullptr; }
+    const Status& status() const { return status_; }
+
+   private:
+    friend class Model;
+    std::atomic<int>* inflight_;
+    Status status_;
+  };
+  CallGuard enter();
+  bool draining() const { return draining_.load(std::memory_order_acquire); }
+
+ private:
+  std::atomic<int> inflight_{0};
+  std::atomic<bool> draining_{false};
+};
+
+}  // namespace gantry::backend

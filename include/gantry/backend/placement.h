@@ -1,0 +1,44 @@
+// Placement: where and how a backend runs one model (provider, devices, threads, session options).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gantry/core/status.h"
+
+namespace gantry::backend {
+
+// ONNX Runtime's graph optimisation levels; other backends may ignore them.
+enum class GraphOptimization { kDisable, kBasic, kExtended, kAll };
+
+// "disable", "basic", "extended", "all".
+std::string_view graph_optimization_name(GraphOptimization level);
+// Accepts the names above and ORT's numbers 0, 1, 2, 3 (extended+layout) and 99 (all).
+Result<GraphOptimization> parse_graph_optimization(std::string_view text);
+
+// Concrete values for a model's named dynamic dimensions, e.g. {"batch": 8, "seq": 128}. A session
+// specialised for a bucket is used for inputs whose dynamic dimensions match it exactly.
+using SessionBucket = std::map<std::string, int64_t>;
+
+struct Placement {
+  // Canonical provider name: "cpu", "cuda", "tensorrt", "rocm", "openvino", "coreml", "directml"
+  // (ONNX Runtime), or a backend's own ("llama-cpu", "llama-cuda", ...).
+  std::string provider = "cpu";
+  std::vector<int> device_ids;    // empty: the provider's default device (GPU 0)
+  std::string strategy = "auto";  // pool|round-robin|data-parallel|pipeline|tensor-parallel|auto
+  int intra_op_threads = 0;       // 0: the backend's default
+  int inter_op_threads = 0;       // 0: the backend's default
+  GraphOptimization graph_optimization = GraphOptimization::kAll;
+  bool memory_pattern = true;
+  bool cpu_arena = true;
+  std::vector<SessionBucket> session_buckets;
+  std::map<std::string, std::string> options;  // backend-specific extras (e.g. llama n_ctx)
+
+  int primary_device() const { return device_ids.empty() ? 0 : device_ids.front(); }
+};
+
+}  // namespace gantry::backend

@@ -1,0 +1,38 @@
+#include "gantry/backend/device.h"
+
+namespace gantry::backend {
+
+std::string_view device_kind_name(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kCpu:
+      return "cpu";
+    case DeviceKind::kNvidiaGpu:
+      return "nvidia-gpu";
+    case DeviceKind::kAmdGpu:
+      return "amd-gpu";
+    case DeviceKind::kIntelGpu:
+      return "intel-gpu";
+    case DeviceKind::kAppleGpu:
+      return "apple-gpu";
+    case DeviceKind::kNpu:
+      return "npu";
+    case DeviceKind::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+const DeviceInfo* MachineView::find(DeviceKind kind, int index) const {
+  for (const auto& d : devices)
+    if (d.kind == kind && d.index == index) return &d;
+  return nullptr;
+}
+
+std::vector<const DeviceInfo*> MachineView::all_of(DeviceKind kind) const {
+  std::vector<const DeviceInfo*> out;
+  for (const auto& d : devices)
+    if (d.kind == kind) out.push_back(&d);
+  return out;
+}
+
+}  // namespace gantry::backend

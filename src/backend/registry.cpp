@@ -1,0 +1,50 @@
+#include "gantry/backend/registry.h"
+
+#include <algorithm>
+
+namespace gantry::backend {
+
+Status BackendRegistry::add(std::unique_ptr<Backend> backend) {
+  if (!backend) return InvalidArgument("cannot register a null backend");
+  if (find(backend->name()))
+    return InvalidArgument("a backend named '" + std::string(backend->name()) + "' is already registered");
+  backends_.push_back(std::move(backend));
+  return Status::Ok();
+}
+
+Backend* BackendRegistry::find(std::string_view name) const {
+  for (const auto& b : backends_)
+    if (b->name() == name) return b.get();
+  return nullptr;
+}
+
+Result<Backend*> BackendRegistry::for_format(std::string_view format) const {
+  std::string names;
+  for (const auto& b : backends_) {
+    const auto& f = b->capabilities().formats;
+    if (std::find(f.begin(), f.end(), format) != f.end()) return b.get();
+    names += (names.empty() ? "" : ", ") + std::string(b->name());
+  }
+  return NotFound("no registered backend loads '" + std::string(format) +
+                  "' models (registered: " + (names.empty() ? "none" : names) + ")");
+}
+
+BackendRegistry::Match BackendRegistry::match(const Requirements& req) const {
+  Match m;
+  for (const auto& b : backends_) {
+    auto why = mismatches(b->capabilities(), req);
+    if (why.empty())
+      m.suitable.push_back(b.get());
+    else
+      m.rejected.emplace_back(std::string(b->name()), std::move(why));
+  }
+  return m;
+}
+
+std::vector<Backend*> BackendRegistry::all() const {
+  std::vector<Backend*> out;
+  for (const auto& b : backends_) out.push_back(b.get());
+  return out;
+}
+
+}  // namespace gantry::backend
