@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gantry/core/shape.h"
 #include "gantry/core/status.h"
 
 namespace gantry::backend {
@@ -20,9 +21,9 @@ std::string_view graph_optimization_name(GraphOptimization level);
 // Accepts the names above and ORT's numbers 0, 1, 2, 3 (extended+layout) and 99 (all).
 Result<GraphOptimization> parse_graph_optimization(std::string_view text);
 
-// Concrete values for a model's named dynamic dimensions, e.g. {"batch": 8, "seq": 128}. A session
-// specialised for a bucket is used for inputs whose dynamic dimensions match it exactly.
-using SessionBucket = std::map<std::string, int64_t>;
+// Concrete input shapes (input name -> shape without dynamic dims), as in a manifest's
+// runtime.session_buckets. A session specialised for a bucket serves inputs of exactly those shapes.
+using SessionBucket = std::map<std::string, Shape>;
 
 struct Placement {
   // Canonical provider name: "cpu", "cuda", "tensorrt", "rocm", "openvino", "coreml", "directml"
