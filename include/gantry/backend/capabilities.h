@@ -19,6 +19,7 @@ struct Capabilities {
   bool streams = false;                  // can stream partial results (e.g. tokens)
   bool text_generation = false;          // models expose a generation API beyond infer_*
   std::vector<std::string> formats;      // model formats it loads: "onnx", "gguf"
+  bool model_parallel = false;           // can split one model over devices (pipeline, tensor-parallel)
 };
 
 struct Requirements {

@@ -56,6 +56,7 @@ struct CandidateVerdict {
   std::string origin;  // "manifest preferred", "manifest fallback", "machine", "default"
   bool viable = false;
   std::string reason;  // why rejected, or what makes it viable ("CPU EP built in")
+  DeviceKind device_kind = DeviceKind::kCpu;
   std::vector<int> device_ids;
   std::optional<double> median_us;  // measured policy only
   bool from_cache = false;          // the median came from the verdict cache
@@ -76,8 +77,9 @@ struct ProviderChoice {
 ProviderChoice check_candidates(const ProviderRequest& req, const MachineView& machine,
                                 const Backend& backend, ProviderPolicy policy);
 
-// Times a few warm inferences of the real model under `placement`; returns the median in µs.
-using MeasureFn = std::function<Result<double>(const Placement& placement)>;
+// Times a few warm inferences of the real model under `placement`, spending at most about
+// `budget_ms` on the timed runs; returns the median in µs.
+using MeasureFn = std::function<Result<double>(const Placement& placement, double budget_ms)>;
 
 // Disk cache of measured verdicts, one small JSON file per key, in `dir`.
 class VerdictCache {
@@ -102,6 +104,7 @@ struct MeasureContext {
   std::string runtime_version;          // e.g. ORT "1.29.0"
   const VerdictCache* cache = nullptr;  // null: no caching
   MeasureFn measure;
+  double budget_ms = 2000;  // for all candidates of one model together
 };
 
 // Policy `measured`: when more than one candidate is viable, measures each (or reads the cache) and

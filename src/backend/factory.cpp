@@ -1,0 +1,330 @@
+#include "gantry/backend/factory.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "gantry/core/log.h"
+
+namespace gantry::backend {
+
+std::string_view provider_policy_name(ProviderPolicy p) {
+  switch (p) {
+    case ProviderPolicy::kFastest:
+      return "fastest";
+    case ProviderPolicy::kManifest:
+      return "manifest";
+    case ProviderPolicy::kMeasured:
+      return "measured";
+  }
+  return "fastest";
+}
+
+Result<ProviderPolicy> parse_provider_policy(std::string_view text) {
+  if (text == "fastest") return ProviderPolicy::kFastest;
+  if (text == "manifest") return ProviderPolicy::kManifest;
+  if (text == "measured") return ProviderPolicy::kMeasured;
+  return InvalidArgument("provider policy '" + std::string(text) +
+                         "' is not one of fastest|manifest|measured");
+}
+
+Result<ProviderPolicy> resolve_provider_policy(std::string_view flag) {
+  if (!flag.empty()) return parse_provider_policy(flag);
+  if (const char* env = std::getenv("GANTRY_PROVIDER_POLICY"); env && *env) {
+    auto p = parse_provider_policy(env);
+    if (!p.ok()) return p.status().with_context("GANTRY_PROVIDER_POLICY");
+    return p;
+  }
+  return ProviderPolicy::kFastest;
+}
+
+const std::vector<std::string>& accelerated_providers() {
+  static const std::vector<std::string> kProviders = {"tensorrt", "cuda",   "rocm",
+                                                      "openvino", "coreml", "directml"};
+  return kProviders;
+}
+
+std::string canonical_provider(std::string_view name) {
+  std::string s(name);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  constexpr std::string_view kSuffix = "executionprovider";
+  if (s.size() > kSuffix.size() && s.ends_with(kSuffix)) s.resize(s.size() - kSuffix.size());
+  if (s == "dml") s = "directml";
+  return s;
+}
+
+namespace {
+
+std::string join_ids(const std::vector<int>& ids) {
+  std::string s;
+  for (int i : ids) s += (s.empty() ? "" : ",") + std::to_string(i);
+  return s;
+}
+
+// Checks one non-CPU candidate's devices; returns the rejection reason or "" when they fit.
+std::string check_devices(const ProviderRequest& req, const MachineView& machine, DeviceKind kind,
+                          const std::vector<int>& ids, const Backend& backend) {
+  const std::string kname(device_kind_name(kind));
+  auto present = machine.all_of(kind);
+  if (present.empty()) return "no " + kname + " device on this machine";
+  for (int id : ids) {
+    const DeviceInfo* d = machine.find(kind, id);
+    if (!d)
+      return "device id " + std::to_string(id) + " requested but this machine has " +
+             std::to_string(present.size()) + " " + kname + " device(s) (ids 0.." +
+             std::to_string(present.size() - 1) + ")";
+    if (req.min_vram_mb > 0) {
+      const uint64_t have = d->free_memory_mb > 0 ? d->free_memory_mb : d->total_memory_mb;
+      if (have < req.min_vram_mb)
+        return "needs " + std::to_string(req.min_vram_mb) + " MB of VRAM, " + kname + ":" +
+               std::to_string(id) + " has " + std::to_string(have) + " MB " +
+               (d->free_memory_mb > 0 ? "free" : "in total");
+    }
+    if (kind == DeviceKind::kNvidiaGpu && req.min_cuda_version) {
+      if (!d->cuda_version)
+        return "needs CUDA >= " + req.min_cuda_version->to_string() + " but the driver's CUDA version on " +
+               kname + ":" + std::to_string(id) + " is unknown";
+      if (*d->cuda_version < *req.min_cuda_version)
+        return "needs CUDA >= " + req.min_cuda_version->to_string() + ", the driver supports CUDA " +
+               d->cuda_version->to_string();
+    }
+  }
+  const bool split = req.strategy == "pipeline" || req.strategy == "tensor-parallel";
+  if (split && !backend.capabilities().model_parallel)
+    return "strategy '" + req.strategy + "' splits one model over devices, which " +
+           std::string(backend.name()) + " cannot do (use pool, round-robin or data-parallel)";
+  if (split && ids.size() < 2)
+    return "strategy '" + req.strategy + "' needs at least two devices, got ids [" + join_ids(ids) + "]";
+  return "";
+}
+
+}  // namespace
+
+ProviderChoice check_candidates(const ProviderRequest& req, const MachineView& machine,
+                                const Backend& backend, ProviderPolicy policy) {
+  ProviderChoice choice;
+  choice.policy = policy;
+  auto add = [&](std::string_view name, const char* origin) {
+    std::string p = canonical_provider(name);
+    for (const auto& c : choice.candidates)
+      if (c.provider == p) return;
+    CandidateVerdict v;
+    v.provider = p;
+    v.origin = origin;
+    choice.candidates.push_back(std::move(v));
+  };
+  if (req.preferred_provider) add(*req.preferred_provider, "manifest preferred");
+  for (const auto& f : req.fallback_providers) add(f, "manifest fallback");
+  if (policy != ProviderPolicy::kManifest) {
+    for (const auto& p : accelerated_providers()) {
+      DeviceKind k = backend.provider_device_kind(p);
+      if (k != DeviceKind::kCpu && machine.has(k)) add(p, "machine");
+    }
+    add("cpu", "default");
+  } else if (choice.candidates.empty()) {
+    add("cpu", "default");  // the manifest names no provider at all
+  }
+
+  const DeviceInfo* cpu = machine.find(DeviceKind::kCpu, 0);
+  for (auto& c : choice.candidates) {
+    const DeviceKind kind = backend.provider_device_kind(c.provider);
+    c.device_kind = kind;
+    Support avail = backend.provider_available(c.provider);
+    if (!avail.ok) {
+      c.reason = avail.reason;
+      continue;
+    }
+    if (req.min_memory_mb > 0 && cpu && cpu->total_memory_mb > 0 &&
+        cpu->total_memory_mb < req.min_memory_mb) {
+      c.reason = "needs " + std::to_string(req.min_memory_mb) + " MB of host memory, this machine has " +
+                 std::to_string(cpu->total_memory_mb) + " MB";
+      continue;
+    }
+    if (kind == DeviceKind::kCpu) {
+      c.viable = true;
+      c.reason = avail.reason.empty() ? "runs on the host CPU" : avail.reason;
+      continue;
+    }
+    std::vector<int> ids = req.gpu_device_ids;
+    if (ids.empty()) ids.push_back(req.device_id.value_or(0));
+    const DeviceInfo* first = machine.find(kind, ids.front());
+    if (first) {
+      Support s = backend.supports(*first);
+      if (!s.ok) {
+        c.reason = s.reason;
+        continue;
+      }
+    }
+    std::string why = check_devices(req, machine, kind, ids, backend);
+    if (!why.empty()) {
+      c.reason = why;
+      continue;
+    }
+    c.viable = true;
+    c.device_ids = ids;
+    c.reason = (avail.reason.empty() ? "" : avail.reason + "; ") + "device " +
+               std::string(device_kind_name(kind)) + ":" + join_ids(ids);
+  }
+  for (size_t i = 0; i < choice.candidates.size(); ++i)
+    if (choice.candidates[i].viable) {
+      choice.chosen = static_cast<int>(i);
+      break;
+    }
+  choice.placement = req.base;
+  choice.placement.strategy = req.strategy;
+  if (const auto* v = choice.chosen_verdict()) {
+    choice.placement.provider = v->provider;
+    choice.placement.device_ids = v->device_ids;
+  }
+  return choice;
+}
+
+std::string device_label(const MachineView& machine, DeviceKind kind, const std::vector<int>& ids) {
+  std::string label(device_kind_name(kind));
+  if (kind == DeviceKind::kCpu) {
+    if (const auto* d = machine.find(kind, 0); d && !d->name.empty()) label += " " + d->name;
+    return label;
+  }
+  label += ":" + join_ids(ids);
+  if (!ids.empty())
+    if (const auto* d = machine.find(kind, ids.front()); d && !d->name.empty()) label += " " + d->name;
+  return label;
+}
+
+namespace {
+
+std::string fnv1a_hex(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace
+
+std::string VerdictCache::default_dir() {
+  namespace fs = std::filesystem;
+  if (const char* d = std::getenv("GANTRY_CACHE_DIR"); d && *d) return (fs::path(d) / "measured").string();
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d)
+    return (fs::path(d) / "gantry" / "measured").string();
+  if (const char* d = std::getenv("HOME"); d && *d)
+    return (fs::path(d) / ".cache" / "gantry" / "measured").string();
+  return (fs::temp_directory_path() / "gantry-cache" / "measured").string();
+}
+
+std::string VerdictCache::key(std::string_view model_sha256, std::string_view device,
+                              std::string_view provider, std::string_view runtime_version) {
+  std::string k;
+  k.append(model_sha256)
+      .append("|")
+      .append(device)
+      .append("|")
+      .append(provider)
+      .append("|")
+      .append(runtime_version);
+  return k;
+}
+
+std::optional<double> VerdictCache::get(const std::string& key) const {
+  std::ifstream in(std::filesystem::path(dir_) / (fnv1a_hex(key) + ".json"));
+  if (!in) return std::nullopt;
+  auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("key") || !j["key"].is_string() || j["key"].get<std::string>() != key ||
+      !j.contains("median_us") || !j["median_us"].is_number())
+    return std::nullopt;  // another key with the same hash, or a damaged file: measure again
+  return j["median_us"].get<double>();
+}
+
+Status VerdictCache::put(const std::string& key, double median_us) const {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) return IoError("cannot create the verdict cache directory " + dir_ + ": " + ec.message());
+  const fs::path final_path = fs::path(dir_) / (fnv1a_hex(key) + ".json");
+  const fs::path tmp = final_path.string() + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    out << nlohmann::json{{"key", key}, {"median_us", median_us}}.dump() << "\n";
+    if (!out) return IoError("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, final_path, ec);
+  if (ec) return IoError("cannot move " + tmp.string() + " to " + final_path.string() + ": " + ec.message());
+  return Status::Ok();
+}
+
+void measure_candidates(ProviderChoice& choice, const MachineView& machine, const MeasureContext& ctx) {
+  std::vector<size_t> viable;
+  for (size_t i = 0; i < choice.candidates.size(); ++i)
+    if (choice.candidates[i].viable) viable.push_back(i);
+  if (viable.size() < 2 || !ctx.measure) return;
+  const double per_candidate_ms = ctx.budget_ms / static_cast<double>(viable.size());
+  double best = std::numeric_limits<double>::infinity();
+  int best_index = -1;
+  for (size_t i : viable) {
+    auto& c = choice.candidates[i];
+    Placement p = choice.placement;
+    p.provider = c.provider;
+    p.device_ids = c.device_ids;
+    const std::string device = device_label(machine, c.device_kind, c.device_ids);
+    const std::string key = VerdictCache::key(ctx.model_sha256, device, c.provider, ctx.runtime_version);
+    std::optional<double> median = ctx.cache ? ctx.cache->get(key) : std::nullopt;
+    if (median) {
+      c.from_cache = true;
+    } else {
+      auto m = ctx.measure(p, per_candidate_ms);
+      if (!m.ok()) {
+        c.viable = false;
+        c.reason = "measurement failed: " + m.status().message();
+        continue;
+      }
+      median = *m;
+      if (ctx.cache) {
+        if (Status s = ctx.cache->put(key, *median); !s.ok())
+          GANTRY_LOG_WARN("measured policy: {}", s.message());
+      }
+    }
+    c.median_us = *median;
+    if (*median < best) {
+      best = *median;
+      best_index = static_cast<int>(i);
+    }
+  }
+  choice.chosen = best_index;
+  if (best_index >= 0) {
+    choice.placement.provider = choice.candidates[best_index].provider;
+    choice.placement.device_ids = choice.candidates[best_index].device_ids;
+  } else {
+    choice.placement.device_ids.clear();
+  }
+}
+
+std::string ProviderChoice::explain() const {
+  std::ostringstream out;
+  out << "provider policy: " << provider_policy_name(policy) << "\n";
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const auto& c = candidates[i];
+    out << "  " << (static_cast<int>(i) == chosen ? "* " : "  ") << c.provider << " (" << c.origin << "): "
+        << (static_cast<int>(i) == chosen ? "chosen"
+            : c.viable                    ? "viable"
+                                          : "rejected")
+        << " - " << c.reason;
+    if (c.median_us) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "; median %.1f us%s", *c.median_us, c.from_cache ? " (cached)" : "");
+      out << buf;
+    }
+    out << "\n";
+  }
+  if (chosen < 0) out << "  no viable provider\n";
+  return out.str();
+}
+
+}  // namespace gantry::backend
