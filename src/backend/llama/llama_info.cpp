@@ -12,11 +12,16 @@ namespace {
 
 const char* dev_type_name(enum ggml_backend_dev_type t) {
   switch (t) {
-    case GGML_BACKEND_DEVICE_TYPE_CPU: return "cpu";
-    case GGML_BACKEND_DEVICE_TYPE_GPU: return "gpu";
-    case GGML_BACKEND_DEVICE_TYPE_IGPU: return "igpu";
-    case GGML_BACKEND_DEVICE_TYPE_ACCEL: return "accel";
-    default: return "other";
+    case GGML_BACKEND_DEVICE_TYPE_CPU:
+      return "cpu";
+    case GGML_BACKEND_DEVICE_TYPE_GPU:
+      return "gpu";
+    case GGML_BACKEND_DEVICE_TYPE_IGPU:
+      return "igpu";
+    case GGML_BACKEND_DEVICE_TYPE_ACCEL:
+      return "accel";
+    default:
+      return "other";
   }
 }
 

@@ -1,0 +1,122 @@
+// BatchEngine: continuous batching over ONE llama_context. Sequences join and leave between decode
+// steps; each step decodes one llama_batch holding every active sequence's new tokens (prompt chunks
+// plus one token per generating sequence), then samples each sequence with its own sampler chain.
+// A finished sequence's KV cells are freed at once and its sequence id reused.
+//
+// Threads: submit() and generate() from any thread. Exactly one thread decodes at a time: the
+// background loop (start()), or else whichever generate()/step() caller holds the engine. Text
+// callbacks run on the decoding thread and must not block for long.
+//
+// Admission: a sequence waits until a slot (n_seq_max) is free and its KV reservation
+// (prompt + max_tokens, capped at n_ctx_seq) fits next to the active ones', so a correctly sized
+// context never runs out of KV space mid-generation. If it does anyway (llama_decode returns 1),
+// the most recently admitted sequence in the batch fails with ResourceExhausted and the rest go on.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "gantry/backend/llama/context.h"
+#include "gantry/backend/llama/options.h"
+#include "gantry/backend/llama/weights.h"
+#include "gantry/core/status.h"
+
+namespace gantry::llama {
+
+// The caller's handle on a submitted sequence.
+class SequenceHandle {
+ public:
+  uint64_t id() const { return id_; }
+  // Asks the engine to stop this sequence between decode steps (and abort a decode that only
+  // serves cancelled sequences). Its result then has finish == kCancelled.
+  void cancel() const { cancel_->store(true, std::memory_order_relaxed); }
+  // Blocks until the sequence ends (only when a background loop or another caller drives the engine;
+  // use BatchEngine::wait otherwise).
+  Result<GenerationResult> get() const { return result_.get(); }
+  bool ready() const { return result_.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
+
+ private:
+  friend class BatchEngine;
+  uint64_t id_ = 0;
+  std::shared_ptr<std::atomic<bool>> cancel_;
+  std::shared_future<Result<GenerationResult>> result_;
+};
+
+struct EngineStats {
+  uint64_t steps = 0;           // llama_decode calls
+  uint64_t tokens_decoded = 0;  // tokens in those batches
+  uint64_t max_batch_seqs = 0;  // most sequences in one batch
+  uint64_t completed = 0;       // sequences finished (any reason, errors included)
+  size_t active = 0;
+  size_t pending = 0;
+};
+
+class BatchEngine {
+ public:
+  static Result<std::unique_ptr<BatchEngine>> create(std::shared_ptr<const LlamaWeights> weights,
+                                                     const ContextOptions& options);
+  ~BatchEngine();  // stops the loop; unfinished sequences end as cancelled
+  BatchEngine(const BatchEngine&) = delete;
+  BatchEngine& operator=(const BatchEngine&) = delete;
+
+  // Validates the request (sampling parameters, max_tokens, prompt fits the context) and queues it.
+  // Errors here are the request's fault; the handle's result carries errors found later.
+  Result<SequenceHandle> submit(GenerationRequest request);
+
+  // submit + wait, driving the engine from this thread when no background loop runs.
+  Result<GenerationResult> generate(GenerationRequest request);
+  // Waits for `handle`, driving the engine from this thread when no background loop runs.
+  Result<GenerationResult> wait(const SequenceHandle& handle);
+
+  // One decode step (admit, batch, decode, sample, retire). Returns false when there was nothing to
+  // do. Engine-wide failures are returned and also fail the sequences in that batch.
+  Result<bool> step();
+
+  void start();       // background decode loop
+  void stop();        // joins it; queued sequences stay queued
+  void cancel_all();  // every queued and active sequence, as of the next step
+
+  EngineStats stats() const;
+  LlamaContext& context() { return *ctx_; }
+  const LlamaWeights& weights() const { return ctx_->weights(); }
+
+  // Tokens a prompt becomes (as submit() would tokenize it).
+  Result<std::vector<int32_t>> tokenize_prompt(const GenerationRequest& request) const;
+
+ private:
+  struct Seq;
+  BatchEngine() = default;
+  void admit_locked();
+  void finish(Seq& s, FinishReason reason);
+  void fail(Seq& s, const Status& st);
+  void retire(Seq& s);
+  void loop();
+  bool drive_once();
+
+  std::unique_ptr<LlamaContext> ctx_;
+  mutable std::mutex mu_;  // guards pending_, free_slots_, reserved_, stats_, running_
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Seq>> pending_;
+  std::vector<std::unique_ptr<Seq>> active_;  // touched only by the decoding thread
+  std::vector<int32_t> free_slots_;
+  size_t reserved_ = 0;
+  uint64_t next_id_ = 1;
+  uint64_t admit_order_ = 0;
+  EngineStats stats_;
+  std::mutex drive_mu_;  // one decoding thread at a time
+  std::thread loop_;
+  bool running_ = false;
+  bool stop_requested_ = false;
+  std::atomic<bool> cancel_all_{false};
+  struct BatchBuf;
+  std::unique_ptr<BatchBuf> batch_;
+};
+
+}  // namespace gantry::llama

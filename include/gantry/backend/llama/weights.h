@@ -1,0 +1,84 @@
+// LlamaWeights: a GGUF model loaded by llama.cpp (weights mmapped, placed as the planner said), with its
+// vocabulary: tokenize, detokenize, chat template. Immutable once loaded; share it between contexts.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gantry/backend/llama/options.h"
+#include "gantry/core/status.h"
+
+struct llama_model;
+struct llama_vocab;
+
+namespace gantry::llama {
+
+// What a quick look at a GGUF file's header, metadata and tensor table says.
+struct GgufSummary {
+  uint32_t version = 0;
+  std::string architecture;  // general.architecture
+  int64_t n_tensors = 0;
+  uint64_t file_bytes = 0;
+  uint64_t data_end = 0;  // where the last tensor's bytes end; <= file_bytes for a whole file
+};
+
+// Checks that `path` is a readable, complete GGUF file before llama.cpp sees it: magic, version,
+// metadata and tensor infos parse, and every tensor's bytes lie inside the file. Errors: NotFound,
+// Corrupt ("truncated: ..." when the file is shorter than its tensor table says).
+Result<GgufSummary> check_gguf_file(const std::string& path);
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant"
+  std::string content;
+};
+
+class LlamaWeights {
+ public:
+  // check_gguf_file, then llama_model_load_from_file with mmap and the given placement. Errors say
+  // which file and why (Corrupt, Unsupported architecture, ...), with llama.cpp's own reason.
+  static Result<std::shared_ptr<LlamaWeights>> load(const std::string& path, const LoadOptions& options = {});
+
+  ~LlamaWeights();
+  LlamaWeights(const LlamaWeights&) = delete;
+  LlamaWeights& operator=(const LlamaWeights&) = delete;
+
+  llama_model* raw() const { return model_; }
+  const llama_vocab* vocab() const { return vocab_; }
+  const std::string& path() const { return path_; }
+  const std::string& architecture() const { return arch_; }
+  std::string description() const;  // llama_model_desc, e.g. "llama ?B F16"
+
+  int32_t n_vocab() const;
+  int32_t n_ctx_train() const;
+  int32_t n_embd() const;
+  int32_t n_layer() const;
+  uint64_t size_bytes() const;  // all tensors
+  uint64_t n_params() const;
+
+  Result<std::vector<int32_t>> tokenize(std::string_view text, bool add_special = true,
+                                        bool parse_special = true) const;
+  // The bytes of one token (may be part of a UTF-8 character).
+  std::string token_to_piece(int32_t token, bool render_special = true) const;
+  Result<std::string> detokenize(std::span<const int32_t> tokens, bool render_special = true) const;
+  bool is_eog(int32_t token) const;
+  bool token_valid(int32_t token) const { return token >= 0 && token < n_vocab(); }
+
+  bool has_chat_template() const;
+  // Formats a conversation with the model's own template (llama_chat_apply_template); with
+  // add_assistant the text ends where the assistant's reply begins.
+  Result<std::string> apply_chat_template(std::span<const ChatMessage> messages,
+                                          bool add_assistant = true) const;
+
+ private:
+  LlamaWeights() = default;
+  llama_model* model_ = nullptr;
+  const llama_vocab* vocab_ = nullptr;
+  std::string path_;
+  std::string arch_;
+};
+
+}  // namespace gantry::llama

@@ -1,0 +1,423 @@
+#include "gantry/backend/llama/batch_engine.h"
+
+#include <llama.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "backend/llama/sampling.h"
+#include "backend/llama/text_stream.h"
+#include "gantry/core/log.h"
+
+namespace gantry::llama {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+struct BatchEngine::BatchBuf {
+  llama_batch batch;
+  explicit BatchBuf(int32_t n) : batch(llama_batch_init(n, 0, 1)) {}
+  ~BatchBuf() { llama_batch_free(batch); }
+  void clear() { batch.n_tokens = 0; }
+  void add(llama_token t, llama_pos pos, llama_seq_id seq, bool logits) {
+    const int32_t i = batch.n_tokens++;
+    batch.token[i] = t;
+    batch.pos[i] = pos;
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = seq;
+    batch.logits[i] = logits;
+  }
+};
+
+struct BatchEngine::Seq {
+  uint64_t id = 0;
+  uint64_t admitted_order = 0;
+  int32_t slot = -1;
+  GenerationRequest req;
+  std::vector<int32_t> prompt;
+  size_t prompt_done = 0;  // prompt tokens already decoded
+  int32_t pos = 0;         // position of the next token to decode
+  bool generating = false;
+  int32_t next_token = -1;  // the sampled token the next step decodes
+  size_t reserve = 0;
+  llama_sampler* sampler = nullptr;
+  TextStream stream;
+  GenerationResult result;
+  std::promise<Result<GenerationResult>> promise;
+  std::shared_ptr<std::atomic<bool>> cancel;
+  int32_t out_index = -1;  // this step's output row, -1 when none
+  bool in_batch = false;
+  bool done = false;
+  Clock::time_point t_admit, t_first;
+
+  ~Seq() {
+    if (sampler) llama_sampler_free(sampler);
+  }
+};
+
+Result<std::unique_ptr<BatchEngine>> BatchEngine::create(std::shared_ptr<const LlamaWeights> weights,
+                                                         const ContextOptions& options) {
+  if (options.embeddings)
+    return InvalidArgument("BatchEngine generates text; use LlamaEmbedder for embeddings");
+  if (options.n_batch < options.n_seq_max) {
+    return InvalidArgument("n_batch (" + std::to_string(options.n_batch) +
+                           ") must be >= parallel sequences (" + std::to_string(options.n_seq_max) +
+                           ") so every generating sequence fits one step");
+  }
+  std::unique_ptr<BatchEngine> e(new BatchEngine());
+  GANTRY_ASSIGN_OR_RETURN(e->ctx_, LlamaContext::create(std::move(weights), options));
+  const auto n_seq = static_cast<int32_t>(e->ctx_->n_seq_max());
+  for (int32_t s = n_seq - 1; s >= 0; --s) e->free_slots_.push_back(s);  // pop_back gives the lowest id
+  e->batch_ = std::make_unique<BatchBuf>(static_cast<int32_t>(e->ctx_->n_batch()));
+  return e;
+}
+
+BatchEngine::~BatchEngine() {
+  stop();
+  cancel_all();
+  std::lock_guard drive(drive_mu_);
+  for (auto& s : active_) {
+    if (!s->done) finish(*s, FinishReason::kCancelled);
+  }
+  std::lock_guard lock(mu_);
+  for (auto& s : pending_) {
+    s->result.finish = FinishReason::kCancelled;
+    s->promise.set_value(std::move(s->result));
+  }
+}
+
+Result<std::vector<int32_t>> BatchEngine::tokenize_prompt(const GenerationRequest& r) const {
+  if (!r.tokens.empty()) {
+    for (int32_t t : r.tokens) {
+      if (!ctx_->weights().token_valid(t)) {
+        return InvalidArgument("prompt token " + std::to_string(t) + " is outside the vocabulary (0.." +
+                               std::to_string(ctx_->weights().n_vocab() - 1) + ")");
+      }
+    }
+    return r.tokens;
+  }
+  return ctx_->weights().tokenize(r.prompt, r.add_special, r.parse_special);
+}
+
+Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
+  GANTRY_RETURN_IF_ERROR(validate(request.sampling));
+  if (request.max_tokens < 1) {
+    return InvalidArgument("max_tokens must be >= 1, got " + std::to_string(request.max_tokens));
+  }
+  if (request.n_top_logits < 0 || request.n_top_logits > 64) {
+    return InvalidArgument("n_top_logits must be in 0..64");
+  }
+  auto s = std::make_unique<Seq>();
+  GANTRY_ASSIGN_OR_RETURN(s->prompt, tokenize_prompt(request));
+  if (s->prompt.empty()) return InvalidArgument("the prompt is empty (no tokens to start from)");
+  const size_t cap = ctx_->n_ctx_seq();
+  if (s->prompt.size() + 1 > cap) {
+    return ResourceExhausted(
+        "the prompt has " + std::to_string(s->prompt.size()) + " tokens but the context holds " +
+        std::to_string(cap) +
+        " per sequence (including one for the reply); use a larger --ctx or a shorter prompt");
+  }
+  s->reserve = std::min(cap, s->prompt.size() + static_cast<size_t>(request.max_tokens));
+  s->sampler = make_sampler_chain(request.sampling, ctx_->weights().n_vocab(), static_cast<int32_t>(cap));
+  for (int32_t t : s->prompt) llama_sampler_accept(s->sampler, t);  // the repeat penalty sees the prompt
+  s->stream = TextStream(request.stop);
+  s->result.n_prompt_tokens = static_cast<int>(s->prompt.size());
+  s->cancel = std::make_shared<std::atomic<bool>>(false);
+  s->req = std::move(request);
+
+  SequenceHandle h;
+  h.cancel_ = s->cancel;
+  h.result_ = s->promise.get_future().share();
+  {
+    std::lock_guard lock(mu_);
+    s->id = next_id_++;
+    h.id_ = s->id;
+    pending_.push_back(std::move(s));
+    stats_.pending = pending_.size();
+  }
+  cv_.notify_all();
+  return h;
+}
+
+void BatchEngine::admit_locked() {
+  const size_t n_ctx = ctx_->n_ctx();
+  const bool unified = ctx_->options().kv_unified;
+  while (!pending_.empty() && !free_slots_.empty()) {
+    Seq& next = *pending_.front();
+    if (next.cancel->load(std::memory_order_relaxed)) {
+      auto s = std::move(pending_.front());
+      pending_.pop_front();
+      s->result.finish = FinishReason::kCancelled;
+      s->promise.set_value(std::move(s->result));
+      ++stats_.completed;
+      continue;
+    }
+    if (unified && !active_.empty() && reserved_ + next.reserve > n_ctx) break;  // wait for KV room
+    auto s = std::move(pending_.front());
+    pending_.pop_front();
+    s->slot = free_slots_.back();
+    free_slots_.pop_back();
+    reserved_ += s->reserve;
+    s->admitted_order = ++admit_order_;
+    s->t_admit = Clock::now();
+    active_.push_back(std::move(s));
+  }
+  stats_.pending = pending_.size();
+  stats_.active = active_.size();
+}
+
+void BatchEngine::retire(Seq& s) {
+  s.done = true;
+  ctx_->remove_sequence(s.slot);
+  std::lock_guard lock(mu_);
+  free_slots_.push_back(s.slot);
+  std::sort(free_slots_.begin(), free_slots_.end(), std::greater<>());
+  reserved_ -= s.reserve;
+  ++stats_.completed;
+}
+
+void BatchEngine::finish(Seq& s, FinishReason reason) {
+  if (reason != FinishReason::kStopString && reason != FinishReason::kCancelled) {
+    std::string tail = s.stream.flush();
+    if (!tail.empty()) {
+      s.result.text += tail;
+      if (s.req.on_text) s.req.on_text(tail);
+    }
+  }
+  s.result.finish = reason;
+  if (!s.result.tokens.empty()) s.result.generation_ms = ms_between(s.t_first, Clock::now());
+  retire(s);
+  s.promise.set_value(std::move(s.result));
+}
+
+void BatchEngine::fail(Seq& s, const Status& st) {
+  retire(s);
+  s.promise.set_value(st.with_context("sequence " + std::to_string(s.id) + " (after " +
+                                      std::to_string(s.result.tokens.size()) + " generated tokens)"));
+}
+
+Result<bool> BatchEngine::step() {
+  {
+    std::lock_guard lock(mu_);
+    if (cancel_all_.exchange(false)) {
+      for (auto& s : pending_) s->cancel->store(true);
+      for (auto& s : active_) s->cancel->store(true);
+    }
+    admit_locked();
+  }
+  for (auto& s : active_) {
+    if (!s->done && s->cancel->load(std::memory_order_relaxed)) {
+      finish(*s, FinishReason::kCancelled);
+    }
+  }
+  active_.erase(std::remove_if(active_.begin(), active_.end(), [](auto& s) { return s->done; }),
+                active_.end());
+  if (active_.empty()) {
+    std::lock_guard lock(mu_);
+    stats_.active = 0;
+    return false;
+  }
+
+  // Build one batch: every generating sequence's token first, then prompt chunks in admission order.
+  auto& b = *batch_;
+  b.clear();
+  const auto cap = static_cast<int32_t>(ctx_->n_batch());
+  std::vector<Seq*> in_batch;
+  for (auto& s : active_) {
+    s->out_index = -1;
+    s->in_batch = false;
+    if (s->generating && b.batch.n_tokens < cap) {
+      s->out_index = b.batch.n_tokens;
+      b.add(s->next_token, s->pos, s->slot, true);
+      s->in_batch = true;
+      in_batch.push_back(s.get());
+    }
+  }
+  std::vector<std::pair<Seq*, size_t>> chunks;
+  for (auto& s : active_) {
+    if (s->generating || b.batch.n_tokens >= cap) continue;
+    const size_t n = std::min<size_t>(s->prompt.size() - s->prompt_done, cap - b.batch.n_tokens);
+    for (size_t i = 0; i < n; ++i) {
+      const size_t k = s->prompt_done + i;
+      const bool last = k + 1 == s->prompt.size();
+      if (last) s->out_index = b.batch.n_tokens;
+      b.add(s->prompt[k], static_cast<llama_pos>(k), s->slot, last);
+    }
+    chunks.emplace_back(s.get(), n);
+    s->in_batch = true;
+    in_batch.push_back(s.get());
+  }
+
+  // Abort a decode only when every sequence it serves has been cancelled.
+  ctx_->set_abort_check([&in_batch, this] {
+    if (cancel_all_.load(std::memory_order_relaxed)) return true;
+    for (Seq* s : in_batch) {
+      if (!s->cancel->load(std::memory_order_relaxed)) return false;
+    }
+    return true;
+  });
+  Status st = ctx_->decode(b.batch);
+  ctx_->set_abort_check(nullptr);
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.steps;
+    stats_.tokens_decoded += static_cast<uint64_t>(b.batch.n_tokens);
+    stats_.max_batch_seqs = std::max<uint64_t>(stats_.max_batch_seqs, in_batch.size());
+  }
+  if (!st.ok()) {
+    if (st.code() == StatusCode::kResourceExhausted) {
+      // The cache is as before the call: drop the newest sequence in the batch and go on with the rest.
+      Seq* victim = *std::max_element(in_batch.begin(), in_batch.end(),
+                                      [](Seq* a, Seq* c) { return a->admitted_order < c->admitted_order; });
+      GANTRY_LOG_WARN("KV cache full: failing sequence {} so the others can go on", victim->id);
+      fail(*victim, st);
+    } else if (st.code() == StatusCode::kCancelled) {
+      for (Seq* s : in_batch) finish(*s, FinishReason::kCancelled);
+    } else {
+      for (Seq* s : in_batch) fail(*s, st);
+      active_.erase(std::remove_if(active_.begin(), active_.end(), [](auto& s) { return s->done; }),
+                    active_.end());
+      return st;
+    }
+    active_.erase(std::remove_if(active_.begin(), active_.end(), [](auto& s) { return s->done; }),
+                  active_.end());
+    return true;
+  }
+
+  for (auto& [s, n] : chunks) {
+    s->prompt_done += n;
+    s->pos = static_cast<int32_t>(s->prompt_done);
+  }
+  const auto& weights = ctx_->weights();
+  const int32_t n_vocab = weights.n_vocab();
+  for (Seq* s : in_batch) {
+    if (s->out_index < 0) continue;  // prompt not finished yet
+    if (s->generating) ++s->pos;     // the token just decoded now sits in the cache
+    if (s->req.n_top_logits > 0) {
+      const float* logits = llama_get_logits_ith(ctx_->raw(), s->out_index);
+      std::vector<std::pair<int32_t, float>> top;
+      for (int32_t t = 0; t < n_vocab; ++t) top.emplace_back(t, logits[t]);
+      const size_t k = std::min<size_t>(static_cast<size_t>(s->req.n_top_logits), top.size());
+      std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(k), top.end(),
+                        [](auto& a, auto& c) { return a.second > c.second; });
+      top.resize(k);
+      s->result.top_logits.push_back(std::move(top));
+    }
+    const llama_token tok = llama_sampler_sample(s->sampler, ctx_->raw(), s->out_index);
+    if (s->result.tokens.empty()) {
+      s->t_first = Clock::now();
+      s->result.prompt_ms = ms_between(s->t_admit, s->t_first);
+    }
+    if (weights.is_eog(tok)) {
+      finish(*s, FinishReason::kEndOfGeneration);
+      continue;
+    }
+    s->result.tokens.push_back(tok);
+    std::string text = s->stream.push(weights.token_to_piece(tok, s->req.render_special));
+    bool keep_going = true;
+    if (!text.empty()) {
+      s->result.text += text;
+      if (s->req.on_text) keep_going = s->req.on_text(text);
+    }
+    if (s->stream.stopped()) {
+      finish(*s, FinishReason::kStopString);
+    } else if (!keep_going) {
+      finish(*s, FinishReason::kCancelled);
+    } else if (static_cast<int>(s->result.tokens.size()) >= s->req.max_tokens) {
+      finish(*s, FinishReason::kMaxTokens);
+    } else {
+      s->generating = true;
+      s->next_token = tok;
+    }
+  }
+  active_.erase(std::remove_if(active_.begin(), active_.end(), [](auto& s) { return s->done; }),
+                active_.end());
+  {
+    std::lock_guard lock(mu_);
+    stats_.active = active_.size();
+  }
+  return true;
+}
+
+bool BatchEngine::drive_once() {
+  std::lock_guard drive(drive_mu_);
+  auto r = step();
+  if (!r.ok()) {
+    GANTRY_LOG_ERROR("decode step failed: {}", r.status().to_string());
+    return true;
+  }
+  return *r;
+}
+
+Result<GenerationResult> BatchEngine::wait(const SequenceHandle& h) {
+  while (!h.ready()) {
+    bool loop_running;
+    {
+      std::lock_guard lock(mu_);
+      loop_running = running_;
+    }
+    if (loop_running) {
+      h.result_.wait();
+      break;
+    }
+    if (!drive_once() && !h.ready()) {
+      // Nothing to decode yet the sequence is not done: another thread holds it; let it finish.
+      h.result_.wait_for(std::chrono::milliseconds(1));
+    }
+  }
+  return h.get();
+}
+
+Result<GenerationResult> BatchEngine::generate(GenerationRequest request) {
+  GANTRY_ASSIGN_OR_RETURN(SequenceHandle h, submit(std::move(request)));
+  return wait(h);
+}
+
+void BatchEngine::loop() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stop_requested_ || !pending_.empty() || stats_.active > 0; });
+      if (stop_requested_) return;
+    }
+    drive_once();
+  }
+}
+
+void BatchEngine::start() {
+  std::lock_guard lock(mu_);
+  if (running_) return;
+  running_ = true;
+  stop_requested_ = false;
+  loop_ = std::thread([this] { loop(); });
+}
+
+void BatchEngine::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (!running_) return;
+    stop_requested_ = true;
+  }
+  cv_.notify_all();
+  loop_.join();
+  std::lock_guard lock(mu_);
+  running_ = false;
+}
+
+void BatchEngine::cancel_all() {
+  cancel_all_.store(true);
+  cv_.notify_all();
+}
+
+EngineStats BatchEngine::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+}  // namespace gantry::llama

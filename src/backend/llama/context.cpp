@@ -1,0 +1,156 @@
+#include "gantry/backend/llama/context.h"
+
+#include <llama.h>
+
+#include <thread>
+
+#include "backend/llama/log_bridge.h"
+#include "backend/llama/runtime_init.h"
+#include "gantry/core/log.h"
+
+namespace gantry::llama {
+namespace {
+
+ggml_type to_ggml(KvType t) {
+  switch (t) {
+    case KvType::kF16:
+      return GGML_TYPE_F16;
+    case KvType::kF32:
+      return GGML_TYPE_F32;
+    case KvType::kBF16:
+      return GGML_TYPE_BF16;
+    case KvType::kQ8_0:
+      return GGML_TYPE_Q8_0;
+    case KvType::kQ4_0:
+      return GGML_TYPE_Q4_0;
+  }
+  return GGML_TYPE_F16;
+}
+
+llama_flash_attn_type to_llama(FlashAttn f) {
+  switch (f) {
+    case FlashAttn::kOn:
+      return LLAMA_FLASH_ATTN_TYPE_ENABLED;
+    case FlashAttn::kOff:
+      return LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    case FlashAttn::kAuto:
+      break;
+  }
+  return LLAMA_FLASH_ATTN_TYPE_AUTO;
+}
+
+enum llama_pooling_type to_llama(Pooling p) {
+  switch (p) {
+    case Pooling::kNone:
+      return LLAMA_POOLING_TYPE_NONE;
+    case Pooling::kMean:
+      return LLAMA_POOLING_TYPE_MEAN;
+    case Pooling::kCls:
+      return LLAMA_POOLING_TYPE_CLS;
+    case Pooling::kLast:
+      return LLAMA_POOLING_TYPE_LAST;
+    case Pooling::kModel:
+      break;
+  }
+  return LLAMA_POOLING_TYPE_UNSPECIFIED;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LlamaContext>> LlamaContext::create(std::shared_ptr<const LlamaWeights> weights,
+                                                           const ContextOptions& options) {
+  if (!weights) return InvalidArgument("LlamaContext::create: no model");
+  ensure_llama_runtime();
+  ContextOptions o = options;
+  if (o.n_threads < 0 || o.n_threads_batch < 0)
+    return InvalidArgument("thread counts must be >= 0 (0 = default)");
+  if (o.n_threads == 0) o.n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (o.n_threads_batch == 0) o.n_threads_batch = o.n_threads;
+  if (o.n_batch == 0 || o.n_ubatch == 0) return InvalidArgument("n_batch and n_ubatch must be >= 1");
+  if (o.n_ubatch > o.n_batch) o.n_ubatch = o.n_batch;
+  if (o.n_seq_max == 0 || o.n_seq_max > llama_max_parallel_sequences()) {
+    return InvalidArgument("parallel sequences must be in 1.." +
+                           std::to_string(llama_max_parallel_sequences()) + ", got " +
+                           std::to_string(o.n_seq_max));
+  }
+  if (o.n_ctx == 0) o.n_ctx = static_cast<uint32_t>(std::max(1, weights->n_ctx_train()));
+  if (o.n_ctx < o.n_seq_max) {
+    return InvalidArgument("context of " + std::to_string(o.n_ctx) + " cells cannot hold " +
+                           std::to_string(o.n_seq_max) + " sequences");
+  }
+
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = o.n_ctx;
+  cp.n_batch = o.n_batch;
+  cp.n_ubatch = o.n_ubatch;
+  cp.n_seq_max = o.n_seq_max;
+  cp.n_threads = o.n_threads;
+  cp.n_threads_batch = o.n_threads_batch;
+  cp.type_k = to_ggml(o.type_k);
+  cp.type_v = to_ggml(o.type_v);
+  cp.flash_attn_type = to_llama(o.flash_attn);
+  cp.kv_unified = o.kv_unified;
+  cp.embeddings = o.embeddings;
+  cp.pooling_type = to_llama(o.pooling);
+  cp.no_perf = true;
+
+  std::unique_ptr<LlamaContext> c(new LlamaContext());
+  c->weights_ = std::move(weights);
+  c->options_ = o;
+  cp.abort_callback = &LlamaContext::abort_trampoline;
+  cp.abort_callback_data = c.get();
+
+  LogCapture capture;
+  c->ctx_ = llama_init_from_model(c->weights_->raw(), cp);
+  if (!c->ctx_) {
+    const std::string why = capture.problems();
+    return ResourceExhausted("llama.cpp could not create a context for '" + c->weights_->path() +
+                             "' (n_ctx " + std::to_string(o.n_ctx) + ", " + std::to_string(o.n_seq_max) +
+                             " sequences, KV " + std::string(kv_type_name(o.type_k)) + ")" +
+                             (why.empty() ? "" : ": " + why));
+  }
+  c->options_.n_ctx = llama_n_ctx(c->ctx_);
+  return c;
+}
+
+LlamaContext::~LlamaContext() {
+  if (ctx_) llama_free(ctx_);
+}
+
+bool LlamaContext::abort_trampoline(void* self) {
+  auto* c = static_cast<LlamaContext*>(self);
+  return c->abort_check_ && c->abort_check_();
+}
+
+uint32_t LlamaContext::n_ctx() const { return llama_n_ctx(ctx_); }
+uint32_t LlamaContext::n_ctx_seq() const { return llama_n_ctx_seq(ctx_); }
+uint32_t LlamaContext::n_batch() const { return llama_n_batch(ctx_); }
+uint32_t LlamaContext::n_seq_max() const { return llama_n_seq_max(ctx_); }
+
+Status LlamaContext::decode(const llama_batch& batch) {
+  const int32_t rc = llama_decode(ctx_, batch);
+  switch (rc) {
+    case 0:
+      return Status::Ok();
+    case 1:
+      return ResourceExhausted("out of KV cache space: no free slot for " + std::to_string(batch.n_tokens) +
+                               " tokens in a context of " + std::to_string(n_ctx()) +
+                               " cells (use a larger context or fewer parallel sequences)");
+    case 2:
+      return Cancelled("decode aborted");
+    case -1:
+      return InvalidArgument("llama_decode rejected the batch as invalid (see the log)");
+    default:
+      return Internal("llama_decode failed with code " + std::to_string(rc));
+  }
+}
+
+void LlamaContext::remove_sequence(int32_t seq) { llama_memory_seq_rm(llama_get_memory(ctx_), seq, -1, -1); }
+
+int32_t LlamaContext::sequence_pos_max(int32_t seq) const {
+  return llama_memory_seq_pos_max(llama_get_memory(ctx_), seq);
+}
+
+void LlamaContext::clear() { llama_memory_clear(llama_get_memory(ctx_), true); }
+
+}  // namespace gantry::llama

@@ -1,0 +1,28 @@
+#include "backend/llama/sampling.h"
+
+#include <llama.h>
+
+namespace gantry::llama {
+
+llama_sampler* make_sampler_chain(const SamplingParams& p, int32_t n_vocab, int32_t penalty_window) {
+  llama_sampler_chain_params cp = llama_sampler_chain_default_params();
+  cp.no_perf = true;
+  llama_sampler* chain = llama_sampler_chain_init(cp);
+  if (p.repeat_penalty != 1.0f) {
+    const int32_t last_n = p.repeat_last_n < 0 ? penalty_window : p.repeat_last_n;
+    llama_sampler_chain_add(chain,
+                            llama_sampler_init_penalties(n_vocab, last_n, p.repeat_penalty, 0.0f, 0.0f));
+  }
+  if (p.temperature <= 0.0f) {
+    llama_sampler_chain_add(chain, llama_sampler_init_greedy());
+    return chain;
+  }
+  if (p.top_k > 0) llama_sampler_chain_add(chain, llama_sampler_init_top_k(p.top_k));
+  if (p.top_p < 1.0f) llama_sampler_chain_add(chain, llama_sampler_init_top_p(p.top_p, 1));
+  if (p.min_p > 0.0f) llama_sampler_chain_add(chain, llama_sampler_init_min_p(p.min_p, 1));
+  llama_sampler_chain_add(chain, llama_sampler_init_temp(p.temperature));
+  llama_sampler_chain_add(chain, llama_sampler_init_dist(p.seed));
+  return chain;
+}
+
+}  // namespace gantry::llama

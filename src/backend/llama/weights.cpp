@@ -1,0 +1,230 @@
+#include "gantry/backend/llama/weights.h"
+
+#include <gguf.h>
+#include <llama.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "backend/llama/log_bridge.h"
+#include "backend/llama/runtime_init.h"
+#include "gantry/core/log.h"
+
+namespace gantry::llama {
+
+Result<GgufSummary> check_gguf_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return NotFound("GGUF model '" + path + "' does not exist or is not a regular file");
+  }
+  GgufSummary s;
+  s.file_bytes = std::filesystem::file_size(path, ec);
+  if (ec) return IoError("cannot read the size of '" + path + "': " + ec.message());
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return IoError("cannot open '" + path + "' for reading");
+    char head[8] = {};
+    in.read(head, sizeof head);
+    if (in.gcount() < 8) {
+      return Corrupt("'" + path + "' is not a GGUF model: only " + std::to_string(in.gcount()) +
+                     " bytes (truncated or empty file)");
+    }
+    if (std::string_view(head, 4) != "GGUF") {
+      return Corrupt("'" + path + "' is not a GGUF model (bad magic; expected 'GGUF')");
+    }
+    uint32_t version = 0;
+    std::memcpy(&version, head + 4, 4);
+    if (version < 2 || version > 3) {
+      return Corrupt("'" + path + "' has GGUF version " + std::to_string(version) +
+                     "; only 2 and 3 are supported");
+    }
+    s.version = version;
+  }
+  LogCapture capture;  // gguf explains what it did not like through the log
+  gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
+  gguf_context* g = gguf_init_from_file(path.c_str(), params);
+  if (!g) {
+    std::string why = capture.problems();
+    return Corrupt(
+        "'" + path +
+        "' is a corrupt or truncated GGUF file: its header, metadata or tensor table does not parse" +
+        (why.empty() ? std::string() : " (" + why + ")"));
+  }
+  s.n_tensors = gguf_get_n_tensors(g);
+  const uint64_t data = gguf_get_data_offset(g);
+  s.data_end = data;
+  for (int64_t i = 0; i < s.n_tensors; ++i) {
+    const uint64_t end = data + gguf_get_tensor_offset(g, i) + gguf_get_tensor_size(g, i);
+    if (end > s.data_end) s.data_end = end;
+  }
+  const int64_t k = gguf_find_key(g, "general.architecture");
+  if (k >= 0 && gguf_get_kv_type(g, k) == GGUF_TYPE_STRING) s.architecture = gguf_get_val_str(g, k);
+  gguf_free(g);
+  if (s.data_end > s.file_bytes) {
+    return Corrupt("'" + path + "' is truncated: its tensors need " + std::to_string(s.data_end) +
+                   " bytes but the file has " + std::to_string(s.file_bytes) +
+                   " (re-download or regenerate it)");
+  }
+  if (s.architecture.empty()) {
+    return Corrupt("'" + path +
+                   "' has no general.architecture string, so it is not a model llama.cpp can load");
+  }
+  return s;
+}
+
+Result<std::shared_ptr<LlamaWeights>> LlamaWeights::load(const std::string& path,
+                                                         const LoadOptions& options) {
+  GANTRY_ASSIGN_OR_RETURN(GgufSummary summary, check_gguf_file(path));
+  ensure_llama_runtime();
+
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = options.placement.n_gpu_layers;
+  mp.main_gpu = options.placement.main_gpu;
+  switch (options.placement.split_mode) {
+    case LlamaPlacement::SplitMode::kNone:
+      mp.split_mode = LLAMA_SPLIT_MODE_NONE;
+      break;
+    case LlamaPlacement::SplitMode::kLayer:
+      mp.split_mode = LLAMA_SPLIT_MODE_LAYER;
+      break;
+    case LlamaPlacement::SplitMode::kRow:
+      mp.split_mode = LLAMA_SPLIT_MODE_ROW;
+      break;
+  }
+  std::vector<float> split;
+  if (!options.placement.tensor_split.empty()) {
+    if (options.placement.tensor_split.size() > llama_max_devices()) {
+      return InvalidArgument("tensor_split has " + std::to_string(options.placement.tensor_split.size()) +
+                             " entries; this llama.cpp build supports at most " +
+                             std::to_string(llama_max_devices()) + " devices");
+    }
+    for (float f : options.placement.tensor_split) {
+      if (!(f >= 0)) return InvalidArgument("tensor_split entries must be >= 0");
+    }
+    split.assign(llama_max_devices(), 0.0f);
+    std::copy(options.placement.tensor_split.begin(), options.placement.tensor_split.end(), split.begin());
+    mp.tensor_split = split.data();
+  }
+  mp.load_mode = options.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+  mp.check_tensors = options.check_tensors;
+
+  LogCapture capture;
+  llama_model* model = llama_model_load_from_file(path.c_str(), mp);
+  if (!model) {
+    const std::string why = capture.problems();
+    if (why.find("unknown model architecture") != std::string::npos) {
+      return Unsupported("'" + path + "': architecture '" + summary.architecture +
+                         "' is not supported by this llama.cpp build (" + why + ")");
+    }
+    return Corrupt("llama.cpp could not load '" + path + "' (architecture '" + summary.architecture + "')" +
+                   (why.empty() ? std::string() : ": " + why));
+  }
+  std::shared_ptr<LlamaWeights> w(new LlamaWeights());
+  w->model_ = model;
+  w->vocab_ = llama_model_get_vocab(model);
+  w->path_ = path;
+  w->arch_ = summary.architecture;
+  if (!llama_model_has_decoder(model)) {
+    return Unsupported("'" + path + "': architecture '" + w->arch_ +
+                       "' has no decoder; Gantry runs decoder models");
+  }
+  GANTRY_LOG_DEBUG("loaded {} ({}, {} layers, {} params)", path, w->description(), w->n_layer(),
+                   w->n_params());
+  return w;
+}
+
+LlamaWeights::~LlamaWeights() {
+  if (model_) llama_model_free(model_);
+}
+
+std::string LlamaWeights::description() const {
+  char buf[256];
+  const int n = llama_model_desc(model_, buf, sizeof buf);
+  return n > 0 ? std::string(buf) : arch_;
+}
+
+int32_t LlamaWeights::n_vocab() const { return llama_vocab_n_tokens(vocab_); }
+int32_t LlamaWeights::n_ctx_train() const { return llama_model_n_ctx_train(model_); }
+int32_t LlamaWeights::n_embd() const { return llama_model_n_embd(model_); }
+int32_t LlamaWeights::n_layer() const { return llama_model_n_layer(model_); }
+uint64_t LlamaWeights::size_bytes() const { return llama_model_size(model_); }
+uint64_t LlamaWeights::n_params() const { return llama_model_n_params(model_); }
+
+Result<std::vector<int32_t>> LlamaWeights::tokenize(std::string_view text, bool add_special,
+                                                    bool parse_special) const {
+  if (text.size() > static_cast<size_t>(INT32_MAX / 2)) return InvalidArgument("text too long to tokenize");
+  std::vector<llama_token> out(text.size() + 8);
+  int32_t n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                             static_cast<int32_t>(out.size()), add_special, parse_special);
+  if (n < 0) {
+    if (n == INT32_MIN) return InvalidArgument("tokenization overflowed: the text is too long");
+    out.resize(static_cast<size_t>(-n));
+    n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                       static_cast<int32_t>(out.size()), add_special, parse_special);
+    if (n < 0)
+      return Internal("llama_tokenize failed twice for a text of " + std::to_string(text.size()) + " bytes");
+  }
+  out.resize(static_cast<size_t>(n));
+  return std::vector<int32_t>(out.begin(), out.end());
+}
+
+std::string LlamaWeights::token_to_piece(int32_t token, bool render_special) const {
+  if (!token_valid(token)) return {};
+  char buf[256];
+  int32_t n = llama_token_to_piece(vocab_, token, buf, sizeof buf, 0, render_special);
+  if (n >= 0) return std::string(buf, static_cast<size_t>(n));
+  std::string big(static_cast<size_t>(-n), '\0');
+  n = llama_token_to_piece(vocab_, token, big.data(), static_cast<int32_t>(big.size()), 0, render_special);
+  if (n < 0) return {};
+  big.resize(static_cast<size_t>(n));
+  return big;
+}
+
+Result<std::string> LlamaWeights::detokenize(std::span<const int32_t> tokens, bool render_special) const {
+  std::string out;
+  for (int32_t t : tokens) {
+    if (!token_valid(t)) {
+      return InvalidArgument("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
+                             std::to_string(n_vocab() - 1) + ")");
+    }
+    out += token_to_piece(t, render_special);
+  }
+  return out;
+}
+
+bool LlamaWeights::is_eog(int32_t token) const { return llama_vocab_is_eog(vocab_, token); }
+
+bool LlamaWeights::has_chat_template() const { return llama_model_chat_template(model_, nullptr) != nullptr; }
+
+Result<std::string> LlamaWeights::apply_chat_template(std::span<const ChatMessage> messages,
+                                                      bool add_assistant) const {
+  const char* tmpl = llama_model_chat_template(model_, nullptr);
+  if (!tmpl) {
+    return FailedPrecondition("model '" + path_ +
+                              "' has no chat template (tokenizer.chat_template); use a plain prompt");
+  }
+  std::vector<llama_chat_message> msgs;
+  size_t total = 0;
+  for (const auto& m : messages) {
+    msgs.push_back({m.role.c_str(), m.content.c_str()});
+    total += m.role.size() + m.content.size();
+  }
+  std::string buf(total * 2 + 256, '\0');
+  int32_t n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), add_assistant, buf.data(),
+                                        static_cast<int32_t>(buf.size()));
+  if (n < 0) {
+    return Unsupported("the chat template of '" + path_ +
+                       "' is not one of the formats llama.cpp's llama_chat_apply_template recognises");
+  }
+  if (static_cast<size_t>(n) > buf.size()) {
+    buf.resize(static_cast<size_t>(n));
+    n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), add_assistant, buf.data(),
+                                  static_cast<int32_t>(buf.size()));
+  }
+  buf.resize(static_cast<size_t>(n));
+  return buf;
+}
+
+}  // namespace gantry::llama
