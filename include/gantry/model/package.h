@@ -80,6 +80,7 @@ struct PackOptions {
   std::string task;
   std::optional<std::string> preferred_provider;
   std::vector<std::string> fallback_providers;
+  std::string model_file;  // for a source directory: which file is the model (default: the only .onnx/.gguf)
   bool overwrite = false;  // replace an existing destination
 };
 

@@ -1,0 +1,32 @@
+// NumPy `.npy` files: read and write tensors in format versions 1.0, 2.0 and 3.0.
+//
+// Supported: little-endian (or byte-order-free) C-order arrays of f32, f16, f64, i8..i64, u8..u64, bool, and
+// unicode strings ('<U<n>', read into and written from string tensors as UTF-8). Everything else — Fortran
+// order, big-endian data, object arrays, structured dtypes, bf16 (numpy has none) — is refused with an error
+// that says what was found. Malformed input (bad magic, bad header, truncated or excess data) is a Corrupt
+// error; nothing is allocated beyond what the input bytes can hold.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <string>
+
+#include "gantry/core/status.h"
+#include "gantry/core/tensor.h"
+
+namespace gantry {
+
+// Parses a whole .npy file held in memory into an owning tensor.
+Result<Tensor> parse_npy(std::span<const std::byte> bytes);
+
+// Reads a .npy file. NotFound when missing; errors are prefixed with the path.
+Result<Tensor> read_npy(const std::filesystem::path& path);
+
+// Serialises a host tensor as .npy bytes (version 1.0, or 2.0 when the header needs it).
+Result<std::string> serialize_npy(const Tensor& tensor);
+
+// Writes a host tensor to `path` (replacing it).
+Status write_npy(const std::filesystem::path& path, const Tensor& tensor);
+
+}  // namespace gantry

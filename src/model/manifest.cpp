@@ -1,0 +1,574 @@
+#include "gantry/model/manifest.h"
+
+#include <algorithm>
+#include <array>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "gantry/core/file_io.h"
+
+namespace gantry::model {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr std::array<std::pair<std::string_view, Strategy>, 6> kStrategies = {{
+    {"pool", Strategy::kPool},
+    {"round-robin", Strategy::kRoundRobin},
+    {"data-parallel", Strategy::kDataParallel},
+    {"pipeline", Strategy::kPipeline},
+    {"tensor-parallel", Strategy::kTensorParallel},
+    {"auto", Strategy::kAuto},
+}};
+
+constexpr std::array<std::pair<std::string_view, GraphOptimizationLevel>, 9> kOptLevels = {{
+    {"disable", GraphOptimizationLevel::kDisable},
+    {"basic", GraphOptimizationLevel::kBasic},
+    {"extended", GraphOptimizationLevel::kExtended},
+    {"all", GraphOptimizationLevel::kAll},
+    {"0", GraphOptimizationLevel::kDisable},
+    {"1", GraphOptimizationLevel::kBasic},
+    {"2", GraphOptimizationLevel::kExtended},
+    {"3", GraphOptimizationLevel::kAll},
+    {"99", GraphOptimizationLevel::kAll},
+}};
+
+constexpr std::array<std::pair<std::string_view, Precision>, 15> kPrecisions = {{
+    {"fp32", Precision::kFp32},
+    {"fp16", Precision::kFp16},
+    {"bf16", Precision::kBf16},
+    {"fp64", Precision::kFp64},
+    {"int8", Precision::kInt8},
+    {"int4", Precision::kInt4},
+    {"f32", Precision::kFp32},
+    {"float32", Precision::kFp32},
+    {"f16", Precision::kFp16},
+    {"float16", Precision::kFp16},
+    {"bfloat16", Precision::kBf16},
+    {"f64", Precision::kFp64},
+    {"float64", Precision::kFp64},
+    {"i8", Precision::kInt8},
+    {"i4", Precision::kInt4},
+}};
+
+template <typename E, size_t N>
+std::string choices(const std::array<std::pair<std::string_view, E>, N>& table, size_t first_n = N) {
+  std::string out;
+  for (size_t i = 0; i < first_n && i < N; ++i) {
+    if (i) out += ", ";
+    out += table[i].first;
+  }
+  return out;
+}
+
+// Collects the first error while walking the JSON; every error names the field by its dotted path.
+class Reader {
+ public:
+  explicit Reader(std::string_view origin) : origin_(origin) {}
+
+  Status fail(const std::string& field, const std::string& what) const {
+    return InvalidArgument(origin_ + ": " + (field.empty() ? std::string() : field + ": ") + what);
+  }
+
+  static std::string join(const std::string& parent, const std::string& key) {
+    return parent.empty() ? key : parent + "." + key;
+  }
+
+  static std::string type_of(const Json& j) {
+    if (j.is_null()) return "null";
+    if (j.is_boolean()) return "a boolean";
+    if (j.is_number_integer()) return "an integer";
+    if (j.is_number()) return "a number";
+    if (j.is_string()) return "a string";
+    if (j.is_array()) return "an array";
+    return "an object";
+  }
+
+  Status check_object(const Json& j, const std::string& field,
+                      std::initializer_list<std::string_view> allowed) const {
+    if (!j.is_object()) return fail(field, "must be an object, got " + type_of(j));
+    for (const auto& [key, value] : j.items()) {
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        std::string list;
+        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        return fail(join(field, key), "unknown field (allowed here: " + list + ")");
+      }
+    }
+    return Status::Ok();
+  }
+
+  Result<std::string> string(const Json& j, const std::string& field, bool non_empty = true) const {
+    if (!j.is_string()) return fail(field, "must be a string, got " + type_of(j));
+    auto s = j.get<std::string>();
+    if (non_empty && s.empty()) return fail(field, "must not be empty");
+    return s;
+  }
+
+  Result<int64_t> integer(const Json& j, const std::string& field, int64_t lo, int64_t hi) const {
+    if (!j.is_number_integer())
+      return fail(field, "must be an integer, got " + type_of(j) + (j.is_number() ? " with a fraction" : ""));
+    if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      return fail(field, "is out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+    const auto v = j.get<int64_t>();
+    if (v < lo || v > hi)
+      return fail(field, std::to_string(v) + " is out of range (" + std::to_string(lo) + ".." +
+                             std::to_string(hi) + ")");
+    return v;
+  }
+
+  Result<bool> boolean(const Json& j, const std::string& field) const {
+    if (!j.is_boolean()) return fail(field, "must be true or false, got " + type_of(j));
+    return j.get<bool>();
+  }
+
+  Result<std::string> provider(const Json& j, const std::string& field) const {
+    auto s = string(j, field);
+    if (!s.ok()) return s.status();
+    if (!is_known_provider(*s)) {
+      std::string list;
+      for (auto p : known_providers()) list += (list.empty() ? "" : ", ") + std::string(p);
+      return fail(field, "'" + *s + "' is not a known provider (one of: " + list + ")");
+    }
+    return s;
+  }
+
+  // A dimension: a non-negative integer, or dynamic as -1, null or a name.
+  Status dim(const Json& j, const std::string& field, std::vector<int64_t>& dims,
+             std::vector<std::string>& names) const {
+    if (j.is_null()) {
+      dims.push_back(Shape::kDynamic);
+      names.emplace_back();
+    } else if (j.is_string()) {
+      if (j.get<std::string>().empty()) return fail(field, "a named dimension must have a non-empty name");
+      dims.push_back(Shape::kDynamic);
+      names.push_back(j.get<std::string>());
+    } else {
+      auto v = integer(j, field, -1, INT64_MAX);
+      if (!v.ok())
+        return fail(field, "must be a non-negative integer, or -1, null or a name for a dynamic dimension");
+      dims.push_back(*v < 0 ? Shape::kDynamic : *v);
+      names.emplace_back();
+    }
+    return Status::Ok();
+  }
+
+  Result<TensorSpec> tensor_spec(const Json& j, const std::string& field) const {
+    GANTRY_RETURN_IF_ERROR(check_object(j, field, {"name", "dtype", "shape"}));
+    TensorSpec spec;
+    if (!j.contains("name")) return fail(join(field, "name"), "is required");
+    GANTRY_ASSIGN_OR_RETURN(spec.name, string(j["name"], join(field, "name")));
+    if (j.contains("dtype")) {
+      GANTRY_ASSIGN_OR_RETURN(auto text, string(j["dtype"], join(field, "dtype")));
+      spec.dtype = parse_dtype(text);
+      if (!spec.dtype)
+        return fail(join(field, "dtype"), "'" + text + "' is not a dtype (f32, f16, i64, ...)");
+    }
+    if (j.contains("shape")) {
+      const auto& s = j["shape"];
+      const std::string sf = join(field, "shape");
+      if (!s.is_array()) return fail(sf, "must be an array of dimensions, got " + type_of(s));
+      std::vector<int64_t> dims;
+      std::vector<std::string> names;
+      for (size_t i = 0; i < s.size(); ++i)
+        GANTRY_RETURN_IF_ERROR(dim(s[i], sf + "[" + std::to_string(i) + "]", dims, names));
+      spec.shape = Shape(std::move(dims));
+      if (std::any_of(names.begin(), names.end(), [](const auto& n) { return !n.empty(); }))
+        spec.dim_names = std::move(names);
+    }
+    return spec;
+  }
+
+  Result<std::vector<TensorSpec>> tensor_specs(const Json& j, const std::string& field) const {
+    if (!j.is_array()) return fail(field, "must be an array, got " + type_of(j));
+    std::vector<TensorSpec> out;
+    std::set<std::string> seen;
+    for (size_t i = 0; i < j.size(); ++i) {
+      const std::string f = field + "[" + std::to_string(i) + "]";
+      GANTRY_ASSIGN_OR_RETURN(auto spec, tensor_spec(j[i], f));
+      if (!seen.insert(spec.name).second) return fail(f + ".name", "'" + spec.name + "' appears twice");
+      out.push_back(std::move(spec));
+    }
+    return out;
+  }
+
+  Result<HardwareRequirements> hardware(const Json& j) const {
+    const std::string f = "hardware_requirements";
+    GANTRY_RETURN_IF_ERROR(check_object(
+        j, f,
+        {"preferred_provider", "fallback_providers", "min_memory_mb", "min_vram_mb", "min_cuda_version",
+         "required_precision", "device_id", "gpu_device_ids", "strategy", "graph_optimization_level"}));
+    HardwareRequirements h;
+    if (j.contains("preferred_provider")) {
+      GANTRY_ASSIGN_OR_RETURN(h.preferred_provider,
+                              provider(j["preferred_provider"], join(f, "preferred_provider")));
+    }
+    if (j.contains("fallback_providers")) {
+      const auto& a = j["fallback_providers"];
+      const std::string af = join(f, "fallback_providers");
+      if (!a.is_array()) return fail(af, "must be an array of provider names, got " + type_of(a));
+      for (size_t i = 0; i < a.size(); ++i) {
+        GANTRY_ASSIGN_OR_RETURN(auto p, provider(a[i], af + "[" + std::to_string(i) + "]"));
+        if (std::find(h.fallback_providers.begin(), h.fallback_providers.end(), p) !=
+            h.fallback_providers.end())
+          return fail(af + "[" + std::to_string(i) + "]", "'" + p + "' is listed twice");
+        h.fallback_providers.push_back(std::move(p));
+      }
+    }
+    if (j.contains("min_memory_mb")) {
+      GANTRY_ASSIGN_OR_RETURN(h.min_memory_mb,
+                              integer(j["min_memory_mb"], join(f, "min_memory_mb"), 0, INT64_MAX));
+    }
+    if (j.contains("min_vram_mb")) {
+      GANTRY_ASSIGN_OR_RETURN(h.min_vram_mb, integer(j["min_vram_mb"], join(f, "min_vram_mb"), 0, INT64_MAX));
+    }
+    if (j.contains("min_cuda_version")) {
+      const std::string vf = join(f, "min_cuda_version");
+      const auto& v = j["min_cuda_version"];
+      std::string text;
+      if (v.is_number()) return fail(vf, "must be a string such as \"12.0\", got a number");
+      GANTRY_ASSIGN_OR_RETURN(text, string(v, vf));
+      auto parsed = Version::parse(text);
+      if (!parsed.ok()) return fail(vf, "'" + text + "' is not a version (expected e.g. \"12.4\")");
+      h.min_cuda_version = *parsed;
+    }
+    if (j.contains("required_precision")) {
+      const std::string pf = join(f, "required_precision");
+      GANTRY_ASSIGN_OR_RETURN(auto text, string(j["required_precision"], pf));
+      h.required_precision = parse_precision(text);
+      if (!h.required_precision) return fail(pf, "'" + text + "' is not one of " + choices(kPrecisions, 6));
+    }
+    if (j.contains("device_id")) {
+      GANTRY_ASSIGN_OR_RETURN(h.device_id, integer(j["device_id"], join(f, "device_id"), 0, 1 << 20));
+    }
+    if (j.contains("gpu_device_ids")) {
+      const auto& a = j["gpu_device_ids"];
+      const std::string af = join(f, "gpu_device_ids");
+      if (!a.is_array()) return fail(af, "must be an array of device ids, got " + type_of(a));
+      for (size_t i = 0; i < a.size(); ++i) {
+        const std::string ef = af + "[" + std::to_string(i) + "]";
+        GANTRY_ASSIGN_OR_RETURN(auto id, integer(a[i], ef, 0, 1 << 20));
+        if (std::find(h.gpu_device_ids.begin(), h.gpu_device_ids.end(), id) != h.gpu_device_ids.end())
+          return fail(ef, "device " + std::to_string(id) + " is listed twice");
+        h.gpu_device_ids.push_back(static_cast<int>(id));
+      }
+    }
+    if (j.contains("strategy")) {
+      const std::string sf = join(f, "strategy");
+      GANTRY_ASSIGN_OR_RETURN(auto text, string(j["strategy"], sf));
+      h.strategy = parse_strategy(text);
+      if (!h.strategy) return fail(sf, "'" + text + "' is not one of " + choices(kStrategies));
+    }
+    if (j.contains("graph_optimization_level")) {
+      const std::string gf = join(f, "graph_optimization_level");
+      const auto& v = j["graph_optimization_level"];
+      std::string text;
+      if (v.is_number_integer()) {
+        text = v.dump();
+      } else if (v.is_string()) {
+        text = v.get<std::string>();
+      } else {
+        return fail(gf, "must be a string or an integer, got " + type_of(v));
+      }
+      h.graph_optimization_level = parse_graph_optimization_level(text);
+      if (!h.graph_optimization_level)
+        return fail(gf, "'" + text + "' is not one of " + choices(kOptLevels, 4) + ", 0, 1, 2, 3, 99");
+    }
+    return h;
+  }
+
+  Result<RuntimeOptions> runtime(const Json& j) const {
+    const std::string f = "runtime";
+    GANTRY_RETURN_IF_ERROR(check_object(j, f,
+                                        {"intra_op_threads", "inter_op_threads", "memory_pattern",
+                                         "cpu_arena", "session_buckets", "peak_concurrency"}));
+    RuntimeOptions r;
+    if (j.contains("intra_op_threads")) {
+      GANTRY_ASSIGN_OR_RETURN(r.intra_op_threads,
+                              integer(j["intra_op_threads"], join(f, "intra_op_threads"), 0, 4096));
+    }
+    if (j.contains("inter_op_threads")) {
+      GANTRY_ASSIGN_OR_RETURN(r.inter_op_threads,
+                              integer(j["inter_op_threads"], join(f, "inter_op_threads"), 0, 4096));
+    }
+    if (j.contains("memory_pattern")) {
+      GANTRY_ASSIGN_OR_RETURN(r.memory_pattern, boolean(j["memory_pattern"], join(f, "memory_pattern")));
+    }
+    if (j.contains("cpu_arena")) {
+      GANTRY_ASSIGN_OR_RETURN(r.cpu_arena, boolean(j["cpu_arena"], join(f, "cpu_arena")));
+    }
+    if (j.contains("peak_concurrency")) {
+      GANTRY_ASSIGN_OR_RETURN(r.peak_concurrency,
+                              integer(j["peak_concurrency"], join(f, "peak_concurrency"), 1, 1 << 20));
+    }
+    if (j.contains("session_buckets")) {
+      const auto& a = j["session_buckets"];
+      const std::string af = join(f, "session_buckets");
+      if (!a.is_array())
+        return fail(af, "must be an array of {input name: shape} objects, got " + type_of(a));
+      for (size_t i = 0; i < a.size(); ++i) {
+        const std::string bf = af + "[" + std::to_string(i) + "]";
+        const auto& b = a[i];
+        if (!b.is_object() || b.empty())
+          return fail(bf, "must be a non-empty object mapping input names to shapes, got " + type_of(b));
+        SessionBucket bucket;
+        for (const auto& [name, shape] : b.items()) {
+          const std::string sf = bf + "." + name;
+          if (!shape.is_array()) return fail(sf, "must be an array of dimensions, got " + type_of(shape));
+          std::vector<int64_t> dims;
+          for (size_t d = 0; d < shape.size(); ++d) {
+            auto v = integer(shape[d], sf + "[" + std::to_string(d) + "]", 0, INT64_MAX);
+            if (!v.ok())
+              return fail(sf + "[" + std::to_string(d) + "]",
+                          "must be a non-negative integer (buckets are concrete shapes)");
+            dims.push_back(*v);
+          }
+          bucket.emplace(name, Shape(std::move(dims)));
+        }
+        r.session_buckets.push_back(std::move(bucket));
+      }
+    }
+    return r;
+  }
+
+  Result<Manifest> manifest(const Json& j) const {
+    GANTRY_RETURN_IF_ERROR(check_object(j, "",
+                                        {"name", "version", "format", "task", "model_file", "sha256", "io",
+                                         "hardware_requirements", "runtime"}));
+    for (const char* key : {"name", "version", "format", "model_file", "sha256"})
+      if (!j.contains(key)) return fail(key, "is required");
+    Manifest m;
+    GANTRY_ASSIGN_OR_RETURN(m.name, string(j["name"], "name"));
+    if (j["version"].is_number()) return fail("version", "must be a string such as \"1.0.0\", got a number");
+    GANTRY_ASSIGN_OR_RETURN(m.version, string(j["version"], "version"));
+    if (!Version::parse(m.version).ok())
+      return fail("version", "'" + m.version + "' is not a version (expected e.g. \"1.2.0\")");
+    GANTRY_ASSIGN_OR_RETURN(auto format, string(j["format"], "format"));
+    const auto f = parse_model_format(format);
+    if (!f) return fail("format", "'" + format + "' is not one of onnx, gguf");
+    m.format = *f;
+    if (j.contains("task")) {
+      GANTRY_ASSIGN_OR_RETURN(m.task, string(j["task"], "task", false));
+    }
+    GANTRY_ASSIGN_OR_RETURN(m.model_file, string(j["model_file"], "model_file"));
+    GANTRY_RETURN_IF_ERROR(check_relative_package_path(m.model_file, origin_ + ": model_file"));
+    const auto& sums = j["sha256"];
+    if (!sums.is_object())
+      return fail("sha256", "must be an object mapping file names to hex digests, got " + type_of(sums));
+    for (const auto& [file, digest] : sums.items()) {
+      const std::string sf = "sha256." + file;
+      GANTRY_RETURN_IF_ERROR(check_relative_package_path(file, origin_ + ": sha256"));
+      GANTRY_ASSIGN_OR_RETURN(auto hex, string(digest, sf));
+      if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+        return fail(sf, "'" + hex + "' is not a SHA-256 digest (64 hex digits)");
+      std::transform(hex.begin(), hex.end(), hex.begin(), [](unsigned char c) { return std::tolower(c); });
+      m.sha256.emplace(file, std::move(hex));
+    }
+    if (!m.sha256.count(m.model_file))
+      return fail("sha256",
+                  "has no entry for the model file '" + m.model_file + "' (run 'gantry pack' to compute it)");
+    if (j.contains("io")) {
+      const auto& io = j["io"];
+      GANTRY_RETURN_IF_ERROR(check_object(io, "io", {"inputs", "outputs"}));
+      IoSpec spec;
+      if (io.contains("inputs")) {
+        GANTRY_ASSIGN_OR_RETURN(spec.inputs, tensor_specs(io["inputs"], "io.inputs"));
+      }
+      if (io.contains("outputs")) {
+        GANTRY_ASSIGN_OR_RETURN(spec.outputs, tensor_specs(io["outputs"], "io.outputs"));
+      }
+      m.io = std::move(spec);
+    }
+    if (j.contains("hardware_requirements")) {
+      GANTRY_ASSIGN_OR_RETURN(m.hardware_requirements, hardware(j["hardware_requirements"]));
+    }
+    if (j.contains("runtime")) {
+      GANTRY_ASSIGN_OR_RETURN(m.runtime, runtime(j["runtime"]));
+    }
+    return m;
+  }
+
+ private:
+  std::string origin_;
+};
+
+Json dims_json(const Shape& shape, const std::vector<std::string>& names) {
+  Json a = Json::array();
+  for (size_t i = 0; i < shape.rank(); ++i) {
+    if (shape[i] >= 0)
+      a.push_back(shape[i]);
+    else if (i < names.size() && !names[i].empty())
+      a.push_back(names[i]);
+    else
+      a.push_back(-1);
+  }
+  return a;
+}
+
+Json specs_json(const std::vector<TensorSpec>& specs) {
+  Json a = Json::array();
+  for (const auto& s : specs) {
+    Json o;
+    o["name"] = s.name;
+    if (s.dtype) o["dtype"] = dtype_name(*s.dtype);
+    if (s.shape) o["shape"] = dims_json(*s.shape, s.dim_names);
+    a.push_back(std::move(o));
+  }
+  return a;
+}
+
+}  // namespace
+
+std::string_view model_format_name(ModelFormat f) { return f == ModelFormat::kOnnx ? "onnx" : "gguf"; }
+
+std::optional<ModelFormat> parse_model_format(std::string_view text) {
+  if (text == "onnx") return ModelFormat::kOnnx;
+  if (text == "gguf") return ModelFormat::kGguf;
+  return std::nullopt;
+}
+
+std::string_view strategy_name(Strategy s) {
+  for (const auto& [name, v] : kStrategies)
+    if (v == s) return name;
+  return "unknown";
+}
+
+std::optional<Strategy> parse_strategy(std::string_view text) {
+  for (const auto& [name, v] : kStrategies)
+    if (name == text) return v;
+  return std::nullopt;
+}
+
+std::string_view graph_optimization_level_name(GraphOptimizationLevel l) {
+  for (const auto& [name, v] : kOptLevels)
+    if (v == l) return name;
+  return "unknown";
+}
+
+std::optional<GraphOptimizationLevel> parse_graph_optimization_level(std::string_view text) {
+  for (const auto& [name, v] : kOptLevels)
+    if (name == text) return v;
+  return std::nullopt;
+}
+
+std::string_view precision_name(Precision p) {
+  for (const auto& [name, v] : kPrecisions)
+    if (v == p) return name;
+  return "unknown";
+}
+
+std::optional<Precision> parse_precision(std::string_view text) {
+  for (const auto& [name, v] : kPrecisions)
+    if (name == text) return v;
+  return std::nullopt;
+}
+
+const std::vector<std::string_view>& known_providers() {
+  static const std::vector<std::string_view> kProviders = {"cpu",      "cuda",     "tensorrt", "rocm",
+                                                           "migraphx", "openvino", "coreml",   "directml",
+                                                           "vulkan",   "metal",    "sycl"};
+  return kProviders;
+}
+
+bool is_known_provider(std::string_view name) {
+  const auto& p = known_providers();
+  return std::find(p.begin(), p.end(), name) != p.end();
+}
+
+Status check_relative_package_path(std::string_view relative, std::string_view field) {
+  const std::string quoted = "'" + std::string(relative) + "'";
+  auto fail = [&](const std::string& why) {
+    return InvalidArgument(std::string(field) + ": " + quoted + " " + why);
+  };
+  if (relative.empty()) return InvalidArgument(std::string(field) + ": an empty file path");
+  if (relative.find('\0') != std::string_view::npos) return fail("contains a NUL character");
+  if (relative.find('\\') != std::string_view::npos)
+    return fail("contains a backslash; use '/' between folders");
+  if (relative.front() == '/')
+    return fail("is an absolute path; files must lie inside the package directory");
+  size_t start = 0;
+  while (start <= relative.size()) {
+    size_t end = relative.find('/', start);
+    if (end == std::string_view::npos) end = relative.size();
+    const auto part = relative.substr(start, end - start);
+    if (part == "..") return fail("escapes the package directory ('..')");
+    if (part.empty() || part == ".") return fail("is not a plain relative path (empty or '.' component)");
+    start = end + 1;
+  }
+  return Status::Ok();
+}
+
+Result<Manifest> parse_manifest(std::string_view json_text, std::string_view origin) {
+  Json j;
+  try {
+    j = Json::parse(json_text);
+  } catch (const Json::parse_error& e) {
+    return InvalidArgument(std::string(origin) + ": not valid JSON: " + e.what());
+  }
+  return Reader(origin).manifest(j);
+}
+
+Result<Manifest> read_manifest(const std::filesystem::path& path) {
+  auto text = read_file(path, 16 << 20);
+  if (!text.ok()) return text.status();
+  return parse_manifest(*text, path.string());
+}
+
+std::string manifest_to_json(const Manifest& m, int indent) {
+  Json j;
+  j["name"] = m.name;
+  j["version"] = m.version;
+  j["format"] = model_format_name(m.format);
+  if (!m.task.empty()) j["task"] = m.task;
+  j["model_file"] = m.model_file;
+  j["sha256"] = Json::object();
+  for (const auto& [file, hex] : m.sha256) j["sha256"][file] = hex;
+  if (m.io) {
+    j["io"]["inputs"] = specs_json(m.io->inputs);
+    j["io"]["outputs"] = specs_json(m.io->outputs);
+  }
+  const auto& h = m.hardware_requirements;
+  Json hw = Json::object();
+  if (h.preferred_provider) hw["preferred_provider"] = *h.preferred_provider;
+  if (!h.fallback_providers.empty()) hw["fallback_providers"] = h.fallback_providers;
+  if (h.min_memory_mb) hw["min_memory_mb"] = *h.min_memory_mb;
+  if (h.min_vram_mb) hw["min_vram_mb"] = *h.min_vram_mb;
+  if (h.min_cuda_version) hw["min_cuda_version"] = h.min_cuda_version->to_string();
+  if (h.required_precision) hw["required_precision"] = precision_name(*h.required_precision);
+  if (h.device_id) hw["device_id"] = *h.device_id;
+  if (!h.gpu_device_ids.empty()) hw["gpu_device_ids"] = h.gpu_device_ids;
+  if (h.strategy) hw["strategy"] = strategy_name(*h.strategy);
+  if (h.graph_optimization_level)
+    hw["graph_optimization_level"] = graph_optimization_level_name(*h.graph_optimization_level);
+  if (!hw.empty()) j["hardware_requirements"] = std::move(hw);
+  const auto& r = m.runtime;
+  Json rt = Json::object();
+  if (r.intra_op_threads) rt["intra_op_threads"] = *r.intra_op_threads;
+  if (r.inter_op_threads) rt["inter_op_threads"] = *r.inter_op_threads;
+  if (r.memory_pattern) rt["memory_pattern"] = *r.memory_pattern;
+  if (r.cpu_arena) rt["cpu_arena"] = *r.cpu_arena;
+  if (!r.session_buckets.empty()) {
+    Json a = Json::array();
+    for (const auto& bucket : r.session_buckets) {
+      Json b = Json::object();
+      for (const auto& [name, shape] : bucket) b[name] = shape.dims();
+      a.push_back(std::move(b));
+    }
+    rt["session_buckets"] = std::move(a);
+  }
+  if (r.peak_concurrency) rt["peak_concurrency"] = *r.peak_concurrency;
+  if (!rt.empty()) j["runtime"] = std::move(rt);
+  return j.dump(indent) + "\n";
+}
+
+Status validate_manifest(const Manifest& manifest) {
+  // One set of rules: the serialised form must pass the strict parser.
+  return parse_manifest(manifest_to_json(manifest), "manifest '" + manifest.name + "'").status();
+}
+
+Status write_manifest(const std::filesystem::path& path, const Manifest& manifest) {
+  GANTRY_RETURN_IF_ERROR(validate_manifest(manifest));
+  return write_file(path, manifest_to_json(manifest));
+}
+
+}  // namespace gantry::model

@@ -1,0 +1,71 @@
+#include "gantry/model/sha256.h"
+
+#include <openssl/evp.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+namespace gantry::model {
+namespace {
+
+struct MdCtxDeleter {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxDeleter>;
+
+std::string to_hex(const unsigned char* d, unsigned n) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(n * 2);
+  for (unsigned i = 0; i < n; ++i) {
+    out += kHex[d[i] >> 4];
+    out += kHex[d[i] & 0xF];
+  }
+  return out;
+}
+
+MdCtx new_ctx() {
+  MdCtx ctx(EVP_MD_CTX_new());
+  if (ctx && EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) ctx.reset();
+  return ctx;
+}
+
+}  // namespace
+
+std::string sha256_hex(std::string_view bytes) {
+  auto ctx = new_ctx();
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  if (!ctx || EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.get(), digest, &len) != 1)
+    return {};
+  return to_hex(digest, len);
+}
+
+Result<std::string> sha256_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return NotFound(path.string() + ": no such file");
+  if (std::filesystem::is_directory(path, ec))
+    return InvalidArgument(path.string() + ": is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return IoError(path.string() + ": cannot open: " + std::strerror(errno));
+  auto ctx = new_ctx();
+  if (!ctx) return Internal("OpenSSL could not create a SHA-256 context");
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto got = in.gcount();
+    if (got > 0 && EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(got)) != 1)
+      return Internal("OpenSSL SHA-256 update failed");
+  }
+  if (in.bad()) return IoError(path.string() + ": read failed");
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  if (EVP_DigestFinal_ex(ctx.get(), digest, &len) != 1) return Internal("OpenSSL SHA-256 final failed");
+  return to_hex(digest, len);
+}
+
+}  // namespace gantry::model
