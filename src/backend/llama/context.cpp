@@ -1,5 +1,6 @@
 #include "gantry/backend/llama/context.h"
 
+#include <ggml-backend.h>
 #include <llama.h>
 
 #include <thread>
@@ -53,6 +54,25 @@ enum llama_pooling_type to_llama(Pooling p) {
       break;
   }
   return LLAMA_POOLING_TYPE_UNSPECIFIED;
+}
+
+using ThreadpoolNew = ggml_threadpool_t (*)(ggml_threadpool_params*);
+using ThreadpoolFree = void (*)(ggml_threadpool_t);
+
+// The CPU backend's threadpool functions, found through its registry (works with GGML_BACKEND_DL).
+template <typename Fn>
+Fn cpu_proc(const char* name) {
+  ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+  if (!cpu) return nullptr;
+  return reinterpret_cast<Fn>(ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(cpu), name));
+}
+
+ggml_threadpool_t make_threadpool(int n_threads, int poll) {
+  auto fn = cpu_proc<ThreadpoolNew>("ggml_threadpool_new");
+  if (!fn) return nullptr;
+  ggml_threadpool_params p = ggml_threadpool_params_default(n_threads);
+  p.poll = static_cast<uint32_t>(poll);
+  return fn(&p);
 }
 
 }  // namespace
@@ -110,11 +130,27 @@ Result<std::unique_ptr<LlamaContext>> LlamaContext::create(std::shared_ptr<const
                              (why.empty() ? "" : ": " + why));
   }
   c->options_.n_ctx = llama_n_ctx(c->ctx_);
+  if (o.threadpool) {
+    if (o.threadpool_poll < 0 || o.threadpool_poll > 100)
+      return InvalidArgument("threadpool_poll must be in 0..100");
+    c->threadpool_ = make_threadpool(o.n_threads, o.threadpool_poll);
+    if (o.n_threads_batch != o.n_threads)
+      c->threadpool_batch_ = make_threadpool(o.n_threads_batch, o.threadpool_poll);
+    if (c->threadpool_) {
+      llama_attach_threadpool(c->ctx_, static_cast<ggml_threadpool_t>(c->threadpool_),
+                              static_cast<ggml_threadpool_t>(c->threadpool_batch_));
+    }
+  }
   return c;
 }
 
 LlamaContext::~LlamaContext() {
   if (ctx_) llama_free(ctx_);
+  auto free_fn = cpu_proc<ThreadpoolFree>("ggml_threadpool_free");
+  if (free_fn) {
+    if (threadpool_) free_fn(static_cast<ggml_threadpool_t>(threadpool_));
+    if (threadpool_batch_) free_fn(static_cast<ggml_threadpool_t>(threadpool_batch_));
+  }
 }
 
 bool LlamaContext::abort_trampoline(void* self) {

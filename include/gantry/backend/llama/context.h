@@ -57,6 +57,8 @@ class LlamaContext {
   ContextOptions options_;
   llama_context* ctx_ = nullptr;
   std::function<bool()> abort_check_;
+  void* threadpool_ = nullptr;        // ggml_threadpool_t
+  void* threadpool_batch_ = nullptr;  // separate pool when n_threads_batch != n_threads
 };
 
 }  // namespace gantry::llama

@@ -52,6 +52,10 @@ struct ContextOptions {
   bool kv_unified = true;   // sequences draw on one pool of n_ctx cells
   bool embeddings = false;  // extract embeddings instead of logits
   Pooling pooling = Pooling::kModel;
+  // Own ggml CPU threadpool(s) whose workers poll briefly between steps (as llama-bench and
+  // llama-server do); cheaper single-token steps than starting threads for every graph.
+  bool threadpool = true;
+  int threadpool_poll = 50;  // 0..100: how long idle workers spin before sleeping
 };
 
 // Sampling; defaults are llama.cpp's (common/common.h). temperature == 0 means greedy.
