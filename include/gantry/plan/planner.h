@@ -1,0 +1,110 @@
+// Memory planner for GGUF models run by llama.cpp (commit de3ff815): how many bytes the weights, KV cache,
+// compute and output buffers take at a given context, and how layers split over devices.
+//
+// The rules mirror what llama.cpp allocates (llama-context.cpp, llama-kv-cache.cpp, llama-model.cpp):
+// - n_ctx is padded to 256; without a unified KV cache every sequence gets its own stream of
+//   n_ctx_seq = pad256(n_ctx / n_parallel) cells; SWA layers keep pad256(min(n_ctx_seq, n_swa + n_ubatch))
+//   cells unless swa_full; V is stored transposed without flash attention, padded to the widest layer.
+// - the compute buffer is the peak of the worst-case prompt graph (n_ubatch tokens, all of them outputs): the
+// larger
+//   of the attention phase (KQ scores n_kv x tokens x heads in f32 without flash attention, plus the mask),
+//   the feed-forward phase and the output phase (logits n_vocab x outputs in f32).
+// - the output buffer holds n_vocab logits (and n_embd embeddings when enabled) for one output per sequence.
+// - layers go to GPUs in proportion to their free memory (llama.cpp's default tensor_split); the input layer
+// stays
+//   on the CPU; the output layer follows the last offloaded layer when n_gpu_layers > n_layer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gantry/core/status.h"
+#include "gantry/plan/model_profile.h"
+
+namespace gantry::plan {
+
+// KV cache element types llama.cpp accepts for --cache-type-k/v.
+enum class KvType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kIQ4_NL };
+
+std::string_view kv_type_name(KvType t);
+std::optional<KvType> parse_kv_type(std::string_view name);
+// Bytes for `n` elements (n must be a multiple of the type's block size).
+Result<uint64_t> kv_row_bytes(KvType t, uint64_t n);
+
+struct PlanOptions {
+  uint32_t n_ctx = 0;  // 0: the model's training context
+  uint32_t n_parallel = 1;
+  uint32_t n_batch = 2048;
+  uint32_t n_ubatch = 512;
+  KvType kv_type = KvType::kF16;
+  bool flash_attn = true;  // llama.cpp's "auto" resolves to on for CPU and recent GPUs
+  int n_gpu_layers = -1;   // -1: all layers and the output layer
+  bool swa_full = true;    // llama_context_default_params().swa_full
+  bool kv_unified = false;
+  bool embeddings = false;          // also reserve n_embd floats per output
+  std::vector<float> tensor_split;  // explicit GPU proportions; empty: by free memory
+};
+
+struct Device {
+  std::string id;  // "cpu", "cuda:0", ...
+  std::string name;
+  bool is_gpu = false;
+  uint64_t free_bytes = 0;
+  uint64_t total_bytes = 0;
+};
+
+struct MemoryBytes {
+  uint64_t weights = 0;
+  uint64_t kv_cache = 0;
+  uint64_t compute = 0;
+  uint64_t output = 0;
+  uint64_t total() const { return weights + kv_cache + compute + output; }
+  MemoryBytes& operator+=(const MemoryBytes& o);
+};
+
+struct DevicePlan {
+  Device device;
+  std::vector<uint32_t> layers;  // repeating layers placed here
+  bool has_output_layer = false;
+  MemoryBytes predicted;
+  bool fits = false;
+};
+
+struct Plan {
+  bool estimate = false;  // true for the generic (non-GGUF) estimate: less exact
+  std::string model;
+  PlanOptions options;
+  // Effective llama.cpp context parameters.
+  uint32_t n_ctx = 0;
+  uint32_t n_ctx_seq = 0;
+  uint32_t n_stream = 1;
+  uint32_t kv_cells = 0;      // per stream, full-attention layers
+  uint32_t kv_cells_swa = 0;  // per stream, SWA layers (0: none)
+  uint32_t n_batch = 0;
+  uint32_t n_ubatch = 0;
+  std::vector<DevicePlan> devices;
+  MemoryBytes totals;
+  bool fits = false;
+  std::string suggestion;  // when it does not fit: what would
+  std::vector<std::string> notes;
+};
+
+// Plans a GGUF model over `devices` (at least one; the CPU device must be present and is where non-offloaded
+// layers go). Fails on impossible options (zero context, quantised V cache without flash attention, ...).
+Result<Plan> plan_gguf(const ModelProfile& model, const PlanOptions& options,
+                       const std::vector<Device>& devices);
+
+// A rough estimate for models llama.cpp does not run (e.g. ONNX): weights = file size, plus activations as a
+// fraction of it. Labelled as an estimate.
+Plan estimate_generic(std::string_view model_name, uint64_t file_bytes, const std::vector<Device>& devices);
+
+// How many of `n_layers` (plus the output layer, index n_layers) go to each of `weights.size()` GPUs,
+// following llama.cpp: cumulative proportions, upper_bound on (il - first) / count. Returns the GPU index per
+// layer
+// (-1: CPU) for layers 0..n_layers (the last entry is the output layer).
+std::vector<int> assign_layers(uint32_t n_layers, int n_gpu_layers, const std::vector<double>& weights);
+
+}  // namespace gantry::plan

@@ -1,0 +1,317 @@
+#include "gantry/plan/planner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace gantry::plan {
+namespace {
+
+constexpr uint32_t kCtxPad = 256;  // llama-context.cpp: GGML_PAD(n_ctx, 256)
+
+uint32_t pad(uint32_t n, uint32_t to) { return (n + to - 1) / to * to; }
+
+bool is_quantized(KvType t) { return t != KvType::kF32 && t != KvType::kF16 && t != KvType::kBF16; }
+
+struct ContextShape {
+  uint32_t n_ctx, n_ctx_seq, n_stream, kv_cells, kv_cells_swa, n_batch, n_ubatch, n_tokens, n_outputs;
+};
+
+ContextShape context_shape(const ModelProfile& m, const PlanOptions& o) {
+  ContextShape s{};
+  const uint32_t n_ctx_req = o.n_ctx == 0 ? m.n_ctx_train : o.n_ctx;
+  const uint32_t n_seq = std::max(1u, o.n_parallel);
+  s.n_batch = std::min(n_ctx_req, o.n_batch);  // causal attention: batch limited by the context
+  s.n_ubatch = std::min(s.n_batch, o.n_ubatch == 0 ? o.n_batch : o.n_ubatch);
+  s.n_ctx = pad(n_ctx_req, kCtxPad);
+  if (o.kv_unified) {
+    s.n_ctx_seq = s.n_ctx;
+    s.n_stream = 1;
+  } else {
+    s.n_ctx_seq = pad(s.n_ctx / n_seq, kCtxPad);
+    s.n_ctx = s.n_ctx_seq * n_seq;
+    s.n_stream = n_seq;
+  }
+  s.kv_cells = s.n_ctx_seq;
+  const bool any_swa =
+      std::any_of(m.layers.begin(), m.layers.end(), [](const LayerProfile& l) { return l.sliding_window; });
+  if (any_swa) {
+    s.kv_cells_swa =
+        o.swa_full ? s.kv_cells
+                   : std::min(s.kv_cells, pad(m.n_swa * (o.kv_unified ? n_seq : 1) + s.n_ubatch, kCtxPad));
+  }
+  s.n_tokens = std::min(s.n_ctx, s.n_ubatch);  // worst-case graph reserved by sched_reserve
+  s.n_outputs = std::min(s.n_tokens, s.n_batch);
+  return s;
+}
+
+// Peak of the compute graph for the layers in `layers` (plus the output phase when `with_output`).
+uint64_t compute_bytes(const ModelProfile& m, const PlanOptions& o, const ContextShape& s,
+                       const std::vector<uint32_t>& layers, bool with_output) {
+  const uint64_t t = s.n_tokens;
+  const uint64_t f32 = 4;
+  const bool any_swa = s.kv_cells_swa > 0;
+  const uint64_t mask_elem = o.flash_attn ? 2 : 4;
+  uint64_t peak = 0;
+  for (uint32_t il : layers) {
+    const LayerProfile& l = m.layers[il];
+    const uint64_t cells =
+        (l.sliding_window ? s.kv_cells_swa : s.kv_cells) * static_cast<uint64_t>(s.n_stream);
+    // KQ masks: one per stream over its cells, plus the SWA mask when the model has SWA layers.
+    uint64_t masks = static_cast<uint64_t>(s.kv_cells) * s.n_stream * (t / s.n_stream) * mask_elem;
+    if (any_swa) masks += static_cast<uint64_t>(s.kv_cells_swa) * s.n_stream * (t / s.n_stream) * mask_elem;
+    const uint64_t kq = o.flash_attn ? 0 : cells / s.n_stream * t * l.n_head * f32;
+    const uint64_t k_w = static_cast<uint64_t>(l.n_head_kv) * l.n_embd_head_k;
+    const uint64_t v_w = static_cast<uint64_t>(l.n_head_kv) * l.n_embd_head_v;
+    const uint64_t q_w = static_cast<uint64_t>(l.n_head) * std::max(l.n_embd_head_k, l.n_embd_head_v);
+    const uint64_t attn = kq + masks + (4 * m.n_embd + q_w + k_w + v_w) * t * f32;
+    const uint64_t ffn = (3ull * l.n_ff + 2ull * m.n_embd) * t * f32;
+    peak = std::max({peak, attn, ffn});
+  }
+  if (with_output) {
+    peak = std::max<uint64_t>(peak,
+                              (static_cast<uint64_t>(m.n_vocab) * s.n_outputs + 2ull * m.n_embd * t) * f32);
+  }
+  return peak;
+}
+
+Result<uint64_t> layer_kv_bytes(const ModelProfile& m, const PlanOptions& o, const ContextShape& s,
+                                uint32_t il, uint32_t n_embd_v_max) {
+  const LayerProfile& l = m.layers[il];
+  if (l.n_head_kv == 0) return uint64_t{0};
+  const uint64_t cells = static_cast<uint64_t>(l.sliding_window ? s.kv_cells_swa : s.kv_cells) * s.n_stream;
+  GANTRY_ASSIGN_OR_RETURN(uint64_t k_row,
+                          kv_row_bytes(o.kv_type, static_cast<uint64_t>(l.n_head_kv) * l.n_embd_head_k));
+  // Without flash attention V is stored transposed, every layer padded to the widest V.
+  const uint64_t v_w = o.flash_attn ? static_cast<uint64_t>(l.n_head_kv) * l.n_embd_head_v : n_embd_v_max;
+  GANTRY_ASSIGN_OR_RETURN(uint64_t v_row, kv_row_bytes(o.kv_type, v_w));
+  return (k_row + v_row) * cells;
+}
+
+Status validate(const ModelProfile& m, const PlanOptions& o, const std::vector<Device>& devices) {
+  if (m.layers.empty()) return InvalidArgument(fmt::format("model {} has no layers to plan", m.name));
+  if (m.n_embd == 0 || m.n_vocab == 0) {
+    return InvalidArgument(fmt::format("model {} lacks n_embd or n_vocab; cannot plan it", m.name));
+  }
+  if (o.n_ctx == 0 && m.n_ctx_train == 0) {
+    return InvalidArgument(fmt::format("model {} does not state its training context; pass --ctx", m.name));
+  }
+  if (o.n_parallel == 0 || o.n_parallel > 256) return InvalidArgument("--parallel must be between 1 and 256");
+  if (o.n_batch == 0) return InvalidArgument("--batch must be at least 1");
+  if (is_quantized(o.kv_type) && !o.flash_attn) {
+    return InvalidArgument(
+        fmt::format("a quantised V cache ({}) needs flash attention; use --flash-attn on or "
+                    "--kv-type f16",
+                    kv_type_name(o.kv_type)));
+  }
+  if (std::none_of(devices.begin(), devices.end(), [](const Device& d) { return !d.is_gpu; })) {
+    return InvalidArgument("the device list has no CPU device");
+  }
+  return Status::Ok();
+}
+
+void add_suggestion(const ModelProfile& m, const std::vector<Device>& devices, Plan& plan) {
+  if (plan.fits) return;
+  std::vector<std::string> ideas;
+  auto fits_with = [&](PlanOptions o) {
+    auto p = plan_gguf(m, o, devices);
+    return p.ok() && p->fits;
+  };
+  for (KvType kv : {KvType::kQ8_0, KvType::kQ4_0}) {
+    if (plan.options.kv_type != KvType::kF16 && plan.options.kv_type != KvType::kF32) break;
+    PlanOptions o = plan.options;
+    o.kv_type = kv;
+    o.flash_attn = true;
+    if (fits_with(o)) {
+      ideas.push_back(fmt::format("--kv-type {} --flash-attn on", kv_type_name(kv)));
+      break;
+    }
+  }
+  for (uint32_t ctx = plan.n_ctx / 2; ctx >= 512; ctx /= 2) {
+    PlanOptions o = plan.options;
+    o.n_ctx = ctx;
+    if (fits_with(o)) {
+      ideas.push_back(fmt::format("--ctx {}", ctx));
+      break;
+    }
+  }
+  // Smaller quantisations: scale the weights by bits per weight (llama.cpp's nominal figures).
+  const uint64_t weights = m.total_weight_bytes();
+  if (m.n_params > 0 && weights > 0) {
+    const double bpw_now = 8.0 * static_cast<double>(weights) / static_cast<double>(m.n_params);
+    const std::pair<const char*, double> quants[] = {{"Q8_0", 8.5},    {"Q6_K", 6.56}, {"Q5_K_M", 5.7},
+                                                     {"Q4_K_M", 4.89}, {"Q4_0", 4.5},  {"Q3_K_M", 3.91},
+                                                     {"Q2_K", 3.0}};
+    for (const auto& [qname, bpw] : quants) {
+      if (bpw >= bpw_now - 0.25) continue;
+      ModelProfile q = m;
+      const double f = bpw / bpw_now;
+      for (auto& l : q.layers)
+        l.weight_bytes = static_cast<uint64_t>(static_cast<double>(l.weight_bytes) * f);
+      q.input_weight_bytes = static_cast<uint64_t>(static_cast<double>(q.input_weight_bytes) * f);
+      q.output_weight_bytes = static_cast<uint64_t>(static_cast<double>(q.output_weight_bytes) * f);
+      auto p = plan_gguf(q, plan.options, devices);
+      if (p.ok() && p->fits) {
+        ideas.push_back(fmt::format("a {} quantisation (about {:.2f} GiB of weights)", qname,
+                                    static_cast<double>(q.total_weight_bytes()) / (1ull << 30)));
+        break;
+      }
+    }
+  }
+  plan.suggestion = ideas.empty()
+                        ? "does not fit even with a smaller KV type, context or quantisation; add memory"
+                        : "would fit with " + fmt::format("{}", fmt::join(ideas, ", or "));
+}
+
+}  // namespace
+
+uint64_t ModelProfile::total_weight_bytes() const {
+  uint64_t total = input_weight_bytes + output_weight_bytes;
+  for (const auto& l : layers) total += l.weight_bytes;
+  return total;
+}
+
+MemoryBytes& MemoryBytes::operator+=(const MemoryBytes& o) {
+  weights += o.weights;
+  kv_cache += o.kv_cache;
+  compute += o.compute;
+  output += o.output;
+  return *this;
+}
+
+std::vector<int> assign_layers(uint32_t n_layers, int n_gpu_layers, const std::vector<double>& weights) {
+  std::vector<int> out(n_layers + 1, -1);
+  if (weights.empty()) return out;
+  const int n_all = static_cast<int>(n_layers);
+  const int n_gpu = n_gpu_layers < 0 ? n_all + 1 : n_gpu_layers;
+  std::vector<double> splits(weights.size());
+  double sum = 0;
+  for (size_t i = 0; i < weights.size(); ++i) splits[i] = (sum += weights[i]);
+  if (sum <= 0) return out;
+  for (double& s : splits) s /= sum;
+  const int first = std::max(n_all + 1 - n_gpu, 0);
+  const int act = std::min(n_gpu, n_all + 1);
+  for (int il = 0; il <= n_all; ++il) {
+    if (il < first || il - first >= act) continue;
+    const float frac = static_cast<float>(il - first) / static_cast<float>(act);
+    // llama.cpp compares float split points; keep that precision so ties land on the same GPU.
+    std::vector<float> fsplits(splits.begin(), splits.end());
+    const auto gpu = std::upper_bound(fsplits.begin(), fsplits.end(), frac) - fsplits.begin();
+    out[il] = static_cast<int>(std::min<size_t>(gpu, weights.size() - 1));
+  }
+  return out;
+}
+
+Result<Plan> plan_gguf(const ModelProfile& m, const PlanOptions& o, const std::vector<Device>& devices) {
+  GANTRY_RETURN_IF_ERROR(validate(m, o, devices));
+  const ContextShape s = context_shape(m, o);
+
+  Plan plan;
+  plan.model = m.name;
+  plan.options = o;
+  plan.n_ctx = s.n_ctx;
+  plan.n_ctx_seq = s.n_ctx_seq;
+  plan.n_stream = s.n_stream;
+  plan.kv_cells = s.kv_cells;
+  plan.kv_cells_swa = s.kv_cells_swa;
+  plan.n_batch = s.n_batch;
+  plan.n_ubatch = s.n_ubatch;
+
+  // GPUs take layers in the given order; the first CPU device holds everything not offloaded.
+  std::vector<size_t> gpu_idx;
+  size_t cpu_idx = 0;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i].is_gpu) gpu_idx.push_back(i);
+  }
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (!devices[i].is_gpu) {
+      cpu_idx = i;
+      break;
+    }
+  }
+  std::vector<double> weights;
+  if (!o.tensor_split.empty()) {
+    if (o.tensor_split.size() != gpu_idx.size()) {
+      return InvalidArgument(fmt::format("tensor split has {} entries but there are {} GPUs",
+                                         o.tensor_split.size(), gpu_idx.size()));
+    }
+    weights.assign(o.tensor_split.begin(), o.tensor_split.end());
+  } else {
+    for (size_t g : gpu_idx) weights.push_back(static_cast<double>(devices[g].free_bytes));
+  }
+  const std::vector<int> where = assign_layers(m.n_layer(), o.n_gpu_layers, weights);
+
+  std::vector<DevicePlan> plans(devices.size());
+  for (size_t i = 0; i < devices.size(); ++i) plans[i].device = devices[i];
+  auto device_of = [&](uint32_t il) { return where[il] < 0 ? cpu_idx : gpu_idx[where[il]]; };
+
+  uint32_t n_embd_v_max = 0;
+  for (const auto& l : m.layers) n_embd_v_max = std::max(n_embd_v_max, l.n_head_kv * l.n_embd_head_v);
+
+  for (uint32_t il = 0; il < m.n_layer(); ++il) {
+    DevicePlan& d = plans[device_of(il)];
+    d.layers.push_back(il);
+    d.predicted.weights += m.layers[il].weight_bytes;
+    GANTRY_ASSIGN_OR_RETURN(uint64_t kv, layer_kv_bytes(m, o, s, il, n_embd_v_max));
+    d.predicted.kv_cache += kv;
+  }
+  const size_t out_dev = device_of(m.n_layer());
+  plans[out_dev].has_output_layer = true;
+  plans[out_dev].predicted.weights += m.output_weight_bytes;
+  plans[cpu_idx].predicted.weights += m.input_weight_bytes;
+  // Logits (and embeddings) for one output per sequence live in host memory.
+  plans[cpu_idx].predicted.output =
+      (static_cast<uint64_t>(m.n_vocab) + (o.embeddings ? m.n_embd : 0)) * std::max(1u, o.n_parallel) * 4;
+
+  for (size_t i = 0; i < plans.size(); ++i) {
+    DevicePlan& d = plans[i];
+    const bool runs_graph = !d.layers.empty() || d.has_output_layer;
+    if (runs_graph) {
+      d.predicted.compute = compute_bytes(m, o, s, d.layers, d.has_output_layer);
+    } else if (i == cpu_idx) {
+      d.predicted.compute = static_cast<uint64_t>(m.n_embd) * s.n_tokens * 4;  // input embeddings
+    }
+    d.fits = d.predicted.total() <= d.device.free_bytes;
+    plan.totals += d.predicted;
+  }
+  plan.fits = std::all_of(plans.begin(), plans.end(), [](const DevicePlan& d) { return d.fits; });
+  plan.devices = std::move(plans);
+  if (s.n_ctx_seq > m.n_ctx_train && m.n_ctx_train > 0) {
+    plan.notes.push_back(
+        fmt::format("context per sequence {} exceeds the training context {}", s.n_ctx_seq, m.n_ctx_train));
+  }
+  if (gpu_idx.size() > 0) {
+    plan.notes.push_back(
+        "GPU compute buffers are estimated from the CPU graph; measure with the backend to confirm");
+  }
+  add_suggestion(m, devices, plan);
+  return plan;
+}
+
+Plan estimate_generic(std::string_view model_name, uint64_t file_bytes, const std::vector<Device>& devices) {
+  Plan plan;
+  plan.estimate = true;
+  plan.model = std::string(model_name);
+  // ONNX Runtime keeps initialisers once (weights ~ file size); activations and the arena add roughly half of
+  // that for typical vision/audio models, with a 16 MiB floor.
+  DevicePlan d;
+  for (const auto& dev : devices) {
+    if (!dev.is_gpu) {
+      d.device = dev;
+      break;
+    }
+  }
+  d.predicted.weights = file_bytes;
+  d.predicted.compute = std::max<uint64_t>(file_bytes / 2, 16ull << 20);
+  d.fits = d.predicted.total() <= d.device.free_bytes;
+  plan.totals = d.predicted;
+  plan.fits = d.fits;
+  plan.devices.push_back(std::move(d));
+  plan.notes.push_back(
+      "estimate: weights = file size, activations = half of it (at least 16 MiB); not exact");
+  if (!plan.fits) plan.suggestion = "free memory or use a smaller (quantised) model";
+  return plan;
+}
+
+}  // namespace gantry::plan
