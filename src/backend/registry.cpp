@@ -48,3 +48,11 @@ std::vector<Backend*> BackendRegistry::all() const {
 }
 
 }  // namespace gantry::backend
+
+namespace gantry::backend {
+
+Result<double> Backend::measure(const model::Package&, const Placement& placement, double) {
+  return Unsupported("backend " + std::string(name()) + " cannot time provider '" + placement.provider + "'");
+}
+
+}  // namespace gantry::backend

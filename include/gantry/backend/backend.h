@@ -49,6 +49,11 @@ class Backend {
   virtual DeviceKind provider_device_kind(std::string_view provider) const = 0;
 
   virtual Result<std::unique_ptr<Model>> load(const model::Package& package, const Placement& placement) = 0;
+
+  // For the `measured` provider policy: loads the model under `placement`, runs a few warm inferences on
+  // inputs synthesised from its metadata (spending about `budget_ms` on timed runs) and returns the
+  // median latency in µs. The default says the backend cannot be measured.
+  virtual Result<double> measure(const model::Package& package, const Placement& placement, double budget_ms);
 };
 
 }  // namespace gantry::backend

@@ -25,13 +25,12 @@
 #include "gantry/core/shape.h"
 #include "gantry/core/status.h"
 #include "gantry/core/tensor.h"
+#include "gantry/core/tensor_proto.h"
 
 namespace gantry::backend {
 
-struct NamedTensor {
-  std::string name;
-  Tensor tensor;
-};
+// {name, tensor}: the same type core uses for .pb files (gantry/core/tensor_proto.h).
+using NamedTensor = ::gantry::NamedTensor;
 
 // One model input or output as the model declares it.
 struct TensorInfo {

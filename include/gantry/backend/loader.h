@@ -1,0 +1,42 @@
+// Loading a package through the factory: manifest -> provider request -> choice -> loaded model.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "gantry/backend/backend.h"
+#include "gantry/backend/factory.h"
+#include "gantry/model/package.h"
+
+namespace gantry::backend {
+
+// The factory's view of a manifest's hardware_requirements and runtime options.
+ProviderRequest provider_request(const model::Manifest& manifest);
+
+struct LoadOptions {
+  ProviderPolicy policy = ProviderPolicy::kFastest;
+  std::string provider;      // non-empty: use only this provider (`--provider`), overriding the manifest
+  int intra_op_threads = 0;  // > 0: overrides the manifest (`--threads`)
+  const VerdictCache* cache = nullptr;  // measured policy: where verdicts are kept (null: not cached)
+  double measure_budget_ms = 2000;
+};
+
+struct LoadedModel {
+  std::unique_ptr<Model> model;
+  ProviderChoice choice;
+};
+
+// Checks (and for `measured`, times) the candidates without keeping a model loaded.
+ProviderChoice choose_provider(Backend& backend, const model::Package& package, const MachineView& machine,
+                               const LoadOptions& options);
+
+// Chooses a provider and loads the model on it; when the chosen provider fails to load the model, the
+// next viable candidate is tried and the failure is recorded as that candidate's rejection reason.
+Result<LoadedModel> load_model(Backend& backend, const model::Package& package, const MachineView& machine,
+                               const LoadOptions& options);
+
+// The machine with just its CPU and host memory (used when no hardware registry is at hand).
+MachineView host_only_machine();
+
+}  // namespace gantry::backend

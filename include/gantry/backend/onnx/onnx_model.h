@@ -1,0 +1,74 @@
+// OnnxModel: one ONNX model in ONNX Runtime sessions, behind the backend::Model contract.
+//
+// - Inputs are validated (name, dtype, rank, static dims) before Run, with errors naming the input and
+//   the expected vs. given dtype/shape; host inputs are bound zero-copy (the tensor's own memory).
+// - Outputs are owned gantry::Tensors. String tensors are supported both ways.
+// - infer_batch concatenates requests along a dynamic leading (batch) dim, runs once and splits.
+// - Session buckets (placement.session_buckets): extra sessions specialised for fixed input shapes,
+//   used when a request's shapes match a bucket exactly.
+#pragma once
+
+#include <onnxruntime_cxx_api.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gantry/backend/model.h"
+#include "gantry/backend/placement.h"
+
+namespace gantry::onnx {
+
+class OnnxModel final : public backend::Model {
+ public:
+  // Opens `model_file` with the session options in `placement`. Errors: NotFound (no file), Corrupt
+  // (empty, truncated or not an ONNX model), Unsupported (an input or output that is not a tensor of a
+  // supported dtype, or an operator this ORT lacks), Unavailable (provider absent).
+  static Result<std::unique_ptr<OnnxModel>> open(const std::filesystem::path& model_file,
+                                                 const backend::Placement& placement, std::string name = {});
+  ~OnnxModel() override;
+
+  const backend::ModelMetadata& metadata() const override { return meta_; }
+  Status init() override { return Status::Ok(); }
+  Result<std::vector<backend::NamedTensor>> infer_one(std::span<const backend::NamedTensor> inputs) override;
+  Result<std::vector<std::vector<backend::NamedTensor>>> infer_batch(
+      std::span<const std::vector<backend::NamedTensor>> requests) override;
+
+  // Checks `inputs` against the model's declared inputs; on success `order[i]` is the index in
+  // `inputs` of model input i. Exposed for tests and the CLI.
+  Status validate(std::span<const backend::NamedTensor> inputs, std::vector<size_t>& order) const;
+
+  const backend::Placement& placement() const { return placement_; }
+  // The main session (for tests and benchmarks that compare with raw ONNX Runtime).
+  Ort::Session& session() { return *sessions_.front().session; }
+
+ private:
+  OnnxModel() = default;
+  struct BucketSession {
+    backend::SessionBucket shapes;  // empty for the main session
+    std::unique_ptr<Ort::Session> session;
+  };
+  Result<std::vector<backend::NamedTensor>> run(const backend::NamedTensor* const* ordered);
+  Status check_input(size_t index, const Tensor& t) const;
+  Ort::Session* pick_session(const backend::NamedTensor* const* ordered) const;
+
+  backend::ModelMetadata meta_;
+  backend::Placement placement_;
+  std::vector<BucketSession> sessions_;
+  std::vector<const char*> input_names_;
+  std::vector<const char*> output_names_;
+  std::vector<int> input_ort_types_;
+  const OrtMemoryInfo* cpu_memory_ = nullptr;
+  Ort::MemoryInfo cpu_memory_owner_{nullptr};
+  Ort::AllocatorWithDefaultOptions allocator_;
+};
+
+// ORT element type for a dtype, and back (nullopt/-1 for types Gantry does not carry).
+int ort_element_type(DType dtype);
+std::optional<DType> dtype_from_ort(int ort_type);
+
+// Maps an Ort::Exception to a Status with `context` prefixed.
+Status status_from_ort(const Ort::Exception& e, std::string_view context);
+
+}  // namespace gantry::onnx

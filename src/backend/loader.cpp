@@ -1,0 +1,137 @@
+#include "gantry/backend/loader.h"
+
+#include <unistd.h>
+
+#include <fstream>
+
+namespace gantry::backend {
+
+ProviderRequest provider_request(const model::Manifest& mf) {
+  ProviderRequest r;
+  const auto& hw = mf.hardware_requirements;
+  r.model_name = mf.name;
+  r.preferred_provider = hw.preferred_provider;
+  r.fallback_providers = hw.fallback_providers;
+  r.min_memory_mb = hw.min_memory_mb.value_or(0);
+  r.min_vram_mb = hw.min_vram_mb.value_or(0);
+  r.min_cuda_version = hw.min_cuda_version;
+  r.device_id = hw.device_id;
+  r.gpu_device_ids = hw.gpu_device_ids;
+  if (hw.strategy) r.strategy = std::string(model::strategy_name(*hw.strategy));
+  Placement& p = r.base;
+  if (hw.graph_optimization_level) {
+    switch (*hw.graph_optimization_level) {
+      case model::GraphOptimizationLevel::kDisable:
+        p.graph_optimization = GraphOptimization::kDisable;
+        break;
+      case model::GraphOptimizationLevel::kBasic:
+        p.graph_optimization = GraphOptimization::kBasic;
+        break;
+      case model::GraphOptimizationLevel::kExtended:
+        p.graph_optimization = GraphOptimization::kExtended;
+        break;
+      case model::GraphOptimizationLevel::kAll:
+        p.graph_optimization = GraphOptimization::kAll;
+        break;
+    }
+  }
+  const auto& rt = mf.runtime;
+  p.intra_op_threads = rt.intra_op_threads.value_or(0);
+  p.inter_op_threads = rt.inter_op_threads.value_or(0);
+  p.memory_pattern = rt.memory_pattern.value_or(true);
+  p.cpu_arena = rt.cpu_arena.value_or(true);
+  p.session_buckets = rt.session_buckets;
+  p.strategy = r.strategy;
+  return r;
+}
+
+namespace {
+
+ProviderRequest request_for(const model::Package& package, const LoadOptions& options,
+                            ProviderPolicy& policy) {
+  ProviderRequest req = provider_request(package.manifest());
+  if (!options.provider.empty()) {
+    req.preferred_provider = options.provider;
+    req.fallback_providers.clear();
+    policy = ProviderPolicy::kManifest;
+  }
+  if (options.intra_op_threads > 0) req.base.intra_op_threads = options.intra_op_threads;
+  return req;
+}
+
+}  // namespace
+
+ProviderChoice choose_provider(Backend& backend, const model::Package& package, const MachineView& machine,
+                               const LoadOptions& options) {
+  ProviderPolicy policy = options.policy;
+  ProviderRequest req = request_for(package, options, policy);
+  ProviderChoice choice = check_candidates(req, machine, backend, policy);
+  if (policy == ProviderPolicy::kMeasured) {
+    MeasureContext ctx;
+    ctx.model_sha256 = package.model_sha256();
+    ctx.runtime_version = std::string(backend.name()) + "-" + backend.version();
+    ctx.cache = options.cache;
+    ctx.budget_ms = options.measure_budget_ms;
+    ctx.measure = [&](const Placement& p, double budget_ms) {
+      return backend.measure(package, p, budget_ms);
+    };
+    measure_candidates(choice, machine, ctx);
+  }
+  if (!options.provider.empty()) choice.policy = options.policy;  // report what the user asked for
+  return choice;
+}
+
+Result<LoadedModel> load_model(Backend& backend, const model::Package& package, const MachineView& machine,
+                               const LoadOptions& options) {
+  LoadedModel out;
+  out.choice = choose_provider(backend, package, machine, options);
+  auto& choice = out.choice;
+  // Try the chosen candidate, then the other viable ones in order.
+  std::vector<int> order;
+  if (choice.chosen >= 0) order.push_back(choice.chosen);
+  for (int i = 0; i < static_cast<int>(choice.candidates.size()); ++i)
+    if (i != choice.chosen && choice.candidates[i].viable) order.push_back(i);
+  Status last = Unavailable("no viable provider");
+  for (int i : order) {
+    auto& c = choice.candidates[i];
+    Placement p = choice.placement;
+    p.provider = c.provider;
+    p.device_ids = c.device_ids;
+    auto m = backend.load(package, p);
+    if (m.ok()) {
+      choice.chosen = i;
+      choice.placement = p;
+      out.model = std::move(m).value();
+      return out;
+    }
+    // A model that is broken fails the same way everywhere: do not hide it behind a fallback.
+    const StatusCode code = m.status().code();
+    if (code != StatusCode::kUnavailable && code != StatusCode::kResourceExhausted) return m.status();
+    c.viable = false;
+    c.reason = "loading failed: " + m.status().message();
+    last = m.status();
+  }
+  choice.chosen = -1;
+  return Unavailable("no provider can run model '" + package.manifest().name + "':\n" + choice.explain());
+}
+
+MachineView host_only_machine() {
+  MachineView m;
+  DeviceInfo cpu;
+  cpu.kind = DeviceKind::kCpu;
+  cpu.index = 0;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0)
+    cpu.total_memory_mb = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / (1024 * 1024);
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) cpu.name = line.substr(line.find_first_not_of(' ', colon + 1));
+      break;
+    }
+  m.devices.push_back(cpu);
+  return m;
+}
+
+}  // namespace gantry::backend

@@ -1,0 +1,99 @@
+#include "gantry/backend/onnx/onnx_backend.h"
+
+#include "gantry/backend/onnx/onnx_model.h"
+#include "gantry/backend/onnx/ort_info.h"
+#include "gantry/backend/onnx/providers.h"
+#include "gantry/backend/synthesize.h"
+#include "gantry/model/package.h"
+
+namespace gantry::onnx {
+
+using backend::DeviceKind;
+using backend::Support;
+
+OnnxBackend::OnnxBackend() {
+  caps_.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt8,
+                  DType::kInt16,   DType::kInt32,   DType::kInt64,    DType::kUInt8,   DType::kUInt16,
+                  DType::kUInt32,  DType::kUInt64,  DType::kBool,     DType::kString};
+  caps_.device_kinds = {DeviceKind::kCpu};
+  for (const auto& p : known_providers()) {
+    const DeviceKind k = provider_device_kind(p);
+    if (k != DeviceKind::kCpu && provider_available(p).ok) caps_.device_kinds.push_back(k);
+  }
+  caps_.max_batch = 0;
+  caps_.dynamic_shapes = true;
+  caps_.streams = false;
+  caps_.text_generation = false;
+  caps_.formats = {"onnx"};
+  caps_.model_parallel = false;
+}
+
+std::string OnnxBackend::version() const { return ort_version(); }
+
+Support OnnxBackend::supports(const backend::DeviceInfo& device) const {
+  if (device.kind == DeviceKind::kCpu) return Support::yes("CPU EP built in");
+  for (const auto& p : known_providers())
+    if (provider_device_kind(p) == device.kind && provider_available(p).ok)
+      return Support::yes("via the " + p + " execution provider");
+  std::string why;
+  for (const auto& p : known_providers())
+    if (provider_device_kind(p) == device.kind)
+      why += (why.empty() ? "" : "; ") + p + ": " + provider_available(p).reason;
+  return Support::no("no execution provider for " + std::string(backend::device_kind_name(device.kind)) +
+                     (why.empty() ? "" : " (" + why + ")"));
+}
+
+std::vector<std::string> OnnxBackend::providers() const { return known_providers(); }
+
+Support OnnxBackend::provider_available(std::string_view provider) const {
+  return onnx::provider_available(provider);
+}
+
+DeviceKind OnnxBackend::provider_device_kind(std::string_view provider) const {
+  return onnx::provider_device_kind(provider);
+}
+
+Result<std::unique_ptr<backend::Model>> OnnxBackend::load(const model::Package& package,
+                                                          const backend::Placement& placement) {
+  const auto& mf = package.manifest();
+  if (mf.format != model::ModelFormat::kOnnx)
+    return InvalidArgument("package " + package.source().string() + " holds a " +
+                           std::string(model::model_format_name(mf.format)) + " model, not ONNX");
+  auto m = OnnxModel::open(package.model_path(), placement, mf.name);
+  if (!m.ok()) return m.status();
+  // A manifest that declares io must agree with the model.
+  if (mf.io) {
+    const auto& meta = (*m)->metadata();
+    auto check = [&](const std::vector<model::TensorSpec>& specs, bool inputs) -> Status {
+      for (const auto& spec : specs) {
+        const int i = inputs ? meta.input_index(spec.name) : meta.output_index(spec.name);
+        const char* what = inputs ? "inputs" : "outputs";
+        if (i < 0)
+          return InvalidArgument("manifest io." + std::string(what) + " names '" + spec.name +
+                                 "', which model " + package.model_path().string() + " does not have");
+        const auto& info = inputs ? meta.inputs[i] : meta.outputs[i];
+        if (spec.dtype && *spec.dtype != info.dtype)
+          return InvalidArgument("manifest io." + std::string(what) + " '" + spec.name + "' says dtype " +
+                                 std::string(dtype_name(*spec.dtype)) + ", the model has " +
+                                 std::string(dtype_name(info.dtype)));
+      }
+      return Status::Ok();
+    };
+    GANTRY_RETURN_IF_ERROR(check(mf.io->inputs, true));
+    GANTRY_RETURN_IF_ERROR(check(mf.io->outputs, false));
+  }
+  return std::unique_ptr<backend::Model>(std::move(m).value());
+}
+
+Result<double> OnnxBackend::measure(const model::Package& package, const backend::Placement& placement,
+                                    double budget_ms) {
+  GANTRY_ASSIGN_OR_RETURN(auto model, load(package, placement));
+  const backend::SessionBucket* bucket =
+      placement.session_buckets.empty() ? nullptr : &placement.session_buckets[0];
+  GANTRY_ASSIGN_OR_RETURN(auto inputs, backend::synthesize_inputs(model->metadata(), bucket));
+  return backend::time_inferences(*model, inputs, budget_ms);
+}
+
+std::unique_ptr<backend::Backend> make_onnx_backend() { return std::make_unique<OnnxBackend>(); }
+
+}  // namespace gantry::onnx

@@ -1,0 +1,568 @@
+#include "gantry/backend/onnx/onnx_model.h"
+
+#include <cstring>
+#include <system_error>
+
+#include "gantry/backend/onnx/ort_env.h"
+#include "gantry/backend/onnx/providers.h"
+#include "gantry/core/log.h"
+
+namespace gantry::onnx {
+
+using backend::ModelMetadata;
+using backend::NamedTensor;
+using backend::TensorInfo;
+
+namespace {
+
+constexpr size_t kInline = 16;  // inputs/outputs handled without heap arrays
+
+const OrtApi& api() { return Ort::GetApi(); }
+
+std::string status_message(OrtStatus* s) {
+  std::string m = api().GetErrorMessage(s);
+  api().ReleaseStatus(s);
+  return m;
+}
+
+// For calls that cannot fail on a valid tensor (its info getters).
+void release(OrtStatus* s) {
+  if (s) api().ReleaseStatus(s);
+}
+
+// Releases the OrtValues of one Run on scope exit.
+struct ValueArray {
+  explicit ValueArray(size_t n) : n_(n) {
+    if (n > kInline) heap_.resize(n);
+    data_ = n > kInline ? heap_.data() : inline_;
+    for (size_t i = 0; i < n; ++i) data_[i] = nullptr;
+  }
+  ~ValueArray() {
+    for (size_t i = 0; i < n_; ++i)
+      if (data_[i]) api().ReleaseValue(data_[i]);
+  }
+  OrtValue** data() { return data_; }
+  OrtValue*& operator[](size_t i) { return data_[i]; }
+
+ private:
+  size_t n_;
+  OrtValue* inline_[kInline];
+  std::vector<OrtValue*> heap_;
+  OrtValue** data_;
+};
+
+std::string shape_text(DType dt, const Shape& s) { return std::string(dtype_name(dt)) + " " + s.to_string(); }
+
+std::string names_of(const std::vector<TensorInfo>& infos) {
+  std::string s;
+  for (const auto& t : infos) s += (s.empty() ? "" : ", ") + t.name;
+  return s;
+}
+
+Result<TensorInfo> read_info(const std::string& name, const Ort::TypeInfo& type_info, const char* what) {
+  TensorInfo info;
+  info.name = name;
+  const ONNXType kind = type_info.GetONNXType();
+  if (kind != ONNX_TYPE_TENSOR) {
+    const char* k = kind == ONNX_TYPE_SEQUENCE   ? "a sequence"
+                    : kind == ONNX_TYPE_MAP      ? "a map"
+                    : kind == ONNX_TYPE_OPTIONAL ? "an optional"
+                                                 : "not a tensor";
+    return Unsupported(std::string(what) + " '" + name + "' is " + k +
+                       "; Gantry feeds and returns tensors only");
+  }
+  // The shape info is a view into type_info, which the caller keeps alive (DESIGN.md "Traps").
+  auto t = type_info.GetTensorTypeAndShapeInfo();
+  auto dt = dtype_from_ort(t.GetElementType());
+  if (!dt)
+    return Unsupported(std::string(what) + " '" + name + "' has ONNX element type " +
+                       std::to_string(static_cast<int>(t.GetElementType())) +
+                       ", which Gantry does not carry");
+  info.dtype = *dt;
+  std::vector<int64_t> dims = t.GetShape();
+  std::vector<const char*> sym(dims.size(), nullptr);
+  if (!dims.empty()) t.GetSymbolicDimensions(sym.data(), sym.size());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0) dims[i] = Shape::kDynamic;
+    info.dim_names.emplace_back(sym[i] ? sym[i] : "");
+  }
+  info.shape = Shape(std::move(dims));
+  return info;
+}
+
+// Bytes at the largest shape; 0 when any dim is dynamic or the dtype has no fixed size.
+uint64_t max_bytes(const std::vector<TensorInfo>& infos) {
+  uint64_t total = 0;
+  for (const auto& t : infos) {
+    auto n = t.shape.element_count();
+    if (!n || t.dtype == DType::kString) return 0;
+    total += static_cast<uint64_t>(*n) * dtype_size(t.dtype);
+  }
+  return total;
+}
+
+GraphOptimizationLevel ort_level(backend::GraphOptimization g) {
+  switch (g) {
+    case backend::GraphOptimization::kDisable:
+      return ORT_DISABLE_ALL;
+    case backend::GraphOptimization::kBasic:
+      return ORT_ENABLE_BASIC;
+    case backend::GraphOptimization::kExtended:
+      return ORT_ENABLE_EXTENDED;
+    case backend::GraphOptimization::kAll:
+      return ORT_ENABLE_ALL;
+  }
+  return ORT_ENABLE_ALL;
+}
+
+}  // namespace
+
+int ort_element_type(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+    case DType::kFloat16:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16;
+    case DType::kBFloat16:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16;
+    case DType::kFloat64:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE;
+    case DType::kInt8:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8;
+    case DType::kInt16:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16;
+    case DType::kInt32:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32;
+    case DType::kInt64:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
+    case DType::kUInt8:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
+    case DType::kUInt16:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16;
+    case DType::kUInt32:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32;
+    case DType::kUInt64:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64;
+    case DType::kBool:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL;
+    case DType::kString:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING;
+  }
+  return ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+}
+
+std::optional<DType> dtype_from_ort(int t) {
+  switch (t) {
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
+      return DType::kFloat32;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16:
+      return DType::kFloat16;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16:
+      return DType::kBFloat16;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE:
+      return DType::kFloat64;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8:
+      return DType::kInt8;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16:
+      return DType::kInt16;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32:
+      return DType::kInt32;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64:
+      return DType::kInt64;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8:
+      return DType::kUInt8;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16:
+      return DType::kUInt16;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32:
+      return DType::kUInt32;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64:
+      return DType::kUInt64;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL:
+      return DType::kBool;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING:
+      return DType::kString;
+    default:
+      return std::nullopt;
+  }
+}
+
+Status status_from_ort(const Ort::Exception& e, std::string_view context) {
+  const std::string msg = std::string(context) + ": " + e.what();
+  switch (e.GetOrtErrorCode()) {
+    case ORT_NO_SUCHFILE:
+      return NotFound(msg);
+    case ORT_INVALID_PROTOBUF:
+    case ORT_INVALID_GRAPH:
+      return Corrupt(msg);
+    case ORT_NOT_IMPLEMENTED:
+      return Unsupported(msg);
+    case ORT_INVALID_ARGUMENT:
+      return InvalidArgument(msg);
+    case ORT_FAIL:
+      if (std::strstr(e.what(), "Protobuf parsing failed") || std::strstr(e.what(), "Load model"))
+        return Corrupt(msg);
+      return Internal(msg);
+    default:
+      return Internal(msg);
+  }
+}
+
+Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& model_file,
+                                                   const backend::Placement& placement, std::string name) {
+  namespace fs = std::filesystem;
+  const std::string file = model_file.string();
+  std::error_code ec;
+  if (!fs::exists(model_file, ec)) return NotFound("model file " + file + " does not exist");
+  if (!fs::is_regular_file(model_file, ec))
+    return InvalidArgument("model " + file + " is not a regular file");
+  if (fs::file_size(model_file, ec) == 0) return Corrupt("model file " + file + " is empty (0 bytes)");
+  GANTRY_ASSIGN_OR_RETURN(OrtRuntime * rt, OrtRuntime::get());
+
+  std::unique_ptr<OnnxModel> m(new OnnxModel());
+  m->placement_ = placement;
+  m->meta_.name = name.empty() ? model_file.stem().string() : std::move(name);
+  m->meta_.backend = "onnxruntime";
+  m->meta_.provider = placement.provider;
+
+  auto make_options = [&](const backend::SessionBucket* bucket,
+                          const std::vector<TensorInfo>* inputs) -> Result<Ort::SessionOptions> {
+    Ort::SessionOptions so;
+    so.SetGraphOptimizationLevel(ort_level(placement.graph_optimization));
+    if (placement.intra_op_threads > 0) so.SetIntraOpNumThreads(placement.intra_op_threads);
+    if (placement.inter_op_threads > 0) so.SetInterOpNumThreads(placement.inter_op_threads);
+    if (placement.memory_pattern)
+      so.EnableMemPattern();
+    else
+      so.DisableMemPattern();
+    if (placement.cpu_arena)
+      so.EnableCpuMemArena();
+    else
+      so.DisableCpuMemArena();
+    if (bucket && inputs) {
+      for (const auto& [input, shape] : *bucket) {
+        const TensorInfo* info = nullptr;
+        for (const auto& t : *inputs)
+          if (t.name == input) info = &t;
+        if (!info)
+          return InvalidArgument("session bucket names input '" + input + "', which the model lacks");
+        if (!info->shape.accepts(shape) || shape.is_dynamic())
+          return InvalidArgument("session bucket shape " + shape.to_string() + " for input '" + input +
+                                 "' does not fit the model's " + info->shape.to_string());
+        for (size_t d = 0; d < shape.rank(); ++d)
+          if (info->shape[d] == Shape::kDynamic && !info->dim_names[d].empty())
+            so.AddFreeDimensionOverrideByName(info->dim_names[d].c_str(), shape[d]);
+      }
+    }
+    GANTRY_RETURN_IF_ERROR(append_provider(so, placement));
+    return so;
+  };
+
+  try {
+    GANTRY_ASSIGN_OR_RETURN(Ort::SessionOptions so, make_options(nullptr, nullptr));
+    BucketSession main;
+    main.session = std::make_unique<Ort::Session>(rt->env(), model_file.c_str(), so);
+    m->sessions_.push_back(std::move(main));
+  } catch (const Ort::Exception& e) {
+    return status_from_ort(e, "cannot load ONNX model " + file);
+  }
+
+  Ort::Session& s = *m->sessions_.front().session;
+  try {
+    for (size_t i = 0; i < s.GetInputCount(); ++i) {
+      std::string n = s.GetInputNameAllocated(i, m->allocator_).get();
+      Ort::TypeInfo ti = s.GetInputTypeInfo(i);
+      auto info = read_info(n, ti, "input");
+      if (!info.ok()) return info.status().with_context("model " + file);
+      m->meta_.inputs.push_back(std::move(info).value());
+    }
+    for (size_t i = 0; i < s.GetOutputCount(); ++i) {
+      std::string n = s.GetOutputNameAllocated(i, m->allocator_).get();
+      Ort::TypeInfo ti = s.GetOutputTypeInfo(i);
+      auto info = read_info(n, ti, "output");
+      if (!info.ok()) return info.status().with_context("model " + file);
+      m->meta_.outputs.push_back(std::move(info).value());
+    }
+    Ort::ModelMetadata md = s.GetModelMetadata();
+    m->meta_.properties["producer"] = md.GetProducerNameAllocated(m->allocator_).get();
+    m->meta_.properties["graph"] = md.GetGraphNameAllocated(m->allocator_).get();
+    m->meta_.properties["domain"] = md.GetDomainAllocated(m->allocator_).get();
+    m->meta_.properties["model_version"] = std::to_string(md.GetVersion());
+    std::erase_if(m->meta_.properties, [](const auto& kv) { return kv.second.empty(); });
+  } catch (const Ort::Exception& e) {
+    return status_from_ort(e, "cannot read the inputs/outputs of " + file);
+  }
+  m->meta_.max_input_bytes = max_bytes(m->meta_.inputs);
+  m->meta_.max_output_bytes = max_bytes(m->meta_.outputs);
+  bool batchable = !m->meta_.inputs.empty() && !m->meta_.outputs.empty();
+  for (const auto* list : {&m->meta_.inputs, &m->meta_.outputs})
+    for (const auto& t : *list) batchable = batchable && t.shape.rank() > 0 && t.shape[0] == Shape::kDynamic;
+  m->meta_.batchable = batchable;
+  m->meta_.preferred_memory = MemoryClass::kHost;
+
+  for (const auto& t : m->meta_.inputs) {
+    m->input_names_.push_back(t.name.c_str());
+    m->input_ort_types_.push_back(ort_element_type(t.dtype));
+  }
+  for (const auto& t : m->meta_.outputs) m->output_names_.push_back(t.name.c_str());
+  m->cpu_memory_owner_ = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+  m->cpu_memory_ = m->cpu_memory_owner_;
+
+  for (const auto& bucket : placement.session_buckets) {
+    try {
+      auto so = make_options(&bucket, &m->meta_.inputs);
+      if (!so.ok()) return so.status().with_context("model " + file);
+      BucketSession b;
+      b.shapes = bucket;
+      b.session = std::make_unique<Ort::Session>(rt->env(), model_file.c_str(), *so);
+      m->sessions_.push_back(std::move(b));
+    } catch (const Ort::Exception& e) {
+      return status_from_ort(e, "cannot create a session bucket for " + file);
+    }
+  }
+  return m;
+}
+
+OnnxModel::~OnnxModel() = default;
+
+Status OnnxModel::check_input(size_t i, const Tensor& t) const {
+  const TensorInfo& want = meta_.inputs[i];
+  if (t.dtype() != want.dtype || !want.shape.accepts(t.shape()))
+    return InvalidArgument("model '" + meta_.name + "' input '" + want.name + "': expected " +
+                           shape_text(want.dtype, want.shape) + ", got " + shape_text(t.dtype(), t.shape()));
+  if (t.dtype() != DType::kString && t.empty() && t.element_count() > 0)
+    return InvalidArgument("model '" + meta_.name + "' input '" + want.name + "' has no data");
+  if (t.memory_class() == MemoryClass::kDevice)
+    return Unsupported("model '" + meta_.name + "' input '" + want.name + "' is in device memory; the " +
+                       placement_.provider + " session takes host tensors");
+  return Status::Ok();
+}
+
+Status OnnxModel::validate(std::span<const NamedTensor> inputs, std::vector<size_t>& order) const {
+  const size_t n = meta_.inputs.size();
+  order.assign(n, SIZE_MAX);
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    const int i = meta_.input_index(inputs[j].name);
+    if (i < 0)
+      return NotFound("model '" + meta_.name + "' has no input '" + inputs[j].name +
+                      "' (inputs: " + names_of(meta_.inputs) + ")");
+    if (order[i] != SIZE_MAX) return InvalidArgument("input '" + inputs[j].name + "' given twice");
+    order[i] = j;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (order[i] == SIZE_MAX)
+      return InvalidArgument("model '" + meta_.name + "' missing input '" + meta_.inputs[i].name +
+                             "' (expected " + shape_text(meta_.inputs[i].dtype, meta_.inputs[i].shape) + ")");
+    GANTRY_RETURN_IF_ERROR(check_input(i, inputs[order[i]].tensor));
+  }
+  return Status::Ok();
+}
+
+Ort::Session* OnnxModel::pick_session(const NamedTensor* const* ordered) const {
+  for (size_t b = 1; b < sessions_.size(); ++b) {
+    bool match = true;
+    for (size_t i = 0; i < meta_.inputs.size() && match; ++i) {
+      auto it = sessions_[b].shapes.find(meta_.inputs[i].name);
+      if (it != sessions_[b].shapes.end() && !(it->second == ordered[i]->tensor.shape())) match = false;
+    }
+    if (match) return sessions_[b].session.get();
+  }
+  return sessions_.front().session.get();
+}
+
+Result<std::vector<NamedTensor>> OnnxModel::infer_one(std::span<const NamedTensor> inputs) {
+  auto guard = enter();
+  if (!guard.ok()) return guard.status();
+  const size_t n = meta_.inputs.size();
+  const NamedTensor* inline_order[kInline];
+  std::vector<const NamedTensor*> heap_order;
+  const NamedTensor** ordered = inline_order;
+  if (n > kInline) {
+    heap_order.resize(n);
+    ordered = heap_order.data();
+  }
+  bool in_order = inputs.size() == n;
+  for (size_t i = 0; i < n && in_order; ++i) in_order = inputs[i].name == meta_.inputs[i].name;
+  if (in_order) {
+    for (size_t i = 0; i < n; ++i) {
+      GANTRY_RETURN_IF_ERROR(check_input(i, inputs[i].tensor));
+      ordered[i] = &inputs[i];
+    }
+  } else {
+    std::vector<size_t> order;
+    GANTRY_RETURN_IF_ERROR(validate(inputs, order));
+    for (size_t i = 0; i < n; ++i) ordered[i] = &inputs[order[i]];
+  }
+  return run(ordered);
+}
+
+Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordered) {
+  const size_t n = meta_.inputs.size();
+  const size_t m = meta_.outputs.size();
+  ValueArray in(n), out(m);
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor& t = ordered[i]->tensor;
+    const auto& dims = t.shape().dims();
+    OrtStatus* st = nullptr;
+    if (t.dtype() == DType::kString) {
+      OrtAllocator* alloc = allocator_;
+      st = api().CreateTensorAsOrtValue(alloc, dims.data(), dims.size(), ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING,
+                                        &in[i]);
+      if (!st) {
+        std::vector<const char*> ptrs;
+        ptrs.reserve(t.strings().size());
+        for (const auto& s : t.strings()) ptrs.push_back(s.c_str());
+        st = api().FillStringTensor(in[i], ptrs.data(), ptrs.size());
+      }
+    } else {
+      // Zero-copy: ORT reads the caller's memory and never writes to an input.
+      st = api().CreateTensorWithDataAsOrtValue(
+          cpu_memory_, const_cast<void*>(t.data()), t.byte_size(), dims.data(), dims.size(),
+          static_cast<ONNXTensorElementDataType>(input_ort_types_[i]), &in[i]);
+    }
+    if (st) return Internal("binding input '" + meta_.inputs[i].name + "': " + status_message(st));
+  }
+  Ort::Session* session = sessions_.size() > 1 ? pick_session(ordered) : sessions_.front().session.get();
+  if (OrtStatus* st = api().Run(*session, nullptr, input_names_.data(), in.data(), n, output_names_.data(), m,
+                                out.data())) {
+    const OrtErrorCode code = api().GetErrorCode(st);
+    std::string msg = "model '" + meta_.name + "': ONNX Runtime Run failed: " + status_message(st);
+    return code == ORT_INVALID_ARGUMENT ? InvalidArgument(std::move(msg)) : Internal(std::move(msg));
+  }
+
+  std::vector<NamedTensor> result(m);
+  for (size_t o = 0; o < m; ++o) {
+    OrtTensorTypeAndShapeInfo* info = nullptr;
+    if (OrtStatus* st = api().GetTensorTypeAndShape(out[o], &info))
+      return Internal("reading output '" + meta_.outputs[o].name + "': " + status_message(st));
+    ONNXTensorElementDataType et{};
+    size_t rank = 0;
+    release(api().GetTensorElementType(info, &et));
+    release(api().GetDimensionsCount(info, &rank));
+    std::vector<int64_t> dims(rank);
+    release(api().GetDimensions(info, dims.data(), rank));
+    api().ReleaseTensorTypeAndShapeInfo(info);
+    auto dt = dtype_from_ort(et);
+    if (!dt)
+      return Unsupported("output '" + meta_.outputs[o].name + "' has an element type Gantry does not carry");
+    result[o].name = meta_.outputs[o].name;
+    Shape shape(std::move(dims));
+    if (*dt == DType::kString) {
+      size_t count = static_cast<size_t>(shape.element_count().value_or(0));
+      size_t total = 0;
+      release(api().GetStringTensorDataLength(out[o], &total));
+      std::string buf(total, '\0');
+      std::vector<size_t> offsets(count);
+      if (count > 0) {
+        if (OrtStatus* st = api().GetStringTensorContent(out[o], buf.data(), total, offsets.data(), count))
+          return Internal("reading string output '" + meta_.outputs[o].name + "': " + status_message(st));
+      }
+      std::vector<std::string> strings(count);
+      for (size_t k = 0; k < count; ++k) {
+        const size_t end = k + 1 < count ? offsets[k + 1] : total;
+        strings[k] = buf.substr(offsets[k], end - offsets[k]);
+      }
+      GANTRY_ASSIGN_OR_RETURN(result[o].tensor, Tensor::from_strings(shape, std::move(strings)));
+      continue;
+    }
+    GANTRY_ASSIGN_OR_RETURN(result[o].tensor, Tensor::allocate(*dt, shape));
+    const size_t bytes = result[o].tensor.byte_size();
+    if (bytes > 0) {
+      void* src = nullptr;
+      if (OrtStatus* st = api().GetTensorMutableData(out[o], &src))
+        return Internal("reading output '" + meta_.outputs[o].name + "': " + status_message(st));
+      std::memcpy(result[o].tensor.data(), src, bytes);
+    }
+  }
+  return result;
+}
+
+Result<std::vector<std::vector<NamedTensor>>> OnnxModel::infer_batch(
+    std::span<const std::vector<NamedTensor>> requests) {
+  if (requests.empty()) return std::vector<std::vector<NamedTensor>>{};
+  if (!meta_.batchable || requests.size() == 1) return Model::infer_batch(requests);
+  auto guard = enter();
+  if (!guard.ok()) return guard.status();
+  const size_t n = meta_.inputs.size();
+  // Validate every request and check that all agree on the non-batch dims.
+  std::vector<std::vector<size_t>> orders(requests.size());
+  std::vector<int64_t> rows(requests.size());
+  int64_t total_rows = 0;
+  for (size_t r = 0; r < requests.size(); ++r) {
+    if (Status s = validate(requests[r], orders[r]); !s.ok())
+      return s.with_context("request " + std::to_string(r));
+    rows[r] = requests[r][orders[r][0]].tensor.shape()[0];
+    for (size_t i = 0; i < n; ++i) {
+      const Shape& s = requests[r][orders[r][i]].tensor.shape();
+      const Shape& s0 = requests[0][orders[0][i]].tensor.shape();
+      if (s[0] != rows[r])
+        return InvalidArgument("request " + std::to_string(r) + ": inputs disagree on the batch size (" +
+                               std::to_string(rows[r]) + " vs " + std::to_string(s[0]) + " for '" +
+                               meta_.inputs[i].name + "')");
+      if (!std::equal(s.dims().begin() + 1, s.dims().end(), s0.dims().begin() + 1, s0.dims().end()))
+        return InvalidArgument("request " + std::to_string(r) + " input '" + meta_.inputs[i].name +
+                               "' has shape " + s.to_string() +
+                               ", which cannot be batched with request 0's " + s0.to_string());
+    }
+    total_rows += rows[r];
+  }
+  // Concatenate along dim 0.
+  std::vector<NamedTensor> merged(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor& first = requests[0][orders[0][i]].tensor;
+    std::vector<int64_t> dims = first.shape().dims();
+    dims[0] = total_rows;
+    merged[i].name = meta_.inputs[i].name;
+    if (first.dtype() == DType::kString) {
+      std::vector<std::string> all;
+      for (size_t r = 0; r < requests.size(); ++r) {
+        const auto& s = requests[r][orders[r][i]].tensor.strings();
+        all.insert(all.end(), s.begin(), s.end());
+      }
+      GANTRY_ASSIGN_OR_RETURN(merged[i].tensor, Tensor::from_strings(Shape(dims), std::move(all)));
+      continue;
+    }
+    GANTRY_ASSIGN_OR_RETURN(merged[i].tensor, Tensor::allocate(first.dtype(), Shape(dims)));
+    auto* dst = static_cast<std::byte*>(merged[i].tensor.data());
+    for (size_t r = 0; r < requests.size(); ++r) {
+      const Tensor& t = requests[r][orders[r][i]].tensor;
+      if (t.byte_size()) std::memcpy(dst, t.data(), t.byte_size());
+      dst += t.byte_size();
+    }
+  }
+  std::vector<const NamedTensor*> ordered(n);
+  for (size_t i = 0; i < n; ++i) ordered[i] = &merged[i];
+  GANTRY_ASSIGN_OR_RETURN(auto outputs, run(ordered.data()));
+  // Split along dim 0.
+  std::vector<std::vector<NamedTensor>> result(requests.size());
+  for (const auto& out : outputs) {
+    const Shape& s = out.tensor.shape();
+    if (s.rank() == 0 || s[0] != total_rows)
+      return Internal("model '" + meta_.name + "' output '" + out.name + "' has shape " + s.to_string() +
+                      ", not a leading batch of " + std::to_string(total_rows) +
+                      "; it cannot be split per request");
+    const int64_t per_row = total_rows > 0 ? out.tensor.element_count() / total_rows : 0;
+    int64_t row = 0;
+    for (size_t r = 0; r < requests.size(); ++r) {
+      std::vector<int64_t> dims = s.dims();
+      dims[0] = rows[r];
+      NamedTensor part;
+      part.name = out.name;
+      if (out.tensor.dtype() == DType::kString) {
+        const auto& all = out.tensor.strings();
+        std::vector<std::string> mine(all.begin() + row * per_row, all.begin() + (row + rows[r]) * per_row);
+        GANTRY_ASSIGN_OR_RETURN(part.tensor, Tensor::from_strings(Shape(dims), std::move(mine)));
+      } else {
+        GANTRY_ASSIGN_OR_RETURN(part.tensor, Tensor::allocate(out.tensor.dtype(), Shape(dims)));
+        const size_t row_bytes = static_cast<size_t>(per_row) * dtype_size(out.tensor.dtype());
+        if (part.tensor.byte_size())
+          std::memcpy(part.tensor.data(), static_cast<const std::byte*>(out.tensor.data()) + row * row_bytes,
+                      part.tensor.byte_size());
+      }
+      result[r].push_back(std::move(part));
+      row += rows[r];
+    }
+  }
+  return result;
+}
+
+}  // namespace gantry::onnx
