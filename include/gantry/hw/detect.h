@@ -1,0 +1,21 @@
+// detect(): runs every probe concurrently against one Machine and merges what they saw into a
+// Registry. Never fails: a probe that errors or throws becomes a warning.
+#pragma once
+
+#include "gantry/hw/loader.h"
+#include "gantry/hw/machine.h"
+#include "gantry/hw/registry.h"
+
+namespace gantry::hw {
+
+struct DetectOptions {
+  bool use_vulkan = true;  // creating a Vulkan instance loads every ICD: can cost tens of ms
+  bool use_hwloc = false;  // NUMA via hwloc on the local root (sysfs is read otherwise; faster)
+};
+
+Registry detect(const Machine& machine, const LibraryLoader& loader, const DetectOptions& options = {});
+
+// This computer, or the tree named by GANTRY_SYSROOT when set (libraries are not loaded then).
+Registry detect_local(const DetectOptions& options = {});
+
+}  // namespace gantry::hw

@@ -1,0 +1,33 @@
+// Queries over a Registry: the best device, and the devices that satisfy a requirement.
+// Versions are compared numerically (gantry::Version): "9.0" < "11.8".
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gantry/core/status.h"
+#include "gantry/hw/registry.h"
+
+namespace gantry::hw {
+
+struct Requirement {
+  std::optional<DeviceKind> kind;
+  std::optional<std::string> family;         // kFamily*
+  std::optional<uint64_t> min_memory_bytes;  // a device whose memory is unknown does not qualify
+  std::optional<std::string> min_compute_capability;
+  std::optional<std::string> min_driver_version;
+  std::optional<std::string> min_cuda_version;
+};
+
+// Higher is better: accelerators over the CPU, then by memory, then by compute capability.
+double device_rank(const Device& device);
+
+// The device with the highest rank (the CPU when nothing else exists); nullptr when empty.
+const Device* best_device(const Registry& registry);
+
+// Devices that meet every set field of `requirement`, best first. InvalidArgument when a version
+// in the requirement does not parse.
+Result<std::vector<const Device*>> find_devices(const Registry& registry, const Requirement& requirement);
+
+}  // namespace gantry::hw

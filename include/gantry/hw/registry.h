@@ -1,0 +1,117 @@
+// Registry: every compute device on one machine (each listed once), the CPU and host memory, the
+// environment it runs in, and what went wrong while looking. Plain data; built by detect().
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gantry/core/status.h"
+
+namespace gantry::hw {
+
+enum class DeviceKind { kCpu, kGpu, kNpu, kTpu, kAsic };
+
+std::string_view device_kind_name(DeviceKind kind);  // "cpu", "gpu", "npu", "tpu", "asic"
+Result<DeviceKind> parse_device_kind(std::string_view name);
+
+// Software families a backend targets. Names are stable JSON strings.
+inline constexpr std::string_view kFamilyCpu = "cpu";
+inline constexpr std::string_view kFamilyCuda = "cuda";           // NVIDIA
+inline constexpr std::string_view kFamilyRocm = "rocm";           // AMD Instinct/Radeon (amdgpu)
+inline constexpr std::string_view kFamilyIntelGpu = "intel-gpu";  // i915 / xe
+inline constexpr std::string_view kFamilyIntelNpu = "intel-npu";  // intel_vpu
+inline constexpr std::string_view kFamilyXdna = "amd-xdna";       // amdxdna
+inline constexpr std::string_view kFamilyTpu = "tpu";             // Google
+inline constexpr std::string_view kFamilyGaudi = "gaudi";         // Habana
+inline constexpr std::string_view kFamilyNeuron = "neuron";       // AWS Inferentia/Trainium
+inline constexpr std::string_view kFamilyQaic = "qaic";           // Qualcomm Cloud AI
+inline constexpr std::string_view kFamilyVulkan = "vulkan";       // seen only through Vulkan
+
+struct Device {
+  std::string id;  // "cuda:0", "rocm:1", "cpu:0", ... unique in a registry
+  DeviceKind kind = DeviceKind::kGpu;
+  std::string family;  // one of kFamily*
+  std::string vendor;  // "nvidia", "amd", "intel", "google", "habana", "aws", "qualcomm", ...
+  std::string name;
+  std::optional<std::string> uuid;
+  std::optional<std::string> pci_bus_id;  // "0000:1b:00.0", lower case
+  std::optional<uint32_t> pci_vendor_id;
+  std::optional<uint32_t> pci_device_id;
+  std::optional<int> numa_node;
+  // Memory the device owns; nullopt = unknown (never guessed).
+  std::optional<uint64_t> memory_total_bytes;
+  std::optional<uint64_t> memory_free_bytes;
+  std::optional<uint64_t> memory_used_bytes;
+  std::optional<std::string> compute_capability;  // NVIDIA "9.0"
+  std::optional<std::string> arch;                // "sm_90", "gfx942", ...
+  std::optional<std::string> driver_version;
+  std::optional<std::string> cuda_driver_version;  // NVIDIA: highest CUDA the driver supports
+  std::optional<int> pcie_generation;
+  std::optional<int> pcie_width;
+  std::optional<bool> mig_enabled;
+  std::optional<double> power_watts;
+  std::optional<int> temperature_c;
+  std::optional<int> utilization_percent;
+  std::optional<int> cores;          // compute cores/engines where the driver reports them
+  std::vector<std::string> sources;  // probes that saw it: "nvml", "procfs", "sysfs", "vulkan", ...
+
+  bool operator==(const Device&) const = default;
+};
+
+struct CacheInfo {
+  std::optional<uint64_t> l1d_bytes, l1i_bytes, l2_bytes, l3_bytes;  // per instance seen by cpu0
+  bool operator==(const CacheInfo&) const = default;
+};
+
+struct CpuInfo {
+  std::string vendor;        // "GenuineIntel", "AuthenticAMD", "ARM", ...
+  std::string model;         // "Intel(R) Xeon(R) Platinum 8480+"
+  std::string architecture;  // "x86_64", "aarch64"
+  int sockets = 0;
+  int physical_cores = 0;
+  int logical_cores = 0;
+  std::vector<std::string> isa;  // inference-relevant features, lower case as in /proc/cpuinfo
+  CacheInfo cache;
+  int numa_nodes = 0;
+  bool operator==(const CpuInfo&) const = default;
+};
+
+struct HostInfo {
+  std::optional<uint64_t> memory_total_bytes;
+  std::optional<uint64_t> memory_available_bytes;
+  // Container limits (cgroup v2 cpu.max/memory.max, v1 cfs quota/limit_in_bytes); nullopt = none.
+  std::optional<double> cpu_quota_cores;
+  std::optional<uint64_t> memory_limit_bytes;
+  std::optional<std::string> cgroup_version;  // "v1" / "v2"
+  bool operator==(const HostInfo&) const = default;
+};
+
+struct EnvironmentInfo {
+  std::optional<std::string> container;                              // "docker", "podman", "containerd", ...
+  std::optional<std::string> orchestrator;                           // "kubernetes"
+  std::optional<std::string> cloud;                                  // "aws", "gcp", "azure", "oci", ...
+  std::optional<std::string> sys_vendor, product_name, bios_vendor;  // DMI
+  bool virtualized = false;                                          // the CPU reports a hypervisor
+  std::map<std::string, std::string> visible_devices;                // CUDA_VISIBLE_DEVICES=... as set
+  std::string sysroot = "/";
+  bool operator==(const EnvironmentInfo&) const = default;
+};
+
+inline constexpr int kRegistrySchemaVersion = 1;
+
+struct Registry {
+  int schema_version = kRegistrySchemaVersion;
+  HostInfo host;
+  CpuInfo cpu;
+  std::vector<Device> devices;  // the CPU first, then accelerators in probe order
+  EnvironmentInfo environment;
+  std::vector<std::string> warnings;
+  std::map<std::string, double> timings_ms;  // per probe, plus "total"
+  bool operator==(const Registry&) const = default;
+};
+
+}  // namespace gantry::hw

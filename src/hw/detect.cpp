@@ -1,0 +1,287 @@
+// detect(): runs the probes concurrently, merges devices seen twice (same PCI address), applies
+// the visible-device variables and names each device.
+#include "gantry/hw/detect.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <future>
+
+#include "probes.h"
+
+namespace gantry::hw {
+namespace {
+
+using internal::ProbeOutput;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+struct Timed {
+  ProbeOutput output;
+  double ms = 0;
+};
+
+// Runs `probe` on its own thread; an exception becomes a warning naming the probe.
+std::future<Timed> launch(std::string name, std::function<ProbeOutput()> probe) {
+  return std::async(std::launch::async, [name = std::move(name), probe = std::move(probe)] {
+    Timed t;
+    const auto t0 = Clock::now();
+    try {
+      t.output = probe();
+    } catch (const std::exception& e) {
+      t.output = {};
+      t.output.warnings.push_back("probe '" + name + "' failed: " + e.what());
+    } catch (...) {
+      t.output = {};
+      t.output.warnings.push_back("probe '" + name + "' failed with an unknown exception");
+    }
+    t.ms = ms_since(t0);
+    return t;
+  });
+}
+
+template <typename T>
+void fill(std::optional<T>& into, const std::optional<T>& from) {
+  if (!into && from) into = from;
+}
+
+void merge_fields(Device& into, const Device& from) {
+  fill(into.uuid, from.uuid);
+  fill(into.pci_bus_id, from.pci_bus_id);
+  fill(into.pci_vendor_id, from.pci_vendor_id);
+  fill(into.pci_device_id, from.pci_device_id);
+  fill(into.numa_node, from.numa_node);
+  fill(into.memory_total_bytes, from.memory_total_bytes);
+  fill(into.memory_free_bytes, from.memory_free_bytes);
+  fill(into.memory_used_bytes, from.memory_used_bytes);
+  fill(into.compute_capability, from.compute_capability);
+  fill(into.arch, from.arch);
+  fill(into.driver_version, from.driver_version);
+  fill(into.cuda_driver_version, from.cuda_driver_version);
+  fill(into.pcie_generation, from.pcie_generation);
+  fill(into.pcie_width, from.pcie_width);
+  fill(into.mig_enabled, from.mig_enabled);
+  fill(into.power_watts, from.power_watts);
+  fill(into.temperature_c, from.temperature_c);
+  fill(into.utilization_percent, from.utilization_percent);
+  fill(into.cores, from.cores);
+  for (const auto& s : from.sources) {
+    if (std::find(into.sources.begin(), into.sources.end(), s) == into.sources.end())
+      into.sources.push_back(s);
+  }
+}
+
+bool has_source(const Device& d, std::string_view s) {
+  return std::find(d.sources.begin(), d.sources.end(), s) != d.sources.end();
+}
+
+// Adds `d` unless an earlier probe saw the same device (same PCI address; for Vulkan devices
+// without one, the one GPU with the same PCI vendor/device ids).
+void merge_device(std::vector<Device>& all, Device d) {
+  Device* same = nullptr;
+  if (d.pci_bus_id) {
+    for (Device& e : all) {
+      if (e.pci_bus_id == d.pci_bus_id) same = &e;
+    }
+  } else if (d.family == kFamilyVulkan && d.pci_vendor_id && d.pci_device_id) {
+    std::vector<Device*> candidates;
+    for (Device& e : all) {
+      if (e.kind == DeviceKind::kGpu && !has_source(e, "vulkan") && e.pci_vendor_id == d.pci_vendor_id &&
+          e.pci_device_id == d.pci_device_id)
+        candidates.push_back(&e);
+    }
+    if (!candidates.empty()) same = candidates.front();
+  }
+  if (same != nullptr) {
+    merge_fields(*same, d);
+  } else {
+    all.push_back(std::move(d));
+  }
+}
+
+// CUDA_VISIBLE_DEVICES-style selection: a comma list of indices or UUID prefixes. Selection stops at
+// the first entry that matches nothing (CUDA's rule). "all" keeps everything; "none"/"void" none.
+std::vector<Device> select_visible(const std::vector<Device>& devices, std::string_view spec) {
+  spec = internal::trim(spec);
+  if (spec == "all") return devices;
+  std::vector<Device> out;
+  if (spec == "none" || spec == "void" || spec.empty()) return out;
+  std::vector<bool> taken(devices.size(), false);
+  for (std::string_view entry : internal::split(spec, ',')) {
+    entry = internal::trim(entry);
+    std::optional<size_t> pick;
+    if (auto idx = internal::parse_u64(entry)) {
+      if (*idx < devices.size()) pick = *idx;
+    } else if (!entry.empty()) {
+      for (size_t i = 0; i < devices.size(); ++i) {
+        if (devices[i].uuid && internal::starts_with(*devices[i].uuid, entry)) pick = i;
+      }
+    }
+    if (!pick) break;
+    if (!taken[*pick]) out.push_back(devices[*pick]);
+    taken[*pick] = true;
+  }
+  return out;
+}
+
+void apply_visibility(const Machine& m, std::vector<Device>& devices, std::string_view family,
+                      std::initializer_list<const char*> vars) {
+  std::vector<Device> selected, others;
+  for (Device& d : devices) (d.family == family ? selected : others).push_back(std::move(d));
+  for (const char* var : vars) {
+    if (auto spec = m.getenv(var)) {
+      if (std::string_view(var) == "NVIDIA_VISIBLE_DEVICES" && internal::trim(*spec).empty()) continue;
+      selected = select_visible(selected, *spec);
+    }
+  }
+  devices = std::move(others);
+  devices.insert(devices.end(), selected.begin(), selected.end());
+}
+
+std::string cpu_vendor_short(const std::string& vendor) {
+  if (vendor == "GenuineIntel") return "intel";
+  if (vendor == "AuthenticAMD") return "amd";
+  return internal::to_lower(vendor);
+}
+
+Device cpu_device(const CpuInfo& cpu, const HostInfo& host) {
+  Device d;
+  d.id = "cpu:0";
+  d.kind = DeviceKind::kCpu;
+  d.family = std::string(kFamilyCpu);
+  d.vendor = cpu_vendor_short(cpu.vendor);
+  d.name = cpu.model.empty() ? "CPU" : cpu.model;
+  d.memory_total_bytes = host.memory_total_bytes;
+  if (host.memory_limit_bytes && (!d.memory_total_bytes || *host.memory_limit_bytes < *d.memory_total_bytes))
+    d.memory_total_bytes = host.memory_limit_bytes;
+  d.memory_free_bytes = host.memory_available_bytes;
+  if (d.memory_free_bytes && d.memory_total_bytes && *d.memory_free_bytes > *d.memory_total_bytes)
+    d.memory_free_bytes = d.memory_total_bytes;
+  d.arch = cpu.architecture.empty() ? std::nullopt : std::optional<std::string>(cpu.architecture);
+  d.cores = cpu.logical_cores;
+  d.sources = {"procfs"};
+  return d;
+}
+
+}  // namespace
+
+Registry detect(const Machine& m, const LibraryLoader& loader, const DetectOptions& options) {
+  const auto t0 = Clock::now();
+  Registry reg;
+
+  std::shared_future<std::vector<internal::PciDevice>> pci;
+  std::vector<std::string> pci_warnings;
+  double pci_ms = 0;
+  pci = std::async(std::launch::async, [&] {
+          const auto t = Clock::now();
+          auto v = internal::scan_pci(m, pci_warnings);
+          pci_ms = ms_since(t);
+          return v;
+        }).share();
+  // Probes that need the PCI list wait for it on their own thread.
+  auto with_pci = [&](auto probe) { return [probe, pci] { return probe(pci.get()); }; };
+
+  struct CpuResult {
+    internal::CpuProbeOutput out;
+    double ms = 0;
+  };
+  auto cpu_future = std::async(std::launch::async, [&] {
+    CpuResult r;
+    const auto t = Clock::now();
+    try {
+      r.out = internal::probe_cpu(m, options.use_hwloc);
+    } catch (const std::exception& e) {
+      r.out.warnings.push_back(std::string("probe 'cpu' failed: ") + e.what());
+    }
+    r.ms = ms_since(t);
+    return r;
+  });
+
+  std::vector<std::pair<std::string, std::future<Timed>>> probes;
+  probes.emplace_back(
+      "nvidia",
+      launch("nvidia", with_pci([&](const auto& p) { return internal::probe_nvidia(m, loader, p); })));
+  probes.emplace_back("amd",
+                      launch("amd", with_pci([&](const auto& p) { return internal::probe_amd(m, p); })));
+  probes.emplace_back(
+      "intel_gpu",
+      launch("intel_gpu", with_pci([&](const auto& p) { return internal::probe_intel_gpu(m, p); })));
+  probes.emplace_back("accel", launch("accel", [&] { return internal::probe_accel(m); }));
+  probes.emplace_back("tpu",
+                      launch("tpu", with_pci([&](const auto& p) { return internal::probe_tpu(m, p); })));
+  probes.emplace_back(
+      "neuron", launch("neuron", with_pci([&](const auto& p) { return internal::probe_neuron(m, p); })));
+  if (options.use_vulkan)
+    probes.emplace_back("vulkan", launch("vulkan", [&] { return internal::probe_vulkan(loader); }));
+
+  // The environment probe is cheap: run it here while the others work.
+  {
+    const auto t = Clock::now();
+    try {
+      reg.environment = internal::probe_environment(m, reg.warnings);
+    } catch (const std::exception& e) {
+      reg.warnings.push_back(std::string("probe 'environment' failed: ") + e.what());
+    }
+    reg.timings_ms["environment"] = ms_since(t);
+  }
+
+  CpuResult cpu = cpu_future.get();
+  reg.cpu = cpu.out.cpu;
+  reg.host = cpu.out.host;
+  reg.environment.virtualized = cpu.out.hypervisor;
+  reg.timings_ms["cpu"] = cpu.ms;
+  reg.warnings.insert(reg.warnings.end(), cpu.out.warnings.begin(), cpu.out.warnings.end());
+  reg.devices.push_back(cpu_device(reg.cpu, reg.host));
+
+  std::vector<Device> accelerators;
+  for (auto& [name, future] : probes) {
+    Timed t = future.get();
+    reg.timings_ms[name] = t.ms;
+    for (auto& w : t.output.warnings) reg.warnings.push_back(name + ": " + w);
+    for (auto& d : t.output.devices) merge_device(accelerators, std::move(d));
+  }
+  try {
+    pci.get();
+  } catch (const std::exception& e) {
+    reg.warnings.push_back(std::string("PCI scan failed: ") + e.what());
+  }
+  reg.timings_ms["pci"] = pci_ms;
+  for (auto& w : pci_warnings) reg.warnings.push_back("pci: " + w);
+
+  apply_visibility(m, accelerators, kFamilyCuda, {"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"});
+  apply_visibility(m, accelerators, kFamilyRocm, {"ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"});
+  std::stable_sort(accelerators.begin(), accelerators.end(), [](const Device& a, const Device& b) {
+    static constexpr std::string_view kOrder[] = {
+        kFamilyCuda, kFamilyRocm,     kFamilyTpu,    kFamilyGaudi,    kFamilyNeuron,
+        kFamilyQaic, kFamilyIntelGpu, kFamilyVulkan, kFamilyIntelNpu, kFamilyXdna};
+    auto pos = [](const std::string& f) {
+      return std::find(std::begin(kOrder), std::end(kOrder), f) - std::begin(kOrder);
+    };
+    return pos(a.family) < pos(b.family);
+  });
+  std::map<std::string, int> counters;
+  for (Device& d : accelerators) {
+    d.id = d.family + ":" + std::to_string(counters[d.family]++);
+    reg.devices.push_back(std::move(d));
+  }
+  reg.timings_ms["total"] = ms_since(t0);
+  return reg;
+}
+
+Registry detect_local(const DetectOptions& options) {
+  const char* sysroot = std::getenv("GANTRY_SYSROOT");  // NOLINT(concurrency-mt-unsafe)
+  if (sysroot != nullptr && *sysroot != '\0' && std::string_view(sysroot) != "/") {
+    auto machine = make_disk_machine(sysroot);
+    auto loader = make_null_loader();
+    return detect(*machine, *loader, options);
+  }
+  auto machine = make_disk_machine("/");
+  auto loader = make_dl_loader();
+  return detect(*machine, *loader, options);
+}
+
+}  // namespace gantry::hw

@@ -1,0 +1,273 @@
+#include "gantry/hw/registry_json.h"
+
+#include <stdexcept>
+
+namespace gantry::hw {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+json opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json device_to_json(const Device& d) {
+  return json{{"id", d.id},
+              {"kind", device_kind_name(d.kind)},
+              {"family", d.family},
+              {"vendor", d.vendor},
+              {"name", d.name},
+              {"uuid", opt(d.uuid)},
+              {"pci_bus_id", opt(d.pci_bus_id)},
+              {"pci_vendor_id", opt(d.pci_vendor_id)},
+              {"pci_device_id", opt(d.pci_device_id)},
+              {"numa_node", opt(d.numa_node)},
+              {"memory_total_bytes", opt(d.memory_total_bytes)},
+              {"memory_free_bytes", opt(d.memory_free_bytes)},
+              {"memory_used_bytes", opt(d.memory_used_bytes)},
+              {"compute_capability", opt(d.compute_capability)},
+              {"arch", opt(d.arch)},
+              {"driver_version", opt(d.driver_version)},
+              {"cuda_driver_version", opt(d.cuda_driver_version)},
+              {"pcie_generation", opt(d.pcie_generation)},
+              {"pcie_width", opt(d.pcie_width)},
+              {"mig_enabled", opt(d.mig_enabled)},
+              {"power_watts", opt(d.power_watts)},
+              {"temperature_c", opt(d.temperature_c)},
+              {"utilization_percent", opt(d.utilization_percent)},
+              {"cores", opt(d.cores)},
+              {"sources", d.sources}};
+}
+
+// Reading: a FieldError names the JSON path that has the wrong shape.
+struct FieldError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void bad(const std::string& path, const char* expected) {
+  throw FieldError("registry JSON field '" + path + "' must be " + expected);
+}
+
+const json& member(const json& obj, const char* key, const std::string& path) {
+  static const json kNull;
+  if (!obj.is_object()) bad(path, "an object");
+  auto it = obj.find(key);
+  return it == obj.end() ? kNull : *it;
+}
+
+template <typename T>
+T as(const json& j, const std::string& path) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!j.is_string()) bad(path, "a string");
+    return j.get<std::string>();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (!j.is_boolean()) bad(path, "true or false");
+    return j.get<bool>();
+  } else if constexpr (std::is_same_v<T, double>) {
+    if (!j.is_number()) bad(path, "a number");
+    return j.get<double>();
+  } else if constexpr (std::is_unsigned_v<T>) {
+    if (!j.is_number_unsigned()) bad(path, "a non-negative integer");
+    return j.get<T>();
+  } else {
+    if (!j.is_number_integer()) bad(path, "an integer");
+    return j.get<T>();
+  }
+}
+
+template <typename T>
+std::optional<T> get_opt(const json& obj, const char* key, const std::string& path) {
+  const json& j = member(obj, key, path);
+  if (j.is_null()) return std::nullopt;
+  return as<T>(j, path + "." + key);
+}
+
+template <typename T>
+T get(const json& obj, const char* key, const std::string& path) {
+  const json& j = member(obj, key, path);
+  if (j.is_null()) bad(path + "." + key, "present");
+  return as<T>(j, path + "." + key);
+}
+
+std::vector<std::string> get_strings(const json& obj, const char* key, const std::string& path) {
+  const json& j = member(obj, key, path);
+  std::vector<std::string> out;
+  if (j.is_null()) return out;
+  if (!j.is_array()) bad(path + "." + key, "an array of strings");
+  for (size_t i = 0; i < j.size(); ++i)
+    out.push_back(as<std::string>(j[i], path + "." + key + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
+Device device_from_json(const json& j, const std::string& p) {
+  Device d;
+  d.id = get<std::string>(j, "id", p);
+  auto kind = parse_device_kind(get<std::string>(j, "kind", p));
+  if (!kind.ok()) bad(p + ".kind", "one of cpu, gpu, npu, tpu, asic");
+  d.kind = *kind;
+  d.family = get_opt<std::string>(j, "family", p).value_or("");
+  d.vendor = get<std::string>(j, "vendor", p);
+  d.name = get<std::string>(j, "name", p);
+  d.uuid = get_opt<std::string>(j, "uuid", p);
+  d.pci_bus_id = get_opt<std::string>(j, "pci_bus_id", p);
+  d.pci_vendor_id = get_opt<uint32_t>(j, "pci_vendor_id", p);
+  d.pci_device_id = get_opt<uint32_t>(j, "pci_device_id", p);
+  d.numa_node = get_opt<int>(j, "numa_node", p);
+  d.memory_total_bytes = get_opt<uint64_t>(j, "memory_total_bytes", p);
+  d.memory_free_bytes = get_opt<uint64_t>(j, "memory_free_bytes", p);
+  d.memory_used_bytes = get_opt<uint64_t>(j, "memory_used_bytes", p);
+  d.compute_capability = get_opt<std::string>(j, "compute_capability", p);
+  d.arch = get_opt<std::string>(j, "arch", p);
+  d.driver_version = get_opt<std::string>(j, "driver_version", p);
+  d.cuda_driver_version = get_opt<std::string>(j, "cuda_driver_version", p);
+  d.pcie_generation = get_opt<int>(j, "pcie_generation", p);
+  d.pcie_width = get_opt<int>(j, "pcie_width", p);
+  d.mig_enabled = get_opt<bool>(j, "mig_enabled", p);
+  d.power_watts = get_opt<double>(j, "power_watts", p);
+  d.temperature_c = get_opt<int>(j, "temperature_c", p);
+  d.utilization_percent = get_opt<int>(j, "utilization_percent", p);
+  d.cores = get_opt<int>(j, "cores", p);
+  d.sources = get_strings(j, "sources", p);
+  return d;
+}
+
+Registry parse_registry(const json& j) {
+  Registry r;
+  if (!j.is_object()) bad("(root)", "an object");
+  r.schema_version = get<int>(j, "schema_version", "");
+  const json& host = member(j, "host", "");
+  r.host.memory_total_bytes = get_opt<uint64_t>(host, "memory_total_bytes", "host");
+  r.host.memory_available_bytes = get_opt<uint64_t>(host, "memory_available_bytes", "host");
+  r.host.memory_limit_bytes = get_opt<uint64_t>(host, "memory_limit_bytes", "host");
+  r.host.cpu_quota_cores = get_opt<double>(host, "cpu_quota_cores", "host");
+  r.host.cgroup_version = get_opt<std::string>(host, "cgroup_version", "host");
+
+  const json& cpu = member(j, "cpu", "");
+  r.cpu.vendor = get_opt<std::string>(cpu, "vendor", "cpu").value_or("");
+  r.cpu.model = get_opt<std::string>(cpu, "model", "cpu").value_or("");
+  r.cpu.architecture = get_opt<std::string>(cpu, "architecture", "cpu").value_or("");
+  r.cpu.sockets = get<int>(cpu, "sockets", "cpu");
+  r.cpu.physical_cores = get<int>(cpu, "physical_cores", "cpu");
+  r.cpu.logical_cores = get<int>(cpu, "logical_cores", "cpu");
+  r.cpu.isa = get_strings(cpu, "isa", "cpu");
+  r.cpu.numa_nodes = get_opt<int>(cpu, "numa_nodes", "cpu").value_or(0);
+  const json& cache = member(cpu, "cache", "cpu");
+  if (!cache.is_null()) {
+    r.cpu.cache.l1d_bytes = get_opt<uint64_t>(cache, "l1d_bytes", "cpu.cache");
+    r.cpu.cache.l1i_bytes = get_opt<uint64_t>(cache, "l1i_bytes", "cpu.cache");
+    r.cpu.cache.l2_bytes = get_opt<uint64_t>(cache, "l2_bytes", "cpu.cache");
+    r.cpu.cache.l3_bytes = get_opt<uint64_t>(cache, "l3_bytes", "cpu.cache");
+  }
+
+  const json& devices = member(j, "devices", "");
+  if (!devices.is_array()) bad("devices", "an array");
+  for (size_t i = 0; i < devices.size(); ++i)
+    r.devices.push_back(device_from_json(devices[i], "devices[" + std::to_string(i) + "]"));
+
+  const json& env = member(j, "environment", "");
+  if (!env.is_null()) {
+    r.environment.container = get_opt<std::string>(env, "container", "environment");
+    r.environment.orchestrator = get_opt<std::string>(env, "orchestrator", "environment");
+    r.environment.cloud = get_opt<std::string>(env, "cloud", "environment");
+    const json& dmi = member(env, "dmi", "environment");
+    if (!dmi.is_null()) {
+      r.environment.sys_vendor = get_opt<std::string>(dmi, "sys_vendor", "environment.dmi");
+      r.environment.product_name = get_opt<std::string>(dmi, "product_name", "environment.dmi");
+      r.environment.bios_vendor = get_opt<std::string>(dmi, "bios_vendor", "environment.dmi");
+    }
+    r.environment.virtualized = get_opt<bool>(env, "virtualized", "environment").value_or(false);
+    r.environment.sysroot = get_opt<std::string>(env, "sysroot", "environment").value_or("/");
+    const json& vis = member(env, "visible_devices", "environment");
+    if (!vis.is_null()) {
+      if (!vis.is_object()) bad("environment.visible_devices", "an object");
+      for (auto it = vis.begin(); it != vis.end(); ++it)
+        r.environment.visible_devices[it.key()] =
+            as<std::string>(it.value(), "environment.visible_devices." + it.key());
+    }
+  }
+  r.warnings = get_strings(j, "warnings", "");
+  const json& timings = member(j, "timings_ms", "");
+  if (!timings.is_null()) {
+    if (!timings.is_object()) bad("timings_ms", "an object");
+    for (auto it = timings.begin(); it != timings.end(); ++it)
+      r.timings_ms[it.key()] = as<double>(it.value(), "timings_ms." + it.key());
+  }
+  return r;
+}
+
+}  // namespace
+
+nlohmann::json registry_to_json(const Registry& r) {
+  json devices = json::array();
+  for (const Device& d : r.devices) devices.push_back(device_to_json(d));
+  return json{
+      {"schema_version", r.schema_version},
+      {"host",
+       {{"memory_total_bytes", opt(r.host.memory_total_bytes)},
+        {"memory_available_bytes", opt(r.host.memory_available_bytes)},
+        {"memory_limit_bytes", opt(r.host.memory_limit_bytes)},
+        {"cpu_quota_cores", opt(r.host.cpu_quota_cores)},
+        {"cgroup_version", opt(r.host.cgroup_version)}}},
+      {"cpu",
+       {{"vendor", r.cpu.vendor},
+        {"model", r.cpu.model},
+        {"architecture", r.cpu.architecture},
+        {"sockets", r.cpu.sockets},
+        {"physical_cores", r.cpu.physical_cores},
+        {"logical_cores", r.cpu.logical_cores},
+        {"isa", r.cpu.isa},
+        {"cache",
+         {{"l1d_bytes", opt(r.cpu.cache.l1d_bytes)},
+          {"l1i_bytes", opt(r.cpu.cache.l1i_bytes)},
+          {"l2_bytes", opt(r.cpu.cache.l2_bytes)},
+          {"l3_bytes", opt(r.cpu.cache.l3_bytes)}}},
+        {"numa_nodes", r.cpu.numa_nodes}}},
+      {"devices", devices},
+      {"environment",
+       {{"container", opt(r.environment.container)},
+        {"orchestrator", opt(r.environment.orchestrator)},
+        {"cloud", opt(r.environment.cloud)},
+        {"dmi",
+         {{"sys_vendor", opt(r.environment.sys_vendor)},
+          {"product_name", opt(r.environment.product_name)},
+          {"bios_vendor", opt(r.environment.bios_vendor)}}},
+        {"virtualized", r.environment.virtualized},
+        {"visible_devices", r.environment.visible_devices},
+        {"sysroot", r.environment.sysroot}}},
+      {"warnings", r.warnings},
+      {"timings_ms", r.timings_ms},
+  };
+}
+
+Result<Registry> registry_from_json(const nlohmann::json& j) {
+  if (j.is_object()) {
+    auto it = j.find("schema_version");
+    if (it == j.end() || !it->is_number_integer()) {
+      return Corrupt(
+          "registry JSON has no integer 'schema_version'; is this the output of 'gantry detect --json'?");
+    }
+    const auto v = it->get<int64_t>();
+    if (v > kRegistrySchemaVersion) {
+      return Unsupported("registry JSON has schema_version " + std::to_string(v) + ", newer than the " +
+                         std::to_string(kRegistrySchemaVersion) +
+                         " this Gantry reads; upgrade Gantry to read it");
+    }
+    if (v < 1) return Corrupt("registry JSON has invalid schema_version " + std::to_string(v));
+  }
+  try {
+    return parse_registry(j);
+  } catch (const FieldError& e) {
+    return Corrupt(e.what());
+  } catch (const nlohmann::json::exception& e) {
+    return Corrupt(std::string("registry JSON: ") + e.what());
+  }
+}
+
+Result<Registry> registry_from_json_text(const std::string& text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Corrupt("registry JSON does not parse");
+  return registry_from_json(j);
+}
+
+}  // namespace gantry::hw
