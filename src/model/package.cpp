@@ -324,6 +324,10 @@ Result<Manifest> pack_package(const fs::path& source, const fs::path& destinatio
   if (ends_with_tar(destination)) {
     if (exists && !options.overwrite)
       return InvalidArgument(destination.string() + ": already exists; pass --force to replace it");
+    if (destination.has_parent_path()) {
+      fs::create_directories(destination.parent_path(), ec);
+      if (ec) return IoError(destination.parent_path().string() + ": cannot create: " + ec.message());
+    }
     fs::path tmp = destination;
     tmp += ".partial";
     std::vector<TarMember> members;

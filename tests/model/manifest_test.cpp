@@ -1,0 +1,270 @@
+// gantry.json: every field parsed strictly, serialised back, and each kind of mistake a clear error naming
+// the field.
+#include "gantry/model/manifest.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/temp_dir.h"
+
+namespace gantry::model {
+namespace {
+
+using Json = nlohmann::json;
+const std::string kHash(64, 'a');
+
+Json full_manifest() {
+  return Json::parse(R"({
+    "name": "silero-vad", "version": "5.1.0", "format": "onnx", "task": "vad",
+    "model_file": "models/silero.onnx",
+    "sha256": {"models/silero.onnx": ")" +
+                     kHash + R"(", "README.md": ")" + std::string(64, 'B') + R"("},
+    "io": {"inputs": [{"name": "input", "dtype": "f32", "shape": [1, -1]},
+                      {"name": "state", "dtype": "float32", "shape": [2, "batch", 128]},
+                      {"name": "sr", "dtype": "int64", "shape": []}],
+           "outputs": [{"name": "output", "shape": [null, 1]}]},
+    "hardware_requirements": {"preferred_provider": "cuda", "fallback_providers": ["tensorrt", "cpu"],
+      "min_memory_mb": 512, "min_vram_mb": 1024, "min_cuda_version": "12.0", "required_precision": "fp16",
+      "device_id": 0, "gpu_device_ids": [0, 1], "strategy": "round-robin", "graph_optimization_level": 99},
+    "runtime": {"intra_op_threads": 2, "inter_op_threads": 1, "memory_pattern": false, "cpu_arena": true,
+      "session_buckets": [{"input": [1, 512]}, {"input": [1, 1024]}], "peak_concurrency": 8}
+  })");
+}
+
+TEST(Manifest, ParsesEveryField) {
+  auto m = parse_manifest(full_manifest().dump());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->name, "silero-vad");
+  EXPECT_EQ(m->version, "5.1.0");
+  EXPECT_EQ(m->format, ModelFormat::kOnnx);
+  EXPECT_EQ(m->task, "vad");
+  EXPECT_EQ(m->model_file, "models/silero.onnx");
+  EXPECT_EQ(m->sha256.at("README.md"), std::string(64, 'b')) << "digests are normalised to lower case";
+  ASSERT_TRUE(m->io);
+  ASSERT_EQ(m->io->inputs.size(), 3u);
+  EXPECT_EQ(m->io->inputs[0].shape, Shape({1, Shape::kDynamic}));
+  EXPECT_EQ(m->io->inputs[1].dtype, DType::kFloat32);
+  EXPECT_EQ(m->io->inputs[1].dim_names, (std::vector<std::string>{"", "batch", ""}));
+  EXPECT_EQ(m->io->inputs[2].shape, Shape());
+  EXPECT_EQ(m->io->inputs[2].dtype, DType::kInt64);
+  EXPECT_FALSE(m->io->outputs[0].dtype);
+  const auto& h = m->hardware_requirements;
+  EXPECT_EQ(h.preferred_provider, "cuda");
+  EXPECT_EQ(h.fallback_providers, (std::vector<std::string>{"tensorrt", "cpu"}));
+  EXPECT_EQ(h.min_memory_mb, 512u);
+  EXPECT_EQ(h.min_vram_mb, 1024u);
+  ASSERT_TRUE(h.min_cuda_version);
+  EXPECT_GT(*h.min_cuda_version, *Version::parse("9.2"));
+  EXPECT_EQ(h.required_precision, Precision::kFp16);
+  EXPECT_EQ(h.device_id, 0);
+  EXPECT_EQ(h.gpu_device_ids, (std::vector<int>{0, 1}));
+  EXPECT_EQ(h.strategy, Strategy::kRoundRobin);
+  EXPECT_EQ(h.graph_optimization_level, GraphOptimizationLevel::kAll);
+  const auto& r = m->runtime;
+  EXPECT_EQ(r.intra_op_threads, 2);
+  EXPECT_EQ(r.inter_op_threads, 1);
+  EXPECT_EQ(r.memory_pattern, false);
+  EXPECT_EQ(r.cpu_arena, true);
+  ASSERT_EQ(r.session_buckets.size(), 2u);
+  EXPECT_EQ(r.session_buckets[1].at("input"), Shape({1, 1024}));
+  EXPECT_EQ(r.peak_concurrency, 8);
+}
+
+TEST(Manifest, SerialisesAndParsesBackEqual) {
+  auto m = parse_manifest(full_manifest().dump());
+  ASSERT_TRUE(m.ok());
+  const std::string text = manifest_to_json(*m);
+  auto again = parse_manifest(text);
+  ASSERT_TRUE(again.ok()) << again.status().to_string() << "\n" << text;
+  EXPECT_EQ(*again, *m);
+  EXPECT_TRUE(validate_manifest(*m).ok());
+  // Only set fields are written.
+  Manifest minimal;
+  minimal.name = "m";
+  minimal.version = "1";
+  minimal.model_file = "m.onnx";
+  minimal.sha256["m.onnx"] = kHash;
+  const auto j = Json::parse(manifest_to_json(minimal));
+  EXPECT_FALSE(j.contains("hardware_requirements"));
+  EXPECT_FALSE(j.contains("runtime"));
+  EXPECT_FALSE(j.contains("io"));
+  EXPECT_EQ(*parse_manifest(j.dump()), minimal);
+}
+
+TEST(Manifest, GraphOptimizationLevelSpellings) {
+  for (const auto& [value, want] :
+       std::vector<std::pair<Json, GraphOptimizationLevel>>{{"disable", GraphOptimizationLevel::kDisable},
+                                                            {"basic", GraphOptimizationLevel::kBasic},
+                                                            {"extended", GraphOptimizationLevel::kExtended},
+                                                            {"all", GraphOptimizationLevel::kAll},
+                                                            {0, GraphOptimizationLevel::kDisable},
+                                                            {1, GraphOptimizationLevel::kBasic},
+                                                            {2, GraphOptimizationLevel::kExtended},
+                                                            {3, GraphOptimizationLevel::kAll},
+                                                            {99, GraphOptimizationLevel::kAll},
+                                                            {"2", GraphOptimizationLevel::kExtended}}) {
+    auto j = full_manifest();
+    j["hardware_requirements"]["graph_optimization_level"] = value;
+    auto m = parse_manifest(j.dump());
+    ASSERT_TRUE(m.ok()) << value << ": " << m.status().to_string();
+    EXPECT_EQ(m->hardware_requirements.graph_optimization_level, want) << value;
+  }
+  for (auto s : {"pool", "round-robin", "data-parallel", "pipeline", "tensor-parallel", "auto"}) {
+    auto j = full_manifest();
+    j["hardware_requirements"]["strategy"] = s;
+    auto m = parse_manifest(j.dump());
+    ASSERT_TRUE(m.ok()) << s;
+    EXPECT_EQ(strategy_name(*m->hardware_requirements.strategy), s);
+  }
+}
+
+struct BadCase {
+  const char* what;
+  std::function<void(Json&)> mutate;
+  const char* fragment;  // must appear in the message (usually the field path)
+};
+
+TEST(Manifest, EachMistakeIsAClearErrorNamingTheField) {
+  const std::vector<BadCase> cases = {
+      {"unknown top-level field", [](Json& j) { j["colour"] = "red"; }, "colour: unknown field"},
+      {"unknown nested field", [](Json& j) { j["hardware_requirements"]["gpus"] = 2; },
+       "hardware_requirements.gpus: unknown field"},
+      {"unknown runtime field", [](Json& j) { j["runtime"]["threads"] = 2; },
+       "runtime.threads: unknown field"},
+      {"unknown io field", [](Json& j) { j["io"]["inputs"][0]["layout"] = "NCHW"; }, "io.inputs[0].layout"},
+      {"missing name", [](Json& j) { j.erase("name"); }, "name: is required"},
+      {"missing version", [](Json& j) { j.erase("version"); }, "version: is required"},
+      {"missing format", [](Json& j) { j.erase("format"); }, "format: is required"},
+      {"missing model_file", [](Json& j) { j.erase("model_file"); }, "model_file: is required"},
+      {"missing sha256", [](Json& j) { j.erase("sha256"); }, "sha256: is required"},
+      {"empty name", [](Json& j) { j["name"] = ""; }, "name: must not be empty"},
+      {"name wrong type", [](Json& j) { j["name"] = 7; }, "name: must be a string"},
+      {"version not a version", [](Json& j) { j["version"] = "latest"; },
+       "version: 'latest' is not a version"},
+      {"version a number", [](Json& j) { j["version"] = 1.5; }, "version: must be a string"},
+      {"bad format", [](Json& j) { j["format"] = "tflite"; }, "format: 'tflite' is not one of onnx, gguf"},
+      {"task wrong type", [](Json& j) { j["task"] = true; }, "task: must be a string"},
+      {"absolute model_file", [](Json& j) { j["model_file"] = "/etc/passwd"; }, "absolute path"},
+      {"model_file escapes", [](Json& j) { j["model_file"] = "../x.onnx"; }, "escapes the package directory"},
+      {"model_file escapes midway", [](Json& j) { j["model_file"] = "a/../../x.onnx"; }, "escapes"},
+      {"model_file backslash", [](Json& j) { j["model_file"] = "a\\b.onnx"; }, "backslash"},
+      {"sha256 not object", [](Json& j) { j["sha256"] = "abc"; }, "sha256: must be an object"},
+      {"sha256 short", [](Json& j) { j["sha256"]["models/silero.onnx"] = "abc"; },
+       "sha256.models/silero.onnx: 'abc' is not a SHA-256 digest"},
+      {"sha256 non-hex", [](Json& j) { j["sha256"]["models/silero.onnx"] = std::string(64, 'g'); },
+       "is not a SHA-256 digest"},
+      {"sha256 escaping key", [](Json& j) { j["sha256"]["../../etc/shadow"] = kHash; }, "escapes"},
+      {"sha256 misses model", [](Json& j) { j["sha256"].erase("models/silero.onnx"); },
+       "sha256: has no entry for the model file"},
+      {"bad dtype", [](Json& j) { j["io"]["inputs"][0]["dtype"] = "f128"; }, "io.inputs[0].dtype: 'f128'"},
+      {"bad dim", [](Json& j) { j["io"]["inputs"][0]["shape"][1] = -7; }, "io.inputs[0].shape[1]"},
+      {"fractional dim", [](Json& j) { j["io"]["inputs"][0]["shape"][0] = 1.5; }, "io.inputs[0].shape[0]"},
+      {"duplicate input", [](Json& j) { j["io"]["inputs"][1]["name"] = "input"; }, "appears twice"},
+      {"input without name", [](Json& j) { j["io"]["inputs"][0].erase("name"); },
+       "io.inputs[0].name: is required"},
+      {"unknown provider", [](Json& j) { j["hardware_requirements"]["preferred_provider"] = "gpu"; },
+       "hardware_requirements.preferred_provider: 'gpu' is not a known provider"},
+      {"fallbacks not array", [](Json& j) { j["hardware_requirements"]["fallback_providers"] = "cpu"; },
+       "hardware_requirements.fallback_providers: must be an array"},
+      {"unknown fallback", [](Json& j) { j["hardware_requirements"]["fallback_providers"][1] = "tpu"; },
+       "hardware_requirements.fallback_providers[1]"},
+      {"duplicate fallback",
+       [](Json& j) { j["hardware_requirements"]["fallback_providers"][1] = "tensorrt"; }, "listed twice"},
+      {"negative memory", [](Json& j) { j["hardware_requirements"]["min_memory_mb"] = -1; },
+       "hardware_requirements.min_memory_mb: -1 is out of range"},
+      {"memory as string", [](Json& j) { j["hardware_requirements"]["min_vram_mb"] = "1GB"; },
+       "hardware_requirements.min_vram_mb: must be an integer"},
+      {"cuda version garbage", [](Json& j) { j["hardware_requirements"]["min_cuda_version"] = "twelve"; },
+       "hardware_requirements.min_cuda_version: 'twelve' is not a version"},
+      {"cuda version number", [](Json& j) { j["hardware_requirements"]["min_cuda_version"] = 12.0; },
+       "hardware_requirements.min_cuda_version: must be a string"},
+      {"bad precision", [](Json& j) { j["hardware_requirements"]["required_precision"] = "fp8"; },
+       "hardware_requirements.required_precision: 'fp8'"},
+      {"negative device", [](Json& j) { j["hardware_requirements"]["device_id"] = -1; },
+       "hardware_requirements.device_id"},
+      {"duplicate gpu id",
+       [](Json& j) {
+         j["hardware_requirements"]["gpu_device_ids"] = {0, 0};
+       },
+       "hardware_requirements.gpu_device_ids[1]: device 0 is listed twice"},
+      {"bad strategy", [](Json& j) { j["hardware_requirements"]["strategy"] = "fastest"; },
+       "hardware_requirements.strategy: 'fastest' is not one of pool, round-robin"},
+      {"bad opt level", [](Json& j) { j["hardware_requirements"]["graph_optimization_level"] = 5; },
+       "hardware_requirements.graph_optimization_level: '5'"},
+      {"bad opt level name", [](Json& j) { j["hardware_requirements"]["graph_optimization_level"] = "max"; },
+       "graph_optimization_level: 'max'"},
+      {"threads negative", [](Json& j) { j["runtime"]["intra_op_threads"] = -2; },
+       "runtime.intra_op_threads"},
+      {"threads fractional", [](Json& j) { j["runtime"]["inter_op_threads"] = 1.5; },
+       "runtime.inter_op_threads: must be an integer"},
+      {"memory_pattern not bool", [](Json& j) { j["runtime"]["memory_pattern"] = "yes"; },
+       "runtime.memory_pattern: must be true or false"},
+      {"zero concurrency", [](Json& j) { j["runtime"]["peak_concurrency"] = 0; }, "runtime.peak_concurrency"},
+      {"bucket dynamic", [](Json& j) { j["runtime"]["session_buckets"][0]["input"][1] = -1; },
+       "runtime.session_buckets[0].input[1]"},
+      {"bucket empty", [](Json& j) { j["runtime"]["session_buckets"][0] = Json::object(); },
+       "runtime.session_buckets[0]: must be a non-empty object"},
+      {"hardware not object", [](Json& j) { j["hardware_requirements"] = Json::array(); },
+       "hardware_requirements: must be an object"},
+  };
+  for (const auto& c : cases) {
+    auto j = full_manifest();
+    c.mutate(j);
+    auto m = parse_manifest(j.dump(), "pkg/gantry.json");
+    ASSERT_FALSE(m.ok()) << c.what << " was accepted";
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << c.what;
+    EXPECT_NE(m.status().message().find(c.fragment), std::string::npos)
+        << c.what << ": message '" << m.status().message() << "' lacks '" << c.fragment << "'";
+    EXPECT_EQ(m.status().message().rfind("pkg/gantry.json: ", 0), 0u) << m.status().message();
+  }
+}
+
+TEST(Manifest, NotJsonAndWrongTopLevel) {
+  for (const char* text : {"", "{", "[1,2]", "null", "{\"name\": }", "\xff\xfe"}) {
+    auto m = parse_manifest(text);
+    ASSERT_FALSE(m.ok()) << text;
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_NE(parse_manifest("{").status().message().find("not valid JSON"), std::string::npos);
+}
+
+TEST(Manifest, ValidateCatchesCodeBuiltMistakes) {
+  Manifest m;
+  m.name = "x";
+  m.version = "1.0";
+  m.model_file = "../x.onnx";
+  m.sha256["../x.onnx"] = kHash;
+  EXPECT_FALSE(validate_manifest(m).ok());
+  m.model_file = "x.onnx";
+  m.sha256 = {{"x.onnx", kHash}};
+  EXPECT_TRUE(validate_manifest(m).ok());
+  m.runtime.intra_op_threads = -1;
+  auto s = validate_manifest(m);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("runtime.intra_op_threads"), std::string::npos) << s.message();
+}
+
+TEST(Manifest, ReadAndWriteFiles) {
+  test_util::TempDir dir;
+  auto m = parse_manifest(full_manifest().dump());
+  ASSERT_TRUE(m.ok());
+  ASSERT_TRUE(write_manifest(dir.path() / "gantry.json", *m).ok());
+  auto back = read_manifest(dir.path() / "gantry.json");
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, *m);
+  auto missing = read_manifest(dir.path() / "nope.json");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+TEST(Manifest, RelativePathRules) {
+  EXPECT_TRUE(check_relative_package_path("model.onnx", "f").ok());
+  EXPECT_TRUE(check_relative_package_path("a/b/model.onnx", "f").ok());
+  EXPECT_TRUE(check_relative_package_path("..hidden", "f").ok());
+  for (const char* bad : {"", "/abs", "..", "../x", "a/..", "a//b", "./a", "a/./b", "a\\b", "a/"})
+    EXPECT_FALSE(check_relative_package_path(bad, "f").ok()) << bad;
+  EXPECT_FALSE(check_relative_package_path(std::string_view("a\0b", 3), "f").ok());
+}
+
+}  // namespace
+}  // namespace gantry::model
