@@ -120,14 +120,15 @@ Result<std::unique_ptr<LlamaContext>> LlamaContext::create(std::shared_ptr<const
   cp.abort_callback = &LlamaContext::abort_trampoline;
   cp.abort_callback_data = c.get();
 
-  LogCapture capture;
+  LogCapture capture(/*quiet=*/true);
   c->ctx_ = llama_init_from_model(c->weights_->raw(), cp);
   if (!c->ctx_) {
     const std::string why = capture.problems();
-    return ResourceExhausted("llama.cpp could not create a context for '" + c->weights_->path() +
-                             "' (n_ctx " + std::to_string(o.n_ctx) + ", " + std::to_string(o.n_seq_max) +
-                             " sequences, KV " + std::string(kv_type_name(o.type_k)) + ")" +
-                             (why.empty() ? "" : ": " + why));
+    const bool memory = why.find("alloc") != std::string::npos || why.find("memory") != std::string::npos;
+    return Status(memory ? StatusCode::kResourceExhausted : StatusCode::kInvalidArgument,
+                  "llama.cpp could not create a context for '" + c->weights_->path() + "' (n_ctx " +
+                      std::to_string(o.n_ctx) + ", " + std::to_string(o.n_seq_max) + " sequences, KV " +
+                      std::string(kv_type_name(o.type_k)) + ")" + (why.empty() ? "" : ": " + why));
   }
   c->options_.n_ctx = llama_n_ctx(c->ctx_);
   if (o.threadpool) {

@@ -11,6 +11,7 @@
 namespace gantry::llama {
 
 struct LogCapture::Impl {
+  bool quiet = false;
   mutable std::mutex mu;
   std::vector<std::string> lines;
   std::vector<std::string> problems;
@@ -32,11 +33,14 @@ BridgeState& state() {
 
 void emit(int level, const std::string& line) {
   if (line.empty()) return;
+  bool quiet = false;
   for (auto* c : state().captures) {
+    quiet = quiet || c->quiet;
     std::lock_guard lock(c->mu);
     c->lines.push_back(line);
     if (level == GGML_LOG_LEVEL_WARN || level == GGML_LOG_LEVEL_ERROR) c->problems.push_back(line);
   }
+  if (quiet) level = GGML_LOG_LEVEL_DEBUG;
   switch (level) {
     case GGML_LOG_LEVEL_ERROR:
       GANTRY_LOG_ERROR("llama.cpp: {}", line);
@@ -77,7 +81,8 @@ void install_log_bridge() {
   });
 }
 
-LogCapture::LogCapture() : impl_(new Impl) {
+LogCapture::LogCapture(bool quiet) : impl_(new Impl) {
+  impl_->quiet = quiet;
   install_log_bridge();
   std::lock_guard lock(state().mu);
   state().captures.push_back(impl_);

@@ -12,10 +12,11 @@ namespace gantry::llama {
 void install_log_bridge();
 
 // While alive, every complete llama.cpp log line (any level) from any thread is also appended to
-// lines(). Captures nest; each sees every line.
+// lines(). Captures nest; each sees every line. A quiet capture demotes llama.cpp's warnings and
+// errors to Gantry's debug level meanwhile: the caller reports them in its own Status.
 class LogCapture {
  public:
-  LogCapture();
+  explicit LogCapture(bool quiet = false);
   ~LogCapture();
   LogCapture(const LogCapture&) = delete;
   LogCapture& operator=(const LogCapture&) = delete;

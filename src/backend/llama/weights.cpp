@@ -42,7 +42,7 @@ Result<GgufSummary> check_gguf_file(const std::string& path) {
     }
     s.version = version;
   }
-  LogCapture capture;  // gguf explains what it did not like through the log
+  LogCapture capture(/*quiet=*/true);  // gguf explains what it did not like through the log
   gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
   gguf_context* g = gguf_init_from_file(path.c_str(), params);
   if (!g) {
@@ -110,7 +110,7 @@ Result<std::shared_ptr<LlamaWeights>> LlamaWeights::load(const std::string& path
   mp.load_mode = options.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
   mp.check_tensors = options.check_tensors;
 
-  LogCapture capture;
+  LogCapture capture(/*quiet=*/true);
   llama_model* model = llama_model_load_from_file(path.c_str(), mp);
   if (!model) {
     const std::string why = capture.problems();
