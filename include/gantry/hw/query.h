@@ -25,9 +25,12 @@ double device_rank(const Device& device);
 
 // The device with the highest rank (the CPU when nothing else exists); nullptr when empty.
 const Device* best_device(const Registry& registry);
+const Device* best_device(const Registry&& registry) = delete;  // the result would dangle
 
 // Devices that meet every set field of `requirement`, best first. InvalidArgument when a version
 // in the requirement does not parse.
 Result<std::vector<const Device*>> find_devices(const Registry& registry, const Requirement& requirement);
+Result<std::vector<const Device*>> find_devices(const Registry&& registry,
+                                                const Requirement& requirement) = delete;
 
 }  // namespace gantry::hw

@@ -1,0 +1,116 @@
+#include <gtest/gtest.h>
+
+#include "gantry/hw/registry_json.h"
+#include "hw/hw_test_util.h"
+
+namespace gantry::hw {
+namespace {
+
+class JsonRoundTrip : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(JsonRoundTrip, FromJsonOfToJsonIsIdentity) {
+  Registry r = testing::detect_fixture(GetParam(), {{"CUDA_VISIBLE_DEVICES", "0,1"}});
+  const std::string text = registry_to_json(r).dump();
+  auto back = registry_from_json_text(text);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, r);
+  EXPECT_EQ(registry_to_json(*back).dump(), text);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, JsonRoundTrip,
+                         ::testing::Values("nvidia-dgx-h100", "amd-mi300x", "amd-mi250x", "intel-laptop-npu",
+                                           "tpu-v5e-vm", "container-cgroup2", "gaudi2", "aws-inf2",
+                                           "qaic-ai100", "amd-xdna-laptop", "arm-graviton3", "garbage"));
+
+TEST(Json, RoundTripOfEveryOptionalField) {
+  Registry r;
+  Device d;
+  d.id = "cuda:0";
+  d.family = "cuda";
+  d.vendor = "nvidia";
+  d.name = "NVIDIA H100";
+  d.uuid = "GPU-1";
+  d.pci_bus_id = "0000:18:00.0";
+  d.pci_vendor_id = 0x10de;
+  d.pci_device_id = 0x2330;
+  d.numa_node = 1;
+  d.memory_total_bytes = 85899345920ull;
+  d.memory_free_bytes = 1;
+  d.memory_used_bytes = 0;
+  d.compute_capability = "9.0";
+  d.arch = "sm_90";
+  d.driver_version = "550.54.15";
+  d.cuda_driver_version = "12.4";
+  d.pcie_generation = 5;
+  d.pcie_width = 16;
+  d.mig_enabled = false;
+  d.power_watts = 71.234;
+  d.temperature_c = 33;
+  d.utilization_percent = 0;
+  d.cores = 132;
+  d.sources = {"nvml", "vulkan"};
+  r.devices.push_back(d);
+  r.host.cpu_quota_cores = 1.5;
+  r.host.memory_limit_bytes = 1ull << 33;
+  r.environment.visible_devices["CUDA_VISIBLE_DEVICES"] = "0";
+  r.environment.container = "podman";
+  r.warnings = {"a", "b"};
+  r.timings_ms = {{"cpu", 0.123456789}, {"total", 1.5}};
+  auto back = registry_from_json(registry_to_json(r));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, r);
+}
+
+TEST(Json, KeysScriptsRelyOn) {
+  auto j = registry_to_json(testing::detect_fixture("nvidia-dgx-h100"));
+  EXPECT_TRUE(j["schema_version"].is_number_integer());
+  EXPECT_EQ(j["schema_version"], kRegistrySchemaVersion);
+  EXPECT_TRUE(j["host"]["memory_total_bytes"].is_number_unsigned());
+  EXPECT_TRUE(j["host"].contains("memory_available_bytes"));
+  EXPECT_EQ(j["cpu"]["logical_cores"], 32);
+  EXPECT_EQ(j["cpu"]["physical_cores"], 16);
+  EXPECT_TRUE(j["cpu"]["isa"].is_array());
+  for (const auto& d : j["devices"]) {
+    for (const char* key : {"id", "kind", "vendor", "name", "memory_total_bytes", "memory_free_bytes",
+                            "pci_bus_id", "numa_node", "compute_capability", "driver_version"}) {
+      EXPECT_TRUE(d.contains(key)) << key;
+    }
+  }
+  EXPECT_EQ(j["devices"][1]["kind"], "gpu");
+  EXPECT_TRUE(j["devices"][1]["memory_total_bytes"].is_null()) << "unknown is null";
+  EXPECT_TRUE(j["environment"].is_object());
+  EXPECT_TRUE(j["warnings"].is_array());
+  EXPECT_TRUE(j["timings_ms"]["total"].is_number());
+}
+
+TEST(Json, NewerSchemaIsRejectedClearly) {
+  auto j = registry_to_json(Registry{});
+  j["schema_version"] = kRegistrySchemaVersion + 1;
+  auto r = registry_from_json(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(r.status().message().find("schema_version 2"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("upgrade Gantry"), std::string::npos);
+}
+
+TEST(Json, MalformedDocumentsNameTheField) {
+  auto j = registry_to_json(testing::detect_fixture("gaudi2"));
+  j["devices"][1]["memory_total_bytes"] = "80GB";
+  auto r = registry_from_json(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(r.status().message().find("devices[1].memory_total_bytes"), std::string::npos)
+      << r.status().message();
+
+  auto k = registry_to_json(testing::detect_fixture("gaudi2"));
+  k["devices"][0]["kind"] = "fpga";
+  auto rk = registry_from_json(k);
+  ASSERT_FALSE(rk.ok());
+  EXPECT_NE(rk.status().message().find("devices[0].kind"), std::string::npos) << rk.status().message();
+  EXPECT_FALSE(registry_from_json_text("{not json").ok());
+  EXPECT_FALSE(registry_from_json_text("[]").ok());
+  EXPECT_FALSE(registry_from_json_text(R"({"schema_version": "1"})").ok());
+}
+
+}  // namespace
+}  // namespace gantry::hw
