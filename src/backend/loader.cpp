@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
+
+#include "gantry/hw/detect.h"
 
 namespace gantry::backend {
 
@@ -132,6 +135,57 @@ MachineView host_only_machine() {
     }
   m.devices.push_back(cpu);
   return m;
+}
+
+namespace {
+
+DeviceKind kind_of(const hw::Device& d) {
+  if (d.kind == hw::DeviceKind::kCpu) return DeviceKind::kCpu;
+  if (d.family == hw::kFamilyCuda) return DeviceKind::kNvidiaGpu;
+  if (d.family == hw::kFamilyRocm) return DeviceKind::kAmdGpu;
+  if (d.family == hw::kFamilyIntelGpu) return DeviceKind::kIntelGpu;
+  if (d.kind == hw::DeviceKind::kNpu) return DeviceKind::kNpu;
+  return DeviceKind::kOther;
+}
+
+std::optional<Version> version_of(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  auto v = Version::parse(*text);
+  return v.ok() ? std::optional<Version>(*v) : std::nullopt;
+}
+
+}  // namespace
+
+MachineView machine_view(const hw::Registry& registry) {
+  MachineView m;
+  DeviceInfo cpu;
+  cpu.kind = DeviceKind::kCpu;
+  cpu.name = registry.cpu.model;
+  cpu.total_memory_mb = registry.host.memory_total_bytes.value_or(0) / (1024 * 1024);
+  cpu.free_memory_mb = registry.host.memory_available_bytes.value_or(0) / (1024 * 1024);
+  m.devices.push_back(cpu);
+  std::map<DeviceKind, int> next;
+  for (const auto& d : registry.devices) {
+    const DeviceKind k = kind_of(d);
+    if (k == DeviceKind::kCpu) continue;
+    DeviceInfo info;
+    info.kind = k;
+    info.index = next[k]++;
+    info.name = d.name;
+    info.total_memory_mb = d.memory_total_bytes.value_or(0) / (1024 * 1024);
+    info.free_memory_mb = d.memory_free_bytes.value_or(0) / (1024 * 1024);
+    info.cuda_version = version_of(d.cuda_driver_version);
+    info.driver_version = version_of(d.driver_version);
+    info.compute_capability = version_of(d.compute_capability);
+    m.devices.push_back(std::move(info));
+  }
+  return m;
+}
+
+MachineView local_machine() {
+  hw::DetectOptions options;
+  options.use_vulkan = false;
+  return machine_view(hw::detect_local(options));
 }
 
 }  // namespace gantry::backend

@@ -1,16 +1,178 @@
-// Placeholder until this command lands; it says so instead of pretending to work.
+// gantry run MODEL --input NAME=FILE ... [--output-dir DIR] [--provider P] [--threads N]
+// Loads an ONNX model or package on the provider the factory chooses (or the one given), runs it once on
+// inputs read from .npy or .pb files, writes one .npy per output and prints a short summary.
+#include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "cli/commands.h"
+#include "gantry/backend/loader.h"
+#include "gantry/backend/onnx/onnx_backend.h"
+#include "gantry/core/npy.h"
+#include "gantry/core/tensor_proto.h"
 
 namespace gantry::cli {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+Result<Tensor> read_input(const fs::path& file) {
+  const std::string ext = file.extension().string();
+  if (ext == ".npy") return read_npy(file);
+  if (ext == ".pb") {
+    GANTRY_ASSIGN_OR_RETURN(auto named, read_tensor_proto(file));
+    return named.tensor;
+  }
+  return InvalidArgument("input file " + file.string() + " is neither .npy nor .pb");
+}
+
+std::string preview(const Tensor& t, size_t max_values = 6) {
+  std::ostringstream s;
+  s.precision(6);
+  const size_t n = static_cast<size_t>(t.element_count());
+  s << "[";
+  for (size_t i = 0; i < std::min(n, max_values); ++i) {
+    if (i) s << ", ";
+    switch (t.dtype()) {
+      case DType::kFloat32:
+        s << t.values<float>()[i];
+        break;
+      case DType::kFloat64:
+        s << t.values<double>()[i];
+        break;
+      case DType::kInt64:
+        s << t.values<int64_t>()[i];
+        break;
+      case DType::kInt32:
+        s << t.values<int32_t>()[i];
+        break;
+      case DType::kInt8:
+        s << int(t.values<int8_t>()[i]);
+        break;
+      case DType::kUInt8:
+        s << int(t.values<uint8_t>()[i]);
+        break;
+      case DType::kBool:
+        s << (t.values<uint8_t>()[i] ? "true" : "false");
+        break;
+      case DType::kString:
+        s << '"' << t.strings()[i] << '"';
+        break;
+      default:
+        s << "?";
+        break;
+    }
+  }
+  if (n > max_values) s << ", ...";
+  s << "]";
+  return s.str();
+}
+
+std::string file_name_for(const std::string& output) {
+  std::string s = output;
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '_';
+  return s.empty() ? "output" : s;
+}
+
+int run(const std::string& model_path, const std::vector<std::string>& input_args,
+        const std::string& output_dir, const std::string& provider, int threads,
+        const std::string& policy_flag) {
+  auto fail = [](const Status& s) {
+    std::cerr << "gantry run: " << s.message() << "\n";
+    return 1;
+  };
+  auto format = model::detect_model_format(model_path);
+  if (format.ok() && *format == model::ModelFormat::kGguf) {
+    std::cerr << "gantry run: " << model_path
+              << " is a GGUF model; text generation through llama.cpp is not wired into 'gantry run' in this "
+                 "build\n";
+    return 1;
+  }
+  auto policy = backend::resolve_provider_policy(policy_flag);
+  if (!policy.ok()) {
+    std::cerr << "gantry run: " << policy.status().message() << "\n";
+    return 2;
+  }
+  auto package = model::load_package(model_path);
+  if (!package.ok()) return fail(package.status());
+
+  onnx::OnnxBackend backend;
+  backend::LoadOptions options;
+  options.policy = *policy;
+  options.provider = provider;
+  options.intra_op_threads = threads;
+  backend::VerdictCache cache(backend::VerdictCache::default_dir());
+  options.cache = &cache;
+  auto loaded = backend::load_model(backend, *package, backend::local_machine(), options);
+  if (!loaded.ok()) return fail(loaded.status());
+  const auto& meta = loaded->model->metadata();
+
+  std::vector<NamedTensor> inputs;
+  for (const auto& arg : input_args) {
+    const auto eq = arg.find('=');
+    std::string name, file;
+    if (eq == std::string::npos) {
+      if (meta.inputs.size() != 1) {
+        std::cerr << "gantry run: --input " << arg << ": write NAME=FILE (the model has "
+                  << meta.inputs.size() << " inputs)\n";
+        return 2;
+      }
+      name = meta.inputs[0].name;
+      file = arg;
+    } else {
+      name = arg.substr(0, eq);
+      file = arg.substr(eq + 1);
+    }
+    auto t = read_input(file);
+    if (!t.ok()) return fail(t.status().with_context("input '" + name + "'"));
+    inputs.push_back({name, std::move(t).value()});
+  }
+  auto outputs = loaded->model->infer_one(inputs);
+  if (!outputs.ok()) return fail(outputs.status());
+
+  if (!output_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(output_dir, ec);
+    if (ec) return fail(IoError("cannot create output directory " + output_dir + ": " + ec.message()));
+  }
+  std::cout << "model " << meta.name << " on " << loaded->choice.placement.provider << " (onnxruntime "
+            << backend.version() << ")\n";
+  for (const auto& o : *outputs) {
+    std::cout << o.name << " " << dtype_name(o.tensor.dtype()) << " " << o.tensor.shape().to_string() << " "
+              << preview(o.tensor) << "\n";
+    if (!output_dir.empty()) {
+      const fs::path file = fs::path(output_dir) / (file_name_for(o.name) + ".npy");
+      if (Status s = write_npy(file, o.tensor); !s.ok()) return fail(s);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 void register_run_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("run", "(not yet available)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    std::cerr << "gantry: 'run' is not available in this build yet\n";
-    exit_code = 2;
+  auto* cmd = app.add_subcommand("run", "Run an ONNX model or package once on inputs from .npy/.pb files");
+  struct Args {
+    std::string model;
+    std::vector<std::string> inputs;
+    std::string output_dir;
+    std::string provider;
+    std::string policy;
+    int threads = 0;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("model", args->model, "Model file (.onnx) or package (directory or .tar)")->required();
+  cmd->add_option("--input,-i", args->inputs, "NAME=FILE (.npy or .pb); repeat per input");
+  cmd->add_option("--output-dir,-o", args->output_dir, "Write one NAME.npy per output here");
+  cmd->add_option("--provider", args->provider, "Use only this execution provider (cpu, cuda, ...)");
+  cmd->add_option("--provider-policy", args->policy,
+                  "fastest|manifest|measured (default: $GANTRY_PROVIDER_POLICY or fastest)");
+  cmd->add_option("--threads", args->threads, "Intra-op threads (default: the manifest's, else ORT's)")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([args, &exit_code] {
+    exit_code = run(args->model, args->inputs, args->output_dir, args->provider, args->threads, args->policy);
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include "gantry/backend/backend.h"
 #include "gantry/backend/factory.h"
+#include "gantry/hw/registry.h"
 #include "gantry/model/package.h"
 
 namespace gantry::backend {
@@ -38,5 +39,12 @@ Result<LoadedModel> load_model(Backend& backend, const model::Package& package, 
 
 // The machine with just its CPU and host memory (used when no hardware registry is at hand).
 MachineView host_only_machine();
+
+// The factory's view of a hardware registry (gantry/hw): the CPU with host memory, then every GPU/NPU
+// numbered per kind in registry order.
+MachineView machine_view(const hw::Registry& registry);
+
+// machine_view(hw::detect_local()) without the slower probes (Vulkan).
+MachineView local_machine();
 
 }  // namespace gantry::backend
