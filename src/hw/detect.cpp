@@ -25,9 +25,10 @@ struct Timed {
   double ms = 0;
 };
 
-// Runs `probe` on its own thread; an exception becomes a warning naming the probe.
-std::future<Timed> launch(std::string name, std::function<ProbeOutput()> probe) {
-  return std::async(std::launch::async, [name = std::move(name), probe = std::move(probe)] {
+// Runs `probe` on its own thread (async) or when its result is first asked for (deferred); an
+// exception becomes a warning naming the probe.
+std::future<Timed> launch(std::string name, std::launch policy, std::function<ProbeOutput()> probe) {
+  return std::async(policy, [name = std::move(name), probe = std::move(probe)] {
     Timed t;
     const auto t0 = Clock::now();
     try {
@@ -173,23 +174,31 @@ Registry detect(const Machine& m, const LibraryLoader& loader, const DetectOptio
   const auto t0 = Clock::now();
   Registry reg;
 
+  // Probes backed by a vendor library can block for tens of milliseconds in driver initialisation:
+  // they get their own threads. Kernel-file probes take well under a millisecond each; on a busy or
+  // small machine a thread's start-up and scheduling cost more than that (measured: see
+  // bench/detect_vs_lscpu.sh), so they run on this thread unless options ask otherwise.
+  const std::launch files = options.parallel_file_probes ? std::launch::async : std::launch::deferred;
+  auto library_policy = [&](const char* soname) {
+    return loader.open(soname).ok() ? std::launch::async : files;
+  };
+
   std::shared_future<std::vector<internal::PciDevice>> pci;
   std::vector<std::string> pci_warnings;
   double pci_ms = 0;
-  pci = std::async(std::launch::async, [&] {
+  pci = std::async(files, [&] {
           const auto t = Clock::now();
           auto v = internal::scan_pci(m, pci_warnings);
           pci_ms = ms_since(t);
           return v;
         }).share();
-  // Probes that need the PCI list wait for it on their own thread.
   auto with_pci = [&](auto probe) { return [probe, pci] { return probe(pci.get()); }; };
 
   struct CpuResult {
     internal::CpuProbeOutput out;
     double ms = 0;
   };
-  auto cpu_future = std::async(std::launch::async, [&] {
+  auto cpu_future = std::async(files, [&] {
     CpuResult r;
     const auto t = Clock::now();
     try {
@@ -202,21 +211,26 @@ Registry detect(const Machine& m, const LibraryLoader& loader, const DetectOptio
   });
 
   std::vector<std::pair<std::string, std::future<Timed>>> probes;
+  if (options.use_vulkan) {
+    probes.emplace_back("vulkan", launch("vulkan", library_policy("libvulkan.so.1"),
+                                         [&] { return internal::probe_vulkan(loader); }));
+  }
+  probes.emplace_back("nvidia",
+                      launch("nvidia", library_policy("libnvidia-ml.so.1"),
+                             with_pci([&](const auto& p) { return internal::probe_nvidia(m, loader, p); })));
   probes.emplace_back(
-      "nvidia",
-      launch("nvidia", with_pci([&](const auto& p) { return internal::probe_nvidia(m, loader, p); })));
-  probes.emplace_back("amd",
-                      launch("amd", with_pci([&](const auto& p) { return internal::probe_amd(m, p); })));
+      "amd", launch("amd", files, with_pci([&](const auto& p) { return internal::probe_amd(m, p); })));
   probes.emplace_back(
       "intel_gpu",
-      launch("intel_gpu", with_pci([&](const auto& p) { return internal::probe_intel_gpu(m, p); })));
-  probes.emplace_back("accel", launch("accel", [&] { return internal::probe_accel(m); }));
-  probes.emplace_back("tpu",
-                      launch("tpu", with_pci([&](const auto& p) { return internal::probe_tpu(m, p); })));
+      launch("intel_gpu", files, with_pci([&](const auto& p) { return internal::probe_intel_gpu(m, p); })));
+  probes.emplace_back("accel", launch("accel", files, [&] { return internal::probe_accel(m); }));
   probes.emplace_back(
-      "neuron", launch("neuron", with_pci([&](const auto& p) { return internal::probe_neuron(m, p); })));
-  if (options.use_vulkan)
-    probes.emplace_back("vulkan", launch("vulkan", [&] { return internal::probe_vulkan(loader); }));
+      "tpu", launch("tpu", files, with_pci([&](const auto& p) { return internal::probe_tpu(m, p); })));
+  probes.emplace_back(
+      "neuron",
+      launch("neuron", files, with_pci([&](const auto& p) { return internal::probe_neuron(m, p); })));
+  // Vendor-library devices first when merging: their values are the most complete.
+  std::rotate(probes.begin(), probes.begin() + (options.use_vulkan ? 1 : 0), probes.end());
 
   // The environment probe is cheap: run it here while the others work.
   {
@@ -237,12 +251,22 @@ Registry detect(const Machine& m, const LibraryLoader& loader, const DetectOptio
   reg.warnings.insert(reg.warnings.end(), cpu.out.warnings.begin(), cpu.out.warnings.end());
   reg.devices.push_back(cpu_device(reg.cpu, reg.host));
 
+  // Run the deferred (inline) probes first, so they overlap with the threaded ones.
+  std::vector<Timed> results(probes.size());
+  std::vector<bool> done(probes.size(), false);
+  for (size_t i = 0; i < probes.size(); ++i) {
+    if (probes[i].second.wait_for(std::chrono::seconds(0)) == std::future_status::deferred) {
+      results[i] = probes[i].second.get();
+      done[i] = true;
+    }
+  }
   std::vector<Device> accelerators;
-  for (auto& [name, future] : probes) {
-    Timed t = future.get();
-    reg.timings_ms[name] = t.ms;
-    for (auto& w : t.output.warnings) reg.warnings.push_back(name + ": " + w);
-    for (auto& d : t.output.devices) merge_device(accelerators, std::move(d));
+  for (size_t i = 0; i < probes.size(); ++i) {
+    if (!done[i]) results[i] = probes[i].second.get();
+    const std::string& name = probes[i].first;
+    reg.timings_ms[name] = results[i].ms;
+    for (auto& w : results[i].output.warnings) reg.warnings.push_back(name + ": " + w);
+    for (auto& d : results[i].output.devices) merge_device(accelerators, std::move(d));
   }
   try {
     pci.get();

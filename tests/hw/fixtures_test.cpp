@@ -263,3 +263,23 @@ TEST(Fixtures, EveryProbeIsTimed) {
 
 }  // namespace
 }  // namespace gantry::hw
+
+namespace gantry::hw {
+namespace {
+
+TEST(Fixtures, ThreadedAndInlineFileProbesAgree) {
+  for (const char* name : {"nvidia-dgx-h100", "amd-mi300x", "intel-laptop-npu", "gaudi2", "garbage"}) {
+    testing::FakeMachine m(testing::fixture(name));
+    testing::FakeLoader loader;
+    DetectOptions inline_probes, threaded;
+    threaded.parallel_file_probes = true;
+    Registry a = detect(m, loader, inline_probes);
+    Registry b = detect(m, loader, threaded);
+    a.timings_ms.clear();
+    b.timings_ms.clear();
+    EXPECT_EQ(a, b) << name;
+  }
+}
+
+}  // namespace
+}  // namespace gantry::hw

@@ -11,6 +11,9 @@ namespace gantry::hw {
 struct DetectOptions {
   bool use_vulkan = true;  // creating a Vulkan instance loads every ICD: can cost tens of ms
   bool use_hwloc = false;  // NUMA via hwloc on the local root (sysfs is read otherwise; faster)
+  // Library-backed probes (NVML, Vulkan) always run on their own threads when the library loads.
+  // Kernel-file probes run on the caller's thread unless this is set (they take microseconds).
+  bool parallel_file_probes = false;
 };
 
 Registry detect(const Machine& machine, const LibraryLoader& loader, const DetectOptions& options = {});
