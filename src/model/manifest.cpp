@@ -505,7 +505,11 @@ Result<Manifest> parse_manifest(std::string_view json_text, std::string_view ori
   } catch (const Json::parse_error& e) {
     return InvalidArgument(std::string(origin) + ": not valid JSON: " + e.what());
   }
-  return Reader(origin).manifest(j);
+  try {
+    return Reader(origin).manifest(j);
+  } catch (const Json::exception& e) {  // defensive: the reader checks types before every access
+    return InvalidArgument(std::string(origin) + ": " + e.what());
+  }
 }
 
 Result<Manifest> read_manifest(const std::filesystem::path& path) {
