@@ -264,7 +264,7 @@ void measure_candidates(ProviderChoice& choice, const MachineView& machine, cons
   std::vector<size_t> viable;
   for (size_t i = 0; i < choice.candidates.size(); ++i)
     if (choice.candidates[i].viable) viable.push_back(i);
-  if (viable.size() < 2 || !ctx.measure) return;
+  if (viable.size() < (ctx.measure_single ? 1u : 2u) || !ctx.measure) return;
   const double per_candidate_ms = ctx.budget_ms / static_cast<double>(viable.size());
   double best = std::numeric_limits<double>::infinity();
   int best_index = -1;

@@ -75,6 +75,7 @@ ProviderChoice choose_provider(Backend& backend, const model::Package& package, 
     ctx.runtime_version = std::string(backend.name()) + "-" + backend.version();
     ctx.cache = options.cache;
     ctx.budget_ms = options.measure_budget_ms;
+    ctx.measure_single = options.measure_single;
     ctx.measure = [&](const Placement& p, double budget_ms) {
       return backend.measure(package, p, budget_ms);
     };

@@ -30,6 +30,7 @@ int run_plan_explain(const std::string& model_path, bool json, const std::string
   backend::LoadOptions options;
   options.policy = *policy;
   options.cache = &cache;
+  options.measure_single = true;  // an explanation shows the median even for a lone candidate
   const backend::MachineView machine = backend::local_machine();
   backend::ProviderChoice choice = backend::choose_provider(backend, *package, machine, options);
 

@@ -105,6 +105,7 @@ struct MeasureContext {
   const VerdictCache* cache = nullptr;  // null: no caching
   MeasureFn measure;
   double budget_ms = 2000;  // for all candidates of one model together
+  bool measure_single = false;  // also time a lone viable candidate (to report its median)
 };
 
 // Policy `measured`: when more than one candidate is viable, measures each (or reads the cache) and

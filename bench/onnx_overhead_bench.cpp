@@ -1,0 +1,167 @@
+// Gantry's ONNX backend vs raw ONNX Runtime in the same process, same session options (1 intra-op
+// thread), alternating blocks so both sides see the same machine state. Prints
+//   BENCH onnx-overhead-<case> ratio=<gantry median / raw median>
+// and the cost of the `measured` provider policy on a first and a cached load.
+#include <onnxruntime_cxx_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "gantry/backend/loader.h"
+#include "gantry/backend/onnx/onnx_backend.h"
+#include "gantry/backend/onnx/onnx_model.h"
+#include "gantry/backend/onnx/ort_env.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+using gantry::DType;
+using gantry::NamedTensor;
+using gantry::Shape;
+using gantry::Tensor;
+
+const fs::path kModels = fs::path(GANTRY_DEPS_DIR) / "models";
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+Tensor random_tensor(DType dt, const Shape& s, unsigned seed) {
+  auto t = Tensor::allocate(dt, s).value();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  if (dt == DType::kFloat32)
+    for (auto& x : t.values<float>()) x = d(rng);
+  return t;
+}
+
+ONNXTensorElementDataType ort_type(DType d) {
+  return d == DType::kInt64 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 : ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+}
+
+// Returns false when the model is missing.
+bool bench_case(const char* name, const fs::path& path, const std::vector<NamedTensor>& inputs, int block,
+                int rounds) {
+  if (!fs::exists(path)) {
+    std::fprintf(stderr, "skipping %s: %s is missing (run make setup)\n", name, path.c_str());
+    return false;
+  }
+  gantry::backend::Placement p;
+  p.intra_op_threads = 1;
+  p.inter_op_threads = 1;
+  auto model = gantry::onnx::OnnxModel::open(path, p);
+  if (!model.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name, model.status().to_string().c_str());
+    return false;
+  }
+  Ort::SessionOptions so;
+  so.SetIntraOpNumThreads(1);
+  so.SetInterOpNumThreads(1);
+  so.SetGraphOptimizationLevel(ORT_ENABLE_ALL);
+  Ort::Session raw((*gantry::onnx::OrtRuntime::get())->env(), path.c_str(), so);
+  Ort::AllocatorWithDefaultOptions alloc;
+  std::vector<std::string> in_s, out_s;
+  for (size_t i = 0; i < raw.GetInputCount(); ++i) in_s.push_back(raw.GetInputNameAllocated(i, alloc).get());
+  for (size_t i = 0; i < raw.GetOutputCount(); ++i)
+    out_s.push_back(raw.GetOutputNameAllocated(i, alloc).get());
+  std::vector<const char*> in_c, out_c;
+  for (auto& s : in_s) in_c.push_back(s.c_str());
+  for (auto& s : out_s) out_c.push_back(s.c_str());
+  auto mem = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+  Ort::RunOptions run_options{nullptr};
+
+  auto raw_once = [&] {
+    std::vector<Ort::Value> values;
+    values.reserve(inputs.size());
+    for (const auto& t : inputs) {
+      const auto& d = t.tensor.shape().dims();
+      values.push_back(Ort::Value::CreateTensor(mem, const_cast<void*>(t.tensor.data()), t.tensor.byte_size(),
+                                                d.data(), d.size(), ort_type(t.tensor.dtype())));
+    }
+    auto out = raw.Run(run_options, in_c.data(), values.data(), values.size(), out_c.data(), out_c.size());
+    return out.size();
+  };
+  auto gantry_once = [&] {
+    auto out = (*model)->infer_one(inputs);
+    if (!out.ok()) {
+      std::fprintf(stderr, "%s: %s\n", name, out.status().to_string().c_str());
+      std::exit(1);
+    }
+    return out->size();
+  };
+  for (int i = 0; i < block; ++i) {  // warm both
+    raw_once();
+    gantry_once();
+  }
+  std::vector<double> raw_ns, gantry_ns;
+  for (int r = 0; r < rounds; ++r) {
+    auto t0 = clock_type::now();
+    for (int i = 0; i < block; ++i) raw_once();
+    auto t1 = clock_type::now();
+    for (int i = 0; i < block; ++i) gantry_once();
+    auto t2 = clock_type::now();
+    raw_ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / block);
+    gantry_ns.push_back(std::chrono::duration<double, std::nano>(t2 - t1).count() / block);
+  }
+  const double g = median(gantry_ns), w = median(raw_ns);
+  std::printf("%s: gantry %.3f us, raw %.3f us per call (median of %d blocks of %d)\n", name, g / 1000,
+              w / 1000, rounds, block);
+  std::printf("BENCH onnx-overhead-%s ratio=%.3f\n", name, g / w);
+  std::fflush(stdout);
+  return true;
+}
+
+void bench_measured_policy(const char* name, const fs::path& path) {
+  if (!fs::exists(path)) return;
+  const fs::path dir = fs::temp_directory_path() / ("gantry-bench-verdicts-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  gantry::onnx::OnnxBackend backend;
+  auto pkg = gantry::model::load_package(path);
+  if (!pkg.ok()) return;
+  gantry::backend::VerdictCache cache(dir.string());
+  gantry::backend::LoadOptions options;
+  options.policy = gantry::backend::ProviderPolicy::kMeasured;
+  options.cache = &cache;
+  options.measure_single = true;  // this machine has one viable provider: time it anyway
+  options.intra_op_threads = 1;
+  const auto machine = gantry::backend::local_machine();
+  auto t0 = clock_type::now();
+  auto first = gantry::backend::choose_provider(backend, *pkg, machine, options);
+  auto t1 = clock_type::now();
+  auto second = gantry::backend::choose_provider(backend, *pkg, machine, options);
+  auto t2 = clock_type::now();
+  const auto* v = first.chosen_verdict();
+  std::printf("%s measured policy: chose %s, median %.1f us; second load %s\n", name,
+              v ? v->provider.c_str() : "none", v && v->median_us ? *v->median_us : 0.0,
+              second.chosen_verdict() && second.chosen_verdict()->from_cache ? "from cache" : "NOT cached");
+  std::printf("BENCH measured-policy-first-load-%s ms=%.2f\n", name,
+              std::chrono::duration<double, std::milli>(t1 - t0).count());
+  std::printf("BENCH measured-policy-cached-load-%s ms=%.3f\n", name,
+              std::chrono::duration<double, std::milli>(t2 - t1).count());
+  fs::remove_all(dir);
+}
+
+}  // namespace
+
+int main() {
+  const fs::path mlp = kModels / "mlp_64_128_10.onnx";
+  const fs::path silero = kModels / "silero_vad_v5.onnx";
+  int status = 0;
+  if (!bench_case("mlp-b1", mlp, {{"input", random_tensor(DType::kFloat32, Shape({1, 64}), 1)}}, 2000, 41))
+    status = 1;
+  if (!bench_case("mlp-b32", mlp, {{"input", random_tensor(DType::kFloat32, Shape({32, 64}), 2)}}, 500, 41))
+    status = 1;
+  std::vector<NamedTensor> vad = {
+      {"input", random_tensor(DType::kFloat32, Shape({1, 512}), 3)},
+      {"state", random_tensor(DType::kFloat32, Shape({2, 1, 128}), 4)},
+      {"sr", Tensor::from_values<int64_t>(DType::kInt64, Shape(), {16000}).value()}};
+  if (!bench_case("silero", silero, vad, 100, 41)) status = 1;
+  bench_measured_policy("mlp", mlp);
+  bench_measured_policy("silero", silero);
+  return status;
+}

@@ -1,0 +1,93 @@
+// OnnxBackend through the loader: packages, providers, and the measured policy on a real model.
+#include "gantry/backend/onnx/onnx_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "gantry/backend/loader.h"
+#include "gantry/backend/onnx/onnx_model.h"
+#include "gantry/backend/onnx/providers.h"
+
+namespace gantry::onnx {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kMlp = fs::path(GANTRY_DEPS_DIR) / "models" / "mlp_64_128_10.onnx";
+
+TEST(OnnxProviders, CpuBuiltInOthersUnavailableWithReasons) {
+  EXPECT_TRUE(provider_available("cpu").ok);
+  auto trt = provider_available("tensorrt");
+  EXPECT_FALSE(trt.ok);
+  EXPECT_NE(trt.reason.find("libnvinfer"), std::string::npos) << trt.reason;
+  auto cuda = provider_available("cuda");
+  if (!cuda.ok) {
+    EXPECT_NE(cuda.reason.find("CUDA"), std::string::npos) << cuda.reason;
+  }
+  auto rocm = provider_available("rocm");
+  EXPECT_FALSE(rocm.ok);
+  EXPECT_NE(rocm.reason.find("not built into"), std::string::npos) << rocm.reason;
+  EXPECT_NE(provider_available("warp-drive").reason.find("unknown execution provider"), std::string::npos);
+}
+
+TEST(OnnxProviders, CudaPluginMissingOrNoDriverIsUnavailableNotACrash) {
+  ::setenv("GANTRY_ORT_CUDA_EP", "/nonexistent/libonnxruntime_providers_cuda.so", 1);
+  auto s = provider_available("cuda");
+  ::unsetenv("GANTRY_ORT_CUDA_EP");
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("/nonexistent/libonnxruntime_providers_cuda.so"), std::string::npos) << s.reason;
+  backend::Placement p;
+  p.provider = "cuda";
+  if (!fs::exists(kMlp)) GTEST_SKIP() << kMlp << " missing";
+  if (provider_available("cuda").ok) GTEST_SKIP() << "this machine has a working CUDA EP";
+  auto m = OnnxModel::open(kMlp, p);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kUnavailable) << m.status().to_string();
+}
+
+TEST(OnnxBackend, LoadsABareModelThroughTheFactory) {
+  if (!fs::exists(kMlp)) GTEST_SKIP() << kMlp << " missing: run `make setup`";
+  OnnxBackend backend;
+  auto pkg = model::load_package(kMlp);
+  ASSERT_TRUE(pkg.ok()) << pkg.status().to_string();
+  backend::LoadOptions options;
+  options.intra_op_threads = 1;
+  auto loaded = backend::load_model(backend, *pkg, backend::host_only_machine(), options);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded->choice.placement.provider, "cpu");
+  EXPECT_EQ(loaded->choice.placement.intra_op_threads, 1);
+  EXPECT_EQ(loaded->model->metadata().name, "mlp_64_128_10");
+  // --provider tensorrt: only that candidate, rejected with the reason.
+  options.provider = "tensorrt";
+  auto trt = backend::load_model(backend, *pkg, backend::host_only_machine(), options);
+  ASSERT_FALSE(trt.ok());
+  EXPECT_NE(trt.status().message().find("libnvinfer"), std::string::npos) << trt.status().message();
+}
+
+TEST(OnnxBackend, MeasuredPolicyTimesTheRealModelAndCachesIt) {
+  if (!fs::exists(kMlp)) GTEST_SKIP() << kMlp << " missing: run `make setup`";
+  const auto dir = fs::temp_directory_path() / ("gantry-measured-" + std::to_string(::getpid()));
+  OnnxBackend backend;
+  auto pkg = model::load_package(kMlp);
+  ASSERT_TRUE(pkg.ok());
+  backend::VerdictCache cache(dir.string());
+  backend::LoadOptions options;
+  options.policy = backend::ProviderPolicy::kMeasured;
+  options.cache = &cache;
+  options.measure_single = true;
+  options.measure_budget_ms = 100;
+  options.intra_op_threads = 1;
+  auto first = backend::choose_provider(backend, *pkg, backend::host_only_machine(), options);
+  ASSERT_NE(first.chosen_verdict(), nullptr) << first.explain();
+  ASSERT_TRUE(first.chosen_verdict()->median_us.has_value());
+  EXPECT_GT(*first.chosen_verdict()->median_us, 0.0);
+  EXPECT_FALSE(first.chosen_verdict()->from_cache);
+  auto second = backend::choose_provider(backend, *pkg, backend::host_only_machine(), options);
+  ASSERT_NE(second.chosen_verdict(), nullptr);
+  EXPECT_TRUE(second.chosen_verdict()->from_cache);
+  EXPECT_DOUBLE_EQ(*second.chosen_verdict()->median_us, *first.chosen_verdict()->median_us);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gantry::onnx
