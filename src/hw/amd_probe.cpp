@@ -94,7 +94,7 @@ ProbeOutput probe_amd(const Machine& m, const std::vector<PciDevice>& pci) {
   const auto kfd = read_kfd(m, out.warnings);
   const auto driver = read_text(m, "/sys/module/amdgpu/version", out.warnings);
   for (const PciDevice* p : gpus) {
-    const auto drv = pci_driver(m, *p, out.warnings);
+    const auto& drv = p->driver;
     auto k = kfd.find(p->bus_id);
     if (drv != "amdgpu" && k == kfd.end()) continue;  // e.g. an HDMI audio function or an unbound GPU
     Device d;

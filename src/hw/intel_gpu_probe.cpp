@@ -44,7 +44,7 @@ ProbeOutput probe_intel_gpu(const Machine& m, const std::vector<PciDevice>& pci)
   ProbeOutput out;
   for (const PciDevice& p : pci) {
     if (p.vendor != kIntelVendor || (p.class_code >> 16) != 0x03) continue;
-    const auto driver = pci_driver(m, p, out.warnings);
+    const auto& driver = p.driver;
     if (driver != "i915" && driver != "xe") continue;
     Device d;
     d.kind = DeviceKind::kGpu;

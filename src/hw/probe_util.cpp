@@ -124,6 +124,24 @@ std::vector<PciDevice> scan_pci(const Machine& m, std::vector<std::string>& warn
     auto bus_id = normalize_pci_bus_id(name);
     if (!bus_id) continue;
     const std::string dir = "/sys/bus/pci/devices/" + name;
+    PciDevice d;
+    d.bus_id = *bus_id;
+    // One read of uevent (PCI_ID, PCI_CLASS, DRIVER) instead of three files per device.
+    if (auto uevent = m.read_file(dir + "/uevent"); uevent.ok()) {
+      auto kv = parse_key_values(*uevent, '=');
+      const auto ids = split(kv["PCI_ID"], ':');
+      auto vendor = ids.size() == 2 ? parse_hex(ids[0]) : std::nullopt;
+      auto device = ids.size() == 2 ? parse_hex(ids[1]) : std::nullopt;
+      auto cls = parse_hex(kv["PCI_CLASS"]);
+      if (vendor && device && cls) {
+        d.vendor = static_cast<uint32_t>(*vendor);
+        d.device = static_cast<uint32_t>(*device);
+        d.class_code = static_cast<uint32_t>(*cls);
+        if (!kv["DRIVER"].empty()) d.driver = kv["DRIVER"];
+        out.push_back(std::move(d));
+        continue;
+      }
+    }
     auto vendor_text = m.read_file(dir + "/vendor");
     if (!vendor_text.ok()) {
       if (vendor_text.status().code() == StatusCode::kNotFound) {
@@ -140,11 +158,10 @@ std::vector<PciDevice> scan_pci(const Machine& m, std::vector<std::string>& warn
       warnings.push_back("PCI device " + name + " has unreadable vendor/device/class; skipped");
       continue;
     }
-    PciDevice d;
-    d.bus_id = *bus_id;
     d.vendor = static_cast<uint32_t>(*vendor);
     d.device = static_cast<uint32_t>(*device);
     d.class_code = static_cast<uint32_t>(*cls);
+    d.driver = pci_driver(m, d, warnings);
     out.push_back(std::move(d));
   }
   return out;

@@ -49,7 +49,7 @@ struct PciDevice {
   uint32_t device = 0;
   uint32_t class_code = 0;  // 24-bit: 0x030200 = 3D controller
   std::optional<int> numa_node;
-  std::optional<std::string> driver;  // from uevent DRIVER=
+  std::optional<std::string> driver;  // uevent DRIVER=; nullopt when unbound
   std::string path() const { return "/sys/bus/pci/devices/" + bus_id; }
 };
 
@@ -57,7 +57,8 @@ struct PciDevice {
 // reading is skipped with a warning.
 std::vector<PciDevice> scan_pci(const Machine& m, std::vector<std::string>& warnings);
 
-// DRIVER= from the device's uevent file; nullopt when unbound or unreadable.
+// DRIVER= from the device's uevent file; nullopt when unbound or unreadable. (scan_pci fills
+// PciDevice::driver already; this is for devices found another way.)
 std::optional<std::string> pci_driver(const Machine& m, const PciDevice& d,
                                       std::vector<std::string>& warnings);
 

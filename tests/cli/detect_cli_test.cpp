@@ -1,0 +1,119 @@
+// `gantry detect` as a user runs it: JSON on this machine agrees with /proc/cpuinfo, nproc/sysconf
+// and /proc/meminfo; exit codes follow the CLI contract.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "gantry/hw/registry_json.h"
+
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+};
+
+Outcome run(const std::string& args) {
+  const std::string cmd = std::string(GANTRY_BINARY_DIR) + "/bin/gantry " + args + " 2>/dev/null";
+  Outcome r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string slurp(const char* path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string field(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key, 0) == 0 && line.find(':') != std::string::npos) {
+      std::string v = line.substr(line.find(':') + 1);
+      v.erase(0, v.find_first_not_of(" \t"));
+      return v;
+    }
+  }
+  return "";
+}
+
+uint64_t meminfo_bytes(const std::string& key) {
+  std::istringstream in(field(slurp("/proc/meminfo"), key + ":"));
+  uint64_t kb = 0;
+  in >> kb;
+  return kb * 1024;
+}
+
+TEST(DetectCli, JsonAgreesWithTheKernel) {
+  Outcome r = run("detect --json");
+  ASSERT_EQ(r.exit_code, 0);
+  auto json = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(json.is_discarded()) << r.out.substr(0, 200);
+  ASSERT_TRUE(gantry::hw::registry_from_json(json).ok());
+
+  EXPECT_EQ(json["cpu"]["logical_cores"].get<long>(), ::sysconf(_SC_NPROCESSORS_ONLN));
+  FILE* p = ::popen("nproc", "r");
+  ASSERT_NE(p, nullptr);
+  long usable = 0;
+  ASSERT_EQ(std::fscanf(p, "%ld", &usable), 1);
+  ::pclose(p);
+  EXPECT_GE(json["cpu"]["logical_cores"].get<long>(), usable) << "nproc counts the CPUs this process may use";
+
+  const std::string cpuinfo = slurp("/proc/cpuinfo");
+  const std::string model = field(cpuinfo, "model name");
+  if (!model.empty()) {
+    EXPECT_EQ(json["cpu"]["model"], model);
+    EXPECT_EQ(json["devices"][0]["name"], model);
+  }
+  std::set<std::string> flags;
+  std::string flag_line = field(cpuinfo, "flags");
+  if (flag_line.empty()) flag_line = field(cpuinfo, "Features");
+  std::istringstream fs(flag_line);
+  for (std::string f; fs >> f;) flags.insert(f);
+  for (const auto& isa : json["cpu"]["isa"]) EXPECT_TRUE(flags.count(isa.get<std::string>())) << isa;
+  for (const char* f : {"avx2", "avx512f", "amx_tile", "asimd"}) {
+    bool listed = false;
+    for (const auto& isa : json["cpu"]["isa"]) listed = listed || isa == f;
+    EXPECT_EQ(listed, flags.count(f) == 1) << f;
+  }
+
+  EXPECT_EQ(json["host"]["memory_total_bytes"].get<uint64_t>(), meminfo_bytes("MemTotal"));
+  const double avail = static_cast<double>(meminfo_bytes("MemAvailable"));
+  const double total = static_cast<double>(meminfo_bytes("MemTotal"));
+  EXPECT_NEAR(json["host"]["memory_available_bytes"].get<double>(), avail, 0.05 * total);
+  EXPECT_EQ(json["devices"][0]["kind"], "cpu");
+  EXPECT_TRUE(json["schema_version"].is_number_integer());
+}
+
+TEST(DetectCli, TableAndExitCodes) {
+  Outcome table = run("detect");
+  EXPECT_EQ(table.exit_code, 0);
+  EXPECT_NE(table.out.find("cpu:0"), std::string::npos);
+  EXPECT_NE(table.out.find("MEM TOTAL"), std::string::npos);
+  EXPECT_EQ(run("detect --sysroot /definitely/not/here").exit_code, 2);
+  EXPECT_EQ(run("detect --no-such-flag").exit_code, 2);
+  Outcome fixture =
+      run(std::string("detect --json --sysroot ") + GANTRY_SOURCE_DIR + "/tests/fixtures/hw/amd-mi300x");
+  ASSERT_EQ(fixture.exit_code, 0);
+  auto reg = gantry::hw::registry_from_json_text(fixture.out);
+  ASSERT_TRUE(reg.ok()) << reg.status().to_string();
+  EXPECT_EQ(reg->devices.size(), 9u);
+  EXPECT_EQ(reg->devices[1].arch, "gfx942");
+}
+
+}  // namespace
