@@ -67,7 +67,7 @@ void print_table(const hw::Registry& r) {
 }
 
 void print_timings(const hw::Registry& r) {
-  fmt::print("\nProbe timings (ms, concurrent):\n");
+  fmt::print("\nProbe timings (ms; NVML and Vulkan on their own threads):\n");
   for (const auto& [probe, ms] : r.timings_ms) fmt::print("  {:<12} {:8.3f}\n", probe, ms);
 }
 
