@@ -260,6 +260,13 @@ Result<Plan> plan_gguf(const ModelProfile& m, const PlanOptions& o, const std::v
   plans[out_dev].has_output_layer = true;
   plans[out_dev].predicted.weights += m.output_weight_bytes;
   plans[cpu_idx].predicted.weights += m.input_weight_bytes;
+  if (o.cpu_repack) {
+    uint64_t repack = out_dev == cpu_idx ? m.output_repack_bytes : 0;
+    for (uint32_t il : plans[cpu_idx].layers) repack += m.layers[il].repack_bytes;
+    const bool all_on_cpu = plans[cpu_idx].layers.size() == m.n_layer() && out_dev == cpu_idx;
+    if (all_on_cpu && m.mapped_span_bytes > 0) plans[cpu_idx].predicted.weights = m.mapped_span_bytes;
+    plans[cpu_idx].predicted.weights += repack;
+  }
   // Logits (and embeddings) for one output per sequence live in host memory.
   plans[cpu_idx].predicted.output =
       (static_cast<uint64_t>(m.n_vocab) + (o.embeddings ? m.n_embd : 0)) * std::max(1u, o.n_parallel) * 4;

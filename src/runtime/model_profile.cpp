@@ -73,6 +73,19 @@ std::optional<uint32_t> layer_of(std::string_view name) {
   return il;
 }
 
+// Bytes llama.cpp's CPU backend would copy into its repack buffer for this tensor on an x86-64 AVX2 CPU
+// (ggml-cpu/repack.cpp: q4_0, q4_K, iq4_nl and mxfp4 matrices with rows in multiples of 8). Token embeddings
+// feed get_rows, not a matrix multiplication, and are never repacked.
+uint64_t repack_bytes(const model::GgufTensorInfo& t) {
+  using model::GgmlType;
+  const GgmlType type = t.type.type;
+  const bool repackable = type == GgmlType::kQ4_0 || type == GgmlType::kQ4_K || type == GgmlType::kIQ4_NL ||
+                          type == GgmlType::kMXFP4;
+  if (!repackable || t.dims.size() < 2 || t.dims[1] % 8 != 0 || t.dims[0] % 8 != 0) return 0;
+  if (t.name.rfind("token_embd", 0) == 0) return 0;
+  return t.size_bytes;
+}
+
 }  // namespace
 
 Result<plan::ModelProfile> profile_from_gguf(const model::GgufFile& f) {
@@ -125,7 +138,13 @@ Result<plan::ModelProfile> profile_from_gguf(const model::GgufFile& f) {
   }
 
   std::map<std::string, uint64_t> bytes_by_type;
+  uint64_t span_begin = UINT64_MAX, span_end = 0;
   for (const auto& t : f.tensors()) {
+    const uint64_t repack = repack_bytes(t);
+    if (repack == 0) {
+      span_begin = std::min(span_begin, t.offset);
+      span_end = std::max(span_end, t.offset + t.size_bytes);
+    }
     p.n_params += t.n_elements;
     bytes_by_type[std::string(t.type.name)] += t.size_bytes;
     if (auto il = layer_of(t.name)) {
@@ -134,12 +153,15 @@ Result<plan::ModelProfile> profile_from_gguf(const model::GgufFile& f) {
             fmt::format("{}: tensor {} names layer {} but the model has {}", f.label(), t.name, *il, nl));
       }
       p.layers[*il].weight_bytes += t.size_bytes;
+      p.layers[*il].repack_bytes += repack;
     } else if (t.name.rfind("output", 0) == 0) {
       p.output_weight_bytes += t.size_bytes;
+      p.output_repack_bytes += repack;
     } else {
       p.input_weight_bytes += t.size_bytes;  // token_embd and other global tensors stay with the input layer
     }
   }
+  if (span_end > span_begin) p.mapped_span_bytes = span_end - span_begin;
   if (!bytes_by_type.empty()) {
     p.weight_type =
         std::max_element(bytes_by_type.begin(), bytes_by_type.end(), [](const auto& a, const auto& b) {

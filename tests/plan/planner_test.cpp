@@ -179,6 +179,20 @@ TEST(Planner, PartialOffloadKeepsTheFirstLayersOnTheCpu) {
   for (int w : none) EXPECT_EQ(w, -1);
 }
 
+TEST(Planner, CpuRepackCopiesCountOnlyForCpuLayers) {
+  ModelProfile m = llama_like(4, 64, 4, 2, 128, 1000);
+  for (auto& l : m.layers) l.repack_bytes = 600;
+  std::vector<Device> d = {{"cpu", "CPU", false, 64 * kGiB, 64 * kGiB}, {"cuda:0", "A", true, kGiB, kGiB}};
+  PlanOptions o = ctx_opts(512);
+  o.n_gpu_layers = 3;  // layers 2, 3 and the output layer on the GPU
+  Plan p = plan_or_die(m, o, d);
+  EXPECT_EQ(p.devices[0].layers.size(), 2u);
+  EXPECT_EQ(p.devices[0].predicted.weights, 2 * (1000 + 600) + 1000u);
+  EXPECT_EQ(p.devices[1].predicted.weights, 2 * 1000 + 2000u);
+  o.cpu_repack = false;
+  EXPECT_EQ(plan_or_die(m, o, d).devices[0].predicted.weights, 2 * 1000 + 1000u);
+}
+
 TEST(Planner, DoesNotFitGivesAWorkingSuggestion) {
   PlanOptions o;
   o.n_ctx = 8192;

@@ -59,6 +59,20 @@ TEST(ModelProfile, BenchModelIsQ8) {
   EXPECT_EQ(p->total_weight_bytes(), 132516864u);  // llama_model_size()
 }
 
+TEST(ModelProfile, Q4ModelHasCpuRepackCopies) {
+  if (!std::filesystem::exists(kModels + "bench-100m-q4_0.gguf")) GTEST_SKIP() << "run 'make setup'";
+  auto p = profile_from_gguf(std::filesystem::path(kModels + "bench-100m-q4_0.gguf"));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  uint64_t repack = 0;
+  for (const auto& l : p->layers) repack += l.repack_bytes;
+  // Every q4_0 matrix of every layer (not token_embd, not the q6_K output): llama.cpp's CPU_REPACK buffer was
+  // 40.50 MiB for this model.
+  EXPECT_EQ(repack, 12ull * (2 * 331776 + 2 * 110592 + 3 * 884736));
+  EXPECT_EQ(p->output_repack_bytes, 0u);
+  EXPECT_GT(p->mapped_span_bytes, 0u);
+  EXPECT_LE(p->mapped_span_bytes, p->total_weight_bytes());
+}
+
 TEST(ModelProfile, MissingFieldsAreNamed) {
   // A GGUF with an architecture but no block_count.
   std::vector<uint8_t> b;

@@ -16,6 +16,10 @@ struct LayerProfile {
   uint32_t n_embd_head_v = 0;  // V width per head
   uint32_t n_ff = 0;
   bool sliding_window = false;  // a sliding-window attention (SWA) layer
+  // Bytes of this layer's matrices that llama.cpp's CPU backend copies into its CPU_REPACK buffer
+  // (interleaved q4_0/q4_K/iq4_nl/mxfp4 on AVX2) when the layer runs on the CPU; the mmapped originals stay
+  // mapped.
+  uint64_t repack_bytes = 0;
 };
 
 struct ModelProfile {
@@ -27,6 +31,10 @@ struct ModelProfile {
   std::vector<LayerProfile> layers;
   uint64_t input_weight_bytes = 0;   // token embeddings etc.: llama.cpp always keeps these on the CPU
   uint64_t output_weight_bytes = 0;  // output norm + output projection: the "output layer"
+  uint64_t output_repack_bytes = 0;  // as LayerProfile::repack_bytes, for the output projection
+  // With everything on the CPU and mmap, llama.cpp maps the file range spanning the tensors it does not
+  // repack: [first offset, last end). 0 when unknown (the planner then sums tensor sizes).
+  uint64_t mapped_span_bytes = 0;
   uint32_t n_embd = 0;
   uint32_t n_vocab = 0;
   uint32_t n_ctx_train = 0;

@@ -44,7 +44,9 @@ struct PlanOptions {
   int n_gpu_layers = -1;   // -1: all layers and the output layer
   bool swa_full = true;    // llama_context_default_params().swa_full
   bool kv_unified = false;
-  bool embeddings = false;          // also reserve n_embd floats per output
+  bool embeddings = false;  // also reserve n_embd floats per output
+  bool cpu_repack =
+      true;  // llama_model_params.use_extra_bufts: CPU layers get repacked copies of some weights
   std::vector<float> tensor_split;  // explicit GPU proportions; empty: by free memory
 };
 
