@@ -22,6 +22,7 @@ struct BenchArgs {
   int n_gpu_layers = 0;
   std::string kv_type = "f16";
   bool json = false;
+  bool threadpool = true;
 };
 
 int run_bench(const BenchArgs& a) {
@@ -51,6 +52,7 @@ int run_bench(const BenchArgs& a) {
   so.n_batch = a.n_batch;
   so.n_ubatch = a.n_ubatch;
   so.kv_type = *kv;
+  so.threadpool = a.threadpool;
   auto results = measure_speed(*weights, so);
   if (!results.ok()) {
     std::cerr << "gantry bench: error: " << results.status().message() << "\n";
@@ -107,6 +109,8 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--n-gpu-layers,--ngl", args->n_gpu_layers, "Layers to offload to GPUs; -1 = all")
       ->capture_default_str();
   cmd->add_option("--kv-type", args->kv_type, "KV cache type: f16, q8_0, q4_0, ...")->capture_default_str();
+  cmd->add_option("--threadpool", args->threadpool, "Attach a polling ggml threadpool (as llama-bench does)")
+      ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print the results as JSON");
   cmd->callback([args, &exit_code] { exit_code = run_bench(*args); });
 }

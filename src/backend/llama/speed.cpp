@@ -75,6 +75,7 @@ Result<std::vector<SpeedResult>> measure_speed(std::shared_ptr<const LlamaWeight
     co.n_threads = o.n_threads;
     co.type_k = co.type_v = o.kv_type;
     co.flash_attn = o.flash_attn;
+    co.threadpool = o.threadpool;
     GANTRY_ASSIGN_OR_RETURN(auto ctx, LlamaContext::create(weights, co));
     llama_batch batch = llama_batch_init(static_cast<int32_t>(std::max<uint32_t>(o.n_batch, 1)), 0, 1);
     auto run = [&](int np, int ng) -> Status {

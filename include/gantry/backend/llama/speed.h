@@ -23,6 +23,7 @@ struct SpeedOptions {
   uint32_t n_ubatch = 512;
   KvType kv_type = KvType::kF16;
   FlashAttn flash_attn = FlashAttn::kAuto;
+  bool threadpool = true;  // ContextOptions::threadpool (llama-bench attaches one too)
 };
 
 struct SpeedResult {
