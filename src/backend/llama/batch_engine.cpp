@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
+#include "backend/llama/log_bridge.h"
 #include "backend/llama/sampling.h"
 #include "backend/llama/text_stream.h"
 #include "gantry/core/log.h"
@@ -255,15 +257,19 @@ Result<bool> BatchEngine::step() {
   }
 
   // Abort a decode only when every sequence it serves has been cancelled.
-  ctx_->set_abort_check([&in_batch, this] {
-    if (cancel_all_.load(std::memory_order_relaxed)) return true;
-    for (Seq* s : in_batch) {
-      if (!s->cancel->load(std::memory_order_relaxed)) return false;
+  std::optional<QuietLlamaLogs> quiet;  // an intended abort makes llama.cpp log errors: keep them quiet
+  ctx_->set_abort_check([&in_batch, &quiet, this] {
+    bool abort = cancel_all_.load(std::memory_order_relaxed);
+    if (!abort) {
+      abort = true;
+      for (Seq* s : in_batch) abort = abort && s->cancel->load(std::memory_order_relaxed);
     }
-    return true;
+    if (abort && !quiet) quiet.emplace();
+    return abort;
   });
   Status st = ctx_->decode(b.batch);
   ctx_->set_abort_check(nullptr);
+  quiet.reset();
   {
     std::lock_guard lock(mu_);
     ++stats_.steps;

@@ -24,6 +24,7 @@ struct BridgeState {
   std::string pending;  // a line llama.cpp is still writing (it logs in pieces)
   int pending_level = GGML_LOG_LEVEL_INFO;
   std::vector<LogCapture::Impl*> captures;
+  int quiet = 0;  // QuietLlamaLogs scopes alive
 };
 
 BridgeState& state() {
@@ -33,7 +34,7 @@ BridgeState& state() {
 
 void emit(int level, const std::string& line) {
   if (line.empty()) return;
-  bool quiet = false;
+  bool quiet = state().quiet > 0;
   for (auto* c : state().captures) {
     quiet = quiet || c->quiet;
     std::lock_guard lock(c->mu);
@@ -79,6 +80,17 @@ void install_log_bridge() {
     llama_log_set(on_log, nullptr);
     ggml_log_set(on_log, nullptr);
   });
+}
+
+QuietLlamaLogs::QuietLlamaLogs() {
+  install_log_bridge();
+  std::lock_guard lock(state().mu);
+  ++state().quiet;
+}
+
+QuietLlamaLogs::~QuietLlamaLogs() {
+  std::lock_guard lock(state().mu);
+  --state().quiet;
 }
 
 LogCapture::LogCapture(bool quiet) : impl_(new Impl) {

@@ -11,6 +11,16 @@ namespace gantry::llama {
 // to Gantry's debug level, its warnings and errors to warn/error.
 void install_log_bridge();
 
+// While alive, llama.cpp's warnings and errors go to Gantry's debug level (e.g. the "failed to
+// compute graph" lines an intended abort causes).
+class QuietLlamaLogs {
+ public:
+  QuietLlamaLogs();
+  ~QuietLlamaLogs();
+  QuietLlamaLogs(const QuietLlamaLogs&) = delete;
+  QuietLlamaLogs& operator=(const QuietLlamaLogs&) = delete;
+};
+
 // While alive, every complete llama.cpp log line (any level) from any thread is also appended to
 // lines(). Captures nest; each sees every line. A quiet capture demotes llama.cpp's warnings and
 // errors to Gantry's debug level meanwhile: the caller reports them in its own Status.

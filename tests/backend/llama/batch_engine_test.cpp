@@ -33,6 +33,25 @@ const std::vector<std::string> kPrompts = {
     "Hello my name is", "The capital of France is", "Once upon a time, in a land far away,",
     "1, 2, 3, 4,",      "def fibonacci(n):",        "Gantry runs models"};
 
+// Same greedy tokens, or a divergence explained by a near tie: at the first differing token the
+// reference's top-2 logits are within a small tolerance and `got` picked one of the two.
+void expect_same_or_near_tie(const GenerationResult& ref, const GenerationResult& got,
+                             const std::string& what) {
+  const auto& a = ref.tokens;
+  const auto& b = got.tokens;
+  size_t k = 0;
+  while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+  if (k == a.size() && k == b.size()) return;
+  ASSERT_LT(k, a.size()) << what << ": longer than the reference";
+  ASSERT_LT(k, b.size()) << what << ": ended early";
+  ASSERT_GT(ref.top_logits.size(), k) << what << ": reference has no logits recorded";
+  const auto& top = ref.top_logits[k];
+  const float gap = top[0].second - top[1].second;
+  EXPECT_LT(gap, 1e-3f * std::max(1.0f, std::fabs(top[0].second)))
+      << what << " diverged at token " << k << " without a near tie (top-2 gap " << gap << ")";
+  EXPECT_TRUE(b[k] == top[0].first || b[k] == top[1].first) << what << ": token is not one of the tied two";
+}
+
 TEST(BatchEngine, GreedyIsDeterministicAndStreamsAllText) {
   GANTRY_REQUIRE_TINY_MODEL();
   auto e = BatchEngine::create(weights, small_ctx());
@@ -287,6 +306,58 @@ TEST(BatchEngine, RunningOutOfKvSpaceMidGenerationIsAClearError) {
   EXPECT_EQ((*e)->context().sequence_pos_max(0), -1);
   auto ok = (*e)->generate(greedy("Hello", 4));
   EXPECT_TRUE(ok.ok()) << ok.status().to_string();
+}
+
+TEST(BatchEngine, LongPromptIsDecodedInChunks) {
+  GANTRY_REQUIRE_TINY_MODEL();
+  std::string prompt = "In the beginning";
+  for (int i = 0; i < 12; ++i) prompt += " there was a word, and then another one";
+  auto whole_engine = BatchEngine::create(weights, small_ctx(1024));
+  ASSERT_TRUE(whole_engine.ok());
+  auto req = greedy(prompt, 12);
+  req.n_top_logits = 2;
+  auto whole = (*whole_engine)->generate(req);
+  ASSERT_TRUE(whole.ok());
+  ASSERT_GT(whole->n_prompt_tokens, 64);
+  ContextOptions chunked = small_ctx(1024, 2);
+  chunked.n_batch = chunked.n_ubatch = 16;  // the prompt needs several steps
+  auto e = BatchEngine::create(weights, chunked);
+  ASSERT_TRUE(e.ok());
+  auto parts = (*e)->generate(req);
+  ASSERT_TRUE(parts.ok()) << parts.status().to_string();
+  EXPECT_GE((*e)->stats().steps, static_cast<uint64_t>(whole->n_prompt_tokens / 16));
+  expect_same_or_near_tie(*whole, *parts, "chunked prompt");
+}
+
+TEST(BatchEngine, SubmitFromManyThreadsWhileTheLoopRuns) {
+  GANTRY_REQUIRE_TINY_MODEL();
+  std::vector<GenerationResult> alone;
+  {
+    auto e = BatchEngine::create(weights, small_ctx(1024));
+    ASSERT_TRUE(e.ok());
+    for (int i = 0; i < 4; ++i) {
+      auto req = greedy(kPrompts[i], 16);
+      req.n_top_logits = 2;
+      auto r = (*e)->generate(req);
+      ASSERT_TRUE(r.ok());
+      alone.push_back(*r);
+    }
+  }
+  auto e = BatchEngine::create(weights, small_ctx(2048, 4));
+  ASSERT_TRUE(e.ok());
+  (*e)->start();
+  std::vector<std::thread> threads;
+  std::vector<Result<GenerationResult>> results(8, Status(StatusCode::kInternal, "not run"));
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] { results[t] = (*e)->generate(greedy(kPrompts[t % 4], 16)); });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) {
+    ASSERT_TRUE(results[t].ok()) << results[t].status().to_string();
+    expect_same_or_near_tie(alone[t % 4], *results[t], "thread " + std::to_string(t));
+  }
+  EXPECT_GT((*e)->stats().max_batch_seqs, 1u);
+  (*e)->stop();
 }
 
 }  // namespace
