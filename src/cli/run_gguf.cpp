@@ -55,10 +55,7 @@ int run_gguf(const RunGgufOptions& o, std::ostream& out) {
   LoadOptions lo;
   lo.placement.n_gpu_layers = o.n_gpu_layers;
   auto weights = LlamaWeights::load(o.model_path, lo);
-  if (!weights.ok())
-    return fail(weights.status().code() == StatusCode::kInvalidArgument
-                    ? weights.status()
-                    : Status(weights.status().code(), weights.status().message()));
+  if (!weights.ok()) return fail(weights.status());
   if (o.chat) {
     std::vector<ChatMessage> msgs;
     if (!o.system.empty()) msgs.push_back({"system", o.system});
