@@ -181,6 +181,8 @@ Result<Descr> parse_descr(const std::string& descr) {
   if (!t)
     return Unsupported(".npy dtype '" + descr +
                        "' is not supported (supported: f2/f4/f8, i1-i8, u1-u8, b1, U)");
+  if (kind == 'U' && size == 0)
+    return Unsupported(".npy dtype '" + descr + "' (zero-width strings) is not supported");
   const size_t item = kind == 'U' ? size * 4 : size;
   if (order == '>' && item > 1 && size > 1)
     return Unsupported(".npy dtype '" + descr +

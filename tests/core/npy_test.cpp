@@ -154,6 +154,8 @@ TEST(Npy, BadInputIsAClearError) {
   expect_error(
       make_npy("{'descr': '|b1', 'fortran_order': False, 'shape': (16,), }", std::string(16, '\x07')),
       StatusCode::kCorrupt, "bool");
+  expect_error(make_npy("{'descr': '<U0', 'fortran_order': False, 'shape': (1000000000000,), }", ""),
+               StatusCode::kUnsupported, "zero-width");
   std::string version9 = make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", four);
   version9[6] = 9;
   expect_error(version9, StatusCode::kUnsupported, "version 9.0");
