@@ -109,8 +109,9 @@ TEST(GgufModels, TruncatedTinyModelIsAlwaysRefused) {
                               static_cast<size_t>(full->data_offset()),
                               static_cast<size_t>(data_end) - 1};
   for (size_t n = 0; n < 128; ++n) cuts.push_back(n);  // header and the first metadata entries, byte by byte
-  for (size_t n = 128; n < full->data_offset(); n += full->data_offset() / 150 + 1) cuts.push_back(n);
-  for (size_t n = full->data_offset(); n < data_end; n += 65521) cuts.push_back(n);
+  for (size_t n = 128; n < full->data_offset(); n += full->data_offset() / 60 + 1) cuts.push_back(n);
+  for (size_t n = full->data_offset(); n < data_end; n += (data_end - full->data_offset()) / 20 + 1)
+    cuts.push_back(n);
   for (size_t n : cuts) {
     auto r = GgufFile::parse(std::span(bytes).first(n), "tiny");
     EXPECT_FALSE(r.ok()) << "truncated to " << n << " bytes was accepted";
