@@ -93,12 +93,14 @@ std::string plan_to_text(const Plan& plan) {
   out += fmt::format("{:<10} {:<10} {:>10} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n", "device", "layers",
                      "weights", "kv_cache", "compute", "output", "total", "free", "fits");
   for (const auto& d : plan.devices) {
-    const std::string layers = layer_ranges(d.layers);
-    out += fmt::format("{:<10} {:<10} {:>10} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n", d.device.id,
-                       layers + (d.has_output_layer ? "+out" : ""), human_bytes(d.predicted.weights),
-                       human_bytes(d.predicted.kv_cache), human_bytes(d.predicted.compute),
-                       human_bytes(d.predicted.output), human_bytes(d.predicted.total()),
-                       human_bytes(d.device.free_bytes), d.fits ? "yes" : "NO");
+    const std::string layers =
+        d.layers.empty() ? (d.has_output_layer ? "out" : "-")
+                         : fmt::format("{}{}", layer_ranges(d.layers), d.has_output_layer ? "+out" : "");
+    out += fmt::format("{:<10} {:<10} {:>10} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n", d.device.id, layers,
+                       human_bytes(d.predicted.weights), human_bytes(d.predicted.kv_cache),
+                       human_bytes(d.predicted.compute), human_bytes(d.predicted.output),
+                       human_bytes(d.predicted.total()), human_bytes(d.device.free_bytes),
+                       d.fits ? "yes" : "NO");
   }
   out += fmt::format("{:<10} {:<10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", "total", "",
                      human_bytes(plan.totals.weights), human_bytes(plan.totals.kv_cache),
