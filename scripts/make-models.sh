@@ -11,7 +11,8 @@ PY=/usr/bin/python3
 for gen in "$ROOT"/scripts/models/*.py "$ROOT"/scripts/models/*.sh; do
   [[ -f "$gen" ]] || continue
   name=$(basename "$gen"); stamp="$CACHE/stamps/model-$name"
-  sum=$(sha256sum "$gen" | cut -d' ' -f1)
+  # The stamp covers the generator and the helper sources beside it (e.g. a C++ tool it compiles).
+  sum=$( { sha256sum "$gen"; sha256sum "$ROOT"/scripts/models/*.{c,cpp,h} 2>/dev/null; } | sha256sum | cut -d' ' -f1)
   [[ -f "$stamp" && "$(cat "$stamp")" == "$sum" ]] && continue
   echo "gantry setup: generating models with scripts/models/$name" >&2
   case "$gen" in
