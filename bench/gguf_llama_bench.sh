@@ -3,12 +3,13 @@
 # (bench-100m-q8_0.gguf), same threads, alternating runs. Prints
 #   BENCH gguf-pp512 ratio=<gantry t/s / llama-bench t/s>
 #   BENCH gguf-tg128 ratio=...
-# Env: GANTRY_BUILD_DIR (default build), GANTRY_DEPS_DIR (default .cache), THREADS (2), REPS (3), ROUNDS (2).
+# Env: GANTRY_BUILD_DIR (default build), GANTRY_DEPS_DIR (default .cache), THREADS (2), REPS (3), ROUNDS (3).
+# The ratio compares medians of all timed samples (robust to a shared machine's outliers); means are printed too.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${GANTRY_BUILD_DIR:-build}
 DEPS=${GANTRY_DEPS_DIR:-.cache}
-THREADS=${THREADS:-2}; REPS=${REPS:-3}; ROUNDS=${ROUNDS:-2}
+THREADS=${THREADS:-2}; REPS=${REPS:-3}; ROUNDS=${ROUNDS:-3}
 MODEL=$DEPS/models/bench-100m-q8_0.gguf
 LB=$DEPS/llama/tools-build/bin/llama-bench
 for f in "$BUILD/bin/gantry" "$LB" "$MODEL"; do
@@ -46,7 +47,8 @@ for test in ("pp512", "tg128"):
     gm, lm = statistics.mean(g), statistics.mean(l)
     gs = statistics.stdev(g) if len(g) > 1 else 0.0
     ls = statistics.stdev(l) if len(l) > 1 else 0.0
-    print(f"gguf {test} threads={threads}: gantry {gm:.2f} ± {gs:.2f} t/s, llama-bench {lm:.2f} ± {ls:.2f} t/s "
-          f"({len(g)} and {len(l)} samples)")
-    print(f"BENCH gguf-{test} ratio={gm / lm:.3f}")
+    gmed, lmed = statistics.median(g), statistics.median(l)
+    print(f"gguf {test} threads={threads}: gantry {gm:.2f} ± {gs:.2f} t/s (median {gmed:.2f}), "
+          f"llama-bench {lm:.2f} ± {ls:.2f} t/s (median {lmed:.2f}), {len(g)} and {len(l)} samples")
+    print(f"BENCH gguf-{test} ratio={gmed / lmed:.3f}")
 PY
