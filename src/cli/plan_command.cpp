@@ -1,12 +1,16 @@
 // `gantry plan MODEL`: how much memory a model takes at a context size, layer by layer over the devices.
 // GGUF models get llama.cpp's exact rules (gantry/plan/planner.h); other files a labelled estimate.
-// Extension points kept for the integrator: `--explain` (provider choice) and `--measure` (llama.cpp's
-// measured buffers) would add keys to the JSON from plan_to_json() and lines after plan_to_text().
+// `--explain` shows the backend factory's provider choice (ONNX); `--measure` also loads a GGUF model
+// with llama.cpp and reports the bytes it really allocated next to the prediction.
+#include <fmt/format.h>
+
 #include <fstream>
 #include <iostream>
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/plan_explain.h"
+#include "gantry/backend/llama/measure.h"
 #include "gantry/hw/detect.h"
 #include "gantry/hw/loader.h"
 #include "gantry/hw/machine.h"
@@ -30,6 +34,9 @@ struct PlanArgs {
   int gpu_layers = -1;
   bool json = false;
   std::string sysroot;
+  bool explain = false;
+  std::string provider_policy;
+  bool measure = false;
 };
 
 bool is_gguf(const fs::path& p) {
@@ -46,7 +53,63 @@ hw::Registry detect_devices(const std::string& sysroot) {
   return hw::detect(*machine, *loader);
 }
 
+// Loads the model the way `plan` placed it and reads llama.cpp's real allocations.
+Result<llama::MemoryMeasurement> measure_plan(const fs::path& path, const plan::Plan& p) {
+  llama::MeasureOptions mo;
+  mo.path = path.string();
+  mo.n_ctx = p.n_ctx;
+  mo.n_seq = p.options.n_parallel;
+  mo.n_batch = p.n_batch;
+  mo.n_ubatch = p.n_ubatch;
+  GANTRY_ASSIGN_OR_RETURN(mo.kv_type, llama::parse_kv_type(plan::kv_type_name(p.options.kv_type)));
+  mo.flash_attn = p.options.flash_attn ? llama::FlashAttn::kOn : llama::FlashAttn::kOff;
+  for (const auto& d : p.devices) {
+    if (!d.device.is_gpu) continue;
+    mo.placement.n_gpu_layers += static_cast<int>(d.layers.size()) + (d.has_output_layer ? 1 : 0);
+    mo.placement.tensor_split.push_back(static_cast<float>(d.layers.size()));
+  }
+  return llama::measure_memory(mo);
+}
+
+nlohmann::json measurement_to_json(const llama::MemoryMeasurement& m) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& d : m.devices) {
+    devices.push_back({{"device", d.device},
+                       {"measured_bytes",
+                        {{"weights", d.model_bytes},
+                         {"kv_cache", d.kv_bytes},
+                         {"compute", d.compute_bytes},
+                         {"output", d.output_bytes},
+                         {"total", d.total_bytes}}}});
+  }
+  return {{"devices", devices},
+          {"measured_bytes",
+           {{"weights", m.model_bytes},
+            {"kv_cache", m.kv_bytes},
+            {"compute", m.compute_bytes},
+            {"output", m.output_bytes},
+            {"total", m.total_bytes}}},
+          {"rss_growth_bytes", m.rss_growth_bytes}};
+}
+
+std::string measurement_to_text(const llama::MemoryMeasurement& m, uint64_t predicted_total) {
+  auto mib = [](double b) { return fmt::format("{:.1f} MiB", b / (1 << 20)); };
+  std::string out = "\nmeasured (llama.cpp's allocations):\n";
+  for (const auto& d : m.devices) {
+    out += fmt::format("  {:<8} weights {}  kv {}  compute {}  output {}  total {}\n", d.device,
+                       mib(d.model_bytes), mib(d.kv_bytes), mib(d.compute_bytes), mib(d.output_bytes),
+                       mib(d.total_bytes));
+  }
+  const double err =
+      m.total_bytes ? (static_cast<double>(predicted_total) - m.total_bytes) / m.total_bytes : 0;
+  out += fmt::format("  predicted {} vs measured {}: error {:+.2f}%; process RSS grew {}\n",
+                     mib(predicted_total), mib(m.total_bytes), 100.0 * err,
+                     mib(static_cast<double>(m.rss_growth_bytes)));
+  return out;
+}
+
 int run_plan(const PlanArgs& a) {
+  if (a.explain) return run_plan_explain(a.model, a.json, a.provider_policy, std::cout);
   const fs::path path(a.model);
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {
@@ -87,10 +150,26 @@ int run_plan(const PlanArgs& a) {
   } else {
     result = plan::estimate_generic(path.filename().string(), fs::file_size(path, ec), devices);
   }
+  std::optional<llama::MemoryMeasurement> measured;
+  if (a.measure) {
+    if (result.estimate) {
+      std::cerr << "gantry: plan: --measure needs a GGUF model (ONNX plans are estimates)\n";
+      return 2;
+    }
+    auto m = measure_plan(path, result);
+    if (!m.ok()) {
+      std::cerr << "gantry: plan: --measure: " << m.status().to_string() << "\n";
+      return 1;
+    }
+    measured = std::move(*m);
+  }
   if (a.json) {
-    std::cout << plan::plan_to_json(result).dump(2) << "\n";
+    nlohmann::json j = plan::plan_to_json(result);
+    if (measured) j["measured"] = measurement_to_json(*measured);
+    std::cout << j.dump(2) << "\n";
   } else {
     std::cout << plan::plan_to_text(result);
+    if (measured) std::cout << measurement_to_text(*measured, result.totals.total());
   }
   return 0;
 }
@@ -116,6 +195,12 @@ void register_plan_command(CLI::App& app, int& exit_code) {
                   "Layers to offload to GPUs (-1: all, with the output layer)");
   cmd->add_flag("--json", args->json, "Print JSON");
   cmd->add_option("--sysroot", args->sysroot, "Describe the machine captured under this directory");
+  cmd->add_flag("--explain", args->explain,
+                "Show which execution provider the backend factory picks, and why the others were not");
+  cmd->add_option("--provider-policy", args->provider_policy,
+                  "With --explain: fastest|manifest|measured (default: $GANTRY_PROVIDER_POLICY or fastest)");
+  cmd->add_flag("--measure", args->measure,
+                "Also load the GGUF model with this plan and report llama.cpp's real allocations");
   cmd->callback([args, &exit_code] { exit_code = run_plan(*args); });
 }
 
