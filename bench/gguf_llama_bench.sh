@@ -3,13 +3,13 @@
 # (bench-100m-q8_0.gguf), same threads, alternating runs. Prints
 #   BENCH gguf-pp512 ratio=<gantry t/s / llama-bench t/s>
 #   BENCH gguf-tg128 ratio=...
-# Env: GANTRY_BUILD_DIR (default build), GANTRY_DEPS_DIR (default .cache), THREADS (2), REPS (3), ROUNDS (3).
+# Env: GANTRY_BUILD_DIR (default build), GANTRY_DEPS_DIR (default .cache), THREADS (2), REPS (2), ROUNDS (5).
 # The ratio compares medians of all timed samples (robust to a shared machine's outliers); means are printed too.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${GANTRY_BUILD_DIR:-build}
 DEPS=${GANTRY_DEPS_DIR:-.cache}
-THREADS=${THREADS:-2}; REPS=${REPS:-3}; ROUNDS=${ROUNDS:-3}
+THREADS=${THREADS:-2}; REPS=${REPS:-2}; ROUNDS=${ROUNDS:-5}
 MODEL=$DEPS/models/bench-100m-q8_0.gguf
 LB=$DEPS/llama/tools-build/bin/llama-bench
 for f in "$BUILD/bin/gantry" "$LB" "$MODEL"; do

@@ -117,8 +117,6 @@ Result<std::unique_ptr<LlamaContext>> LlamaContext::create(std::shared_ptr<const
   std::unique_ptr<LlamaContext> c(new LlamaContext());
   c->weights_ = std::move(weights);
   c->options_ = o;
-  cp.abort_callback = &LlamaContext::abort_trampoline;
-  cp.abort_callback_data = c.get();
 
   LogCapture capture(/*quiet=*/true);
   c->ctx_ = llama_init_from_model(c->weights_->raw(), cp);
@@ -157,6 +155,13 @@ LlamaContext::~LlamaContext() {
 bool LlamaContext::abort_trampoline(void* self) {
   auto* c = static_cast<LlamaContext*>(self);
   return c->abort_check_ && c->abort_check_();
+}
+
+void LlamaContext::set_abort_check(std::function<bool()> check) {
+  const bool had = static_cast<bool>(abort_check_);
+  abort_check_ = std::move(check);
+  if (abort_check_ && !had) llama_set_abort_callback(ctx_, &LlamaContext::abort_trampoline, this);
+  if (!abort_check_ && had) llama_set_abort_callback(ctx_, nullptr, nullptr);
 }
 
 uint32_t LlamaContext::n_ctx() const { return llama_n_ctx(ctx_); }

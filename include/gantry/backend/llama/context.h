@@ -41,7 +41,8 @@ class LlamaContext {
   Status decode(const llama_batch& batch);
 
   // While set, llama.cpp asks `check` between graph nodes and stops the decode when it returns true.
-  void set_abort_check(std::function<bool()> check) { abort_check_ = std::move(check); }
+  // Without a check no callback is installed at all (llama.cpp then skips the per-node call).
+  void set_abort_check(std::function<bool()> check);
 
   // Frees every KV cell of `seq` (all positions).
   void remove_sequence(int32_t seq);
