@@ -1,11 +1,13 @@
 // gantry run MODEL --input NAME=FILE ... [--output-dir DIR] [--provider P] [--threads N]
-// Loads an ONNX model or package on the provider the factory chooses (or the one given), runs it once on
-// inputs read from .npy or .pb files, writes one .npy per output and prints a short summary.
+//   Loads an ONNX model or package on the provider the factory chooses (or the one given), runs it once on
+//   inputs read from .npy or .pb files, writes one .npy per output and prints a short summary.
+// gantry run MODEL.gguf --prompt TEXT [sampling flags]: streams generated text (see run_gguf.h).
 #include <filesystem>
 #include <iostream>
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/run_gguf.h"
 #include "gantry/backend/loader.h"
 #include "gantry/backend/onnx/onnx_backend.h"
 #include "gantry/core/npy.h"
@@ -83,13 +85,6 @@ int run(const std::string& model_path, const std::vector<std::string>& input_arg
     std::cerr << "gantry run: " << s.message() << "\n";
     return 1;
   };
-  auto format = model::detect_model_format(model_path);
-  if (format.ok() && *format == model::ModelFormat::kGguf) {
-    std::cerr << "gantry run: " << model_path
-              << " is a GGUF model; text generation through llama.cpp is not wired into 'gantry run' in this "
-                 "build\n";
-    return 1;
-  }
   auto policy = backend::resolve_provider_policy(policy_flag);
   if (!policy.ok()) {
     std::cerr << "gantry run: " << policy.status().message() << "\n";
@@ -150,29 +145,54 @@ int run(const std::string& model_path, const std::vector<std::string>& input_arg
   return 0;
 }
 
+struct RunArgs {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::string output_dir;
+  std::string provider;
+  std::string policy;
+  RunGgufOptions gguf;  // text-generation flags; --threads is shared with ONNX models
+};
+
+// GGUF models (bare files, or packages whose manifest says gguf) generate text through llama.cpp;
+// everything else runs through the backend factory on tensors.
+int run_model(RunArgs& a) {
+  auto format = model::detect_model_format(a.model);
+  if (format.ok() && *format == model::ModelFormat::kGguf) {
+    a.gguf.model_path = a.model;
+    return run_gguf(a.gguf, std::cout);
+  }
+  if (fs::is_directory(a.model) || fs::path(a.model).extension() == ".tar") {
+    auto package = model::load_package(a.model);
+    if (package.ok() && package->manifest().format == model::ModelFormat::kGguf) {
+      a.gguf.model_path = package->model_path().string();
+      return run_gguf(a.gguf, std::cout);  // `package` keeps a tar's extracted files alive meanwhile
+    }
+  }
+  return run(a.model, a.inputs, a.output_dir, a.provider, a.gguf.threads, a.policy);
+}
+
 }  // namespace
 
 void register_run_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("run", "Run an ONNX model or package once on inputs from .npy/.pb files");
-  struct Args {
-    std::string model;
-    std::vector<std::string> inputs;
-    std::string output_dir;
-    std::string provider;
-    std::string policy;
-    int threads = 0;
-  };
-  auto args = std::make_shared<Args>();
-  cmd->add_option("model", args->model, "Model file (.onnx) or package (directory or .tar)")->required();
+  auto* cmd =
+      app.add_subcommand("run", "Run an ONNX model on .npy/.pb inputs, or generate text from a GGUF model");
+  auto args = std::make_shared<RunArgs>();
+  cmd->add_option("model", args->model, "Model file (.onnx or .gguf) or package (directory or .tar)")
+      ->required();
   cmd->add_option("--input,-i", args->inputs, "NAME=FILE (.npy or .pb); repeat per input");
   cmd->add_option("--output-dir,-o", args->output_dir, "Write one NAME.npy per output here");
   cmd->add_option("--provider", args->provider, "Use only this execution provider (cpu, cuda, ...)");
   cmd->add_option("--provider-policy", args->policy,
                   "fastest|manifest|measured (default: $GANTRY_PROVIDER_POLICY or fastest)");
-  cmd->add_option("--threads", args->threads, "Intra-op threads (default: the manifest's, else ORT's)")
-      ->check(CLI::PositiveNumber);
+  add_run_gguf_flags(*cmd, args->gguf);
   cmd->callback([args, &exit_code] {
-    exit_code = run(args->model, args->inputs, args->output_dir, args->provider, args->threads, args->policy);
+    if (args->gguf.threads < 0) {
+      std::cerr << "gantry run: --threads must be >= 0\n";
+      exit_code = 2;
+      return;
+    }
+    exit_code = run_model(*args);
   });
 }
 

@@ -43,16 +43,8 @@ Run gantry(const std::string& args) {
 
 const std::string kModel = std::string(GANTRY_DEPS_DIR) + "/models/tiny-llama.gguf";
 
-// The `run` command routes .gguf models to run_gguf(); until that is wired, say so and skip.
-#define REQUIRE_RUN_GGUF()                                                                       \
-  do {                                                                                           \
-    auto probe = gantry("run " + quote(kModel) + " --prompt hi --max-tokens 1 --temperature 0"); \
-    if (probe.code != 0 && probe.err.find("gantry run: error") == std::string::npos)             \
-      GTEST_SKIP() << "`gantry run` does not route .gguf models to run_gguf yet: " << probe.err; \
-  } while (0)
 
 TEST(RunGgufCli, GreedyOutputIsExactlyTheEnginesText) {
-  REQUIRE_RUN_GGUF();
   for (const std::string prompt : {"Hello my name is", "The capital of France is"}) {
     auto r = gantry("run " + quote(kModel) + " --prompt " + quote(prompt) +
                     " --temperature 0 --max-tokens 16 --threads 1");
@@ -76,7 +68,6 @@ TEST(RunGgufCli, GreedyOutputIsExactlyTheEnginesText) {
 }
 
 TEST(RunGgufCli, SeedReproducesAndAnotherSeedDiffers) {
-  REQUIRE_RUN_GGUF();
   const std::string base = "run " + quote(kModel) +
                            " --prompt 'Once upon a time' --max-tokens 24 --temperature 1 "
                            "--top-k 0 --top-p 1 --min-p 0 --threads 1 --seed ";
@@ -88,7 +79,6 @@ TEST(RunGgufCli, SeedReproducesAndAnotherSeedDiffers) {
 }
 
 TEST(RunGgufCli, ChatAndStopStrings) {
-  REQUIRE_RUN_GGUF();
   auto chat = gantry("run " + quote(kModel) +
                      " --prompt 'Hi' --chat --system 'Be brief' --temperature 0 "
                      "--max-tokens 8 --threads 1");
@@ -108,7 +98,6 @@ TEST(RunGgufCli, ChatAndStopStrings) {
 }
 
 TEST(RunGgufCli, BadInputGivesClearErrorsAndNoOutput) {
-  REQUIRE_RUN_GGUF();
   auto missing = gantry("run /nonexistent/m.gguf --prompt hi");
   EXPECT_EQ(missing.code, 1);
   EXPECT_NE(missing.err.find("/nonexistent/m.gguf"), std::string::npos) << missing.err;
