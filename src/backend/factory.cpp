@@ -268,6 +268,7 @@ void measure_candidates(ProviderChoice& choice, const MachineView& machine, cons
   const double per_candidate_ms = ctx.budget_ms / static_cast<double>(viable.size());
   double best = std::numeric_limits<double>::infinity();
   int best_index = -1;
+  std::vector<size_t> failed;
   for (size_t i : viable) {
     auto& c = choice.candidates[i];
     Placement p = choice.placement;
@@ -283,6 +284,7 @@ void measure_candidates(ProviderChoice& choice, const MachineView& machine, cons
       if (!m.ok()) {
         c.viable = false;
         c.reason = "measurement failed: " + m.status().message();
+        failed.push_back(i);
         continue;
       }
       median = *m;
@@ -296,6 +298,15 @@ void measure_candidates(ProviderChoice& choice, const MachineView& machine, cons
       best = *median;
       best_index = static_cast<int>(i);
     }
+  }
+  // When no candidate could be timed (e.g. inputs synthesised from metadata are not valid for this model),
+  // the model still loads: fall back to the first viable candidate in policy order, and say so.
+  if (best_index < 0 && failed.size() == viable.size() && !failed.empty()) {
+    for (size_t i : failed) {
+      choice.candidates[i].viable = true;
+      choice.candidates[i].reason += " (kept in policy order: no candidate could be measured)";
+    }
+    best_index = static_cast<int>(failed.front());
   }
   choice.chosen = best_index;
   if (best_index >= 0) {

@@ -236,6 +236,24 @@ TEST(Factory, MeasuredPicksFastestAndCachesVerdicts) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Factory, MeasuredFallsBackToPolicyOrderWhenNothingCanBeMeasured) {
+  FakeBackend b;
+  b.available["cuda"] = Support::yes("plugin");
+  MeasureContext ctx;
+  ctx.model_sha256 = "unmeasurable";
+  ctx.runtime_version = "fake-1.0";
+  ctx.measure = [](const Placement&, double) -> Result<double> {
+    return InvalidArgument("synthesised inputs are not valid for this model");
+  };
+  auto choice = check_candidates(ProviderRequest{}, gpu_machine(), b, ProviderPolicy::kMeasured);
+  const std::string first_viable = choice.chosen_verdict()->provider;
+  measure_candidates(choice, gpu_machine(), ctx);
+  ASSERT_NE(choice.chosen_verdict(), nullptr) << choice.explain();
+  EXPECT_EQ(choice.chosen_verdict()->provider, first_viable);
+  EXPECT_EQ(choice.placement.provider, first_viable);
+  EXPECT_NE(choice.explain().find("no candidate could be measured"), std::string::npos) << choice.explain();
+}
+
 TEST(Capabilities, EveryMismatchHasAReason) {
   Capabilities caps;
   caps.dtypes = {DType::kFloat32};
