@@ -8,11 +8,13 @@ CACHE=${1:?usage: make-models.sh CACHE_DIR}
 OUT="$CACHE/models"; mkdir -p "$OUT" "$CACHE/stamps"
 # Debian's python3 has numpy/onnx; a pyenv python earlier on PATH may not.
 PY=/usr/bin/python3
+shopt -s nullglob
 for gen in "$ROOT"/scripts/models/*.py "$ROOT"/scripts/models/*.sh; do
   [[ -f "$gen" ]] || continue
   name=$(basename "$gen"); stamp="$CACHE/stamps/model-$name"
   # The stamp covers the generator and the helper sources beside it (e.g. a C++ tool it compiles).
-  sum=$( { sha256sum "$gen"; sha256sum "$ROOT"/scripts/models/*.{c,cpp,h} 2>/dev/null; } | sha256sum | cut -d' ' -f1)
+  helpers=("$ROOT"/scripts/models/*.c "$ROOT"/scripts/models/*.cpp "$ROOT"/scripts/models/*.h)
+  sum=$(cat "$gen" "${helpers[@]}" | sha256sum | cut -d' ' -f1)
   [[ -f "$stamp" && "$(cat "$stamp")" == "$sum" ]] && continue
   echo "gantry setup: generating models with scripts/models/$name" >&2
   case "$gen" in
