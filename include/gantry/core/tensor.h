@@ -32,6 +32,11 @@ class Tensor {
   static Result<Tensor> view(DType dtype, const Shape& shape, void* data, size_t bytes,
                              MemoryClass memory = MemoryClass::kHost, int device_id = -1);
 
+  // Tensor over `bytes` bytes at `data` whose lifetime is held by `owner` (e.g. a buffer a runtime
+  // allocated): copies of the tensor keep `owner` alive; it is released with the last copy.
+  static Result<Tensor> adopt(DType dtype, const Shape& shape, void* data, size_t bytes,
+                              std::shared_ptr<void> owner);
+
   // Owning string tensor; strings.size() must equal the shape's element count.
   static Result<Tensor> from_strings(const Shape& shape, std::vector<std::string> strings);
 
@@ -42,7 +47,8 @@ class Tensor {
     auto t = allocate(dtype, shape);
     if (!t.ok()) return t;
     if (values.size() != static_cast<size_t>(t->element_count()))
-      return InvalidArgument("got " + std::to_string(values.size()) + " values for shape " + shape.to_string());
+      return InvalidArgument("got " + std::to_string(values.size()) + " values for shape " +
+                             shape.to_string());
     if (!values.empty()) std::memcpy(t->data(), values.data(), values.size() * sizeof(T));
     return t;
   }
@@ -81,8 +87,8 @@ class Tensor {
   void* data_ = nullptr;
   MemoryClass memory_ = MemoryClass::kHost;
   int device_id_ = -1;
-  std::shared_ptr<std::byte[]> storage_;                 // set when owning numeric data
-  std::shared_ptr<std::vector<std::string>> strings_;    // set for string tensors
+  std::shared_ptr<std::byte[]> storage_;               // set when owning (or adopting) numeric data
+  std::shared_ptr<std::vector<std::string>> strings_;  // set for string tensors
 };
 
 }  // namespace gantry

@@ -464,14 +464,15 @@ Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordere
       GANTRY_ASSIGN_OR_RETURN(result[o].tensor, Tensor::from_strings(shape, std::move(strings)));
       continue;
     }
-    GANTRY_ASSIGN_OR_RETURN(result[o].tensor, Tensor::allocate(*dt, shape));
-    const size_t bytes = result[o].tensor.byte_size();
-    if (bytes > 0) {
-      void* src = nullptr;
-      if (OrtStatus* st = api().GetTensorMutableData(out[o], &src))
-        return Internal("reading output '" + meta_.outputs[o].name + "': " + status_message(st));
-      std::memcpy(result[o].tensor.data(), src, bytes);
-    }
+    // Zero-copy: the tensor adopts the buffer ONNX Runtime allocated and releases the OrtValue with its
+    // last copy.
+    const size_t bytes = static_cast<size_t>(shape.element_count().value_or(0)) * dtype_size(*dt);
+    void* src = nullptr;
+    if (OrtStatus* st = api().GetTensorMutableData(out[o], &src))
+      return Internal("reading output '" + meta_.outputs[o].name + "': " + status_message(st));
+    std::shared_ptr<void> owner(out[o], [](void* v) { api().ReleaseValue(static_cast<OrtValue*>(v)); });
+    out[o] = nullptr;
+    GANTRY_ASSIGN_OR_RETURN(result[o].tensor, Tensor::adopt(*dt, shape, src, bytes, std::move(owner)));
   }
   return result;
 }
