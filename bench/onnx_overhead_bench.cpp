@@ -40,8 +40,9 @@ Tensor random_tensor(DType dt, const Shape& s, unsigned seed) {
   return t;
 }
 
-ONNXTensorElementDataType ort_type(DType d) {
-  return d == DType::kInt64 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 : ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+// The same mapping the backend uses (the raw side must build identical tensors).
+ONNXTensorElementDataType ort_type(gantry::DType d) {
+  return static_cast<ONNXTensorElementDataType>(gantry::onnx::ort_element_type(d));
 }
 
 // Returns false when the model is missing.

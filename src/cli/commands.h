@@ -4,6 +4,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
 
 namespace gantry::cli {
 
@@ -15,5 +17,20 @@ void register_plan_command(CLI::App& app, int& exit_code);
 void register_run_command(CLI::App& app, int& exit_code);
 void register_test_onnx_command(CLI::App& app, int& exit_code);
 void register_bench_command(CLI::App& app, int& exit_code);
+
+// Parses argv and runs the chosen command's callback. Returns its exit code; CLI11 prints help or usage
+// (help exits 0, bad usage 2); an unexpected exception becomes a one-line error and exit code 1.
+inline int parse_and_run(CLI::App& app, int argc, char** argv, const int& exit_code) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  } catch (const std::exception& e) {
+    std::cerr << "gantry: error: " << e.what() << "\n";
+    return 1;
+  }
+  return exit_code;
+}
 
 }  // namespace gantry::cli

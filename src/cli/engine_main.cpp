@@ -1,8 +1,6 @@
 // The engine half of the CLI: every command, with ONNX Runtime and llama.cpp linked. It is a shared
 // module that the `gantry` front end (main.cpp) loads only for commands that need it, so that
 // `gantry detect` starts without loading the inference runtimes.
-#include <exception>
-#include <iostream>
 
 #include "cli/commands.h"
 #include "gantry/build_info.h"
@@ -24,15 +22,5 @@ extern "C" __attribute__((visibility("default"))) int gantry_engine_main(int arg
   gantry::cli::register_test_onnx_command(app, exit_code);
   gantry::cli::register_bench_command(app, exit_code);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // CLI11 prints help/usage; bad usage exits 2 (help itself exits 0).
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  } catch (const std::exception& e) {
-    std::cerr << "gantry: error: " << e.what() << "\n";
-    return 1;
-  }
-  return exit_code;
+  return gantry::cli::parse_and_run(app, argc, argv, exit_code);
 }

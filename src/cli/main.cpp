@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <string_view>
@@ -22,16 +21,7 @@ int run_detect(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   gantry::cli::register_detect_command(app, exit_code);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  } catch (const std::exception& e) {
-    std::cerr << "gantry: error: " << e.what() << "\n";
-    return 1;
-  }
-  return exit_code;
+  return gantry::cli::parse_and_run(app, argc, argv, exit_code);
 }
 
 // GANTRY_ENGINE_LIB overrides; otherwise <dir of this executable>/../lib/libgantry_engine.so.

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "gantry/backend/onnx/onnx_model.h"
 #include "gantry/core/tensor_proto.h"
 
 namespace {
@@ -42,39 +43,9 @@ float to_float(const gantry::Tensor& t, size_t i) {
   return (h >> 15) ? -v : v;
 }
 
+// The same mapping the backend uses (the raw side must build identical tensors).
 ONNXTensorElementDataType ort_type(gantry::DType d) {
-  using gantry::DType;
-  switch (d) {
-    case DType::kFloat32:
-      return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
-    case DType::kFloat16:
-      return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16;
-    case DType::kBFloat16:
-      return ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16;
-    case DType::kFloat64:
-      return ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE;
-    case DType::kInt8:
-      return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8;
-    case DType::kInt16:
-      return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16;
-    case DType::kInt32:
-      return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32;
-    case DType::kInt64:
-      return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
-    case DType::kUInt8:
-      return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
-    case DType::kUInt16:
-      return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16;
-    case DType::kUInt32:
-      return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32;
-    case DType::kUInt64:
-      return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64;
-    case DType::kBool:
-      return ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL;
-    case DType::kString:
-      return ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING;
-  }
-  return ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+  return static_cast<ONNXTensorElementDataType>(gantry::onnx::ort_element_type(d));
 }
 
 std::vector<fs::path> files(const fs::path& set, const std::string& prefix) {
