@@ -59,8 +59,8 @@ void write(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::
 class PackInspectCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kGantry)) GTEST_SKIP() << kGantry << " not built";
-    if (!fs::exists(kSilero)) GTEST_SKIP() << kSilero << " missing: run 'make setup'";
+    if (!fs::exists(kGantry)) FAIL() << kGantry << " not built";
+    if (!fs::exists(kSilero)) FAIL() << kSilero << " missing: run 'make setup'";
   }
   fs::path p(const std::string& rel) const { return dir_.path() / rel; }
   gantry::test_util::TempDir dir_;
@@ -183,7 +183,7 @@ TEST_F(PackInspectCli, BadInputsAreClearErrors) {
 
 TEST_F(PackInspectCli, InspectPaddleOcrDet) {
   const fs::path det = kModels / "paddleocr" / "ch_PP-OCRv4_det_infer.onnx";
-  if (!fs::exists(det)) GTEST_SKIP() << det << " missing";
+  if (!fs::exists(det)) FAIL() << det << " missing";
   auto r = gantry({"inspect", det.string(), "--json"}, dir_.path());
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = Json::parse(r.out);
@@ -202,7 +202,7 @@ TEST_F(PackInspectCli, InspectGgufDelegatesToTheGgufReader) {
       gguf = e.path();
       break;
     }
-  if (gguf.empty()) GTEST_SKIP() << "no .gguf model under " << kModels;
+  if (gguf.empty()) FAIL() << "no .gguf model under " << kModels;
   auto r = gantry({"inspect", gguf.string()}, dir_.path());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_FALSE(r.out.empty());

@@ -28,7 +28,7 @@ CliResult gantry(const std::string& args) {
 const std::string kTiny = GANTRY_DEPS_DIR "/models/tiny-llama.gguf";
 
 TEST(PlanCli, JsonForTheTinyModel) {
-  if (!std::filesystem::exists(kTiny)) GTEST_SKIP() << "run 'make setup' to generate " << kTiny;
+  if (!std::filesystem::exists(kTiny)) FAIL() << "run 'make setup' to generate " << kTiny;
   const CliResult r = gantry("plan " + kTiny + " --ctx 2048 --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
@@ -43,7 +43,7 @@ TEST(PlanCli, JsonForTheTinyModel) {
 }
 
 TEST(PlanCli, KvTypeAndParallel) {
-  if (!std::filesystem::exists(kTiny)) GTEST_SKIP() << "run 'make setup'";
+  if (!std::filesystem::exists(kTiny)) FAIL() << "run 'make setup'";
   const CliResult r = gantry("plan " + kTiny + " --ctx 2048 --parallel 2 --kv-type q8_0 --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
@@ -53,7 +53,7 @@ TEST(PlanCli, KvTypeAndParallel) {
 }
 
 TEST(PlanCli, TextOutput) {
-  if (!std::filesystem::exists(kTiny)) GTEST_SKIP() << "run 'make setup'";
+  if (!std::filesystem::exists(kTiny)) FAIL() << "run 'make setup'";
   const CliResult r = gantry("plan " + kTiny + " --ctx 512");
   ASSERT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("kv_cache"), std::string::npos) << r.out;
@@ -62,7 +62,7 @@ TEST(PlanCli, TextOutput) {
 
 TEST(PlanCli, Errors) {
   EXPECT_EQ(gantry("plan /nonexistent.gguf").code, 1);
-  if (!std::filesystem::exists(kTiny)) GTEST_SKIP() << "run 'make setup'";
+  if (!std::filesystem::exists(kTiny)) FAIL() << "run 'make setup'";
   EXPECT_EQ(gantry("plan " + kTiny + " --kv-type q3").code, 2);
   EXPECT_EQ(gantry("plan " + kTiny + " --kv-type q8_0 --flash-attn off").code, 2);
   EXPECT_EQ(gantry("plan " + kTiny + " --flash-attn maybe").code, 2);
@@ -71,7 +71,7 @@ TEST(PlanCli, Errors) {
 
 TEST(PlanCli, OnnxGetsALabelledEstimate) {
   const std::string onnx = GANTRY_DEPS_DIR "/models/silero_vad_v5.onnx";
-  if (!std::filesystem::exists(onnx)) GTEST_SKIP() << "run 'make setup'";
+  if (!std::filesystem::exists(onnx)) FAIL() << "run 'make setup'";
   const CliResult r = gantry("plan " + onnx + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
@@ -80,7 +80,7 @@ TEST(PlanCli, OnnxGetsALabelledEstimate) {
 }
 
 TEST(InspectGgufCli, TinyModelJson) {
-  if (!std::filesystem::exists(kTiny)) GTEST_SKIP() << "run 'make setup'";
+  if (!std::filesystem::exists(kTiny)) FAIL() << "run 'make setup'";
   const CliResult r = gantry("inspect " + kTiny + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);

@@ -26,7 +26,7 @@ std::string run_cli(const std::string& args, int* rc) {
 class RunCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kMlp)) GTEST_SKIP() << kMlp << " is missing: run `make setup`";
+    if (!fs::exists(kMlp)) FAIL() << kMlp << " is missing: run `make setup`";
     dir_ = fs::temp_directory_path() / ("gantry-run-cli-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     auto x = gantry::Tensor::allocate(gantry::DType::kFloat32, gantry::Shape({3, 64})).value();

@@ -213,7 +213,7 @@ TEST(Npy, FileErrorsNameThePath) {
 // numpy writes; Gantry reads; and the other way round (skipped when Debian's python3-numpy is absent).
 TEST(Npy, InteroperatesWithNumpy) {
   if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "/usr/bin/python3 with numpy is not installed";
+    FAIL() << "/usr/bin/python3 with numpy is not installed";
   test_util::TempDir dir;
   const std::string script = R"PY(
 import numpy as np, sys, os

@@ -16,7 +16,7 @@ const std::string kModels = GANTRY_DEPS_DIR "/models/";
 
 #define REQUIRE_MODEL(name)                                                            \
   if (!std::filesystem::exists(kModels + name)) {                                      \
-    GTEST_SKIP() << kModels << name << " is missing: run 'make setup' to generate it"; \
+    FAIL() << kModels << name << " is missing: run 'make setup' to generate it"; \
   }
 
 TEST(GgufModels, TinyLlamaMatchesTheGenerator) {

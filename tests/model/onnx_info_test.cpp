@@ -25,7 +25,7 @@ const OnnxValueInfo& find(const std::vector<OnnxValueInfo>& values, const std::s
 
 TEST(OnnxInfo, SileroVadV5) {
   const fs::path path = kModels / "silero_vad_v5.onnx";
-  if (!fs::exists(path)) GTEST_SKIP() << path << " missing: run 'make setup'";
+  if (!fs::exists(path)) FAIL() << path << " missing: run 'make setup'";
   auto info = read_onnx_info(path);
   ASSERT_TRUE(info.ok()) << info.status().to_string();
   EXPECT_EQ(info->file_size, fs::file_size(path));
@@ -68,7 +68,7 @@ TEST(OnnxInfo, PaddleOcrModels) {
              "[p2o.DynamicDimension.0,3,p2o.DynamicDimension.1,p2o.DynamicDimension.2]", "softmax_0.tmp_0",
              "[p2o.DynamicDimension.3,2]"}}) {
     const fs::path path = kModels / "paddleocr" / w.file;
-    if (!fs::exists(path)) GTEST_SKIP() << path << " missing: run 'make setup'";
+    if (!fs::exists(path)) FAIL() << path << " missing: run 'make setup'";
     auto info = read_onnx_info(path);
     ASSERT_TRUE(info.ok()) << info.status().to_string();
     EXPECT_EQ(info->default_opset(), w.opset) << w.file;

@@ -12,7 +12,7 @@ const std::string kModels = GANTRY_DEPS_DIR "/models/";
 
 TEST(ModelProfile, TinyLlama) {
   if (!std::filesystem::exists(kModels + "tiny-llama.gguf"))
-    GTEST_SKIP() << "run 'make setup' to generate models";
+    FAIL() << "run 'make setup' to generate models";
   auto p = profile_from_gguf(std::filesystem::path(kModels + "tiny-llama.gguf"));
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   EXPECT_EQ(p->architecture, "llama");
@@ -50,7 +50,7 @@ TEST(ModelProfile, TinyLlama) {
 }
 
 TEST(ModelProfile, BenchModelIsQ8) {
-  if (!std::filesystem::exists(kModels + "bench-100m-q8_0.gguf")) GTEST_SKIP() << "run 'make setup'";
+  if (!std::filesystem::exists(kModels + "bench-100m-q8_0.gguf")) FAIL() << "run 'make setup'";
   auto p = profile_from_gguf(std::filesystem::path(kModels + "bench-100m-q8_0.gguf"));
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   EXPECT_EQ(p->n_layer(), 12u);
@@ -60,7 +60,7 @@ TEST(ModelProfile, BenchModelIsQ8) {
 }
 
 TEST(ModelProfile, Q4ModelHasCpuRepackCopies) {
-  if (!std::filesystem::exists(kModels + "bench-100m-q4_0.gguf")) GTEST_SKIP() << "run 'make setup'";
+  if (!std::filesystem::exists(kModels + "bench-100m-q4_0.gguf")) FAIL() << "run 'make setup'";
   auto p = profile_from_gguf(std::filesystem::path(kModels + "bench-100m-q4_0.gguf"));
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   uint64_t repack = 0;

@@ -3,7 +3,7 @@
 set -uo pipefail
 build=${1:?usage: detect_cli.sh BUILD_DIR}
 gantry="$build/bin/gantry"
-[[ -x "$gantry" ]] || { echo "SKIP: $gantry is not built"; exit 77; }
+[[ -x "$gantry" ]] || { echo "FAIL: $gantry is not built"; exit 1; }
 fail=0
 check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
 

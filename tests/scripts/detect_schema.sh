@@ -4,7 +4,7 @@
 set -euo pipefail
 build=${1:?usage: detect_schema.sh BUILD_DIR}
 gantry="$build/bin/gantry"
-[[ -x "$gantry" ]] || { echo "SKIP: $gantry is not built"; exit 77; }
+[[ -x "$gantry" ]] || { echo "FAIL: $gantry is not built"; exit 1; }
 /usr/bin/python3 -c 'import jsonschema' 2>/dev/null || { echo "FAIL: python3-jsonschema is missing (apt-get install python3-jsonschema)"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 

@@ -6,8 +6,8 @@ set -uo pipefail
 BUILD=${1:?usage: onnx_node_suite.sh BUILD_DIR}
 NODE=/usr/share/libonnx-testdata/data/node
 GANTRY="$BUILD/bin/gantry"
-[[ -d "$NODE" ]] || { echo "skip: $NODE missing (install libonnx-testdata)"; exit 77; }
-[[ -x "$GANTRY" ]] || { echo "skip: $GANTRY not built"; exit 77; }
+[[ -d "$NODE" ]] || { echo "FAIL: $NODE missing (install libonnx-testdata)"; exit 1; }
+[[ -x "$GANTRY" ]] || { echo "FAIL: $GANTRY not built"; exit 1; }
 out=$(mktemp); trap 'rm -f "$out"' EXIT
 GANTRY_LOG_LEVEL=off "$GANTRY" test-onnx "$NODE" >"$out" 2>&1; rc=$?
 last=$(tail -n 1 "$out")

@@ -38,7 +38,7 @@ TEST(OnnxProviders, CudaPluginMissingOrNoDriverIsUnavailableNotACrash) {
   EXPECT_NE(s.reason.find("/nonexistent/libonnxruntime_providers_cuda.so"), std::string::npos) << s.reason;
   backend::Placement p;
   p.provider = "cuda";
-  if (!fs::exists(kMlp)) GTEST_SKIP() << kMlp << " missing";
+  if (!fs::exists(kMlp)) FAIL() << kMlp << " missing";
   if (provider_available("cuda").ok) GTEST_SKIP() << "this machine has a working CUDA EP";
   auto m = OnnxModel::open(kMlp, p);
   ASSERT_FALSE(m.ok());
@@ -46,7 +46,7 @@ TEST(OnnxProviders, CudaPluginMissingOrNoDriverIsUnavailableNotACrash) {
 }
 
 TEST(OnnxBackend, LoadsABareModelThroughTheFactory) {
-  if (!fs::exists(kMlp)) GTEST_SKIP() << kMlp << " missing: run `make setup`";
+  if (!fs::exists(kMlp)) FAIL() << kMlp << " missing: run `make setup`";
   OnnxBackend backend;
   auto pkg = model::load_package(kMlp);
   ASSERT_TRUE(pkg.ok()) << pkg.status().to_string();
@@ -65,7 +65,7 @@ TEST(OnnxBackend, LoadsABareModelThroughTheFactory) {
 }
 
 TEST(OnnxBackend, MeasuredPolicyTimesTheRealModelAndCachesIt) {
-  if (!fs::exists(kMlp)) GTEST_SKIP() << kMlp << " missing: run `make setup`";
+  if (!fs::exists(kMlp)) FAIL() << kMlp << " missing: run `make setup`";
   const auto dir = fs::temp_directory_path() / ("gantry-measured-" + std::to_string(::getpid()));
   OnnxBackend backend;
   auto pkg = model::load_package(kMlp);
