@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "gantry/core/json.h"
 #include "gantry/core/log.h"
 
 namespace gantry::backend {
@@ -236,7 +237,10 @@ std::string VerdictCache::key(std::string_view model_sha256, std::string_view de
 std::optional<double> VerdictCache::get(const std::string& key) const {
   std::ifstream in(std::filesystem::path(dir_) / (fnv1a_hex(key) + ".json"));
   if (!in) return std::nullopt;
-  auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto parsed = parse_json(text, dir_);
+  if (!parsed.ok()) return std::nullopt;  // a damaged file: measure again
+  const nlohmann::json& j = *parsed;
   if (!j.is_object() || !j.contains("key") || !j["key"].is_string() || j["key"].get<std::string>() != key ||
       !j.contains("median_us") || !j["median_us"].is_number())
     return std::nullopt;  // another key with the same hash, or a damaged file: measure again

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "gantry/core/json.h"
+
 namespace gantry::hw {
 namespace {
 
@@ -265,9 +267,9 @@ Result<Registry> registry_from_json(const nlohmann::json& j) {
 }
 
 Result<Registry> registry_from_json_text(const std::string& text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Corrupt("registry JSON does not parse");
-  return registry_from_json(j);
+  auto j = parse_json<json>(text, "registry JSON");
+  if (!j.ok()) return Corrupt(j.status().message());
+  return registry_from_json(*j);
 }
 
 }  // namespace gantry::hw

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "gantry/core/file_io.h"
+#include "gantry/core/json.h"
 
 namespace gantry::model {
 namespace {
@@ -499,12 +500,7 @@ Status check_relative_package_path(std::string_view relative, std::string_view f
 }
 
 Result<Manifest> parse_manifest(std::string_view json_text, std::string_view origin) {
-  Json j;
-  try {
-    j = Json::parse(json_text);
-  } catch (const Json::parse_error& e) {
-    return InvalidArgument(std::string(origin) + ": not valid JSON: " + e.what());
-  }
+  GANTRY_ASSIGN_OR_RETURN(Json j, parse_json<Json>(json_text, origin));
   try {
     return Reader(origin).manifest(j);
   } catch (const Json::exception& e) {  // defensive: the reader checks types before every access

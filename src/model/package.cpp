@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "gantry/core/file_io.h"
+#include "gantry/core/json.h"
 #include "gantry/core/log.h"
 #include "gantry/model/onnx_info.h"
 #include "gantry/model/sha256.h"
@@ -106,11 +107,13 @@ Result<std::optional<Manifest>> read_base_manifest(const fs::path& src_dir) {
   const fs::path path = src_dir / std::string(kManifestFileName);
   if (!fs::exists(path)) return std::optional<Manifest>();
   GANTRY_ASSIGN_OR_RETURN(auto text, read_file(path, 16 << 20));
-  auto j = nlohmann::ordered_json::parse(text, nullptr, false);
-  if (!j.is_discarded() && j.is_object() && !j.contains("sha256") && j.contains("model_file") &&
-      j["model_file"].is_string()) {
-    j["sha256"] = {{j["model_file"].get<std::string>(), std::string(64, '0')}};
-    text = j.dump();
+  auto parsed = parse_json<nlohmann::ordered_json>(text, path.string());
+  if (parsed.ok()) {  // a parse error is reported by parse_manifest below
+    auto& j = *parsed;
+    if (j.is_object() && !j.contains("sha256") && j.contains("model_file") && j["model_file"].is_string()) {
+      j["sha256"] = {{j["model_file"].get<std::string>(), std::string(64, '0')}};
+      text = j.dump();
+    }
   }
   GANTRY_ASSIGN_OR_RETURN(auto m, parse_manifest(text, path.string()));
   return std::optional<Manifest>(std::move(m));

@@ -114,3 +114,15 @@ TEST(Json, MalformedDocumentsNameTheField) {
 
 }  // namespace
 }  // namespace gantry::hw
+
+namespace gantry::hw {
+namespace {
+
+TEST(RegistryJson, NumberOverflowIsCorruptNotACrash) {
+  auto r = registry_from_json_text(R"({"schema_version": 1e6079})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorrupt);
+}
+
+}  // namespace
+}  // namespace gantry::hw

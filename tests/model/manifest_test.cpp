@@ -268,3 +268,18 @@ TEST(Manifest, RelativePathRules) {
 
 }  // namespace
 }  // namespace gantry::model
+
+namespace gantry::model {
+namespace {
+
+TEST(Manifest, NumberOverflowIsAClearErrorNotACrash) {  // found by manifest_fuzz
+  for (const char* text : {"1e6079", R"({"name": "m", "runtime": {"intra_op_threads": 1e400}})"}) {
+    auto m = parse_manifest(text, "gantry.json");
+    ASSERT_FALSE(m.ok()) << text;
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(m.status().message().find("gantry.json"), std::string::npos) << m.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace gantry::model
