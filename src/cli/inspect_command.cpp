@@ -1,7 +1,6 @@
 // gantry inspect MODEL|PKG [--json]: what a model or package holds — manifest, inputs and outputs with dtypes
 // and shapes, opsets, producer, size. GGUF files are described by inspect_gguf (cli/inspect_gguf.h).
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -26,13 +25,12 @@ struct InspectArgs {
   bool no_verify = false;
 };
 
+// A GGUF file by its magic bytes, or by its extension (then the GGUF reader says what is wrong).
 bool looks_like_gguf(const fs::path& p) {
   std::error_code ec;
   if (!fs::is_regular_file(p, ec)) return false;
-  std::ifstream in(p, std::ios::binary);
-  char magic[4] = {};
-  in.read(magic, 4);
-  return (in.gcount() == 4 && std::string(magic, 4) == "GGUF") || p.extension() == ".gguf";
+  const auto format = model::detect_model_format(p);
+  return (format.ok() && *format == model::ModelFormat::kGguf) || p.extension() == ".gguf";
 }
 
 int run_gguf(const fs::path& path, bool json, std::ostream& out) { return inspect_gguf(path, json, out); }

@@ -4,7 +4,6 @@
 // with llama.cpp and reports the bytes it really allocated next to the prediction.
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -14,6 +13,7 @@
 #include "gantry/hw/detect.h"
 #include "gantry/hw/loader.h"
 #include "gantry/hw/machine.h"
+#include "gantry/model/package.h"
 #include "gantry/plan/plan_json.h"
 #include "gantry/plan/planner.h"
 #include "gantry/runtime/model_profile.h"
@@ -38,13 +38,6 @@ struct PlanArgs {
   std::string provider_policy;
   bool measure = false;
 };
-
-bool is_gguf(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  char magic[4] = {};
-  in.read(magic, 4);
-  return in.gcount() == 4 && std::string(magic, 4) == "GGUF";
-}
 
 hw::Registry detect_devices(const std::string& sysroot) {
   if (sysroot.empty()) return hw::detect_local();
@@ -125,7 +118,9 @@ int run_plan(const PlanArgs& a) {
   const std::vector<plan::Device> devices = runtime::devices_from_registry(detect_devices(a.sysroot));
 
   plan::Plan result;
-  if (is_gguf(path)) {
+  // GGUF by magic, or by extension (then the GGUF reader explains what is wrong with the file).
+  const auto format = model::detect_model_format(path);
+  if ((format.ok() && *format == model::ModelFormat::kGguf) || path.extension() == ".gguf") {
     auto profile = runtime::profile_from_gguf(path);
     if (!profile.ok()) {
       std::cerr << "gantry: plan: " << profile.status().to_string() << "\n";
