@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -93,6 +94,23 @@ TEST(InspectGgufCli, TinyModelJson) {
   EXPECT_TRUE(j["chat_template"].get<bool>());
   EXPECT_EQ(j["tensor_types"]["f16"]["count"].get<int>(), 16);
   EXPECT_EQ(j["tensor_types"]["f32"]["count"].get<int>(), 5);
+}
+
+}  // namespace
+
+namespace {
+
+// A .gguf whose header is not GGUF is a clear error, never a generic (ONNX-style) estimate.
+TEST(PlanCli, BadGgufHeaderIsAnErrorNotAnEstimate) {
+  const std::string bad = (std::filesystem::temp_directory_path() / "gantry-plan-bad.gguf").string();
+  {
+    std::ofstream f(bad, std::ios::binary);
+    f << "XXXX not a gguf file";
+  }
+  const CliResult r = gantry("plan " + bad + " --json");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  std::filesystem::remove(bad);
 }
 
 }  // namespace
