@@ -22,6 +22,19 @@ std::string_view device_kind_name(DeviceKind kind) {
   return "other";
 }
 
+std::string device_id(DeviceKind kind, int index) {
+  switch (kind) {
+    case DeviceKind::kCpu:
+      return "cpu";
+    case DeviceKind::kNvidiaGpu:
+      return "cuda:" + std::to_string(index);
+    case DeviceKind::kAmdGpu:
+      return "rocm:" + std::to_string(index);
+    default:
+      return std::string(device_kind_name(kind)) + ":" + std::to_string(index);
+  }
+}
+
 const DeviceInfo* MachineView::find(DeviceKind kind, int index) const {
   for (const auto& d : devices)
     if (d.kind == kind && d.index == index) return &d;

@@ -1,7 +1,5 @@
 #include "gantry/backend/model.h"
 
-#include <chrono>
-#include <thread>
 
 namespace gantry::backend {
 
@@ -30,27 +28,59 @@ Result<std::vector<std::vector<NamedTensor>>> Model::infer_batch(
 }
 
 Model::CallGuard Model::enter() {
-  inflight_.fetch_add(1, std::memory_order_acquire);
-  if (draining_.load(std::memory_order_acquire)) {
-    inflight_.fetch_sub(1, std::memory_order_release);
+  inflight_.fetch_add(1);
+  if (draining_.load()) {
+    if (inflight_.fetch_sub(1) == 1) inflight_.notify_all();
     CallGuard g(nullptr);
     g.status_ =
         Unavailable("model '" + metadata().name + "' is draining; call reset() to accept requests again");
     return g;
   }
+  calls_.fetch_add(1, std::memory_order_relaxed);
   return CallGuard(&inflight_);
 }
 
 Status Model::drain() {
-  draining_.store(true, std::memory_order_release);
-  while (inflight_.load(std::memory_order_acquire) != 0)
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  draining_.store(true);
+  for (int n = inflight_.load(); n != 0; n = inflight_.load()) inflight_.wait(n);
   return Status::Ok();
 }
 
 Status Model::reset() {
-  draining_.store(false, std::memory_order_release);
+  draining_.store(false);
   return Status::Ok();
+}
+
+Result<std::unique_ptr<Generation>> Model::start_generation(GenerationRequest) {
+  return Unsupported("model '" + metadata().name + "' (" + metadata().backend + ") does not generate text");
+}
+
+Result<GenerationResult> Model::generate(GenerationRequest request) {
+  GANTRY_ASSIGN_OR_RETURN(auto g, start_generation(std::move(request)));
+  return g->wait();
+}
+
+Result<std::string> Model::format_chat(std::span<const ChatMessage>, bool) const {
+  return Unsupported("model '" + metadata().name + "' (" + metadata().backend + ") has no chat template");
+}
+
+Result<std::vector<std::vector<float>>> Model::embed(std::span<const std::string>, bool) {
+  return Unsupported("model '" + metadata().name + "' (" + metadata().backend + ") does not embed text");
+}
+
+ModelStats Model::stats() const {
+  ModelStats s;
+  s.calls = calls_.load(std::memory_order_relaxed);
+  s.failures = failures_.load(std::memory_order_relaxed);
+  s.in_flight = inflight_.load();
+  s.prompt_tokens = prompt_tokens_.load(std::memory_order_relaxed);
+  s.generated_tokens = generated_tokens_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void Model::count_tokens(uint64_t prompt, uint64_t generated) {
+  prompt_tokens_.fetch_add(prompt, std::memory_order_relaxed);
+  generated_tokens_.fetch_add(generated, std::memory_order_relaxed);
 }
 
 }  // namespace gantry::backend

@@ -1,5 +1,9 @@
 #include "gantry/backend/registry.h"
 
+#include <filesystem>
+
+#include "gantry/model/package.h"
+
 #include <algorithm>
 
 namespace gantry::backend {
@@ -53,6 +57,22 @@ namespace gantry::backend {
 
 Result<double> Backend::measure(const model::Package&, const Placement& placement, double) {
   return Unsupported("backend " + std::string(name()) + " cannot time provider '" + placement.provider + "'");
+}
+
+uint64_t MemoryEstimate::total() const {
+  uint64_t t = 0;
+  for (const auto& [device, b] : bytes) t += b;
+  return t;
+}
+
+Result<MemoryEstimate> Backend::estimate_memory(const model::Package& package, const Placement& placement) {
+  std::error_code ec;
+  const uint64_t file = std::filesystem::file_size(package.model_path(), ec);
+  if (ec) return IoError("cannot size " + package.model_path().string() + ": " + ec.message());
+  MemoryEstimate e;
+  e.bytes[device_id(provider_device_kind(placement.provider), placement.primary_device())] = file + file / 4;
+  e.basis = "estimate: model file size + 25% for activations";
+  return e;
 }
 
 }  // namespace gantry::backend

@@ -1,6 +1,8 @@
 // Backend: one inference engine (ONNX Runtime, llama.cpp) behind a common interface.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,6 +27,15 @@ struct Support {
 
   static Support yes(std::string why = {}) { return {true, std::move(why)}; }
   static Support no(std::string why) { return {false, std::move(why)}; }
+};
+
+// What a model will hold once loaded, per device id ("cpu", "cuda:0"; see device_id()), known before
+// it is loaded, so that a memory budget can refuse it or make room first.
+struct MemoryEstimate {
+  std::map<std::string, uint64_t> bytes;  // device id -> bytes
+  bool exact = false;                     // from the engine's own dry run, not a rule of thumb
+  std::string basis;                      // how it was obtained, for messages ("llama.cpp dry run")
+  uint64_t total() const;
 };
 
 class Backend {
@@ -54,6 +65,10 @@ class Backend {
   // inputs synthesised from its metadata (spending about `budget_ms` on timed runs) and returns the
   // median latency in µs. The default says the backend cannot be measured.
   virtual Result<double> measure(const model::Package& package, const Placement& placement, double budget_ms);
+
+  // Memory the model will take under `placement`, per device. The default: the model file's size on
+  // the placement's device plus a quarter for activations (labelled as an estimate).
+  virtual Result<MemoryEstimate> estimate_memory(const model::Package& package, const Placement& placement);
 };
 
 }  // namespace gantry::backend

@@ -19,6 +19,10 @@ enum class DeviceKind { kCpu, kNvidiaGpu, kAmdGpu, kIntelGpu, kAppleGpu, kNpu, k
 // "cpu", "nvidia-gpu", "amd-gpu", "intel-gpu", "apple-gpu", "npu", "other".
 std::string_view device_kind_name(DeviceKind kind);
 
+// The id of one device as memory budgets, plans and the hardware registry name it: "cpu" for the host,
+// else "<family>:<index>" ("cuda:0", "rocm:1", "intel-gpu:0", "npu:0").
+std::string device_id(DeviceKind kind, int index);
+
 struct DeviceInfo {
   DeviceKind kind = DeviceKind::kCpu;
   int index = 0;                        // per kind: GPU 0, GPU 1, ...; 0 for the host CPU

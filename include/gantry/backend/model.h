@@ -10,8 +10,9 @@
 // - Inputs are matched by name; inputs given in metadata().inputs order take the fastest path.
 // - drain() refuses new calls (Unavailable) and returns once every in-flight call has finished;
 //   reset() drops per-model state (caches, sequences) and accepts calls again.
-// - Text-generation backends (llama.cpp) add their own generation API on their subclass; through
-//   infer_one they take a string tensor (prompt) or an i32 tensor (token ids).
+// - Text-generation backends (llama.cpp) also implement start_generation/format_chat/embed (the
+//   defaults say the model cannot); through infer_one they take a string tensor (prompt) or an i32
+//   tensor (token ids). Callers never need the backend's own Model class.
 #pragma once
 
 #include <atomic>
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "gantry/backend/generation.h"
 #include "gantry/core/shape.h"
 #include "gantry/core/status.h"
 #include "gantry/core/tensor.h"
@@ -58,6 +60,16 @@ struct ModelMetadata {
   int output_index(std::string_view name) const;
 };
 
+// Counters a server shows per model; kept by Model itself (calls, failures, in flight) and by
+// generating backends (tokens).
+struct ModelStats {
+  uint64_t calls = 0;     // infer/generate/embed calls admitted
+  uint64_t failures = 0;  // of those, how many returned an error
+  int in_flight = 0;      // calls running now
+  uint64_t prompt_tokens = 0;
+  uint64_t generated_tokens = 0;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -80,6 +92,19 @@ class Model {
   virtual Status drain();
   virtual Status reset();
 
+  // Text generation (backends whose capabilities say text_generation). The default: Unsupported.
+  virtual Result<std::unique_ptr<Generation>> start_generation(GenerationRequest request);
+  // start_generation + wait.
+  Result<GenerationResult> generate(GenerationRequest request);
+  // Formats a conversation with the model's own chat template, ending with the assistant's turn
+  // when `add_assistant_turn`. The default: Unsupported.
+  virtual Result<std::string> format_chat(std::span<const ChatMessage> messages, bool add_assistant_turn) const;
+  // One pooled vector per text, L2-normalised when `normalize`. The default: Unsupported.
+  virtual Result<std::vector<std::vector<float>>> embed(std::span<const std::string> texts,
+                                                        bool normalize = true);
+
+  virtual ModelStats stats() const;
+
  protected:
   Model() = default;
 
@@ -93,7 +118,7 @@ class Model {
     }
     CallGuard(const CallGuard&) = delete;
     ~CallGuard() {
-      if (inflight_) inflight_->fetch_sub(1, std::memory_order_release);
+      if (inflight_ && inflight_->fetch_sub(1) == 1) inflight_->notify_all();
     }
     bool ok() const { return inflight_ != nullptr; }
     const Status& status() const { return status_; }
@@ -104,11 +129,21 @@ class Model {
     Status status_;
   };
   CallGuard enter();
-  bool draining() const { return draining_.load(std::memory_order_acquire); }
+  bool draining() const { return draining_.load(); }
+  // For generating backends: adds to the token counters of stats().
+  void count_tokens(uint64_t prompt, uint64_t generated);
+  void count_failure() { failures_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
+  // enter() and drain() use sequentially consistent operations on both atomics: a call either sees
+  // draining_ and backs out, or drain() sees its inflight_ increment and waits for it (no
+  // store-load reordering can let both miss each other).
   std::atomic<int> inflight_{0};
   std::atomic<bool> draining_{false};
+  std::atomic<uint64_t> calls_{0};
+  std::atomic<uint64_t> failures_{0};
+  std::atomic<uint64_t> prompt_tokens_{0};
+  std::atomic<uint64_t> generated_tokens_{0};
 };
 
 }  // namespace gantry::backend

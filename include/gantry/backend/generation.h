@@ -1,0 +1,82 @@
+// Text generation and embeddings, as any backend that generates text offers them (llama.cpp today).
+//
+// The types are plain data and defined once here; the llama.cpp engine uses them as they are.
+// Model (gantry/backend/model.h) exposes them generically, so no caller needs the backend's own class.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gantry/core/status.h"
+
+namespace gantry::backend {
+
+// Sampling; defaults are llama.cpp's (common/common.h). temperature == 0 means greedy.
+// This is the one definition of the sampling defaults: CLI flags and server requests start from it.
+struct SamplingParams {
+  float temperature = 0.8f;     // >= 0
+  int top_k = 40;               // >= 0; 0 = off
+  float top_p = 0.95f;          // (0, 1]; 1 = off
+  float min_p = 0.05f;          // [0, 1]; 0 = off
+  float repeat_penalty = 1.0f;  // > 0; 1 = off
+  int repeat_last_n = 64;       // >= -1; tokens the penalty looks back over (-1 = whole context)
+  uint32_t seed = 0xFFFFFFFFu;  // 0xFFFFFFFF = a random seed
+};
+
+// Checks every field; the message names the bad one and its allowed range.
+Status validate(const SamplingParams& p);
+
+enum class FinishReason { kEndOfGeneration, kMaxTokens, kStopString, kCancelled };
+std::string_view finish_reason_name(FinishReason r);  // "eog", "max_tokens", "stop", "cancelled"
+
+// Receives each new piece of generated text (valid UTF-8, stop strings held back). Return false to
+// cancel the generation.
+using TextCallback = std::function<bool(std::string_view text)>;
+
+struct GenerationRequest {
+  std::string prompt;             // used when `tokens` is empty
+  std::vector<int32_t> tokens;    // pre-tokenized prompt
+  bool add_special = true;        // add BOS (as the model's vocabulary asks)
+  bool parse_special = true;      // "<s>" in the prompt text becomes the special token
+  bool render_special = true;     // show special tokens in the output text (as llama.cpp's tools do)
+  int max_tokens = 128;           // >= 1
+  std::vector<std::string> stop;  // generation ends before the first occurrence of any
+  SamplingParams sampling;
+  TextCallback on_text;  // optional
+  int n_top_logits = 0;  // record the n largest raw logits at each generated token
+};
+
+struct GenerationResult {
+  std::string text;             // everything generated (stop string excluded)
+  std::vector<int32_t> tokens;  // the generated tokens
+  int n_prompt_tokens = 0;
+  FinishReason finish = FinishReason::kMaxTokens;
+  double prompt_ms = 0;      // time from admission to the first generated token
+  double generation_ms = 0;  // time from the first to the last generated token
+  // Per generated token (when n_top_logits > 0): the largest raw logits, best first, as (token, logit).
+  std::vector<std::vector<std::pair<int32_t, float>>> top_logits;
+};
+
+// One message of a conversation, for a model's chat template.
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant"
+  std::string content;
+};
+
+// A generation in progress. cancel() is safe from any thread (the result then ends with kCancelled);
+// wait() blocks until it ends. Destroying an unfinished Generation cancels it.
+class Generation {
+ public:
+  virtual ~Generation() = default;
+  virtual uint64_t id() const = 0;
+  virtual void cancel() = 0;
+  virtual bool done() const = 0;
+  virtual Result<GenerationResult> wait() = 0;
+};
+
+}  // namespace gantry::backend

@@ -1,0 +1,104 @@
+// Budget: one device's memory budget, with a ledger per owner (a loaded model, usually).
+//
+// An owner's footprint is max(reserved, in_use):
+// - reserve() promises bytes before a load, from what the backend's dry run or estimate says;
+// - charge()/credit() record real allocations attributed to the owner (the block pool does this);
+//   allocations inside a reservation cost nothing extra, beyond it they count.
+// A reserve() or charge() that would take the sum of footprints over the capacity fails with
+// ResourceExhausted and a message with the numbers (device, asked, capacity, used and by how many
+// owners); nothing changes then. The Budget never evicts anything itself: making room is the model
+// manager's job, outside any allocation. Thread-safe; every operation is atomic.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gantry/core/status.h"
+
+namespace gantry::memory {
+
+struct OwnerUsage {
+  std::string owner;
+  uint64_t reserved = 0;
+  uint64_t in_use = 0;  // charged and not yet credited
+  uint64_t peak = 0;    // largest in_use seen
+  bool pinned = false;
+  std::chrono::steady_clock::time_point last_used{};
+  uint64_t footprint() const { return reserved > in_use ? reserved : in_use; }
+};
+
+class Budget {
+ public:
+  Budget(std::string device, uint64_t capacity_bytes);
+  Budget(const Budget&) = delete;
+  Budget& operator=(const Budget&) = delete;
+
+  const std::string& device() const { return device_; }  // "cpu", "cuda:0"
+  uint64_t capacity() const { return capacity_; }
+  uint64_t used() const;       // sum of every owner's footprint
+  uint64_t available() const;  // capacity - used, 0 when over
+  uint64_t peak() const;       // largest used() seen
+
+  // Adds `bytes` to `owner`'s reservation (creating the owner) when it fits.
+  Status reserve(std::string_view owner, uint64_t bytes);
+  // Lowers `owner`'s reservation by up to `bytes`.
+  void unreserve(std::string_view owner, uint64_t bytes);
+  // Records an allocation of `bytes` by `owner` when the resulting footprint fits.
+  Status charge(std::string_view owner, uint64_t bytes);
+  // Records that `owner` freed `bytes` (never below zero; an excess is counted in over_credits()).
+  void credit(std::string_view owner, uint64_t bytes);
+  // Forgets `owner` (its reservation and in_use): on unload.
+  void release(std::string_view owner);
+
+  void set_pinned(std::string_view owner, bool pinned);
+  void touch(std::string_view owner);  // last_used = now
+
+  std::optional<OwnerUsage> usage(std::string_view owner) const;
+  std::vector<OwnerUsage> ledger() const;  // every owner, by name
+  uint64_t over_credits() const;           // credits beyond what was charged (a bug somewhere)
+
+  // "needs 1.9 GiB on cuda:0, budget 1.5 GiB, 1.2 GiB used by 2 models" (no trailing advice).
+  std::string shortfall_message(uint64_t asked) const;
+
+ private:
+  std::string shortfall_locked(uint64_t asked) const;
+  uint64_t used_locked() const;
+
+  std::string device_;
+  uint64_t capacity_;
+  mutable std::mutex mu_;
+  std::map<std::string, OwnerUsage, std::less<>> owners_;
+  uint64_t peak_ = 0;
+  uint64_t over_credits_ = 0;
+};
+
+// "1.5 GiB", "640.0 MiB", "12 B": for messages.
+std::string format_bytes(uint64_t bytes);
+
+// Parses a byte size: "4GiB", "512MiB", "1.5GB", "1024" (bytes), "70G" (GiB). Case-insensitive units
+// B, K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB; KB/MB/GB/TB are powers of 1000, the rest of 1024.
+Result<uint64_t> parse_byte_size(std::string_view text);
+
+// A --memory-budget value: comma-separated items, each "DEVICE=SIZE", "DEVICE=PCT%" or
+// "DEVICE=FRACTION" (0 < f <= 1), or one bare SIZE/PCT/FRACTION applying to every device not named.
+// DEVICE is "cpu" (also "cpu:0") or "<family>:<index>" as in the hardware registry ("cuda:0").
+// Example: "cpu=4GiB,cuda:0=70GiB", "80%", "cpu=0.5,cuda:0=90%".
+struct BudgetLimit {
+  std::optional<uint64_t> bytes;   // absolute
+  std::optional<double> fraction;  // of the device's free memory
+};
+struct BudgetSpec {
+  std::map<std::string, BudgetLimit> devices;  // by canonical device id ("cpu", "cuda:0")
+  BudgetLimit fallback{std::nullopt, 0.9};     // devices not named: 90 % of free by default
+  // The capacity for `device` that has `free_bytes` free now.
+  uint64_t capacity_for(std::string_view device, uint64_t free_bytes) const;
+};
+Result<BudgetSpec> parse_budget_spec(std::string_view text);
+
+}  // namespace gantry::memory
