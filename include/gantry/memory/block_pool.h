@@ -1,0 +1,110 @@
+// BlockPool: one device's allocator over a Backing, with per-owner attribution and an optional Budget.
+//
+// - Blocks (at least options.block_size, multiples of the backing's granularity) are mapped on demand
+//   until options.capacity bytes are reserved; empty blocks beyond options.keep_empty_blocks are
+//   unmapped and returned to the backing at once.
+// - Requests up to kSmallLimit bytes (with alignment <= 64) come from size classes: slabs carved out of
+//   blocks, one slot per allocation. Larger ones take the best-fitting free run of a block (the
+//   smallest that fits), and freed runs coalesce with free neighbours.
+// - Every returned pointer is aligned to max(64, alignment). Sizes are rounded up to 64 bytes (small
+//   ones to their size class); the rounded size is what is charged and reported.
+// - Each allocation is attributed to OwnerScope::current() (or the owner passed explicitly) and, when
+//   options.budget is set, charged to it; a charge the budget refuses fails the allocation
+//   (ResourceExhausted with the budget's numbers). The pool never evicts anything.
+// - free() of a pointer the pool did not return, or returned and already took back, is an error that
+//   is counted (stats().bad_frees) and logged; the pool's state is unchanged.
+// - allocate(0) returns nullptr (success, nothing charged); free(nullptr) does nothing.
+// - Thread-safe. The pool must outlive every allocation made from it (the destructor unmaps all).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "gantry/core/status.h"
+#include "gantry/memory/backing.h"
+
+namespace gantry::memory {
+
+class Budget;
+
+struct BlockPoolOptions {
+  uint64_t capacity = 0;              // most bytes reserved from the backing; 0 = no limit
+  uint64_t block_size = 32ull << 20;  // smallest block mapped (rounded up to the granularity)
+  size_t keep_empty_blocks = 1;       // empty blocks kept mapped for reuse; the rest are returned
+  Budget* budget = nullptr;           // charged per owner when set; must outlive the pool
+};
+
+// Plain data; a snapshot.
+struct PoolStats {
+  uint64_t bytes_in_use = 0;    // allocated and not freed (rounded sizes)
+  uint64_t bytes_reserved = 0;  // mapped from the backing
+  uint64_t peak_in_use = 0;
+  uint64_t peak_reserved = 0;
+  uint64_t blocks = 0;             // blocks mapped now
+  uint64_t allocations = 0;        // live allocations now
+  uint64_t total_allocations = 0;  // successful allocate() calls ever (size > 0)
+  uint64_t failed = 0;             // allocate() calls that failed
+  uint64_t bad_frees = 0;          // free() of a foreign or already freed pointer
+  uint64_t blocks_mapped = 0;      // backing map() calls ever
+  uint64_t blocks_unmapped = 0;    // backing unmap() calls ever
+};
+
+struct OwnerStats {
+  std::string owner;
+  uint64_t bytes_in_use = 0;
+  uint64_t peak_in_use = 0;
+  uint64_t allocations = 0;  // live
+};
+
+// One block's layout, for tests and diagnostics.
+struct BlockInfo {
+  uint64_t size = 0;
+  uint64_t free_bytes = 0;  // in free runs (slab slots not counted)
+  size_t free_runs = 0;
+  size_t used_runs = 0;  // allocated runs and slabs
+};
+
+class BlockPool {
+ public:
+  static constexpr uint64_t kSmallLimit = 32 * 1024;
+  static constexpr size_t kMinAlignment = 64;
+
+  BlockPool(std::unique_ptr<Backing> backing, BlockPoolOptions options = {});
+  ~BlockPool();
+  BlockPool(const BlockPool&) = delete;
+  BlockPool& operator=(const BlockPool&) = delete;
+
+  // `alignment` 0 means 64; otherwise a power of two (InvalidArgument if not).
+  Result<void*> allocate(uint64_t bytes, size_t alignment = 0);
+  Result<void*> allocate_for(std::string_view owner, uint64_t bytes, size_t alignment = 0);
+  // InvalidArgument for a pointer this pool does not have allocated (counted in bad_frees).
+  Status free(void* p);
+
+  // The rounded size of live allocation `p`, 0 when `p` is not one.
+  uint64_t allocation_size(const void* p) const;
+
+  // Returns every empty block to the backing.
+  void trim();
+
+  const Backing& backing() const { return *backing_; }
+  const std::string& device() const { return backing_->device(); }
+  const BlockPoolOptions& options() const { return options_; }
+  PoolStats stats() const;
+  std::vector<OwnerStats> owners() const;  // by name; owners with nothing live still listed
+  std::optional<OwnerStats> owner(std::string_view name) const;
+  std::vector<BlockInfo> blocks() const;  // in address order
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<Backing> backing_;
+  BlockPoolOptions options_;
+};
+
+}  // namespace gantry::memory
