@@ -1,0 +1,503 @@
+#include "gantry/memory/block_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <set>
+
+#include "gantry/core/log.h"
+#include "gantry/memory/budget.h"
+#include "gantry/memory/owner_scope.h"
+
+namespace gantry::memory {
+
+namespace {
+
+constexpr uint64_t kQuantum = BlockPool::kMinAlignment;
+constexpr uint32_t kNoOwner = UINT32_MAX;
+
+uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
+uintptr_t align_up(uintptr_t v, uintptr_t a) { return (v + a - 1) & ~(a - 1); }
+
+// Size classes for small requests: multiples of 64 up to 512, then four steps per power of two up
+// to kSmallLimit (so a slot wastes at most ~25 %). Every class is a multiple of 64.
+struct SizeClasses {
+  std::vector<uint32_t> sizes;
+  std::vector<uint8_t> by_quanta;  // (size + 63) / 64 -> class index
+  SizeClasses() {
+    for (uint32_t s = 64; s <= 512; s += 64) sizes.push_back(s);
+    for (uint32_t base = 512; base < BlockPool::kSmallLimit; base *= 2)
+      for (uint32_t step = 1; step <= 4; ++step) sizes.push_back(base + base / 4 * step);
+    by_quanta.resize(BlockPool::kSmallLimit / kQuantum + 1);
+    size_t c = 0;
+    for (size_t q = 0; q < by_quanta.size(); ++q) {
+      while (sizes[c] < q * kQuantum) ++c;
+      by_quanta[q] = static_cast<uint8_t>(c);
+    }
+  }
+  size_t index(uint64_t bytes) const { return by_quanta[(bytes + kQuantum - 1) / kQuantum]; }
+};
+
+const SizeClasses& classes() {
+  static const SizeClasses c;
+  return c;
+}
+
+std::atomic<uint64_t> g_pool_ids{1};
+
+// The last owner a thread resolved, per pool: saves a string lookup per allocation.
+struct OwnerCache {
+  uint64_t pool = 0;
+  uint64_t serial = UINT64_MAX;
+  uint32_t id = 0;
+};
+thread_local OwnerCache t_owner_cache;
+
+}  // namespace
+
+struct BlockPool::Impl {
+  struct Slab;
+  enum class State : uint8_t { kFree, kUsed, kSlab };
+  struct Run {
+    uint64_t size = 0;
+    State state = State::kFree;
+    uint32_t owner = kNoOwner;
+    std::unique_ptr<Slab> slab;
+  };
+  struct Block {
+    BackingBlock mapping;
+    uintptr_t base = 0;
+    std::map<uint64_t, Run> runs;  // by offset; covers the block exactly
+    size_t used_runs = 0;          // runs not free
+  };
+  struct Slab {
+    Block* block = nullptr;
+    uint64_t offset = 0;  // of its run
+    uintptr_t start = 0;
+    uint32_t cls = 0;
+    uint32_t slot = 0;
+    uint32_t slots = 0;
+    std::vector<uint32_t> owners;  // per slot, kNoOwner when free
+    std::vector<uint32_t> free_slots;
+    bool listed = false;  // in partial[cls]
+  };
+  struct Owner {
+    std::string name;
+    uint64_t in_use = 0;
+    uint64_t peak = 0;
+    uint64_t allocations = 0;
+  };
+
+  BlockPool* self;
+  uint64_t id = g_pool_ids.fetch_add(1);
+  mutable std::mutex mu;
+  std::map<uintptr_t, std::unique_ptr<Block>> blocks;  // by base
+  std::set<std::pair<uint64_t, uintptr_t>> free_runs;  // (size, address) of every free run
+  std::vector<std::vector<Slab*>> partial;             // per class: slabs with a free slot
+  std::vector<Owner> owners;
+  std::map<std::string, uint32_t, std::less<>> owner_ids;
+  size_t empty_blocks = 0;
+  PoolStats st;
+
+  explicit Impl(BlockPool* s) : self(s), partial(classes().sizes.size()) {}
+
+  // --- owners ---
+  uint32_t owner_id_locked(std::string_view name) {
+    auto it = owner_ids.find(name);
+    if (it != owner_ids.end()) return it->second;
+    const auto oid = static_cast<uint32_t>(owners.size());
+    owners.push_back(Owner{std::string(name)});
+    owner_ids.emplace(std::string(name), oid);
+    return oid;
+  }
+  void account_alloc(uint32_t oid, uint64_t bytes) {
+    Owner& o = owners[oid];
+    o.in_use += bytes;
+    o.peak = std::max(o.peak, o.in_use);
+    ++o.allocations;
+    st.bytes_in_use += bytes;
+    st.peak_in_use = std::max(st.peak_in_use, st.bytes_in_use);
+    ++st.allocations;
+    ++st.total_allocations;
+  }
+  void account_free(uint32_t oid, uint64_t bytes) {
+    Owner& o = owners[oid];
+    o.in_use -= bytes;
+    --o.allocations;
+    st.bytes_in_use -= bytes;
+    --st.allocations;
+  }
+
+  // --- blocks and runs ---
+  Block* block_of(uintptr_t p) const {
+    auto it = blocks.upper_bound(p);
+    if (it == blocks.begin()) return nullptr;
+    --it;
+    Block* b = it->second.get();
+    return p < b->base + b->mapping.size ? b : nullptr;
+  }
+
+  void unmap_block(Block* b) {
+    free_runs.erase({b->mapping.size, b->base});  // an empty block is one free run
+    --empty_blocks;
+    st.bytes_reserved -= b->mapping.size;
+    --st.blocks;
+    ++st.blocks_unmapped;
+    self->backing_->unmap(b->mapping);
+    blocks.erase(b->base);
+  }
+
+  // Unmaps empty blocks until at most `keep` remain.
+  void release_empty(size_t keep) {
+    for (auto it = blocks.begin(); it != blocks.end() && empty_blocks > keep;) {
+      Block* b = (it++)->second.get();
+      if (b->used_runs == 0) unmap_block(b);
+    }
+  }
+
+  Status map_block(uint64_t at_least) {
+    const uint64_t g = self->backing_->granularity();
+    const uint64_t cap = self->options_.capacity;
+    uint64_t size = round_up(std::max(at_least, self->options_.block_size), g);
+    if (cap) {
+      if (st.bytes_reserved + size > cap) release_empty(0);
+      if (st.bytes_reserved + size > cap) size = round_up(at_least, g);  // a smaller block may still fit
+      if (st.bytes_reserved + size > cap)
+        return ResourceExhausted("memory pool on " + self->device() + " cannot grow by " +
+                                 format_bytes(size) + ": " + format_bytes(st.bytes_reserved) +
+                                 " of its capacity " + format_bytes(cap) + " is reserved, " +
+                                 format_bytes(st.bytes_in_use) + " in use");
+    }
+    auto mapped = self->backing_->map(size);
+    if (!mapped.ok()) {
+      release_empty(0);
+      mapped = self->backing_->map(size);
+      if (!mapped.ok()) return mapped.status();
+    }
+    auto b = std::make_unique<Block>();
+    b->mapping = *mapped;
+    b->base = reinterpret_cast<uintptr_t>(mapped->base);
+    b->runs.emplace(0, Run{size, State::kFree, kNoOwner, nullptr});
+    free_runs.insert({size, b->base});
+    ++empty_blocks;
+    st.bytes_reserved += size;
+    st.peak_reserved = std::max(st.peak_reserved, st.bytes_reserved);
+    ++st.blocks;
+    ++st.blocks_mapped;
+    blocks.emplace(b->base, std::move(b));
+    return Status::Ok();
+  }
+
+  // Finds the smallest free run that holds `bytes` at `alignment`; nullptr when none.
+  bool find_fit(uint64_t bytes, uint64_t alignment, Block*& block, uint64_t& offset, uintptr_t& at) {
+    for (auto it = free_runs.lower_bound({bytes, 0}); it != free_runs.end(); ++it) {
+      const uintptr_t a = align_up(it->second, alignment);
+      if (a + bytes > it->second + it->first) continue;
+      block = block_of(it->second);
+      offset = it->second - block->base;
+      at = a;
+      return true;
+    }
+    return false;
+  }
+
+  // Takes [at, at + bytes) out of the free run at `offset` of `b`; returns the new run.
+  Run& carve(Block* b, uint64_t offset, uintptr_t at, uint64_t bytes, State state) {
+    auto it = b->runs.find(offset);
+    const uint64_t run_size = it->second.size;
+    free_runs.erase({run_size, b->base + offset});
+    if (b->used_runs++ == 0) --empty_blocks;
+    const uint64_t start = at - b->base;
+    const uint64_t end = start + bytes;
+    if (start > offset) {  // leading padding stays free
+      it->second.size = start - offset;
+      free_runs.insert({start - offset, b->base + offset});
+      it = b->runs.emplace_hint(std::next(it), start, Run{});
+    }
+    it->second.size = bytes;
+    it->second.state = state;
+    if (end < offset + run_size) {  // the tail stays free
+      b->runs.emplace_hint(std::next(it), end, Run{offset + run_size - end, State::kFree, kNoOwner, nullptr});
+      free_runs.insert({offset + run_size - end, b->base + end});
+    }
+    return it->second;
+  }
+
+  // Returns the run at `offset` of `b` to the free runs, merging with free neighbours.
+  void release_run(Block* b, uint64_t offset) {
+    auto it = b->runs.find(offset);
+    it->second.state = State::kFree;
+    it->second.owner = kNoOwner;
+    it->second.slab.reset();
+    if (it != b->runs.begin()) {
+      auto prev = std::prev(it);
+      if (prev->second.state == State::kFree) {
+        free_runs.erase({prev->second.size, b->base + prev->first});
+        prev->second.size += it->second.size;
+        b->runs.erase(it);
+        it = prev;
+      }
+    }
+    auto next = std::next(it);
+    if (next != b->runs.end() && next->second.state == State::kFree) {
+      free_runs.erase({next->second.size, b->base + next->first});
+      it->second.size += next->second.size;
+      b->runs.erase(next);
+    }
+    free_runs.insert({it->second.size, b->base + it->first});
+    if (--b->used_runs == 0) {
+      ++empty_blocks;
+      release_empty(self->options_.keep_empty_blocks);
+    }
+  }
+
+  // A run of `bytes` at `alignment`, mapping a block when none fits.
+  Result<std::pair<Block*, uint64_t>> take_run(uint64_t bytes, uint64_t alignment, State state,
+                                               uint32_t oid) {
+    Block* b = nullptr;
+    uint64_t offset = 0;
+    uintptr_t at = 0;
+    if (!find_fit(bytes, alignment, b, offset, at)) {
+      GANTRY_RETURN_IF_ERROR(map_block(bytes + (alignment > kQuantum ? alignment : 0)));
+      if (!find_fit(bytes, alignment, b, offset, at))
+        return Internal("memory pool on " + self->device() + ": a fresh block did not fit " +
+                        format_bytes(bytes));
+    }
+    Run& r = carve(b, offset, at, bytes, state);
+    r.owner = oid;
+    return std::make_pair(b, at - b->base);
+  }
+
+  Result<void*> allocate_small(uint64_t bytes, uint32_t oid) {
+    const size_t c = classes().index(bytes);
+    auto& list = partial[c];
+    Slab* s = list.empty() ? nullptr : list.back();
+    if (!s) {
+      const uint32_t slot = classes().sizes[c];
+      const uint64_t slab_bytes = std::max<uint64_t>(64 * 1024, uint64_t{slot} * 16);
+      GANTRY_ASSIGN_OR_RETURN(auto where, take_run(slab_bytes, kQuantum, State::kSlab, kNoOwner));
+      auto slab = std::make_unique<Slab>();
+      slab->block = where.first;
+      slab->offset = where.second;
+      slab->start = where.first->base + where.second;
+      slab->cls = static_cast<uint32_t>(c);
+      slab->slot = slot;
+      slab->slots = static_cast<uint32_t>(slab_bytes / slot);
+      slab->owners.assign(slab->slots, kNoOwner);
+      slab->free_slots.resize(slab->slots);
+      for (uint32_t i = 0; i < slab->slots; ++i) slab->free_slots[i] = slab->slots - 1 - i;
+      s = slab.get();
+      where.first->runs.find(where.second)->second.slab = std::move(slab);
+      list.push_back(s);
+      s->listed = true;
+    }
+    const uint32_t i = s->free_slots.back();
+    s->free_slots.pop_back();
+    s->owners[i] = oid;
+    if (s->free_slots.empty()) {
+      list.pop_back();
+      s->listed = false;
+    }
+    account_alloc(oid, s->slot);
+    return reinterpret_cast<void*>(s->start + uint64_t{i} * s->slot);
+  }
+
+  Result<void*> allocate_locked(uint64_t bytes, uint64_t alignment, uint32_t oid) {
+    if (bytes <= kSmallLimit && alignment <= kQuantum) return allocate_small(bytes, oid);
+    const uint64_t size = round_up(bytes, kQuantum);
+    GANTRY_ASSIGN_OR_RETURN(auto where, take_run(size, alignment, State::kUsed, oid));
+    account_alloc(oid, size);
+    return reinterpret_cast<void*>(where.first->base + where.second);
+  }
+
+  // The rounded size and owner of live allocation `p`; false when `p` is not one.
+  bool lookup(uintptr_t p, Block*& b, std::map<uint64_t, Run>::iterator& run, uint32_t& slot) const {
+    b = block_of(p);
+    if (!b) return false;
+    const uint64_t off = p - b->base;
+    run = b->runs.upper_bound(off);
+    if (run == b->runs.begin()) return false;
+    --run;
+    if (run->second.state == State::kUsed) return run->first == off;
+    if (run->second.state != State::kSlab) return false;
+    const Slab* s = run->second.slab.get();
+    const uint64_t rel = p - s->start;
+    if (rel % s->slot != 0 || rel / s->slot >= s->slots) return false;
+    slot = static_cast<uint32_t>(rel / s->slot);
+    return s->owners[slot] != kNoOwner;
+  }
+
+  // Frees a live allocation; returns its size and owner.
+  std::pair<uint64_t, uint32_t> free_locked(Block* b, std::map<uint64_t, Run>::iterator run, uint32_t slot) {
+    if (run->second.state == State::kUsed) {
+      const uint64_t size = run->second.size;
+      const uint32_t oid = run->second.owner;
+      account_free(oid, size);
+      release_run(b, run->first);
+      return {size, oid};
+    }
+    Slab* s = run->second.slab.get();
+    const uint32_t oid = s->owners[slot];
+    const uint64_t size = s->slot;
+    s->owners[slot] = kNoOwner;
+    s->free_slots.push_back(slot);
+    account_free(oid, size);
+    if (s->free_slots.size() == s->slots) {  // empty: give the run back to the block
+      if (s->listed) {
+        auto& list = partial[s->cls];
+        list.erase(std::find(list.begin(), list.end(), s));
+      }
+      release_run(b, run->first);
+    } else if (!s->listed) {
+      partial[s->cls].push_back(s);
+      s->listed = true;
+    }
+    return {size, oid};
+  }
+};
+
+BlockPool::BlockPool(std::unique_ptr<Backing> backing, BlockPoolOptions options)
+    : impl_(std::make_unique<Impl>(this)), backing_(std::move(backing)), options_(options) {}
+
+BlockPool::~BlockPool() {
+  std::lock_guard lock(impl_->mu);
+  if (impl_->st.allocations)
+    GANTRY_LOG_WARN("memory pool on {} destroyed with {} allocation(s) ({}) still live", device(),
+                    impl_->st.allocations, format_bytes(impl_->st.bytes_in_use));
+  for (auto& [base, b] : impl_->blocks) backing_->unmap(b->mapping);
+  impl_->blocks.clear();
+}
+
+Result<void*> BlockPool::allocate(uint64_t bytes, size_t alignment) {
+  return allocate_for(OwnerScope::current(), bytes, alignment);
+}
+
+Result<void*> BlockPool::allocate_for(std::string_view owner, uint64_t bytes, size_t alignment) {
+  if (bytes == 0) return static_cast<void*>(nullptr);
+  if (alignment == 0) alignment = kMinAlignment;
+  if ((alignment & (alignment - 1)) != 0) {
+    std::lock_guard lock(impl_->mu);
+    ++impl_->st.failed;
+    return InvalidArgument("alignment " + std::to_string(alignment) + " is not a power of two");
+  }
+  alignment = std::max(alignment, kMinAlignment);
+  const uint64_t charged = bytes <= kSmallLimit && alignment <= kMinAlignment
+                               ? classes().sizes[classes().index(bytes)]
+                               : round_up(bytes, kMinAlignment);
+  if (options_.capacity && charged > options_.capacity) {
+    std::lock_guard lock(impl_->mu);
+    ++impl_->st.failed;
+    return ResourceExhausted("allocation of " + format_bytes(bytes) + " is larger than the memory pool on " +
+                             device() + " (capacity " + format_bytes(options_.capacity) + ")");
+  }
+  if (options_.budget) {
+    if (Status s = options_.budget->charge(owner, charged); !s.ok()) {
+      std::lock_guard lock(impl_->mu);
+      ++impl_->st.failed;
+      return s;
+    }
+  }
+  Result<void*> r = static_cast<void*>(nullptr);
+  {
+    std::lock_guard lock(impl_->mu);
+    // The owner id: from this thread's cache when the caller passed the current scope's name.
+    uint32_t oid;
+    OwnerCache& cache = t_owner_cache;
+    const uint64_t serial = OwnerScope::current_serial();
+    const bool scoped = owner.data() == OwnerScope::current().data();
+    if (scoped && cache.pool == impl_->id && cache.serial == serial) {
+      oid = cache.id;
+    } else {
+      oid = impl_->owner_id_locked(owner);
+      if (scoped) cache = {impl_->id, serial, oid};
+    }
+    r = impl_->allocate_locked(bytes, alignment, oid);
+    if (!r.ok()) ++impl_->st.failed;
+  }
+  if (!r.ok() && options_.budget) options_.budget->credit(owner, charged);
+  return r;
+}
+
+Status BlockPool::free(void* p) {
+  if (!p) return Status::Ok();
+  std::string owner;
+  uint64_t size = 0;
+  {
+    std::lock_guard lock(impl_->mu);
+    Impl::Block* b = nullptr;
+    std::map<uint64_t, Impl::Run>::iterator run;
+    uint32_t slot = 0;
+    if (!impl_->lookup(reinterpret_cast<uintptr_t>(p), b, run, slot)) {
+      const uint64_t n = ++impl_->st.bad_frees;
+      GANTRY_LOG_ERROR(
+          "memory pool on {}: free of {} which is not a live allocation (double free or foreign "
+          "pointer; {} so far)",
+          device(), p, n);
+      return InvalidArgument(
+          "memory pool on " + device() + ": " +
+          (b ? "pointer is not a live allocation (double free?)" : "pointer is not from this pool"));
+    }
+    auto [bytes, oid] = impl_->free_locked(b, run, slot);
+    size = bytes;
+    if (options_.budget) owner = impl_->owners[oid].name;
+  }
+  if (options_.budget) options_.budget->credit(owner, size);
+  return Status::Ok();
+}
+
+uint64_t BlockPool::allocation_size(const void* p) const {
+  std::lock_guard lock(impl_->mu);
+  Impl::Block* b = nullptr;
+  std::map<uint64_t, Impl::Run>::iterator run;
+  uint32_t slot = 0;
+  if (!p || !impl_->lookup(reinterpret_cast<uintptr_t>(p), b, run, slot)) return 0;
+  return run->second.state == Impl::State::kUsed ? run->second.size : run->second.slab->slot;
+}
+
+void BlockPool::trim() {
+  std::lock_guard lock(impl_->mu);
+  impl_->release_empty(0);
+}
+
+PoolStats BlockPool::stats() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->st;
+}
+
+std::vector<OwnerStats> BlockPool::owners() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<OwnerStats> out;
+  for (const auto& [name, oid] : impl_->owner_ids) {
+    const auto& o = impl_->owners[oid];
+    out.push_back({o.name, o.in_use, o.peak, o.allocations});
+  }
+  return out;
+}
+
+std::optional<OwnerStats> BlockPool::owner(std::string_view name) const {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->owner_ids.find(name);
+  if (it == impl_->owner_ids.end()) return std::nullopt;
+  const auto& o = impl_->owners[it->second];
+  return OwnerStats{o.name, o.in_use, o.peak, o.allocations};
+}
+
+std::vector<BlockInfo> BlockPool::blocks() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<BlockInfo> out;
+  for (const auto& [base, b] : impl_->blocks) {
+    BlockInfo info;
+    info.size = b->mapping.size;
+    for (const auto& [off, r] : b->runs) {
+      if (r.state == Impl::State::kFree) {
+        ++info.free_runs;
+        info.free_bytes += r.size;
+      } else {
+        ++info.used_runs;
+      }
+    }
+    out.push_back(info);
+  }
+  return out;
+}
+
+}  // namespace gantry::memory
