@@ -59,6 +59,7 @@ ProviderRequest request_for(const model::Package& package, const LoadOptions& op
     policy = ProviderPolicy::kManifest;
   }
   if (options.intra_op_threads > 0) req.base.intra_op_threads = options.intra_op_threads;
+  for (const auto& [key, value] : options.options) req.base.options[key] = value;
   return req;
 }
 
@@ -86,7 +87,7 @@ ProviderChoice choose_provider(Backend& backend, const model::Package& package, 
 }
 
 Result<LoadedModel> load_model(Backend& backend, const model::Package& package, const MachineView& machine,
-                               const LoadOptions& options) {
+                               const LoadOptions& options, const LoadFn& load) {
   LoadedModel out;
   out.choice = choose_provider(backend, package, machine, options);
   auto& choice = out.choice;
@@ -95,13 +96,13 @@ Result<LoadedModel> load_model(Backend& backend, const model::Package& package, 
   if (choice.chosen >= 0) order.push_back(choice.chosen);
   for (int i = 0; i < static_cast<int>(choice.candidates.size()); ++i)
     if (i != choice.chosen && choice.candidates[i].viable) order.push_back(i);
-  Status last = Unavailable("no viable provider");
+  bool all_out_of_memory = !order.empty();
   for (int i : order) {
     auto& c = choice.candidates[i];
     Placement p = choice.placement;
     p.provider = c.provider;
     p.device_ids = c.device_ids;
-    auto m = backend.load(package, p);
+    auto m = load ? load(p) : backend.load(package, p);
     if (m.ok()) {
       choice.chosen = i;
       choice.placement = p;
@@ -113,10 +114,11 @@ Result<LoadedModel> load_model(Backend& backend, const model::Package& package, 
     if (code != StatusCode::kUnavailable && code != StatusCode::kResourceExhausted) return m.status();
     c.viable = false;
     c.reason = "loading failed: " + m.status().message();
-    last = m.status();
+    if (code != StatusCode::kResourceExhausted) all_out_of_memory = false;
   }
   choice.chosen = -1;
-  return Unavailable("no provider can run model '" + package.manifest().name + "':\n" + choice.explain());
+  std::string msg = "no provider can run model '" + package.manifest().name + "':\n" + choice.explain();
+  return all_out_of_memory ? ResourceExhausted(msg) : Unavailable(msg);
 }
 
 MachineView host_only_machine() {

@@ -1,6 +1,8 @@
 // Loading a package through the factory: manifest -> provider request -> choice -> loaded model.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +24,7 @@ struct LoadOptions {
   const VerdictCache* cache = nullptr;  // measured policy: where verdicts are kept (null: not cached)
   double measure_budget_ms = 2000;
   bool measure_single = false;  // measured policy: time a lone viable candidate too
+  std::map<std::string, std::string> options;  // backend keys added to the placement (Placement::options)
 };
 
 struct LoadedModel {
@@ -33,10 +36,16 @@ struct LoadedModel {
 ProviderChoice choose_provider(Backend& backend, const model::Package& package, const MachineView& machine,
                                const LoadOptions& options);
 
-// Chooses a provider and loads the model on it; when the chosen provider fails to load the model, the
-// next viable candidate is tried and the failure is recorded as that candidate's rejection reason.
+// Loads the model under one candidate's placement (default: backend.load). The Runtime's version also
+// reserves the model's memory first.
+using LoadFn = std::function<Result<std::unique_ptr<Model>>(const Placement& placement)>;
+
+// Chooses a provider and loads the model on it; when the chosen provider fails to load the model
+// (Unavailable, or ResourceExhausted: it does not fit), the next viable candidate is tried and the
+// failure is recorded as that candidate's rejection reason. Other errors (a broken model) end the
+// search. When every candidate failed for lack of memory, the error is ResourceExhausted.
 Result<LoadedModel> load_model(Backend& backend, const model::Package& package, const MachineView& machine,
-                               const LoadOptions& options);
+                               const LoadOptions& options, const LoadFn& load = {});
 
 // The machine with just its CPU and host memory (used when no hardware registry is at hand).
 MachineView host_only_machine();

@@ -1,0 +1,181 @@
+// ModelManager: the loaded models of one Runtime, by name, and the memory they hold.
+//
+// - A model is loaded under a unique name. Loading it again while it is ready returns the same model;
+//   while it is loading, the second caller waits for the first.
+// - Callers use a model through a ModelHandle (refcounted). A model with live handles is "in use":
+//   it is never evicted; unload() refuses new handles at once and waits for the live ones to go.
+// - Memory: before a model is created, its estimate is reserved in the Budget of every device it will
+//   use. When a reservation does not fit, idle (no handles), unpinned ready models that hold memory on
+//   that device are evicted, least recently used first, until it fits; if even that cannot make room,
+//   the load fails with the numbers. Eviction happens here, between loads — never from inside an
+//   allocation. Reservations are atomic per device, so loads racing for the last bytes never overcommit.
+// - keep_alive per model: how long it stays loaded after its last handle went (default 5 min; 0 =
+//   unload as soon as it is idle; negative = never). sweep() applies it; the Runtime calls it on a timer.
+// - States: loading, ready, draining, unloaded, failed (with reason), evicted (with reason). Models that
+//   left stay listed with their last state until loaded again.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "gantry/backend/backend.h"
+#include "gantry/backend/model.h"
+#include "gantry/core/status.h"
+#include "gantry/memory/budget.h"
+
+namespace gantry::runtime {
+
+enum class ModelState { kLoading, kReady, kDraining, kUnloaded, kFailed, kEvicted };
+std::string_view model_state_name(ModelState s);  // "loading", "ready", "draining", "unloaded", "failed", "evicted"
+
+using Clock = std::chrono::steady_clock;
+inline constexpr std::chrono::milliseconds kDefaultKeepAlive = std::chrono::minutes(5);
+
+// One model as the manager sees it (plain data, a snapshot).
+struct ModelInfo {
+  std::string name;
+  std::string source;  // what it was loaded from
+  ModelState state = ModelState::kLoading;
+  std::string reason;  // why it failed / was evicted / was unloaded
+  std::string backend;
+  std::string provider;
+  std::map<std::string, uint64_t> reserved_bytes;  // device id -> bytes reserved for it
+  std::string memory_basis;                        // how the reservation was computed
+  bool pinned = false;
+  std::chrono::milliseconds keep_alive = kDefaultKeepAlive;
+  int handles = 0;  // live ModelHandles
+  Clock::time_point last_used{};
+  backend::ModelStats stats;
+};
+
+class ModelManager;
+
+// A counted reference to a loaded model. Calls go to model(); the model stays alive while any handle
+// does. Moving is cheap; destroying releases the use.
+class ModelHandle {
+ public:
+  ModelHandle() = default;
+  ModelHandle(ModelHandle&&) noexcept;
+  ModelHandle& operator=(ModelHandle&&) noexcept;
+  ModelHandle(const ModelHandle&) = delete;
+  ModelHandle& operator=(const ModelHandle&) = delete;
+  ~ModelHandle();
+
+  explicit operator bool() const { return model_ != nullptr; }
+  backend::Model& model() const { return *model_; }
+  backend::Model* operator->() const { return model_.get(); }
+  const std::string& name() const { return name_; }
+
+ private:
+  friend class ModelManager;
+  void release();
+  ModelManager* manager_ = nullptr;
+  std::string name_;
+  std::shared_ptr<backend::Model> model_;
+};
+
+struct ManagedLoadOptions {
+  std::chrono::milliseconds keep_alive = kDefaultKeepAlive;
+  bool pinned = false;
+  std::string source;
+};
+
+// The devices' budgets, by device id ("cpu", "cuda:0"). Devices without a budget are not accounted.
+using Budgets = std::map<std::string, std::unique_ptr<memory::Budget>, std::less<>>;
+
+class ModelManager {
+ public:
+  explicit ModelManager(Budgets& budgets);
+  ~ModelManager();  // unloads everything (waits for live handles)
+  ModelManager(const ModelManager&) = delete;
+  ModelManager& operator=(const ModelManager&) = delete;
+
+  // An admission: the right to create model `name`, with its memory reserved through reserve().
+  // finish() publishes the model; dropping an unfinished admission fails the load with `fail()`'s
+  // reason (or "abandoned") and releases its reservation.
+  class Admission {
+   public:
+    Admission(Admission&&) noexcept;
+    Admission& operator=(Admission&&) = delete;
+    ~Admission();
+    // Reserves `estimate` (evicting idle models when needed). Replaces an earlier reservation of this
+    // admission. ResourceExhausted with the numbers when even eviction cannot make room.
+    Status reserve(const backend::MemoryEstimate& estimate);
+    void release_reservation();
+    // Publishes the loaded model. `resources` (e.g. the package holding a tar's extracted files) are
+    // kept until the model is destroyed.
+    Result<ModelHandle> finish(std::unique_ptr<backend::Model> model, std::string backend_name,
+                               std::string provider, std::shared_ptr<const void> resources = {});
+    void fail(const Status& why);
+    const std::string& name() const { return name_; }
+
+   private:
+    friend class ModelManager;
+    Admission(ModelManager* m, std::string name) : manager_(m), name_(std::move(name)) {}
+    ModelManager* manager_;
+    std::string name_;
+    bool done_ = false;
+  };
+
+  // Starts loading `name`. When it is already ready, returns a handle to it instead (second variant);
+  // when another caller is loading it, waits for that load and returns its outcome.
+  using Begin = std::variant<Admission, ModelHandle>;
+  Result<Begin> begin_load(const std::string& name, const ManagedLoadOptions& options);
+
+  // A handle to a ready model; NotFound (unknown) or Unavailable (not ready: says its state and why).
+  Result<ModelHandle> acquire(std::string_view name);
+
+  // Refuses new handles, waits for live ones to be released (at most `timeout`), drains and destroys the
+  // model and releases its memory. NotFound when no such model is loaded.
+  Status unload(std::string_view name, std::chrono::milliseconds timeout = std::chrono::minutes(1),
+                std::string reason = "unloaded on request");
+
+  Status set_pinned(std::string_view name, bool pinned);
+  Status set_keep_alive(std::string_view name, std::chrono::milliseconds keep_alive);
+
+  // Unloads ready, idle, unpinned models whose keep_alive has run out at `now`. Returns how many.
+  int sweep(Clock::time_point now = Clock::now());
+  // When the next sweep could unload something (nullopt: nothing can expire).
+  std::optional<Clock::time_point> next_expiry() const;
+
+  // A background thread that calls sweep() whenever a keep_alive runs out (stopped by the destructor).
+  void start_keep_alive_timer();
+
+  std::vector<ModelInfo> list() const;
+  std::optional<ModelInfo> info(std::string_view name) const;
+  const Budgets& budgets() const { return budgets_; }
+
+ private:
+  struct Entry;
+  friend class ModelHandle;
+  friend class Admission;
+
+  Status reserve_locked(std::unique_lock<std::mutex>& lock, Entry& e, const backend::MemoryEstimate& estimate);
+  void release_memory_locked(Entry& e);
+  // Drains and destroys an entry's model outside the lock; `lock` is re-acquired on return.
+  void retire(std::unique_lock<std::mutex>& lock, Entry& e, ModelState final_state, std::string reason);
+  void on_handle_released(const std::string& name);
+  ModelHandle make_handle_locked(Entry& e);
+  ModelInfo snapshot_locked(const Entry& e) const;
+  void timer_loop();
+
+  Budgets& budgets_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // state changes, handle releases, shutdown
+  // Entries are never erased (a model that left keeps its last state), so references stay valid.
+  std::map<std::string, std::unique_ptr<Entry>, std::less<>> entries_;
+  bool stopping_ = false;
+  std::thread timer_;
+};
+
+}  // namespace gantry::runtime

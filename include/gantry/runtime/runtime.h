@@ -1,0 +1,128 @@
+// Runtime: THE composition root. It owns the hardware registry, the backends (ONNX Runtime, llama.cpp),
+// one memory budget per device and the loaded models (ModelManager). CLI commands and the server use
+// only this API; nothing above it constructs a backend.
+//
+//   auto rt = Runtime::create({});                         // detects the machine once
+//   auto h = rt->load("model.gguf", {.context_size = 4096}); // provider choice + budget + load
+//   h->model().generate({...});                            // or infer_one / embed / format_chat
+//
+// load() resolves a .onnx, .gguf, package directory or .tar, picks the backend by format and the
+// provider through the factory and the provider policy (every format alike, with reasons), asks the
+// backend how much memory the model will take on each device, reserves it in the budgets (evicting
+// idle models if needed) and only then loads it. A model that cannot fit is refused before loading.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gantry/backend/factory.h"
+#include "gantry/backend/loader.h"
+#include "gantry/backend/registry.h"
+#include "gantry/hw/registry.h"
+#include "gantry/model/package.h"
+#include "gantry/runtime/model_manager.h"
+
+namespace gantry::runtime {
+
+struct RuntimeOptions {
+  // --memory-budget (see memory::parse_budget_spec); empty: 90 % of each device's free memory.
+  std::string memory_budget;
+  // ONNX Runtime allocates from the CPU budget's block pool (false: ORT's own arena, unbudgeted).
+  bool memory_pool = true;
+  // Measured-policy verdicts: empty = VerdictCache::default_dir(); "none" = not cached.
+  std::string verdict_cache_dir;
+  std::chrono::milliseconds default_keep_alive = kDefaultKeepAlive;
+  bool keep_alive_timer = true;  // unload idle models in the background when their keep_alive runs out
+  // The machine to plan for instead of detecting this one (tests, --sysroot).
+  std::optional<hw::Registry> hardware;
+  // Backends to use instead of the built-in ONNX Runtime and llama.cpp ones (tests).
+  std::vector<std::unique_ptr<backend::Backend>> backends;
+};
+
+// How one model is loaded. Every field is optional; the defaults come from the model's manifest and the
+// backend (see gantry/backend/llama/llama_backend.h for the llama.cpp keys).
+struct LoadOptions {
+  std::string name;  // default: the package's name, else the file's stem ("tiny-llama.gguf" -> "tiny-llama")
+  // Provider policy, --provider, --threads, measuring; `factory.options` takes backend keys (Placement::options).
+  backend::LoadOptions factory;
+  // Text generation (GGUF), written into factory.options under llama.cpp's keys; 0 / empty = the default.
+  uint32_t context_size = 0;      // n_ctx
+  uint32_t parallel = 0;          // sequences decoded together
+  std::string kv_type;            // f16, q8_0, ...
+  std::optional<int> gpu_layers;  // layers offloaded to GPUs (-1 all); default: what the planner says fits
+  std::optional<std::chrono::milliseconds> keep_alive;  // default: RuntimeOptions::default_keep_alive
+  bool pinned = false;
+  bool verify_checksums = true;
+};
+
+// What a provider choice looks like for one model, without loading it (`gantry plan --explain`).
+struct Explanation {
+  std::string model_name;
+  std::string model_sha256;
+  std::string backend;  // "onnxruntime 1.29.0"
+  backend::ProviderChoice choice;
+  std::optional<backend::MemoryEstimate> memory;  // for the chosen provider
+};
+
+// One device's budget as plain data (for `gantry serve`'s dashboard and logs).
+struct BudgetInfo {
+  std::string device;
+  uint64_t capacity = 0;
+  uint64_t used = 0;
+  uint64_t peak = 0;
+  std::vector<memory::OwnerUsage> owners;
+};
+
+class Runtime {
+ public:
+  static Result<std::unique_ptr<Runtime>> create(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Loads (or returns the already loaded) model from `source`. Errors name the source and, for memory,
+  // carry the numbers ("needs 1.9 GiB on cuda:0, budget 1.5 GiB, 1.2 GiB used by 2 models").
+  Result<ModelHandle> load(const std::string& source, const LoadOptions& options = {});
+  // A handle to a loaded model by name.
+  Result<ModelHandle> get(std::string_view name);
+  Status unload(std::string_view name);
+  std::vector<ModelInfo> models() const;
+  ModelManager& manager() { return *manager_; }
+
+  // The provider choice (and memory estimate) for `source`, without keeping anything loaded.
+  Result<Explanation> explain(const std::string& source, const LoadOptions& options = {}, bool measure_single = false);
+
+  const hw::Registry& hardware() const { return hardware_; }
+  const backend::MachineView& machine() const { return machine_; }
+  // Detects the machine again (device free memory changes); budgets keep their capacities.
+  void refresh_hardware();
+
+  backend::BackendRegistry& backends() { return backends_; }
+  Result<backend::Backend*> backend_for(model::ModelFormat format);
+  std::vector<BudgetInfo> budgets() const;
+
+ private:
+  Runtime() = default;
+  Result<ModelHandle> load_package(std::shared_ptr<const model::Package> package, const LoadOptions& options);
+  // The factory's options for `options`: the verdict cache filled in, the generation fields as backend keys.
+  Result<backend::LoadOptions> factory_options(const LoadOptions& options) const;
+
+  RuntimeOptions options_;
+  hw::Registry hardware_;
+  backend::MachineView machine_;
+  Budgets budgets_;
+  std::vector<std::shared_ptr<void>> keep_alive_;  // pools and the like the backends use
+  backend::BackendRegistry backends_;
+  std::unique_ptr<backend::VerdictCache> verdicts_;
+  std::unique_ptr<ModelManager> manager_;  // declared last: destroyed first (models before backends)
+};
+
+// The name a model loaded from `package` gets by default: the manifest's name (a bare file's stem).
+std::string default_model_name(const model::Package& package);
+
+}  // namespace gantry::runtime

@@ -1,0 +1,423 @@
+#include "gantry/runtime/model_manager.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "gantry/core/log.h"
+
+namespace gantry::runtime {
+
+std::string_view model_state_name(ModelState s) {
+  switch (s) {
+    case ModelState::kLoading:
+      return "loading";
+    case ModelState::kReady:
+      return "ready";
+    case ModelState::kDraining:
+      return "draining";
+    case ModelState::kUnloaded:
+      return "unloaded";
+    case ModelState::kFailed:
+      return "failed";
+    case ModelState::kEvicted:
+      return "evicted";
+  }
+  return "?";
+}
+
+struct ModelManager::Entry {
+  std::string name;
+  std::string source;
+  ModelState state = ModelState::kLoading;
+  std::string reason;
+  Status failure;  // the status of the last failed load
+  std::string backend;
+  std::string provider;
+  std::shared_ptr<backend::Model> model;
+  std::map<std::string, uint64_t> reserved;
+  std::string basis;
+  bool pinned = false;
+  std::chrono::milliseconds keep_alive = kDefaultKeepAlive;
+  int handles = 0;
+  Clock::time_point last_used{};
+};
+
+// ---- ModelHandle ----------------------------------------------------------------------------------
+
+ModelHandle::ModelHandle(ModelHandle&& o) noexcept
+    : manager_(o.manager_), name_(std::move(o.name_)), model_(std::move(o.model_)) {
+  o.manager_ = nullptr;
+}
+
+ModelHandle& ModelHandle::operator=(ModelHandle&& o) noexcept {
+  if (this != &o) {
+    release();
+    manager_ = o.manager_;
+    name_ = std::move(o.name_);
+    model_ = std::move(o.model_);
+    o.manager_ = nullptr;
+  }
+  return *this;
+}
+
+ModelHandle::~ModelHandle() { release(); }
+
+void ModelHandle::release() {
+  if (manager_ == nullptr) return;
+  model_.reset();
+  manager_->on_handle_released(name_);
+  manager_ = nullptr;
+}
+
+// ---- Admission ------------------------------------------------------------------------------------
+
+ModelManager::Admission::Admission(Admission&& o) noexcept
+    : manager_(o.manager_), name_(std::move(o.name_)), done_(o.done_) {
+  o.done_ = true;
+}
+
+ModelManager::Admission::~Admission() {
+  if (!done_) fail(Internal("the load of '" + name_ + "' was abandoned"));
+}
+
+Status ModelManager::Admission::reserve(const backend::MemoryEstimate& estimate) {
+  std::unique_lock lock(manager_->mu_);
+  Entry& e = *manager_->entries_.at(name_);
+  manager_->release_memory_locked(e);
+  GANTRY_RETURN_IF_ERROR(manager_->reserve_locked(lock, e, estimate));
+  e.basis = estimate.basis;
+  return Status::Ok();
+}
+
+void ModelManager::Admission::release_reservation() {
+  std::lock_guard lock(manager_->mu_);
+  manager_->release_memory_locked(*manager_->entries_.at(name_));
+}
+
+Result<ModelHandle> ModelManager::Admission::finish(std::unique_ptr<backend::Model> model,
+                                                    std::string backend_name, std::string provider,
+                                                    std::shared_ptr<const void> resources) {
+  if (!model) return Internal("finish() of '" + name_ + "' without a model");
+  std::lock_guard lock(manager_->mu_);
+  Entry& e = *manager_->entries_.at(name_);
+  // The model goes first, then what it used (a package's extracted files).
+  e.model = std::shared_ptr<backend::Model>(model.release(), [resources](backend::Model* m) { delete m; });
+  e.backend = std::move(backend_name);
+  e.provider = std::move(provider);
+  e.state = ModelState::kReady;
+  e.reason.clear();
+  e.last_used = Clock::now();
+  for (auto& [device, budget] : manager_->budgets_) {
+    budget->touch(e.name);
+    budget->set_pinned(e.name, e.pinned);
+  }
+  done_ = true;
+  manager_->cv_.notify_all();
+  GANTRY_LOG_INFO("model '{}' ready ({} on {})", e.name, e.backend, e.provider);
+  return manager_->make_handle_locked(e);
+}
+
+void ModelManager::Admission::fail(const Status& why) {
+  if (done_) return;
+  std::lock_guard lock(manager_->mu_);
+  Entry& e = *manager_->entries_.at(name_);
+  manager_->release_memory_locked(e);
+  e.state = ModelState::kFailed;
+  e.reason = why.message();
+  e.failure = why;
+  done_ = true;
+  manager_->cv_.notify_all();
+}
+
+// ---- ModelManager ---------------------------------------------------------------------------------
+
+ModelManager::ModelManager(Budgets& budgets) : budgets_(budgets) {}
+
+ModelManager::~ModelManager() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (timer_.joinable()) timer_.join();
+  std::vector<std::string> names;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, e] : entries_)
+      if (e->state == ModelState::kReady) names.push_back(name);
+  }
+  // Handles must not outlive the manager: wait for them (there is no timeout that would be safe).
+  for (const auto& name : names) {
+    while (true) {
+      Status s = unload(name, std::chrono::seconds(5), "runtime shut down");
+      if (s.ok() || s.code() != StatusCode::kFailedPrecondition) break;
+      GANTRY_LOG_WARN("shutting down: {}", s.message());
+    }
+  }
+}
+
+ModelHandle ModelManager::make_handle_locked(Entry& e) {
+  ModelHandle h;
+  h.manager_ = this;
+  h.name_ = e.name;
+  h.model_ = e.model;
+  ++e.handles;
+  e.last_used = Clock::now();
+  for (auto& [device, budget] : budgets_) budget->touch(e.name);
+  return h;
+}
+
+void ModelManager::on_handle_released(const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return;
+  Entry& e = *it->second;
+  if (e.handles > 0) --e.handles;
+  e.last_used = Clock::now();
+  cv_.notify_all();
+}
+
+Result<ModelManager::Begin> ModelManager::begin_load(const std::string& name, const ManagedLoadOptions& options) {
+  if (name.empty()) return InvalidArgument("a model needs a name");
+  std::unique_lock lock(mu_);
+  bool waited = false;
+  while (true) {
+    auto it = entries_.find(name);
+    if (it == entries_.end()) {
+      it = entries_.emplace(name, std::make_unique<Entry>()).first;
+      it->second->name = name;
+      it->second->state = ModelState::kUnloaded;  // never loaded: ours to load
+    }
+    Entry& e = *it->second;
+    if (e.state == ModelState::kReady) return Begin(make_handle_locked(e));
+    if (e.state == ModelState::kLoading || e.state == ModelState::kDraining) {
+      waited = true;
+      cv_.wait(lock);
+      continue;
+    }
+    if (waited && e.state == ModelState::kFailed) {
+      return e.failure.with_context("loading '" + name + "' (by another caller)");
+    }
+    e.state = ModelState::kLoading;
+    e.source = options.source.empty() ? name : options.source;
+    e.reason.clear();
+    e.failure = Status::Ok();
+    e.pinned = options.pinned;
+    e.keep_alive = options.keep_alive;
+    e.reserved.clear();
+    e.basis.clear();
+    return Begin(Admission(this, name));
+  }
+}
+
+Result<ModelHandle> ModelManager::acquire(std::string_view name) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return NotFound("no model named '" + std::string(name) + "' is loaded");
+  Entry& e = *it->second;
+  if (e.state != ModelState::kReady) {
+    std::string msg = "model '" + e.name + "' is " + std::string(model_state_name(e.state));
+    if (!e.reason.empty()) msg += " (" + e.reason + ")";
+    return Unavailable(msg);
+  }
+  return make_handle_locked(e);
+}
+
+void ModelManager::release_memory_locked(Entry& e) {
+  for (auto& [device, budget] : budgets_) budget->release(e.name);
+  e.reserved.clear();
+}
+
+Status ModelManager::reserve_locked(std::unique_lock<std::mutex>& lock, Entry& e,
+                                    const backend::MemoryEstimate& estimate) {
+  for (const auto& [device, bytes] : estimate.bytes) {
+    auto b = budgets_.find(device);
+    if (b == budgets_.end() || bytes == 0) continue;  // a device without a budget is not accounted
+    memory::Budget& budget = *b->second;
+    while (true) {
+      Status s = budget.reserve(e.name, bytes);
+      if (s.ok()) {
+        e.reserved[device] += bytes;
+        break;
+      }
+      // Least recently used idle, unpinned, ready model holding memory on this device.
+      Entry* victim = nullptr;
+      int blocked = 0;
+      for (auto& [name, other] : entries_) {
+        if (other.get() == &e || other->state != ModelState::kReady) continue;
+        auto usage = budget.usage(name);
+        if (!usage || usage->footprint() == 0) continue;
+        if (other->pinned || other->handles > 0) {
+          ++blocked;
+          continue;
+        }
+        if (!victim || other->last_used < victim->last_used) victim = other.get();
+      }
+      if (!victim) {
+        const std::string shortfall = budget.shortfall_message(bytes);
+        release_memory_locked(e);
+        std::string msg = "model '" + e.name + "' does not fit: " + shortfall;
+        if (blocked > 0)
+          msg += fmt::format("; {} model(s) there are in use or pinned and cannot be evicted", blocked);
+        msg += " (" + estimate.basis + ")";
+        return ResourceExhausted(msg);
+      }
+      GANTRY_LOG_INFO("evicting idle model '{}' to make room for '{}' on {}", victim->name, e.name, device);
+      retire(lock, *victim, ModelState::kEvicted,
+             "evicted to make room for '" + e.name + "' on " + device + " (least recently used idle model)");
+    }
+  }
+  return Status::Ok();
+}
+
+void ModelManager::retire(std::unique_lock<std::mutex>& lock, Entry& e, ModelState final_state,
+                          std::string reason) {
+  e.state = ModelState::kDraining;
+  std::shared_ptr<backend::Model> model = std::move(e.model);
+  lock.unlock();
+  if (model) {
+    (void)model->drain();
+    model.reset();  // the last reference: frees the model's memory before the budget forgets it
+  }
+  lock.lock();
+  release_memory_locked(e);
+  e.state = final_state;
+  e.reason = std::move(reason);
+  cv_.notify_all();
+  GANTRY_LOG_INFO("model '{}' {} ({})", e.name, model_state_name(final_state), e.reason);
+}
+
+Status ModelManager::unload(std::string_view name, std::chrono::milliseconds timeout, std::string reason) {
+  std::unique_lock lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end() || it->second->state != ModelState::kReady) {
+    std::string msg = "no model named '" + std::string(name) + "' is loaded";
+    if (it != entries_.end())
+      msg = "model '" + std::string(name) + "' is " + std::string(model_state_name(it->second->state));
+    return NotFound(msg);
+  }
+  Entry& e = *it->second;
+  e.state = ModelState::kDraining;  // no new handles from here on
+  if (!cv_.wait_for(lock, timeout, [&] { return e.handles == 0; })) {
+    e.state = ModelState::kReady;
+    cv_.notify_all();
+    return FailedPrecondition(fmt::format("model '{}' is still in use by {} caller(s) after {} ms; not unloaded",
+                                          e.name, e.handles, timeout.count()));
+  }
+  retire(lock, e, ModelState::kUnloaded, std::move(reason));
+  return Status::Ok();
+}
+
+Status ModelManager::set_pinned(std::string_view name, bool pinned) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return NotFound("no model named '" + std::string(name) + "'");
+  it->second->pinned = pinned;
+  for (auto& [device, budget] : budgets_)
+    if (budget->usage(name)) budget->set_pinned(name, pinned);
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+Status ModelManager::set_keep_alive(std::string_view name, std::chrono::milliseconds keep_alive) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return NotFound("no model named '" + std::string(name) + "'");
+  it->second->keep_alive = keep_alive;
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+namespace {
+bool expirable(const ModelInfo& i) {
+  return i.state == ModelState::kReady && !i.pinned && i.handles == 0 && i.keep_alive.count() >= 0;
+}
+}  // namespace
+
+int ModelManager::sweep(Clock::time_point now) {
+  std::unique_lock lock(mu_);
+  std::vector<std::string> due;
+  for (const auto& [name, e] : entries_) {
+    const ModelInfo i = snapshot_locked(*e);
+    if (expirable(i) && i.last_used + i.keep_alive <= now) due.push_back(name);
+  }
+  int n = 0;
+  for (const auto& name : due) {
+    Entry& e = *entries_.at(name);
+    if (!(e.state == ModelState::kReady && !e.pinned && e.handles == 0)) continue;  // changed meanwhile
+    retire(lock, e, ModelState::kUnloaded,
+           fmt::format("idle for longer than its keep_alive of {} ms", e.keep_alive.count()));
+    ++n;
+  }
+  return n;
+}
+
+std::optional<Clock::time_point> ModelManager::next_expiry() const {
+  std::lock_guard lock(mu_);
+  std::optional<Clock::time_point> next;
+  for (const auto& [name, e] : entries_) {
+    const ModelInfo i = snapshot_locked(*e);
+    if (!expirable(i)) continue;
+    const auto t = i.last_used + i.keep_alive;
+    if (!next || t < *next) next = t;
+  }
+  return next;
+}
+
+void ModelManager::start_keep_alive_timer() {
+  std::lock_guard lock(mu_);
+  if (timer_.joinable()) return;
+  timer_ = std::thread([this] { timer_loop(); });
+}
+
+void ModelManager::timer_loop() {
+  while (true) {
+    const auto next = next_expiry();
+    {
+      std::unique_lock lock(mu_);
+      if (stopping_) return;
+      // Wake at the next expiry, or when anything changes (a handle released, a new keep_alive).
+      if (next)
+        cv_.wait_until(lock, *next);
+      else
+        cv_.wait_for(lock, std::chrono::seconds(1));
+      if (stopping_) return;
+    }
+    sweep();
+  }
+}
+
+ModelInfo ModelManager::snapshot_locked(const Entry& e) const {
+  ModelInfo i;
+  i.name = e.name;
+  i.source = e.source;
+  i.state = e.state;
+  i.reason = e.reason;
+  i.backend = e.backend;
+  i.provider = e.provider;
+  i.reserved_bytes = e.reserved;
+  i.memory_basis = e.basis;
+  i.pinned = e.pinned;
+  i.keep_alive = e.keep_alive;
+  i.handles = e.handles;
+  i.last_used = e.last_used;
+  if (e.model) i.stats = e.model->stats();
+  return i;
+}
+
+std::vector<ModelInfo> ModelManager::list() const {
+  std::lock_guard lock(mu_);
+  std::vector<ModelInfo> out;
+  for (const auto& [name, e] : entries_) out.push_back(snapshot_locked(*e));
+  return out;
+}
+
+std::optional<ModelInfo> ModelManager::info(std::string_view name) const {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return std::nullopt;
+  return snapshot_locked(*it->second);
+}
+
+}  // namespace gantry::runtime

@@ -1,0 +1,199 @@
+#include "gantry/runtime/runtime.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "gantry/backend/llama/llama_backend.h"
+#include "gantry/backend/onnx/onnx_backend.h"
+#include "gantry/core/log.h"
+#include "gantry/hw/detect.h"
+
+namespace gantry::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Free memory of the host (available, or the container limit when lower) and of every accelerator
+// whose memory the registry knows, by device id.
+std::map<std::string, uint64_t> free_memory(const hw::Registry& reg) {
+  std::map<std::string, uint64_t> out;
+  uint64_t host = reg.host.memory_available_bytes.value_or(reg.host.memory_total_bytes.value_or(0));
+  if (reg.host.memory_limit_bytes && *reg.host.memory_limit_bytes < host) host = *reg.host.memory_limit_bytes;
+  out["cpu"] = host;
+  for (const auto& d : reg.devices) {
+    if (d.kind == hw::DeviceKind::kCpu) continue;
+    const auto free = d.memory_free_bytes ? d.memory_free_bytes : d.memory_total_bytes;
+    if (free) out[d.id] = *free;
+  }
+  return out;
+}
+
+Result<Budgets> make_budgets(const hw::Registry& reg, std::string_view spec_text) {
+  GANTRY_ASSIGN_OR_RETURN(memory::BudgetSpec spec, memory::parse_budget_spec(spec_text));
+  const auto free = free_memory(reg);
+  for (const auto& [device, limit] : spec.devices) {
+    if (free.count(device) == 0) {
+      std::string have;
+      for (const auto& [id, bytes] : free) have += (have.empty() ? "" : ", ") + id;
+      return InvalidArgument("--memory-budget names device '" + device + "', which this machine does not have (" +
+                             have + ")");
+    }
+  }
+  Budgets budgets;
+  for (const auto& [device, bytes] : free)
+    budgets.emplace(device, std::make_unique<memory::Budget>(device, spec.capacity_for(device, bytes)));
+  return budgets;
+}
+
+}  // namespace
+
+std::string default_model_name(const model::Package& package) { return package.manifest().name; }
+
+Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
+  std::unique_ptr<Runtime> rt(new Runtime());
+  if (options.hardware) {
+    rt->hardware_ = *options.hardware;
+  } else {
+    hw::DetectOptions d;
+    d.use_vulkan = false;  // slow, and no backend here runs on Vulkan
+    rt->hardware_ = hw::detect_local(d);
+  }
+  rt->machine_ = backend::machine_view(rt->hardware_);
+  GANTRY_ASSIGN_OR_RETURN(rt->budgets_, make_budgets(rt->hardware_, options.memory_budget));
+
+  if (options.verdict_cache_dir != "none") {
+    rt->verdicts_ = std::make_unique<backend::VerdictCache>(
+        options.verdict_cache_dir.empty() ? backend::VerdictCache::default_dir() : options.verdict_cache_dir);
+  }
+  std::vector<std::unique_ptr<backend::Backend>> backends = std::move(options.backends);
+  if (backends.empty()) {
+    backends.push_back(onnx::make_onnx_backend());
+    backends.push_back(llama::make_llama_backend());
+  }
+  for (auto& b : backends) GANTRY_RETURN_IF_ERROR(rt->backends_.add(std::move(b)));
+
+  rt->options_ = std::move(options);
+  rt->manager_ = std::make_unique<ModelManager>(rt->budgets_);
+  if (rt->options_.keep_alive_timer) rt->manager_->start_keep_alive_timer();
+  for (const auto& [device, budget] : rt->budgets_)
+    GANTRY_LOG_DEBUG("memory budget {}: {}", device, memory::format_bytes(budget->capacity()));
+  return rt;
+}
+
+Runtime::~Runtime() { manager_.reset(); }
+
+void Runtime::refresh_hardware() {
+  hw::DetectOptions d;
+  d.use_vulkan = false;
+  if (!options_.hardware) hardware_ = hw::detect_local(d);
+  machine_ = backend::machine_view(hardware_);
+}
+
+Result<backend::Backend*> Runtime::backend_for(model::ModelFormat format) {
+  return backends_.for_format(model::model_format_name(format));
+}
+
+Result<backend::LoadOptions> Runtime::factory_options(const LoadOptions& options) const {
+  backend::LoadOptions f = options.factory;
+  if (f.cache == nullptr) f.cache = verdicts_.get();
+  auto set = [&](const char* key, std::string value) {
+    if (!f.options.count(key)) f.options[key] = std::move(value);
+  };
+  if (options.context_size > 0) set("n_ctx", std::to_string(options.context_size));
+  if (options.parallel > 0) set("parallel", std::to_string(options.parallel));
+  if (!options.kv_type.empty()) set("kv_type", options.kv_type);
+  if (options.gpu_layers) set("n_gpu_layers", std::to_string(*options.gpu_layers));
+  return f;
+}
+
+Result<ModelHandle> Runtime::load(const std::string& source, const LoadOptions& options) {
+  model::LoadOptions lo;
+  lo.verify_checksums = options.verify_checksums;
+  GANTRY_ASSIGN_OR_RETURN(model::Package package, model::load_package(source, lo));
+  return load_package(std::make_shared<const model::Package>(std::move(package)), options);
+}
+
+Result<ModelHandle> Runtime::load_package(std::shared_ptr<const model::Package> package,
+                                          const LoadOptions& options) {
+  const std::string name = options.name.empty() ? default_model_name(*package) : options.name;
+  std::error_code ec;
+  const std::string source = fs::absolute(package->source(), ec).lexically_normal().string();
+  if (auto info = manager_->info(name); info && info->state == ModelState::kReady && info->source != source) {
+    return FailedPrecondition("a model named '" + name + "' is already loaded from " + info->source +
+                              "; unload it first or load " + source + " under another name");
+  }
+  GANTRY_ASSIGN_OR_RETURN(backend::Backend * be, backend_for(package->manifest().format));
+  GANTRY_ASSIGN_OR_RETURN(backend::LoadOptions fo, factory_options(options));
+
+  ManagedLoadOptions mo;
+  mo.keep_alive = options.keep_alive.value_or(options_.default_keep_alive);
+  mo.pinned = options.pinned;
+  mo.source = source;
+  GANTRY_ASSIGN_OR_RETURN(ModelManager::Begin begin, manager_->begin_load(name, mo));
+  if (auto* handle = std::get_if<ModelHandle>(&begin)) return std::move(*handle);
+  ModelManager::Admission admission = std::get<ModelManager::Admission>(std::move(begin));
+
+  // Each candidate provider: estimate its memory, reserve it (evicting idle models if needed), then load.
+  auto reserve_and_load = [&](const backend::Placement& p) -> Result<std::unique_ptr<backend::Model>> {
+    GANTRY_ASSIGN_OR_RETURN(backend::MemoryEstimate estimate, be->estimate_memory(*package, p));
+    GANTRY_RETURN_IF_ERROR(admission.reserve(estimate));
+    auto m = be->load(*package, p);
+    if (!m.ok()) admission.release_reservation();
+    return m;
+  };
+  auto loaded = backend::load_model(*be, *package, machine_, fo, reserve_and_load);
+  if (!loaded.ok()) {
+    const Status st = loaded.status().with_context("loading " + source);
+    admission.fail(st);
+    return st;
+  }
+  if (Status s = loaded->model->init(); !s.ok()) {
+    admission.fail(s);
+    return s.with_context("initialising '" + name + "'");
+  }
+  return admission.finish(std::move(loaded->model), std::string(be->name()), loaded->choice.placement.provider,
+                          package);
+}
+
+Result<ModelHandle> Runtime::get(std::string_view name) { return manager_->acquire(name); }
+
+Status Runtime::unload(std::string_view name) { return manager_->unload(name); }
+
+std::vector<ModelInfo> Runtime::models() const { return manager_->list(); }
+
+Result<Explanation> Runtime::explain(const std::string& source, const LoadOptions& options, bool measure_single) {
+  model::LoadOptions lo;
+  lo.verify_checksums = options.verify_checksums;
+  GANTRY_ASSIGN_OR_RETURN(model::Package package, model::load_package(source, lo));
+  GANTRY_ASSIGN_OR_RETURN(backend::Backend * be, backend_for(package.manifest().format));
+  GANTRY_ASSIGN_OR_RETURN(backend::LoadOptions fo, factory_options(options));
+  fo.measure_single = measure_single;
+  Explanation ex;
+  ex.model_name = options.name.empty() ? default_model_name(package) : options.name;
+  ex.model_sha256 = package.model_sha256();
+  ex.backend = std::string(be->name()) + " " + be->version();
+  ex.choice = backend::choose_provider(*be, package, machine_, fo);
+  if (ex.choice.chosen >= 0) {
+    backend::Placement p = ex.choice.placement;
+    auto est = be->estimate_memory(package, p);
+    if (est.ok()) ex.memory = std::move(*est);
+  }
+  return ex;
+}
+
+std::vector<BudgetInfo> Runtime::budgets() const {
+  std::vector<BudgetInfo> out;
+  for (const auto& [device, b] : budgets_) {
+    BudgetInfo i;
+    i.device = device;
+    i.capacity = b->capacity();
+    i.used = b->used();
+    i.peak = b->peak();
+    i.owners = b->ledger();
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+}  // namespace gantry::runtime
