@@ -46,12 +46,6 @@ Result<ProviderPolicy> resolve_provider_policy(std::string_view flag) {
   return ProviderPolicy::kFastest;
 }
 
-const std::vector<std::string>& accelerated_providers() {
-  static const std::vector<std::string> kProviders = {"tensorrt", "cuda",   "rocm",
-                                                      "openvino", "coreml", "directml"};
-  return kProviders;
-}
-
 std::string canonical_provider(std::string_view name) {
   std::string s(name);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -124,7 +118,7 @@ ProviderChoice check_candidates(const ProviderRequest& req, const MachineView& m
   if (req.preferred_provider) add(*req.preferred_provider, "manifest preferred");
   for (const auto& f : req.fallback_providers) add(f, "manifest fallback");
   if (policy != ProviderPolicy::kManifest) {
-    for (const auto& p : accelerated_providers()) {
+    for (const auto& p : backend.providers()) {  // the backend's own preference order
       DeviceKind k = backend.provider_device_kind(p);
       if (k != DeviceKind::kCpu && machine.has(k)) add(p, "machine");
     }

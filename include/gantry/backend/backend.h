@@ -49,7 +49,8 @@ class Backend {
   // Whether this backend (as built) can run models on `device`.
   virtual Support supports(const DeviceInfo& device) const = 0;
 
-  // Providers this backend knows, by canonical name ("cpu", "cuda", "tensorrt", ...).
+  // Providers this backend knows, by canonical name ("tensorrt", "cuda", ..., "cpu"), in the order the
+  // `fastest` policy tries them: the fastest first.
   virtual std::vector<std::string> providers() const = 0;
 
   // Whether `provider` can be used in this process: built in, or its plugin library present and

@@ -1,8 +1,8 @@
 // The factory: which provider runs a model, and why every other one was passed over.
 //
 // Candidates, in order: the manifest's preferred provider, then its fallbacks; policy `fastest`
-// (the default) and `measured` then append the accelerated providers this machine has (tensorrt,
-// cuda, rocm, openvino, coreml, directml) and finally cpu; policy `manifest` uses only what the
+// (the default) and `measured` then append the backend's accelerated providers (Backend::providers(),
+// in the backend's order) whose device this machine has, and finally cpu; policy `manifest` uses only what the
 // manifest names. Each candidate is checked (hardware present, provider available in the backend,
 // VRAM, CUDA version, device ids / strategy); `fastest` and `manifest` take the first viable one,
 // `measured` times every viable one on the real model and takes the fastest (cached on disk).
@@ -29,9 +29,6 @@ std::string_view provider_policy_name(ProviderPolicy p);
 Result<ProviderPolicy> parse_provider_policy(std::string_view text);
 // `flag` when not empty, else $GANTRY_PROVIDER_POLICY when set, else kFastest.
 Result<ProviderPolicy> resolve_provider_policy(std::string_view flag);
-
-// Accelerated providers in the order the `fastest` policy tries them.
-const std::vector<std::string>& accelerated_providers();
 
 // Canonical provider name: lower case, ORT names mapped ("CUDAExecutionProvider" -> "cuda").
 std::string canonical_provider(std::string_view name);

@@ -22,15 +22,16 @@ struct ProviderEntry {
   DeviceKind kind;
 };
 
+// In the order the `fastest` policy tries them (TensorRT before plain CUDA; the CPU last).
 constexpr ProviderEntry kProviders[] = {
-    {"cpu", "CPUExecutionProvider", DeviceKind::kCpu},
-    {"cuda", "CUDAExecutionProvider", DeviceKind::kNvidiaGpu},
     {"tensorrt", "TensorrtExecutionProvider", DeviceKind::kNvidiaGpu},
+    {"cuda", "CUDAExecutionProvider", DeviceKind::kNvidiaGpu},
     {"rocm", "ROCMExecutionProvider", DeviceKind::kAmdGpu},
     {"migraphx", "MIGraphXExecutionProvider", DeviceKind::kAmdGpu},
     {"openvino", "OpenVINOExecutionProvider", DeviceKind::kIntelGpu},
     {"coreml", "CoreMLExecutionProvider", DeviceKind::kAppleGpu},
     {"directml", "DmlExecutionProvider", DeviceKind::kOther},
+    {"cpu", "CPUExecutionProvider", DeviceKind::kCpu},
 };
 
 const ProviderEntry* find_entry(std::string_view provider) {
