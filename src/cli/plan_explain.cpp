@@ -3,8 +3,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "gantry/backend/loader.h"
-#include "gantry/backend/onnx/onnx_backend.h"
+#include "gantry/memory/budget.h"
+#include "gantry/runtime/runtime.h"
 
 namespace gantry::cli {
 
@@ -15,30 +15,27 @@ int run_plan_explain(const std::string& model_path, bool json, const std::string
     std::cerr << "gantry plan: " << policy.status().message() << "\n";
     return 2;
   }
-  auto package = model::load_package(model_path);
-  if (!package.ok()) {
-    std::cerr << "gantry plan: " << package.status().message() << "\n";
+  runtime::RuntimeOptions ro;
+  ro.keep_alive_timer = false;
+  auto rt = runtime::Runtime::create(std::move(ro));
+  if (!rt.ok()) {
+    std::cerr << "gantry plan: " << rt.status().message() << "\n";
     return 1;
   }
-  if (package->manifest().format != model::ModelFormat::kOnnx) {
-    std::cerr << "gantry plan: --explain covers ONNX models (execution providers); " << model_path << " is "
-              << model::model_format_name(package->manifest().format) << "\n";
+  runtime::LoadOptions lo;
+  lo.factory.policy = *policy;
+  // An explanation shows the median even for a lone candidate.
+  auto ex = (*rt)->explain(model_path, lo, /*measure_single=*/true);
+  if (!ex.ok()) {
+    std::cerr << "gantry plan: " << ex.status().message() << "\n";
     return 1;
   }
-  onnx::OnnxBackend backend;
-  backend::VerdictCache cache(backend::VerdictCache::default_dir());
-  backend::LoadOptions options;
-  options.policy = *policy;
-  options.cache = &cache;
-  options.measure_single = true;  // an explanation shows the median even for a lone candidate
-  const backend::MachineView machine = backend::local_machine();
-  backend::ProviderChoice choice = backend::choose_provider(backend, *package, machine, options);
-
+  const backend::ProviderChoice& choice = ex->choice;
   if (json) {
     nlohmann::json j;
-    j["model"] = package->manifest().name;
-    j["sha256"] = package->model_sha256();
-    j["backend"] = std::string(backend.name()) + " " + backend.version();
+    j["model"] = ex->model_name;
+    j["sha256"] = ex->model_sha256;
+    j["backend"] = ex->backend;
     j["policy"] = std::string(backend::provider_policy_name(choice.policy));
     j["chosen"] =
         choice.chosen_verdict() ? nlohmann::json(choice.chosen_verdict()->provider) : nlohmann::json();
@@ -54,11 +51,18 @@ int run_plan_explain(const std::string& model_path, bool json, const std::string
       e["from_cache"] = c.from_cache;
       j["candidates"].push_back(std::move(e));
     }
+    if (ex->memory) {
+      j["memory"] = {{"bytes", ex->memory->bytes}, {"exact", ex->memory->exact}, {"basis", ex->memory->basis}};
+    }
     out << j.dump(2) << "\n";
   } else {
-    out << "model " << package->manifest().name << " (" << backend.name() << " " << backend.version()
-        << ")\n";
+    out << "model " << ex->model_name << " (" << ex->backend << ")\n";
     out << choice.explain();
+    if (ex->memory) {
+      out << "memory:";
+      for (const auto& [device, bytes] : ex->memory->bytes) out << " " << device << " " << memory::format_bytes(bytes);
+      out << " (" << ex->memory->basis << ")\n";
+    }
   }
   return choice.chosen >= 0 ? 0 : 1;
 }

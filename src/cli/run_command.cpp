@@ -1,6 +1,7 @@
-// gantry run MODEL --input NAME=FILE ... [--output-dir DIR] [--provider P] [--threads N]
-//   Loads an ONNX model or package on the provider the factory chooses (or the one given), runs it once on
-//   inputs read from .npy or .pb files, writes one .npy per output and prints a short summary.
+// gantry run MODEL --input NAME=FILE ... [--output-dir DIR] [--provider P] [--threads N] [--memory-budget B]
+//   Loads a model or package through the Runtime (provider chosen by the factory, or the one given; the
+//   memory budget checked before loading), runs it once on inputs read from .npy or .pb files, writes one
+//   .npy per output and prints a short summary.
 // gantry run MODEL.gguf --prompt TEXT [sampling flags]: streams generated text (see run_gguf.h).
 #include <filesystem>
 #include <iostream>
@@ -8,8 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/run_gguf.h"
-#include "gantry/backend/loader.h"
-#include "gantry/backend/onnx/onnx_backend.h"
+#include "gantry/runtime/runtime.h"
 #include "gantry/core/npy.h"
 #include "gantry/core/tensor_proto.h"
 
@@ -78,40 +78,30 @@ std::string file_name_for(const std::string& output) {
   return s.empty() ? "output" : s;
 }
 
-int run(const std::string& model_path, const std::vector<std::string>& input_args,
-        const std::string& output_dir, const std::string& provider, int threads,
-        const std::string& policy_flag) {
+struct RunArgs {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::string output_dir;
+  std::string provider;
+  std::string policy;
+  std::string memory_budget;
+  RunGgufOptions gguf;  // text-generation flags; --threads is shared with ONNX models
+};
+
+int run_tensors(runtime::ModelHandle& handle, const RunArgs& a, const std::string& backend_version) {
   auto fail = [](const Status& s) {
     std::cerr << "gantry run: " << s.message() << "\n";
     return 1;
   };
-  auto policy = backend::resolve_provider_policy(policy_flag);
-  if (!policy.ok()) {
-    std::cerr << "gantry run: " << policy.status().message() << "\n";
-    return 2;
-  }
-  auto package = model::load_package(model_path);
-  if (!package.ok()) return fail(package.status());
-
-  onnx::OnnxBackend backend;
-  backend::LoadOptions options;
-  options.policy = *policy;
-  options.provider = provider;
-  options.intra_op_threads = threads;
-  backend::VerdictCache cache(backend::VerdictCache::default_dir());
-  options.cache = &cache;
-  auto loaded = backend::load_model(backend, *package, backend::local_machine(), options);
-  if (!loaded.ok()) return fail(loaded.status());
-  const auto& meta = loaded->model->metadata();
-
+  const auto& meta = handle->metadata();
   std::vector<NamedTensor> inputs;
-  for (const auto& arg : input_args) {
+  for (const auto& arg : a.inputs) {
     const auto eq = arg.find('=');
     std::string name, file;
     if (eq == std::string::npos) {
       if (meta.inputs.size() != 1) {
-        std::cerr << "gantry run: --input " << arg << ": write NAME=FILE (the model has "
-                  << meta.inputs.size() << " inputs)\n";
+        std::cerr << "gantry run: --input " << arg << ": write NAME=FILE (the model has " << meta.inputs.size()
+                  << " inputs)\n";
         return 2;
       }
       name = meta.inputs[0].name;
@@ -124,52 +114,62 @@ int run(const std::string& model_path, const std::vector<std::string>& input_arg
     if (!t.ok()) return fail(t.status().with_context("input '" + name + "'"));
     inputs.push_back({name, std::move(t).value()});
   }
-  auto outputs = loaded->model->infer_one(inputs);
+  auto outputs = handle->infer_one(inputs);
   if (!outputs.ok()) return fail(outputs.status());
 
-  if (!output_dir.empty()) {
+  if (!a.output_dir.empty()) {
     std::error_code ec;
-    fs::create_directories(output_dir, ec);
-    if (ec) return fail(IoError("cannot create output directory " + output_dir + ": " + ec.message()));
+    fs::create_directories(a.output_dir, ec);
+    if (ec) return fail(IoError("cannot create output directory " + a.output_dir + ": " + ec.message()));
   }
-  std::cout << "model " << meta.name << " on " << loaded->choice.placement.provider << " (onnxruntime "
-            << backend.version() << ")\n";
+  std::cout << "model " << meta.name << " on " << meta.provider << " (" << backend_version << ")\n";
   for (const auto& o : *outputs) {
     std::cout << o.name << " " << dtype_name(o.tensor.dtype()) << " " << o.tensor.shape().to_string() << " "
               << preview(o.tensor) << "\n";
-    if (!output_dir.empty()) {
-      const fs::path file = fs::path(output_dir) / (file_name_for(o.name) + ".npy");
+    if (!a.output_dir.empty()) {
+      const fs::path file = fs::path(a.output_dir) / (file_name_for(o.name) + ".npy");
       if (Status s = write_npy(file, o.tensor); !s.ok()) return fail(s);
     }
   }
   return 0;
 }
 
-struct RunArgs {
-  std::string model;
-  std::vector<std::string> inputs;
-  std::string output_dir;
-  std::string provider;
-  std::string policy;
-  RunGgufOptions gguf;  // text-generation flags; --threads is shared with ONNX models
-};
-
-// GGUF models (bare files, or packages whose manifest says gguf) generate text through llama.cpp;
-// everything else runs through the backend factory on tensors.
+// Every format goes through the Runtime: the factory picks the backend and provider, the budget checks
+// that the model fits, then text-generation models generate and the others run on tensors.
 int run_model(RunArgs& a) {
-  auto format = model::detect_model_format(a.model);
-  if (format.ok() && *format == model::ModelFormat::kGguf) {
-    a.gguf.model_path = a.model;
-    return run_gguf(a.gguf, std::cout);
+  auto policy = backend::resolve_provider_policy(a.policy);
+  if (!policy.ok()) {
+    std::cerr << "gantry run: " << policy.status().message() << "\n";
+    return 2;
   }
-  if (fs::is_directory(a.model) || fs::path(a.model).extension() == ".tar") {
-    auto package = model::load_package(a.model);
-    if (package.ok() && package->manifest().format == model::ModelFormat::kGguf) {
-      a.gguf.model_path = package->model_path().string();
-      return run_gguf(a.gguf, std::cout);  // `package` keeps a tar's extracted files alive meanwhile
-    }
+  if (Status st = validate_run_gguf_flags(a.gguf); !st.ok()) {
+    std::cerr << "gantry run: error: " << st.message() << "\n";
+    return 2;
   }
-  return run(a.model, a.inputs, a.output_dir, a.provider, a.gguf.threads, a.policy);
+  runtime::RuntimeOptions ro;
+  ro.memory_budget = a.memory_budget;
+  ro.keep_alive_timer = false;
+  auto rt = runtime::Runtime::create(std::move(ro));
+  if (!rt.ok()) {
+    std::cerr << "gantry run: " << rt.status().message() << "\n";
+    return rt.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  runtime::LoadOptions lo;
+  lo.factory.policy = *policy;
+  lo.factory.provider = a.provider;
+  lo.factory.intra_op_threads = a.gguf.threads;
+  lo.context_size = a.gguf.ctx;
+  lo.parallel = 1;
+  lo.gpu_layers = a.gguf.n_gpu_layers;
+  auto handle = (*rt)->load(a.model, lo);
+  if (!handle.ok()) {
+    std::cerr << "gantry run: error: " << handle.status().message() << "\n";
+    return 1;
+  }
+  backend::Backend* be = (*rt)->backends().find((*handle)->metadata().backend);
+  if (be != nullptr && be->capabilities().text_generation) return run_generation(handle->model(), a.gguf, std::cout);
+  const std::string version = be ? std::string(be->name()) + " " + be->version() : (*handle)->metadata().backend;
+  return run_tensors(*handle, a, version);
 }
 
 }  // namespace
@@ -185,6 +185,8 @@ void register_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--provider", args->provider, "Use only this execution provider (cpu, cuda, ...)");
   cmd->add_option("--provider-policy", args->policy,
                   "fastest|manifest|measured (default: $GANTRY_PROVIDER_POLICY or fastest)");
+  cmd->add_option("--memory-budget", args->memory_budget,
+                  "Memory the model may use per device, e.g. cpu=4GiB,cuda:0=70GiB or 80% (default: 90% of free)");
   add_run_gguf_flags(*cmd, args->gguf);
   cmd->callback([args, &exit_code] {
     if (args->gguf.threads < 0) {

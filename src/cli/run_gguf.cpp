@@ -4,7 +4,6 @@
 
 #include <iostream>
 
-#include "gantry/backend/llama/batch_engine.h"
 #include "gantry/core/log.h"
 
 namespace gantry::cli {
@@ -12,80 +11,67 @@ namespace gantry::cli {
 void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& o) {
   cmd.add_option("--prompt,-p", o.prompt, "Text to continue (or the user message with --chat)");
   cmd.add_option("--max-tokens,-n", o.max_tokens, "Most tokens to generate")->capture_default_str();
-  cmd.add_option("--temperature", o.temperature, "Sampling temperature; 0 = greedy")->capture_default_str();
-  cmd.add_option("--top-k", o.top_k, "Keep the k most likely tokens; 0 = off")->capture_default_str();
-  cmd.add_option("--top-p", o.top_p, "Nucleus sampling mass in (0,1]; 1 = off")->capture_default_str();
-  cmd.add_option("--min-p", o.min_p, "Drop tokens below min-p x the best one's probability; 0 = off")
+  cmd.add_option("--temperature", o.sampling.temperature, "Sampling temperature; 0 = greedy")
       ->capture_default_str();
-  cmd.add_option("--repeat-penalty", o.repeat_penalty, "Penalty for repeated tokens; 1 = off")
+  cmd.add_option("--top-k", o.sampling.top_k, "Keep the k most likely tokens; 0 = off")->capture_default_str();
+  cmd.add_option("--top-p", o.sampling.top_p, "Nucleus sampling mass in (0,1]; 1 = off")->capture_default_str();
+  cmd.add_option("--min-p", o.sampling.min_p, "Drop tokens below min-p x the best one's probability; 0 = off")
+      ->capture_default_str();
+  cmd.add_option("--repeat-penalty", o.sampling.repeat_penalty, "Penalty for repeated tokens; 1 = off")
       ->capture_default_str();
   cmd.add_option("--seed", o.seed, "Sampling seed; -1 = random")->capture_default_str();
   cmd.add_option("--ctx", o.ctx, "Context size in tokens")->capture_default_str();
   cmd.add_option("--threads,-t", o.threads, "CPU threads; 0 = all")->capture_default_str();
-  cmd.add_option("--n-gpu-layers,--ngl", o.n_gpu_layers, "Layers to offload to GPUs; -1 = all")
-      ->capture_default_str();
+  cmd.add_option("--n-gpu-layers,--ngl", o.n_gpu_layers,
+                 "Layers to offload to GPUs; -1 = all (default: as many as the planner says fit)");
   cmd.add_flag("--chat", o.chat, "Format the prompt with the model's chat template");
   cmd.add_option("--system", o.system, "System message (with --chat)");
   cmd.add_option("--stop", o.stop, "Stop before this text (repeatable)");
 }
 
-int run_gguf(const RunGgufOptions& o, std::ostream& out) {
-  using namespace gantry::llama;
+Status validate_run_gguf_flags(const RunGgufOptions& o) {
+  if (o.seed < -1 || o.seed > 0xFFFFFFFELL) return InvalidArgument("--seed must be -1 or in 0..4294967294");
+  if (o.threads < 0) return InvalidArgument("--threads must be >= 0");
+  if (o.max_tokens < 1) return InvalidArgument("--max-tokens must be >= 1");
+  if (o.ctx < 1) return InvalidArgument("--ctx must be >= 1");
+  return backend::validate(o.sampling);
+}
+
+int run_generation(backend::Model& model, const RunGgufOptions& o, std::ostream& out) {
   auto fail = [](const Status& st) {
     std::cerr << "gantry run: error: " << st.message() << "\n";
     return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
   };
-  if (o.prompt.empty()) return fail(InvalidArgument("--prompt is required for a GGUF model"));
-  if (o.seed < -1 || o.seed > 0xFFFFFFFELL)
-    return fail(InvalidArgument("--seed must be -1 or in 0..4294967294"));
-  if (o.threads < 0) return fail(InvalidArgument("--threads must be >= 0"));
-  GenerationRequest req;
+  if (o.prompt.empty()) return fail(InvalidArgument("--prompt is required for a text-generation model"));
+  if (Status st = validate_run_gguf_flags(o); !st.ok()) return fail(st);
+  backend::GenerationRequest req;
   req.max_tokens = o.max_tokens;
   req.stop = o.stop;
-  req.sampling.temperature = o.temperature;
-  req.sampling.top_k = o.top_k;
-  req.sampling.top_p = o.top_p;
-  req.sampling.min_p = o.min_p;
-  req.sampling.repeat_penalty = o.repeat_penalty;
+  req.sampling = o.sampling;
   req.sampling.seed = o.seed < 0 ? 0xFFFFFFFFu : static_cast<uint32_t>(o.seed);
-  if (auto st = validate(req.sampling); !st.ok()) return fail(st);
-  if (o.max_tokens < 1) return fail(InvalidArgument("--max-tokens must be >= 1"));
-  if (o.ctx < 1) return fail(InvalidArgument("--ctx must be >= 1"));
-
-  LoadOptions lo;
-  lo.placement.n_gpu_layers = o.n_gpu_layers;
-  auto weights = LlamaWeights::load(o.model_path, lo);
-  if (!weights.ok()) return fail(weights.status());
   if (o.chat) {
-    std::vector<ChatMessage> msgs;
+    std::vector<backend::ChatMessage> msgs;
     if (!o.system.empty()) msgs.push_back({"system", o.system});
     msgs.push_back({"user", o.prompt});
-    auto text = (*weights)->apply_chat_template(msgs, true);
+    auto text = model.format_chat(msgs, true);
     if (!text.ok()) return fail(text.status());
     req.prompt = *text;
   } else {
     req.prompt = o.prompt;
   }
-  ContextOptions co;
-  co.n_ctx = o.ctx;
-  co.n_threads = o.threads;
-  co.n_seq_max = 1;
-  auto engine = BatchEngine::create(*weights, co);
-  if (!engine.ok()) return fail(engine.status());
-
   req.on_text = [&out](std::string_view t) {
     out << t;
     out.flush();
     return static_cast<bool>(out);
   };
-  auto result = (*engine)->generate(std::move(req));
+  auto result = model.generate(std::move(req));
   if (&out == &std::cout && isatty(STDOUT_FILENO)) out << "\n";
   if (!result.ok()) return fail(result.status());
   const double tps =
       result->generation_ms > 0 ? 1000.0 * (result->tokens.size() - 1) / result->generation_ms : 0;
   GANTRY_LOG_INFO("{} prompt tokens in {:.1f} ms; {} tokens generated ({:.1f} t/s); finish: {}",
                   result->n_prompt_tokens, result->prompt_ms, result->tokens.size(), tps,
-                  finish_reason_name(result->finish));
+                  backend::finish_reason_name(result->finish));
   return 0;
 }
 

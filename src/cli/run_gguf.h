@@ -1,29 +1,28 @@
-// `gantry run MODEL.gguf ...`: text generation through the llama.cpp engine. The `run` command calls
-// run_gguf() for .gguf models; add_run_gguf_flags() declares the flags it understands.
+// `gantry run MODEL.gguf --prompt ...`: text generation through the Runtime, on any model whose backend
+// generates text (llama.cpp today). The `run` command calls run_generation() for such models;
+// add_run_gguf_flags() declares the flags it understands.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "gantry/backend/model.h"
+
 namespace gantry::cli {
 
 struct RunGgufOptions {
-  std::string model_path;
   std::string prompt;
   std::string system;  // --system: a system message (with --chat)
   int max_tokens = 128;
-  float temperature = 0.8f;
-  int top_k = 40;
-  float top_p = 0.95f;
-  float min_p = 0.05f;
-  float repeat_penalty = 1.0f;
-  int64_t seed = -1;  // -1: random
+  backend::SamplingParams sampling;  // the one definition of the sampling defaults
+  int64_t seed = -1;                 // -1: random
   uint32_t ctx = 2048;
-  int threads = 0;  // 0: all hardware threads
-  int n_gpu_layers = 0;
+  int threads = 0;                   // 0: all hardware threads
+  std::optional<int> n_gpu_layers;   // unset: what the planner says fits on the chosen GPU (0 on the CPU)
   bool chat = false;
   std::vector<std::string> stop;
 };
@@ -32,9 +31,12 @@ struct RunGgufOptions {
 // --ctx, --threads, --n-gpu-layers, --chat, --system, --stop (repeatable) to `cmd`.
 void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& options);
 
+// Checks the flags that do not need the model (sampling ranges, sizes, seed; not --prompt).
+// InvalidArgument names the flag.
+Status validate_run_gguf_flags(const RunGgufOptions& options);
+
 // Streams only the generated text to `out` (logs go to stderr). Returns the exit code: 0 success,
-// 1 runtime failure (missing/corrupt model, prompt too long, out of KV space), 2 bad usage (invalid
-// sampling parameters or sizes); errors are printed to stderr.
-int run_gguf(const RunGgufOptions& options, std::ostream& out);
+// 1 runtime failure (prompt too long, out of KV space), 2 bad usage; errors are printed to stderr.
+int run_generation(backend::Model& model, const RunGgufOptions& options, std::ostream& out);
 
 }  // namespace gantry::cli

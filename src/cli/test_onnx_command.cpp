@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "gantry/backend/onnx/onnx_model.h"
+#include "gantry/runtime/runtime.h"
 #include "gantry/core/log.h"
 #include "gantry/core/tensor_proto.h"
 
@@ -133,8 +133,10 @@ std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix, c
   return out;
 }
 
-Outcome run_test(const fs::path& dir, const backend::Placement& placement) {
-  auto model = onnx::OnnxModel::open(dir / "model.onnx", placement, dir.filename().string());
+Outcome run_test(runtime::Runtime& rt, const fs::path& dir, const runtime::LoadOptions& options) {
+  runtime::LoadOptions o = options;
+  o.name = dir.filename().string();
+  auto model = rt.load((dir / "model.onnx").string(), o);
   if (!model.ok()) {
     // Skipped: what Gantry itself cannot feed (sequence/optional/map I/O). Everything ONNX Runtime
     // refuses (a missing kernel included) is a failure of the provider under test.
@@ -223,13 +225,23 @@ void register_test_onnx_command(CLI::App& app, int& exit_code) {
       exit_code = 2;
       return;
     }
-    backend::Placement placement;
-    placement.provider = args->provider;
-    placement.intra_op_threads = args->threads;
-    placement.inter_op_threads = 1;
+    runtime::RuntimeOptions ro;
+    ro.keep_alive_timer = false;
+    ro.verdict_cache_dir = "none";
+    auto rt = runtime::Runtime::create(std::move(ro));
+    if (!rt.ok()) {
+      std::cerr << "gantry test-onnx: " << rt.status().message() << "\n";
+      exit_code = 1;
+      return;
+    }
+    runtime::LoadOptions lo;
+    lo.factory.provider = args->provider;
+    lo.factory.intra_op_threads = args->threads;
+    lo.verify_checksums = false;  // bare files: nothing to verify against
     int passed = 0, failed = 0, skipped = 0;
     for (const auto& t : *tests) {
-      Outcome o = run_test(t, placement);
+      Outcome o = run_test(**rt, t, lo);
+      (void)(*rt)->unload(t.filename().string());  // one test's model at a time
       const std::string name = t.filename().string();
       switch (o.verdict) {
         case Verdict::kPass:
