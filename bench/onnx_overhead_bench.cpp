@@ -14,6 +14,7 @@
 #include "gantry/backend/onnx/onnx_backend.h"
 #include "gantry/backend/onnx/onnx_model.h"
 #include "gantry/backend/onnx/ort_env.h"
+#include "gantry/memory/block_pool.h"
 
 namespace {
 
@@ -122,6 +123,67 @@ bool bench_case(const char* name, const fs::path& path, const std::vector<NamedT
   return true;
 }
 
+// The same model through Gantry twice: sessions allocating from Gantry's BlockPool (registered as the
+// env's CPU allocator) vs ORT's own arena; same thread count, alternating blocks.
+bool bench_pool_overhead(const char* name, const fs::path& path, const std::vector<NamedTensor>& inputs,
+                         int block, int rounds) {
+  if (!fs::exists(path)) {
+    std::fprintf(stderr, "skipping %s: %s is missing (run make setup)\n", name, path.c_str());
+    return false;
+  }
+  gantry::memory::BlockPool pool(gantry::memory::make_host_backing());
+  if (auto s = (*gantry::onnx::OrtRuntime::get())->use_pool(&pool); !s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name, s.to_string().c_str());
+    return false;
+  }
+  gantry::backend::Placement p;
+  p.intra_op_threads = 1;
+  p.inter_op_threads = 1;
+  gantry::onnx::OnnxModelOptions pooled_options;
+  pooled_options.use_env_allocators = true;
+  auto arena = gantry::onnx::OnnxModel::open(path, p);
+  auto pooled = gantry::onnx::OnnxModel::open(path, p, "pooled", pooled_options);
+  if (!arena.ok() || !pooled.ok()) {
+    std::fprintf(stderr, "%s: %s %s\n", name, arena.status().to_string().c_str(),
+                 pooled.status().to_string().c_str());
+    return false;
+  }
+  auto once = [&](gantry::onnx::OnnxModel& m) {
+    auto out = m.infer_one(inputs);
+    if (!out.ok()) {
+      std::fprintf(stderr, "%s: %s\n", name, out.status().to_string().c_str());
+      std::exit(1);
+    }
+  };
+  auto time_block = [&](gantry::onnx::OnnxModel& m) {
+    auto t0 = clock_type::now();
+    for (int i = 0; i < block; ++i) once(m);
+    return std::chrono::duration<double, std::nano>(clock_type::now() - t0).count() / block;
+  };
+  time_block(**arena);
+  time_block(**pooled);
+  std::vector<double> a_ns, p_ns;
+  for (int r = 0; r < rounds; ++r) {
+    if (r % 2 == 0) {
+      a_ns.push_back(time_block(**arena));
+      p_ns.push_back(time_block(**pooled));
+    } else {
+      p_ns.push_back(time_block(**pooled));
+      a_ns.push_back(time_block(**arena));
+    }
+  }
+  const double pm = median(p_ns), am = median(a_ns);
+  const auto st = pool.stats();
+  std::printf(
+      "%s: pool %.3f ms, arena %.3f ms per Run (median of %d blocks of %d); pool peak %.1f MiB, %llu "
+      "allocations\n",
+      name, pm / 1e6, am / 1e6, rounds, block, static_cast<double>(st.peak_in_use) / (1 << 20),
+      static_cast<unsigned long long>(st.total_allocations));
+  std::printf("BENCH onnx-pool-allocator-overhead ratio=%.3f\n", pm / am);
+  std::fflush(stdout);
+  return true;
+}
+
 // `bucket`: a session bucket (the input-shape profile the measured policy times with).
 void bench_measured_policy(const char* name, const fs::path& path,
                            const gantry::backend::SessionBucket& bucket) {
@@ -181,6 +243,10 @@ int main() {
       {"state", random_tensor(DType::kFloat32, Shape({2, 1, 128}), 4)},
       {"sr", Tensor::from_values<int64_t>(DType::kInt64, Shape(), {16000}).value()}};
   if (!bench_case("silero", silero, vad, 20, 101)) status = 1;
+  const fs::path det = kModels / "paddleocr" / "ch_PP-OCRv4_det_infer.onnx";
+  if (!bench_pool_overhead("paddleocr-det", det,
+                           {{"x", random_tensor(DType::kFloat32, Shape({1, 3, 160, 160}), 5)}}, 3, 31))
+    status = 1;
   bench_measured_policy("mlp", mlp, {{"input", Shape({1, 64})}});
   bench_measured_policy("silero", silero, {{"input", Shape({1, 512})}, {"state", Shape({2, 1, 128})}});
   return status;

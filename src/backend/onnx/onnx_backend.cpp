@@ -1,6 +1,7 @@
 #include "gantry/backend/onnx/onnx_backend.h"
 
 #include "gantry/backend/onnx/onnx_model.h"
+#include "gantry/backend/onnx/ort_env.h"
 #include "gantry/backend/onnx/ort_info.h"
 #include "gantry/backend/onnx/providers.h"
 #include "gantry/backend/synthesize.h"
@@ -11,7 +12,9 @@ namespace gantry::onnx {
 using backend::DeviceKind;
 using backend::Support;
 
-OnnxBackend::OnnxBackend() {
+OnnxBackend::OnnxBackend() : OnnxBackend(OnnxBackendOptions{}) {}
+
+OnnxBackend::OnnxBackend(OnnxBackendOptions options) : options_(std::move(options)) {
   caps_.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt8,
                   DType::kInt16,   DType::kInt32,   DType::kInt64,    DType::kUInt8,   DType::kUInt16,
                   DType::kUInt32,  DType::kUInt64,  DType::kBool,     DType::kString};
@@ -59,7 +62,9 @@ Result<std::unique_ptr<backend::Model>> OnnxBackend::load(const model::Package& 
   if (mf.format != model::ModelFormat::kOnnx)
     return InvalidArgument("package " + package.source().string() + " holds a " +
                            std::string(model::model_format_name(mf.format)) + " model, not ONNX");
-  auto m = OnnxModel::open(package.model_path(), placement, mf.name);
+  OnnxModelOptions model_options;
+  GANTRY_RETURN_IF_ERROR(register_pools(placement, model_options.use_env_allocators));
+  auto m = OnnxModel::open(package.model_path(), placement, mf.name, model_options);
   if (!m.ok()) return m.status();
   // A manifest that declares io must agree with the model.
   if (mf.io) {
@@ -94,6 +99,34 @@ Result<double> OnnxBackend::measure(const model::Package& package, const backend
   return backend::time_inferences(*model, inputs, budget_ms);
 }
 
+Status OnnxBackend::register_pools(const backend::Placement& placement, bool& use_pools) {
+  use_pools = false;
+  if (!options_.cpu_pool && options_.device_pools.empty()) return Status::Ok();
+  GANTRY_ASSIGN_OR_RETURN(OrtRuntime * rt, OrtRuntime::get());
+  if (options_.cpu_pool) {
+    if (options_.cpu_pool->device() != "cpu")
+      return InvalidArgument("the ONNX backend's cpu_pool is a pool for " + options_.cpu_pool->device());
+    GANTRY_RETURN_IF_ERROR(rt->use_pool(options_.cpu_pool));
+    use_pools = true;
+  }
+  // A device pool is registered when a session is about to run on its device (the EP plugin must be
+  // registered first, which placing on the device does).
+  const DeviceKind kind = onnx::provider_device_kind(placement.provider);
+  if (kind != DeviceKind::kCpu) {
+    const std::string device = placement.provider + ":" + std::to_string(placement.primary_device());
+    for (memory::BlockPool* pool : options_.device_pools) {
+      if (!pool || pool->device() != device) continue;
+      GANTRY_RETURN_IF_ERROR(rt->use_pool(pool));
+      use_pools = true;
+    }
+  }
+  return Status::Ok();
+}
+
 std::unique_ptr<backend::Backend> make_onnx_backend() { return std::make_unique<OnnxBackend>(); }
+
+std::unique_ptr<backend::Backend> make_onnx_backend(OnnxBackendOptions options) {
+  return std::make_unique<OnnxBackend>(std::move(options));
+}
 
 }  // namespace gantry::onnx

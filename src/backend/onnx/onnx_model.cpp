@@ -4,8 +4,10 @@
 #include <system_error>
 
 #include "gantry/backend/onnx/ort_env.h"
+#include "gantry/backend/onnx/pool_allocator.h"
 #include "gantry/backend/onnx/providers.h"
 #include "gantry/core/log.h"
+#include "gantry/memory/owner_scope.h"
 
 namespace gantry::onnx {
 
@@ -208,7 +210,8 @@ Status status_from_ort(const Ort::Exception& e, std::string_view context) {
 }
 
 Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& model_file,
-                                                   const backend::Placement& placement, std::string name) {
+                                                   const backend::Placement& placement, std::string name,
+                                                   const OnnxModelOptions& options) {
   namespace fs = std::filesystem;
   const std::string file = model_file.string();
   std::error_code ec;
@@ -220,7 +223,21 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
 
   std::unique_ptr<OnnxModel> m(new OnnxModel());
   m->placement_ = placement;
+  m->options_ = options;
   m->meta_.name = name.empty() ? model_file.stem().string() : std::move(name);
+  // Initializers and whatever session creation allocates belong to this model.
+  std::optional<memory::OwnerScope> owner;
+  if (options.use_env_allocators) {
+    owner.emplace(m->meta_.name);
+    PoolAllocator::clear_last_failure();
+  }
+  // An ORT error caused by a refused pool allocation says so, with the pool's numbers.
+  auto load_error = [&](const Ort::Exception& e, const std::string& what) {
+    if (options.use_env_allocators && !PoolAllocator::last_failure().empty())
+      return ResourceExhausted(what + ": " + e.what() + " (memory refused: " + PoolAllocator::last_failure() +
+                               ")");
+    return status_from_ort(e, what);
+  };
   m->meta_.backend = "onnxruntime";
   m->meta_.provider = placement.provider;
 
@@ -238,6 +255,7 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
       so.EnableCpuMemArena();
     else
       so.DisableCpuMemArena();
+    if (options.use_env_allocators) so.AddConfigEntry(kUseEnvAllocators, "1");
     if (bucket && inputs) {
       for (const auto& [input, shape] : *bucket) {
         const TensorInfo* info = nullptr;
@@ -263,7 +281,7 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
     main.session = std::make_unique<Ort::Session>(rt->env(), model_file.c_str(), so);
     m->sessions_.push_back(std::move(main));
   } catch (const Ort::Exception& e) {
-    return status_from_ort(e, "cannot load ONNX model " + file);
+    return load_error(e, "cannot load ONNX model " + file);
   }
 
   Ort::Session& s = *m->sessions_.front().session;
@@ -316,7 +334,7 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
       b.session = std::make_unique<Ort::Session>(rt->env(), model_file.c_str(), *so);
       m->sessions_.push_back(std::move(b));
     } catch (const Ort::Exception& e) {
-      return status_from_ort(e, "cannot create a session bucket for " + file);
+      return load_error(e, "cannot create a session bucket for " + file);
     }
   }
   return m;
@@ -422,10 +440,17 @@ Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordere
     if (st) return Internal("binding input '" + meta_.inputs[i].name + "': " + status_message(st));
   }
   Ort::Session* session = sessions_.size() > 1 ? pick_session(ordered) : sessions_.front().session.get();
+  std::optional<memory::OwnerScope> owner;  // activations and outputs belong to this model
+  if (options_.use_env_allocators) {
+    owner.emplace(meta_.name);
+    PoolAllocator::clear_last_failure();
+  }
   if (OrtStatus* st = api().Run(*session, nullptr, input_names_.data(), in.data(), n, output_names_.data(), m,
                                 out.data())) {
     const OrtErrorCode code = api().GetErrorCode(st);
     std::string msg = "model '" + meta_.name + "': ONNX Runtime Run failed: " + status_message(st);
+    if (options_.use_env_allocators && !PoolAllocator::last_failure().empty())
+      return ResourceExhausted(msg + " (memory refused: " + PoolAllocator::last_failure() + ")");
     return code == ORT_INVALID_ARGUMENT ? InvalidArgument(std::move(msg)) : Internal(std::move(msg));
   }
 

@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include "gantry/backend/onnx/pool_allocator.h"
+#include "gantry/backend/onnx/providers.h"
 #include "gantry/core/log.h"
 
 namespace gantry::onnx {
@@ -85,6 +87,59 @@ Result<std::vector<Ort::ConstEpDevice>> OrtRuntime::plugin_devices(const std::st
     return Unavailable(ep_name + " registered from " + library_path +
                        " but it reports no device (no GPU or driver)");
   return out;
+}
+
+Status OrtRuntime::use_pool(memory::BlockPool* pool) {
+  if (!pool) return InvalidArgument("no memory pool given");
+  const std::string device = pool->device();
+  // The memory info ORT will look the allocator up by.
+  Ort::MemoryInfo cpu_info{nullptr};
+  const OrtMemoryInfo* info = nullptr;
+  if (device == "cpu") {
+    cpu_info = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
+    info = cpu_info;
+  } else if (device.rfind("cuda:", 0) == 0) {
+    const int ordinal = std::atoi(device.c_str() + 5);
+    GANTRY_ASSIGN_OR_RETURN(auto devices, cuda_ep_devices());
+    if (ordinal < 0 || static_cast<size_t>(ordinal) >= devices.size())
+      return NotFound("memory pool for " + device + " but the CUDA EP sees " +
+                      std::to_string(devices.size()) + " device(s)");
+    const OrtMemoryInfo* mi =
+        Ort::GetApi().EpDevice_MemoryInfo(devices[static_cast<size_t>(ordinal)], OrtDeviceMemoryType_DEFAULT);
+    if (!mi) return Unavailable("the CUDA EP reports no device memory for " + device);
+    info = mi;  // lives with the plugin, which stays registered for the process
+  } else {
+    return Unsupported("no ONNX Runtime memory for pool device '" + device +
+                       "' (cpu and cuda:N are supported)");
+  }
+  std::lock_guard lock(mu_);
+  auto it = registered_.find(device);
+  if (it != registered_.end() && it->second->pool() == pool) return Status::Ok();
+  auto adapter = cpu_info ? std::make_unique<PoolAllocator>(pool, std::move(cpu_info))
+                          : std::make_unique<PoolAllocator>(pool, info);
+  const OrtApi& api = Ort::GetApi();
+  OrtStatus* st = api.RegisterAllocator(env_, adapter->ort());
+  if (st) {
+    // Something (our earlier pool, or the default shared allocator of an EP device) holds the slot.
+    api.ReleaseStatus(st);
+    if (OrtStatus* u = api.UnregisterAllocator(env_, adapter->info())) api.ReleaseStatus(u);
+    st = api.RegisterAllocator(env_, adapter->ort());
+  }
+  if (st) {
+    std::string msg = api.GetErrorMessage(st);
+    api.ReleaseStatus(st);
+    return Internal("registering the memory pool for " + device + " with ONNX Runtime failed: " + msg);
+  }
+  registered_[device] = adapter.get();
+  allocators_.push_back(std::move(adapter));
+  GANTRY_LOG_DEBUG("ONNX Runtime allocates {} memory from Gantry's pool", device);
+  return Status::Ok();
+}
+
+memory::BlockPool* OrtRuntime::pool_for(const std::string& device) {
+  std::lock_guard lock(mu_);
+  auto it = registered_.find(device);
+  return it == registered_.end() ? nullptr : it->second->pool();
 }
 
 }  // namespace gantry::onnx

@@ -59,7 +59,9 @@ std::string ort_library_dir() {
   return {};
 }
 
-Result<std::vector<Ort::ConstEpDevice>> cuda_devices() {
+}  // namespace
+
+Result<std::vector<Ort::ConstEpDevice>> cuda_ep_devices() {
   const std::string path = cuda_plugin_path();
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
@@ -69,8 +71,6 @@ Result<std::vector<Ort::ConstEpDevice>> cuda_devices() {
   GANTRY_ASSIGN_OR_RETURN(OrtRuntime * rt, OrtRuntime::get());
   return rt->plugin_devices("gantry-cuda", path, "CUDAExecutionProvider");
 }
-
-}  // namespace
 
 const std::vector<std::string>& known_providers() {
   static const std::vector<std::string> kNames = [] {
@@ -107,7 +107,7 @@ Support provider_available(std::string_view provider) {
     return Support::yes(std::string(e->ort_name) + " built into ONNX Runtime " + ort_version());
   const std::string p = e->name;
   if (p == "cuda") {
-    auto devs = cuda_devices();
+    auto devs = cuda_ep_devices();
     if (!devs.ok()) return Support::no(devs.status().message());
     return Support::yes("CUDA EP plugin " + cuda_plugin_path() + " (" + std::to_string(devs->size()) +
                         " device(s))");
@@ -132,7 +132,7 @@ Status append_provider(Ort::SessionOptions& options, const backend::Placement& p
   if (!e) return Unsupported("unknown execution provider '" + placement.provider + "'");
   if (std::string_view(e->name) == "cpu") return Status::Ok();
   if (std::string_view(e->name) == "cuda" && !builtin(e->ort_name)) {
-    auto devs = cuda_devices();
+    auto devs = cuda_ep_devices();
     if (!devs.ok()) return devs.status();
     const int id = placement.primary_device();
     if (id < 0 || static_cast<size_t>(id) >= devs->size())

@@ -2,14 +2,26 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "gantry/backend/backend.h"
+#include "gantry/memory/block_pool.h"
 
 namespace gantry::onnx {
+
+// Where the backend's sessions get memory. The default is ORT's own arena (per session). With pools,
+// the backend registers them on the process's ORT env (OrtRuntime::use_pool, process-wide) and every
+// session it creates allocates from them, attributed to the model (see OnnxModelOptions). Pools are
+// borrowed and must outlive every model the backend loads.
+struct OnnxBackendOptions {
+  memory::BlockPool* cpu_pool = nullptr;         // host memory (device "cpu")
+  std::vector<memory::BlockPool*> device_pools;  // accelerator memory, by their device ("cuda:0")
+};
 
 class OnnxBackend final : public backend::Backend {
  public:
   OnnxBackend();
+  explicit OnnxBackend(OnnxBackendOptions options);
 
   std::string_view name() const override { return "onnxruntime"; }
   std::string version() const override;
@@ -23,10 +35,16 @@ class OnnxBackend final : public backend::Backend {
   Result<double> measure(const model::Package& package, const backend::Placement& placement,
                          double budget_ms) override;
 
+  const OnnxBackendOptions& options() const { return options_; }
+
  private:
+  Status register_pools(const backend::Placement& placement, bool& use_pools);
+
   backend::Capabilities caps_;
+  OnnxBackendOptions options_;
 };
 
 std::unique_ptr<backend::Backend> make_onnx_backend();
+std::unique_ptr<backend::Backend> make_onnx_backend(OnnxBackendOptions options);
 
 }  // namespace gantry::onnx

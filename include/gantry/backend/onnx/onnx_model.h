@@ -20,13 +20,24 @@
 
 namespace gantry::onnx {
 
+// How OnnxModel creates its sessions, beyond the placement.
+struct OnnxModelOptions {
+  // Allocate from the memory pools registered on OrtRuntime (OrtRuntime::use_pool) instead of ORT's
+  // own arena; session creation and every Run then run inside memory::OwnerScope(<model name>), so the
+  // pool attributes the model's initializers, activations and outputs to it.
+  bool use_env_allocators = false;
+};
+
 class OnnxModel final : public backend::Model {
  public:
   // Opens `model_file` with the session options in `placement`. Errors: NotFound (no file), Corrupt
   // (empty, truncated or not an ONNX model), Unsupported (an input or output that is not a tensor of a
   // supported dtype, or an operator this ORT lacks), Unavailable (provider absent).
+  // With options.use_env_allocators, a load or Run the pool or its budget refuses fails with
+  // ResourceExhausted and the refusal's numbers.
   static Result<std::unique_ptr<OnnxModel>> open(const std::filesystem::path& model_file,
-                                                 const backend::Placement& placement, std::string name = {});
+                                                 const backend::Placement& placement, std::string name = {},
+                                                 const OnnxModelOptions& options = {});
   ~OnnxModel() override;
 
   const backend::ModelMetadata& metadata() const override { return meta_; }
@@ -40,6 +51,7 @@ class OnnxModel final : public backend::Model {
   Status validate(std::span<const backend::NamedTensor> inputs, std::vector<size_t>& order) const;
 
   const backend::Placement& placement() const { return placement_; }
+  const OnnxModelOptions& options() const { return options_; }
   // The main session (for tests and benchmarks that compare with raw ONNX Runtime).
   Ort::Session& session() { return *sessions_.front().session; }
 
@@ -55,6 +67,7 @@ class OnnxModel final : public backend::Model {
 
   backend::ModelMetadata meta_;
   backend::Placement placement_;
+  OnnxModelOptions options_;
   std::vector<BucketSession> sessions_;
   std::vector<const char*> input_names_;
   std::vector<const char*> output_names_;

@@ -1,4 +1,5 @@
-// OrtRuntime: the one Ort::Env of this process and what hangs off it (registered plugin EPs).
+// OrtRuntime: the one Ort::Env of this process and what hangs off it (registered plugin EPs, the
+// memory pools sessions may allocate from).
 //
 // ONNX Runtime wants exactly one Env per process; this registry creates it on first use, routes ORT's
 // log messages at warning level and above to Gantry's logger, and remembers which plugin execution
@@ -7,12 +8,15 @@
 
 #include <onnxruntime_cxx_api.h>
 
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "gantry/core/status.h"
+#include "gantry/memory/block_pool.h"
 
 namespace gantry::onnx {
 
@@ -30,6 +34,15 @@ class OrtRuntime {
                                                          const std::string& library_path,
                                                          const std::string& ep_name);
 
+  // Makes `pool` the env's allocator for its device: "cpu" registers it for ORT's CPU memory, "cuda:N"
+  // for the DEFAULT memory of the CUDA EP's device N (the plugin must be registered and see it).
+  // Idempotent for the same pool; another pool for the same device replaces it for sessions created
+  // afterwards (earlier sessions keep the one they took: both pools must outlive their sessions).
+  // Only sessions with the session config entry "session.use_env_allocators" = "1" use it.
+  Status use_pool(memory::BlockPool* pool);
+  // The pool registered for `device` ("cpu", "cuda:0"), or nullptr.
+  memory::BlockPool* pool_for(const std::string& device);
+
  private:
   OrtRuntime();
   Ort::Env env_;
@@ -39,6 +52,9 @@ class OrtRuntime {
     Status status;
   };
   std::vector<Plugin> plugins_;
+  // Every adapter ever registered lives as long as the process (sessions keep raw pointers to it).
+  std::vector<std::unique_ptr<class PoolAllocator>> allocators_;
+  std::map<std::string, PoolAllocator*> registered_;  // by device
 };
 
 // Size of /proc/self/cmdline in bytes (0 when unreadable). ORT overflows its stack above ~30 KB.

@@ -26,6 +26,9 @@ backend::DeviceKind provider_device_kind(std::string_view provider);
 // libonnxruntime_providers_cuda.so next to the linked libonnxruntime.
 std::string cuda_plugin_path();
 
+// The CUDA plugin EP's devices (registering the plugin on first use); index = CUDA device ordinal.
+Result<std::vector<Ort::ConstEpDevice>> cuda_ep_devices();
+
 // Whether `provider` can be used here: built into this ORT, or (CUDA) a plugin library present and
 // registering with a device. Never throws; the reason says what is missing and what to do.
 backend::Support provider_available(std::string_view provider);
