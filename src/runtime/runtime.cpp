@@ -30,7 +30,10 @@ std::map<std::string, uint64_t> free_memory(const hw::Registry& reg) {
 }
 
 Result<Budgets> make_budgets(const hw::Registry& reg, std::string_view spec_text) {
-  GANTRY_ASSIGN_OR_RETURN(memory::BudgetSpec spec, memory::parse_budget_spec(spec_text));
+  memory::BudgetSpec spec;  // default: 90 % of each device's free memory
+  if (!spec_text.empty()) {
+    GANTRY_ASSIGN_OR_RETURN(spec, memory::parse_budget_spec(spec_text));
+  }
   const auto free = free_memory(reg);
   for (const auto& [device, limit] : spec.devices) {
     if (free.count(device) == 0) {
@@ -68,7 +71,18 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
   }
   std::vector<std::unique_ptr<backend::Backend>> backends = std::move(options.backends);
   if (backends.empty()) {
-    backends.push_back(onnx::make_onnx_backend());
+    onnx::OnnxBackendOptions onnx_options;
+    if (options.memory_pool) {
+      // ONNX Runtime draws host memory from a pool charged to the CPU budget, per model.
+      memory::Budget* cpu = rt->budgets_.at("cpu").get();
+      memory::BlockPoolOptions po;
+      po.capacity = cpu->capacity();
+      po.budget = cpu;
+      auto pool = std::make_shared<memory::BlockPool>(memory::make_host_backing(), po);
+      onnx_options.cpu_pool = pool.get();
+      rt->pools_.push_back(std::move(pool));
+    }
+    backends.push_back(onnx::make_onnx_backend(onnx_options));
     backends.push_back(llama::make_llama_backend());
   }
   for (auto& b : backends) GANTRY_RETURN_IF_ERROR(rt->backends_.add(std::move(b)));
@@ -135,7 +149,9 @@ Result<ModelHandle> Runtime::load_package(std::shared_ptr<const model::Package> 
   ModelManager::Admission admission = std::get<ModelManager::Admission>(std::move(begin));
 
   // Each candidate provider: estimate its memory, reserve it (evicting idle models if needed), then load.
-  auto reserve_and_load = [&](const backend::Placement& p) -> Result<std::unique_ptr<backend::Model>> {
+  auto reserve_and_load = [&](const backend::Placement& candidate) -> Result<std::unique_ptr<backend::Model>> {
+    backend::Placement p = candidate;
+    p.model_name = name;  // the model's metadata name and the owner of its memory in the budgets
     GANTRY_ASSIGN_OR_RETURN(backend::MemoryEstimate estimate, be->estimate_memory(*package, p));
     GANTRY_RETURN_IF_ERROR(admission.reserve(estimate));
     auto m = be->load(*package, p);

@@ -201,7 +201,9 @@ TEST(Runtime, EvictsTheLeastRecentlyUsedModelAndResultsStayRight) {
   EXPECT_EQ(state("silero_vad_v5"), ModelState::kEvicted);
   EXPECT_EQ(state("mlp_64_128_10"), ModelState::kReady);
   for (const auto& b : r.budgets()) {
-    if (b.device == "cpu") EXPECT_LE(b.peak, b.capacity);
+    if (b.device == "cpu") {
+      EXPECT_LE(b.peak, b.capacity);
+    }
   }
   // Silero comes back (evicting the least recently used of the others) with the same results.
   auto b = r.load(kSilero);

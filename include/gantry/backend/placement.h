@@ -38,6 +38,9 @@ struct Placement {
   bool cpu_arena = true;
   std::vector<SessionBucket> session_buckets;
   std::map<std::string, std::string> options;  // backend-specific extras (e.g. llama n_ctx)
+  // The name the model is known by (its metadata().name and the owner its memory is charged to);
+  // empty: the package manifest's name.
+  std::string model_name;
 
   int primary_device() const { return device_ids.empty() ? 0 : device_ids.front(); }
 };

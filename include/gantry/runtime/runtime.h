@@ -24,6 +24,7 @@
 #include "gantry/backend/loader.h"
 #include "gantry/backend/registry.h"
 #include "gantry/hw/registry.h"
+#include "gantry/memory/block_pool.h"
 #include "gantry/model/package.h"
 #include "gantry/runtime/model_manager.h"
 
@@ -115,8 +116,8 @@ class Runtime {
   RuntimeOptions options_;
   hw::Registry hardware_;
   backend::MachineView machine_;
-  Budgets budgets_;
-  std::vector<std::shared_ptr<void>> keep_alive_;  // pools and the like the backends use
+  Budgets budgets_;  // declared before the pools and the manager that charge them
+  std::vector<std::shared_ptr<memory::BlockPool>> pools_;  // the backends borrow them: they outlive the models
   backend::BackendRegistry backends_;
   std::unique_ptr<backend::VerdictCache> verdicts_;
   std::unique_ptr<ModelManager> manager_;  // declared last: destroyed first (models before backends)

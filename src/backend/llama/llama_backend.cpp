@@ -71,7 +71,7 @@ backend::DeviceKind LlamaBackend::provider_device_kind(std::string_view provider
 Result<std::unique_ptr<backend::Model>> LlamaBackend::load(const model::Package& package,
                                                            const backend::Placement& placement) {
   GANTRY_ASSIGN_OR_RETURN(auto m, load_file(package.model_path().string(), placement));
-  m->meta_.name = package.manifest().name;
+  m->meta_.name = placement.model_name.empty() ? package.manifest().name : placement.model_name;
   return std::unique_ptr<backend::Model>(std::move(m));
 }
 

@@ -64,7 +64,8 @@ Result<std::unique_ptr<backend::Model>> OnnxBackend::load(const model::Package& 
                            std::string(model::model_format_name(mf.format)) + " model, not ONNX");
   OnnxModelOptions model_options;
   GANTRY_RETURN_IF_ERROR(register_pools(placement, model_options.use_env_allocators));
-  auto m = OnnxModel::open(package.model_path(), placement, mf.name, model_options);
+  auto m = OnnxModel::open(package.model_path(), placement,
+                           placement.model_name.empty() ? mf.name : placement.model_name, model_options);
   if (!m.ok()) return m.status();
   // A manifest that declares io must agree with the model.
   if (mf.io) {
