@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "gantry/backend/llama/batch_engine.h"
+#include "gantry/backend/llama/settings.h"
 #include "gantry/core/log.h"
 
 namespace gantry::cli {
@@ -12,12 +13,15 @@ namespace gantry::cli {
 void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& o) {
   cmd.add_option("--prompt,-p", o.prompt, "Text to continue (or the user message with --chat)");
   cmd.add_option("--max-tokens,-n", o.max_tokens, "Most tokens to generate")->capture_default_str();
-  cmd.add_option("--temperature", o.temperature, "Sampling temperature; 0 = greedy")->capture_default_str();
-  cmd.add_option("--top-k", o.top_k, "Keep the k most likely tokens; 0 = off")->capture_default_str();
-  cmd.add_option("--top-p", o.top_p, "Nucleus sampling mass in (0,1]; 1 = off")->capture_default_str();
-  cmd.add_option("--min-p", o.min_p, "Drop tokens below min-p x the best one's probability; 0 = off")
+  cmd.add_option("--temperature", o.sampling.temperature, "Sampling temperature; 0 = greedy")
       ->capture_default_str();
-  cmd.add_option("--repeat-penalty", o.repeat_penalty, "Penalty for repeated tokens; 1 = off")
+  cmd.add_option("--top-k", o.sampling.top_k, "Keep the k most likely tokens; 0 = off")
+      ->capture_default_str();
+  cmd.add_option("--top-p", o.sampling.top_p, "Nucleus sampling mass in (0,1]; 1 = off")
+      ->capture_default_str();
+  cmd.add_option("--min-p", o.sampling.min_p, "Drop tokens below min-p x the best one's probability; 0 = off")
+      ->capture_default_str();
+  cmd.add_option("--repeat-penalty", o.sampling.repeat_penalty, "Penalty for repeated tokens; 1 = off")
       ->capture_default_str();
   cmd.add_option("--seed", o.seed, "Sampling seed; -1 = random")->capture_default_str();
   cmd.add_option("--ctx", o.ctx, "Context size in tokens")->capture_default_str();
@@ -31,6 +35,8 @@ void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& o) {
 
 int run_gguf(const RunGgufOptions& o, std::ostream& out) {
   using namespace gantry::llama;
+  using backend::ChatMessage;
+  using backend::GenerationRequest;
   auto fail = [](const Status& st) {
     std::cerr << "gantry run: error: " << st.message() << "\n";
     return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
@@ -42,19 +48,21 @@ int run_gguf(const RunGgufOptions& o, std::ostream& out) {
   GenerationRequest req;
   req.max_tokens = o.max_tokens;
   req.stop = o.stop;
-  req.sampling.temperature = o.temperature;
-  req.sampling.top_k = o.top_k;
-  req.sampling.top_p = o.top_p;
-  req.sampling.min_p = o.min_p;
-  req.sampling.repeat_penalty = o.repeat_penalty;
+  req.sampling = o.sampling;
   req.sampling.seed = o.seed < 0 ? 0xFFFFFFFFu : static_cast<uint32_t>(o.seed);
-  if (auto st = validate(req.sampling); !st.ok()) return fail(st);
+  if (auto st = backend::validate(req.sampling); !st.ok()) return fail(st);
   if (o.max_tokens < 1) return fail(InvalidArgument("--max-tokens must be >= 1"));
   if (o.ctx < 1) return fail(InvalidArgument("--ctx must be >= 1"));
 
-  LoadOptions lo;
-  lo.placement.n_gpu_layers = o.n_gpu_layers;
-  auto weights = LlamaWeights::load(o.model_path, lo);
+  // The same translation every GGUF load uses (gantry/backend/llama/settings.h).
+  backend::Placement placement;
+  placement.provider = o.n_gpu_layers != 0 ? "cuda" : "cpu";
+  placement.intra_op_threads = o.threads;
+  placement.options = {{"n_ctx", std::to_string(o.ctx)}, {"parallel", "1"}};
+  if (o.n_gpu_layers != 0) placement.options["n_gpu_layers"] = std::to_string(o.n_gpu_layers);
+  auto settings = llama_settings(placement, o.model_path);
+  if (!settings.ok()) return fail(settings.status());
+  auto weights = LlamaWeights::load(o.model_path, settings->load);
   if (!weights.ok()) return fail(weights.status());
   if (o.chat) {
     std::vector<ChatMessage> msgs;
@@ -66,11 +74,7 @@ int run_gguf(const RunGgufOptions& o, std::ostream& out) {
   } else {
     req.prompt = o.prompt;
   }
-  ContextOptions co;
-  co.n_ctx = o.ctx;
-  co.n_threads = o.threads;
-  co.n_seq_max = 1;
-  auto engine = BatchEngine::create(*weights, co);
+  auto engine = BatchEngine::create(*weights, settings->context);
   if (!engine.ok()) return fail(engine.status());
 
   req.on_text = [&out](std::string_view t) {
@@ -85,7 +89,7 @@ int run_gguf(const RunGgufOptions& o, std::ostream& out) {
       result->generation_ms > 0 ? 1000.0 * (result->tokens.size() - 1) / result->generation_ms : 0;
   GANTRY_LOG_INFO("{} prompt tokens in {:.1f} ms; {} tokens generated ({:.1f} t/s); finish: {}",
                   result->n_prompt_tokens, result->prompt_ms, result->tokens.size(), tps,
-                  finish_reason_name(result->finish));
+                  backend::finish_reason_name(result->finish));
   return 0;
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "gantry/backend/generation.h"
+
 namespace gantry::cli {
 
 struct RunGgufOptions {
@@ -15,12 +17,8 @@ struct RunGgufOptions {
   std::string prompt;
   std::string system;  // --system: a system message (with --chat)
   int max_tokens = 128;
-  float temperature = 0.8f;
-  int top_k = 40;
-  float top_p = 0.95f;
-  float min_p = 0.05f;
-  float repeat_penalty = 1.0f;
-  int64_t seed = -1;  // -1: random
+  backend::SamplingParams sampling;  // the flags start from the one set of defaults; seed below
+  int64_t seed = -1;                 // -1: random
   uint32_t ctx = 2048;
   int threads = 0;  // 0: all hardware threads
   int n_gpu_layers = 0;
