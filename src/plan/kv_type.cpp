@@ -49,8 +49,8 @@ Result<uint64_t> kv_row_bytes(KvType t, uint64_t n) {
   const KvTypeInfo& i = info(t);
   if (n % i.block_size != 0) {
     return InvalidArgument(
-        fmt::format("KV cache type {} needs rows that are a multiple of {} elements, this model's "
-                    "rows have {}; use f16",
+        fmt::format("KV cache type {} needs rows that are a multiple of {} elements (llama.cpp quantises "
+                    "each attention head's row), this model's rows have {}; use f16",
                     i.name, i.block_size, n));
   }
   return n / i.block_size * i.type_size;

@@ -168,6 +168,35 @@ TEST(LlamaSettings, PlacementFromPlanReproducesThePlan) {
   EXPECT_EQ(s->load.placement.tensor_split.size(), 2u);
 }
 
+// `gantry plan M.gguf --kv-type q4_1 --measure`: the plan's own placement loads and measures (the
+// measure path once knew only five KV types and failed here).
+TEST(LlamaSettings, PlanWithQ4_1KvMeasures) {
+  const std::string path = testing::bench_model_path();
+  auto m = profile_from_gguf(std::filesystem::path(path));
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  plan::PlanOptions o;
+  o.n_ctx = 1024;
+  o.kv_type = plan::KvType::kQ4_1;
+  o.kv_unified = true;
+  auto p = plan::plan_gguf(*m, o, kCpuOnly);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  backend::Placement placement = placement_from_plan(*p);
+  placement.intra_op_threads = 1;
+  auto s = llama_settings(placement, path);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ(s->context.type_k, plan::KvType::kQ4_1);
+  auto measured = measure_memory(path, *s, /*warm_up=*/false);
+  ASSERT_TRUE(measured.ok()) << measured.status().to_string();
+  EXPECT_EQ(measured->kv_bytes, p->totals.kv_cache);
+  EXPECT_EQ(measured->kv_bytes, 12u * 1024u * 2u * 256u / 32u * 20u);  // q4_1: 20 bytes per 32 values
+
+  // The tiny model's heads are 16 wide (two per 32-wide row): llama.cpp refuses q4_1 for them, and so
+  // does the planner now, instead of planning what cannot load.
+  auto tiny = plan::plan_gguf(tiny_profile(), o, kCpuOnly);
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_NE(tiny.status().message().find("multiple of 32"), std::string::npos) << tiny.status().message();
+}
+
 // Every KV type reaches llama.cpp as its own ggml type: the dry run's KV bytes are the type's row size.
 TEST(LlamaSettings, AllNineKvTypesReachLlamaCpp) {
   const std::string path = testing::bench_model_path();
