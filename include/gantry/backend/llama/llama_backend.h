@@ -80,7 +80,8 @@ class LlamaBackend final : public backend::Backend {
 
   // Exact bytes per device from llama.cpp's own dry run (no_alloc) with the settings load() would use:
   // weights, KV cache, compute and output buffers. With mmap (as load() does) the CPU's weights are the
-  // mapped file range rather than allocated memory; they are counted all the same.
+  // mapped file range rather than allocated memory; they are counted all the same. Not included: the
+  // embedding context LlamaModel::embed() creates on first use (a second KV cache and compute buffer).
   Result<backend::MemoryEstimate> estimate_memory(const model::Package& package,
                                                   const backend::Placement& placement) override;
 
