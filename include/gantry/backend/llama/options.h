@@ -35,12 +35,12 @@ enum class FlashAttn { kAuto, kOn, kOff };
 enum class Pooling { kModel, kNone, kMean, kCls, kLast };
 
 struct ContextOptions {
-  uint32_t n_ctx = 2048;    // KV cells in all (shared by the sequences when kv_unified)
-  uint32_t n_batch = 512;   // most tokens in one llama_decode
-  uint32_t n_ubatch = 512;  // physical micro-batch
-  uint32_t n_seq_max = 1;   // parallel sequences (slots)
-  int n_threads = 0;        // threads for single-token steps; 0 = hardware concurrency
-  int n_threads_batch = 0;  // threads for prompt batches; 0 = n_threads
+  uint32_t n_ctx = 2048;                     // KV cells in all (shared by the sequences when kv_unified)
+  uint32_t n_batch = 512;                    // most tokens in one llama_decode
+  uint32_t n_ubatch = 512;                   // physical micro-batch
+  uint32_t n_seq_max = 1;                    // parallel sequences (slots)
+  int n_threads = 0;                         // threads for single-token steps; 0 = hardware concurrency
+  int n_threads_batch = 0;                   // threads for prompt batches; 0 = n_threads
   plan::KvType type_k = plan::KvType::kF16;  // any of the nine llama.cpp accepts
   plan::KvType type_v = plan::KvType::kF16;
   FlashAttn flash_attn = FlashAttn::kAuto;
