@@ -44,37 +44,36 @@ int main() {
       bool flash;
       uint32_t parallel;
       bool unified;
-      gantry::llama::KvType kv;
       gantry::plan::KvType pkv;
       const char* label;
     };
     std::vector<Case> cases_here;
     for (uint32_t ctx : {512u, 2048u, 8192u}) {
-      cases_here.push_back({ctx, true, 1, true, gantry::llama::KvType::kF16, gantry::plan::KvType::kF16, ""});
+      cases_here.push_back({ctx, true, 1, true, gantry::plan::KvType::kF16, ""});
     }
     if (std::string(name) == "bench-100m-q8_0.gguf") {  // the other llama.cpp code paths, same model
-      cases_here.push_back(
-          {8192, false, 1, true, gantry::llama::KvType::kF16, gantry::plan::KvType::kF16, " fa-off"});
-      cases_here.push_back(
-          {8192, true, 4, false, gantry::llama::KvType::kF16, gantry::plan::KvType::kF16, " par4"});
-      cases_here.push_back(
-          {8192, true, 1, true, gantry::llama::KvType::kQ8_0, gantry::plan::KvType::kQ8_0, " kv-q8"});
+      cases_here.push_back({8192, false, 1, true, gantry::plan::KvType::kF16, " fa-off"});
+      cases_here.push_back({8192, true, 4, false, gantry::plan::KvType::kF16, " par4"});
+      cases_here.push_back({8192, true, 1, true, gantry::plan::KvType::kQ8_0, " kv-q8"});
     }
     for (const Case& c : cases_here) {
       const uint32_t ctx = c.ctx;
-      gantry::llama::MeasureOptions mo;
-      mo.path = path;
-      mo.placement.n_gpu_layers = 0;
-      mo.n_ctx = ctx;
-      mo.n_seq = c.parallel;
-      mo.kv_type = c.kv;
-      mo.flash_attn = c.flash ? gantry::llama::FlashAttn::kOn : gantry::llama::FlashAttn::kOff;
-      mo.n_batch = 512;
-      mo.n_ubatch = 512;
-      mo.kv_unified = c.unified;
-      mo.n_threads = 1;
-      mo.warm_up = false;
-      auto m = gantry::llama::measure_memory(mo);
+      gantry::backend::Placement placement;
+      placement.provider = "cpu";
+      placement.intra_op_threads = 1;
+      placement.options = {{"n_ctx", std::to_string(ctx)},
+                           {"parallel", std::to_string(c.parallel)},
+                           {"kv_type", std::string(gantry::plan::kv_type_name(c.pkv))},
+                           {"flash_attn", c.flash ? "on" : "off"},
+                           {"n_batch", "512"},
+                           {"n_ubatch", "512"}};
+      auto settings = gantry::llama::llama_settings(placement, path);
+      if (!settings.ok()) {
+        std::fprintf(stderr, "plan_error_bench: %s: %s\n", name, settings.status().to_string().c_str());
+        return 1;
+      }
+      settings->context.kv_unified = c.unified;
+      auto m = gantry::llama::measure_memory(path, *settings, /*warm_up=*/false);
       if (!m.ok()) {
         std::fprintf(stderr, "plan_error_bench: measuring %s: %s\n", name, m.status().to_string().c_str());
         return 1;

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "gantry/backend/llama/llama_info.h"
+#include "gantry/backend/llama/settings.h"
 #include "gantry/backend/llama/speed.h"
 
 namespace gantry::cli {
@@ -35,11 +36,19 @@ int run_bench(const BenchArgs& a) {
     return usage("-p and -n must be >= 0, not both 0");
   if (a.reps < 1) return usage("-r must be >= 1");
   if (a.threads < 0) return usage("-t must be >= 0");
-  auto kv = parse_kv_type(a.kv_type);
-  if (!kv.ok()) return usage(kv.status().message());
-  LoadOptions lo;
-  lo.placement.n_gpu_layers = a.n_gpu_layers;
-  auto weights = LlamaWeights::load(a.model, lo);
+  const auto kv = plan::parse_kv_type(a.kv_type);
+  if (!kv) return usage("unknown --kv-type " + a.kv_type + " (" + std::string(plan::kv_type_names()) + ")");
+  // Weights placed by the same translation every GGUF load uses (gantry/backend/llama/settings.h);
+  // the contexts are the benchmark's own (n_prompt + n_gen cells per test, as llama-bench).
+  backend::Placement placement;
+  placement.provider = a.n_gpu_layers != 0 ? "cuda" : "cpu";
+  if (a.n_gpu_layers != 0) placement.options["n_gpu_layers"] = std::to_string(a.n_gpu_layers);
+  auto settings = llama_settings(placement, a.model);
+  if (!settings.ok()) {
+    std::cerr << "gantry bench: error: " << settings.status().message() << "\n";
+    return settings.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  auto weights = LlamaWeights::load(a.model, settings->load);
   if (!weights.ok()) {
     std::cerr << "gantry bench: error: " << weights.status().message() << "\n";
     return 1;

@@ -46,22 +46,12 @@ hw::Registry detect_devices(const std::string& sysroot) {
   return hw::detect(*machine, *loader);
 }
 
-// Loads the model the way `plan` placed it and reads llama.cpp's real allocations.
+// Loads the model the way `plan` placed it (through the backend's one Placement translation) and reads
+// llama.cpp's real allocations.
 Result<llama::MemoryMeasurement> measure_plan(const fs::path& path, const plan::Plan& p) {
-  llama::MeasureOptions mo;
-  mo.path = path.string();
-  mo.n_ctx = p.n_ctx;
-  mo.n_seq = p.options.n_parallel;
-  mo.n_batch = p.n_batch;
-  mo.n_ubatch = p.n_ubatch;
-  GANTRY_ASSIGN_OR_RETURN(mo.kv_type, llama::parse_kv_type(plan::kv_type_name(p.options.kv_type)));
-  mo.flash_attn = p.options.flash_attn ? llama::FlashAttn::kOn : llama::FlashAttn::kOff;
-  for (const auto& d : p.devices) {
-    if (!d.device.is_gpu) continue;
-    mo.placement.n_gpu_layers += static_cast<int>(d.layers.size()) + (d.has_output_layer ? 1 : 0);
-    mo.placement.tensor_split.push_back(static_cast<float>(d.layers.size()));
-  }
-  return llama::measure_memory(mo);
+  GANTRY_ASSIGN_OR_RETURN(llama::LlamaSettings s,
+                          llama::llama_settings(llama::placement_from_plan(p), path.string()));
+  return llama::measure_memory(path.string(), s);
 }
 
 nlohmann::json measurement_to_json(const llama::MemoryMeasurement& m) {

@@ -1,8 +1,8 @@
+#include "gantry/plan/kv_type.h"
+
 #include <fmt/format.h>
 
 #include <array>
-
-#include "gantry/plan/planner.h"
 
 namespace gantry::plan {
 namespace {
@@ -41,12 +41,16 @@ std::optional<KvType> parse_kv_type(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view kv_type_names() { return "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl"; }
+
+bool kv_type_quantized(KvType t) { return info(t).block_size > 1; }
+
 Result<uint64_t> kv_row_bytes(KvType t, uint64_t n) {
   const KvTypeInfo& i = info(t);
   if (n % i.block_size != 0) {
     return InvalidArgument(
-        fmt::format("KV cache type {} needs rows that are a multiple of {} elements, this model's "
-                    "rows have {}; use f16",
+        fmt::format("KV cache type {} needs rows that are a multiple of {} elements (llama.cpp quantises "
+                    "each attention head's row), this model's rows have {}; use f16",
                     i.name, i.block_size, n));
   }
   return n / i.block_size * i.type_size;

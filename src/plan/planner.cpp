@@ -81,11 +81,17 @@ Result<uint64_t> layer_kv_bytes(const ModelProfile& m, const PlanOptions& o, con
   const LayerProfile& l = m.layers[il];
   if (l.n_head_kv == 0) return uint64_t{0};
   const uint64_t cells = static_cast<uint64_t>(l.sliding_window ? s.kv_cells_swa : s.kv_cells) * s.n_stream;
-  GANTRY_ASSIGN_OR_RETURN(uint64_t k_row,
-                          kv_row_bytes(o.kv_type, static_cast<uint64_t>(l.n_head_kv) * l.n_embd_head_k));
+  // llama.cpp quantises the cache per head: a block must divide the head width, not just the row.
+  GANTRY_ASSIGN_OR_RETURN(uint64_t k_head, kv_row_bytes(o.kv_type, l.n_embd_head_k));
+  const uint64_t k_row = l.n_head_kv * k_head;
   // Without flash attention V is stored transposed, every layer padded to the widest V.
-  const uint64_t v_w = o.flash_attn ? static_cast<uint64_t>(l.n_head_kv) * l.n_embd_head_v : n_embd_v_max;
-  GANTRY_ASSIGN_OR_RETURN(uint64_t v_row, kv_row_bytes(o.kv_type, v_w));
+  uint64_t v_row = 0;
+  if (o.flash_attn) {
+    GANTRY_ASSIGN_OR_RETURN(uint64_t v_head, kv_row_bytes(o.kv_type, l.n_embd_head_v));
+    v_row = l.n_head_kv * v_head;
+  } else {
+    GANTRY_ASSIGN_OR_RETURN(v_row, kv_row_bytes(o.kv_type, n_embd_v_max));
+  }
   return (k_row + v_row) * cells;
 }
 

@@ -56,7 +56,7 @@ TEST(RunGgufCli, GreedyOutputIsExactlyTheEnginesText) {
     co.n_threads = 1;
     auto e = gantry::llama::BatchEngine::create(*w, co);
     ASSERT_TRUE(e.ok());
-    gantry::llama::GenerationRequest req;
+    gantry::backend::GenerationRequest req;
     req.prompt = prompt;
     req.max_tokens = 16;
     req.sampling.temperature = 0;

@@ -84,12 +84,19 @@ TEST(Planner, QuantisedKvCache) {
   PlanOptions o;
   o.n_ctx = 2048;
   o.kv_type = KvType::kQ8_0;
-  // a 32-element row is one q8_0 block of 34 bytes
-  EXPECT_EQ(plan_or_die(tiny(), o).totals.kv_cache, 2ull * 2048 * (34 + 34));
+  // 2 KV heads of 32: each head's row is one q8_0 block of 34 bytes
+  const ModelProfile wide = llama_like(2, 128, 4, 2, 128, 100);
+  EXPECT_EQ(plan_or_die(wide, o).totals.kv_cache, 2ull * 2048 * 2 * (34 + 34));
   o.kv_type = KvType::kQ4_0;
-  EXPECT_EQ(plan_or_die(tiny(), o).totals.kv_cache, 2ull * 2048 * (18 + 18));
+  EXPECT_EQ(plan_or_die(wide, o).totals.kv_cache, 2ull * 2048 * 2 * (18 + 18));
+  // llama.cpp quantises per head: the tiny model's 16-wide heads take no 32-value blocks, although its
+  // 32-wide rows would (llama.cpp: "K cache type q4_0 with block size 32 does not divide n_embd_head_k=16").
+  auto narrow = plan_gguf(tiny(), o, cpu_only());
+  ASSERT_FALSE(narrow.ok());
+  EXPECT_NE(narrow.status().message().find("multiple of 32"), std::string::npos)
+      << narrow.status().to_string();
   o.flash_attn = false;
-  auto bad = plan_gguf(tiny(), o, cpu_only());
+  auto bad = plan_gguf(wide, o, cpu_only());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("flash attention"), std::string::npos) << bad.status().to_string();
 }

@@ -22,17 +22,10 @@
 #include <vector>
 
 #include "gantry/core/status.h"
+#include "gantry/plan/kv_type.h"
 #include "gantry/plan/model_profile.h"
 
 namespace gantry::plan {
-
-// KV cache element types llama.cpp accepts for --cache-type-k/v.
-enum class KvType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kIQ4_NL };
-
-std::string_view kv_type_name(KvType t);
-std::optional<KvType> parse_kv_type(std::string_view name);
-// Bytes for `n` elements (n must be a multiple of the type's block size).
-Result<uint64_t> kv_row_bytes(KvType t, uint64_t n);
 
 struct PlanOptions {
   uint32_t n_ctx = 0;  // 0: the model's training context

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "gantry/backend/llama/gguf_profile.h"
 #include "gantry/core/status.h"
 #include "gantry/hw/registry.h"
 #include "gantry/model/gguf.h"
@@ -14,11 +15,8 @@
 
 namespace gantry::runtime {
 
-// Reads `<arch>.block_count`, head counts (scalar or per-layer arrays), key/value lengths, feed-forward
-// length, sliding window, training context, vocabulary size; sums tensor bytes per layer ("blk.N."), input
-// ("token_embd") and output ("output", "output_norm"). Fails with kInvalidArgument naming the missing field.
-Result<plan::ModelProfile> profile_from_gguf(const model::GgufFile& file);
-Result<plan::ModelProfile> profile_from_gguf(const std::filesystem::path& path);
+// GGUF -> plan::ModelProfile; defined with the llama.cpp backend (gantry/backend/llama/gguf_profile.h).
+using llama::profile_from_gguf;
 
 // The registry's CPU (host memory: available, or the container limit when lower) and its GPUs with known
 // memory.

@@ -12,6 +12,11 @@
 #include "gantry/core/log.h"
 
 namespace gantry::llama {
+
+using backend::FinishReason;
+using backend::GenerationRequest;
+using backend::GenerationResult;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -108,7 +113,7 @@ Result<std::vector<int32_t>> BatchEngine::tokenize_prompt(const GenerationReques
 }
 
 Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
-  GANTRY_RETURN_IF_ERROR(validate(request.sampling));
+  GANTRY_RETURN_IF_ERROR(backend::validate(request.sampling));
   if (request.max_tokens < 1) {
     return InvalidArgument("max_tokens must be >= 1, got " + std::to_string(request.max_tokens));
   }

@@ -12,18 +12,27 @@
 namespace gantry::llama {
 namespace {
 
-ggml_type to_ggml(KvType t) {
+ggml_type to_ggml(plan::KvType t) {
+  using plan::KvType;
   switch (t) {
-    case KvType::kF16:
-      return GGML_TYPE_F16;
     case KvType::kF32:
       return GGML_TYPE_F32;
+    case KvType::kF16:
+      return GGML_TYPE_F16;
     case KvType::kBF16:
       return GGML_TYPE_BF16;
     case KvType::kQ8_0:
       return GGML_TYPE_Q8_0;
     case KvType::kQ4_0:
       return GGML_TYPE_Q4_0;
+    case KvType::kQ4_1:
+      return GGML_TYPE_Q4_1;
+    case KvType::kQ5_0:
+      return GGML_TYPE_Q5_0;
+    case KvType::kQ5_1:
+      return GGML_TYPE_Q5_1;
+    case KvType::kIQ4_NL:
+      return GGML_TYPE_IQ4_NL;
   }
   return GGML_TYPE_F16;
 }
@@ -126,7 +135,7 @@ Result<std::unique_ptr<LlamaContext>> LlamaContext::create(std::shared_ptr<const
     return Status(memory ? StatusCode::kResourceExhausted : StatusCode::kInvalidArgument,
                   "llama.cpp could not create a context for '" + c->weights_->path() + "' (n_ctx " +
                       std::to_string(o.n_ctx) + ", " + std::to_string(o.n_seq_max) + " sequences, KV " +
-                      std::string(kv_type_name(o.type_k)) + ")" + (why.empty() ? "" : ": " + why));
+                      std::string(plan::kv_type_name(o.type_k)) + ")" + (why.empty() ? "" : ": " + why));
   }
   c->options_.n_ctx = llama_n_ctx(c->ctx_);
   if (o.threadpool) {

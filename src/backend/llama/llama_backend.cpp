@@ -1,12 +1,18 @@
 #include "gantry/backend/llama/llama_backend.h"
 
-#include <future>
-#include <sstream>
+#include <fmt/format.h>
+
+#include <optional>
 
 #include "gantry/backend/llama/llama_info.h"
+#include "gantry/backend/llama/measure.h"
 #include "gantry/model/package.h"
 
 namespace gantry::llama {
+
+using backend::GenerationRequest;
+using backend::GenerationResult;
+
 namespace {
 
 bool has_gpu(std::string_view prefix) {
@@ -14,19 +20,6 @@ bool has_gpu(std::string_view prefix) {
     if (d.type == "gpu" && (prefix.empty() || d.name.rfind(prefix, 0) == 0)) return true;
   }
   return false;
-}
-
-Result<int> int_option(const backend::Placement& p, const std::string& key, int fallback) {
-  auto it = p.options.find(key);
-  if (it == p.options.end()) return fallback;
-  try {
-    size_t used = 0;
-    const int v = std::stoi(it->second, &used);
-    if (used != it->second.size()) throw std::invalid_argument("trailing");
-    return v;
-  } catch (...) {
-    return InvalidArgument("placement option " + key + "='" + it->second + "' is not an integer");
-  }
 }
 
 }  // namespace
@@ -79,47 +72,11 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
                                                             const backend::Placement& p) {
   auto pa = provider_available(p.provider);
   if (!pa.ok) return Unavailable(pa.reason);
-  LoadOptions lo;
-  GANTRY_ASSIGN_OR_RETURN(lo.placement.n_gpu_layers,
-                          int_option(p, "n_gpu_layers", p.provider == "cuda" ? -1 : 0));
-  lo.placement.main_gpu = p.primary_device();
-  if (auto it = p.options.find("tensor_split"); it != p.options.end()) {
-    std::stringstream ss(it->second);
-    std::string part;
-    while (std::getline(ss, part, ',')) {
-      try {
-        lo.placement.tensor_split.push_back(std::stof(part));
-      } catch (...) {
-        return InvalidArgument("placement option tensor_split='" + it->second +
-                               "' must be numbers separated by commas");
-      }
-    }
-  }
-  ContextOptions co;
-  int v;
-  GANTRY_ASSIGN_OR_RETURN(v, int_option(p, "n_ctx", 2048));
-  co.n_ctx = static_cast<uint32_t>(std::max(v, 1));
-  GANTRY_ASSIGN_OR_RETURN(v, int_option(p, "parallel", 4));
-  co.n_seq_max = static_cast<uint32_t>(std::max(v, 1));
-  GANTRY_ASSIGN_OR_RETURN(v, int_option(p, "n_batch", 512));
-  co.n_batch = co.n_ubatch = static_cast<uint32_t>(std::max<int>(v, static_cast<int>(co.n_seq_max)));
-  co.n_threads = p.intra_op_threads;
-  if (auto it = p.options.find("kv_type"); it != p.options.end()) {
-    GANTRY_ASSIGN_OR_RETURN(co.type_k, parse_kv_type(it->second));
-    co.type_v = co.type_k;
-  }
-  if (auto it = p.options.find("flash_attn"); it != p.options.end()) {
-    if (it->second == "on")
-      co.flash_attn = FlashAttn::kOn;
-    else if (it->second == "off")
-      co.flash_attn = FlashAttn::kOff;
-    else if (it->second != "auto")
-      return InvalidArgument("placement option flash_attn must be auto, on or off");
-  }
   std::unique_ptr<LlamaModel> m(new LlamaModel());
-  GANTRY_ASSIGN_OR_RETURN(m->default_max_tokens_, int_option(p, "max_tokens", 128));
-  GANTRY_ASSIGN_OR_RETURN(m->weights_, LlamaWeights::load(path, lo));
-  GANTRY_ASSIGN_OR_RETURN(m->engine_, BatchEngine::create(m->weights_, co));
+  GANTRY_ASSIGN_OR_RETURN(m->settings_, llama_settings(p, path));
+  const LlamaSettings& s = m->settings_;
+  GANTRY_ASSIGN_OR_RETURN(m->weights_, LlamaWeights::load(path, s.load));
+  GANTRY_ASSIGN_OR_RETURN(m->engine_, BatchEngine::create(m->weights_, s.context));
   auto& meta = m->meta_;
   meta.name = m->weights_->description();
   meta.backend = "llama.cpp";
@@ -128,24 +85,90 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
   meta.outputs = {{"text", DType::kString, Shape({1}), {""}},
                   {"tokens", DType::kInt32, Shape({Shape::kDynamic}), {"n_tokens"}}};
   meta.batchable = false;
-  meta.max_batch = co.n_seq_max;
+  meta.max_batch = s.context.n_seq_max;
   meta.properties = {{"architecture", m->weights_->architecture()},
                      {"n_params", std::to_string(m->weights_->n_params())},
                      {"n_ctx", std::to_string(m->engine_->context().n_ctx())},
-                     {"parallel", std::to_string(co.n_seq_max)},
+                     {"parallel", std::to_string(s.context.n_seq_max)},
+                     {"n_gpu_layers", std::to_string(s.load.placement.n_gpu_layers)},
+                     {"kv_type", std::string(plan::kv_type_name(s.context.type_k))},
+                     {"placement", s.reason},
                      {"chat_template", m->weights_->has_chat_template() ? "yes" : "no"}};
   return m;
 }
+
+Result<backend::MemoryEstimate> LlamaBackend::estimate_memory(const model::Package& package,
+                                                              const backend::Placement& placement) {
+  return estimate_file(package.model_path().string(), placement);
+}
+
+Result<backend::MemoryEstimate> LlamaBackend::estimate_file(const std::string& path,
+                                                            const backend::Placement& p) {
+  GANTRY_ASSIGN_OR_RETURN(LlamaSettings s, llama_settings(p, path));
+  GANTRY_ASSIGN_OR_RETURN(MemoryMeasurement m, dry_run_memory(path, s));
+  backend::MemoryEstimate e;
+  for (const auto& d : m.devices) e.bytes[d.device] = d.total_bytes;
+  e.exact = true;
+  e.basis = fmt::format(
+      "llama.cpp dry run (no_alloc) at n_ctx {}, {} sequence(s), n_batch {}, KV {}, {} GPU layer(s): "
+      "weights {} + KV {} + compute {} + output {} bytes",
+      m.n_ctx, s.context.n_seq_max, s.context.n_batch, plan::kv_type_name(s.context.type_k),
+      s.load.placement.n_gpu_layers, m.model_bytes, m.kv_bytes, m.compute_bytes, m.output_bytes);
+  return e;
+}
+
+// One engine sequence as a backend::Generation. Holds the model's call guard until the result has
+// been taken (wait) or the generation is dropped, so drain() waits for it.
+class LlamaModel::Run final : public backend::Generation {
+ public:
+  Run(LlamaModel* model, CallGuard guard, SequenceHandle handle) : model_(model), handle_(std::move(handle)) {
+    guard_.emplace(std::move(guard));
+  }
+  ~Run() override {
+    if (!finished_) {
+      handle_.cancel();
+      if (handle_.ready()) model_->account(handle_.get());
+    }
+  }
+  uint64_t id() const override { return handle_.id(); }
+  void cancel() override { handle_.cancel(); }
+  bool done() const override { return finished_ || handle_.ready(); }
+  Result<GenerationResult> wait() override {
+    if (finished_)
+      return FailedPrecondition("generation " + std::to_string(id()) + " was already waited for");
+    auto r = model_->engine_->wait(handle_);
+    finished_ = true;
+    model_->account(r);
+    guard_.reset();  // the call has ended
+    return r;
+  }
+
+ private:
+  LlamaModel* model_;
+  std::optional<CallGuard> guard_;
+  SequenceHandle handle_;
+  bool finished_ = false;
+};
+
+LlamaModel::~LlamaModel() = default;
 
 Status LlamaModel::init() {
   engine_->start();
   return Status::Ok();
 }
 
+void LlamaModel::account(const Result<GenerationResult>& r) {
+  if (r.ok()) {
+    count_tokens(static_cast<uint64_t>(r->n_prompt_tokens), r->tokens.size());
+  } else {
+    count_failure();
+  }
+}
+
 Result<GenerationRequest> LlamaModel::request_from(std::span<const backend::NamedTensor> inputs) const {
   GenerationRequest r;
   r.sampling.temperature = 0;
-  r.max_tokens = default_max_tokens_;
+  r.max_tokens = settings_.max_tokens;
   bool any = false;
   for (const auto& in : inputs) {
     if (in.name == "prompt") {
@@ -183,36 +206,58 @@ Result<std::vector<backend::NamedTensor>> LlamaModel::infer_one(
     std::span<const backend::NamedTensor> inputs) {
   auto guard = enter();
   if (!guard.ok()) return guard.status();
-  GANTRY_ASSIGN_OR_RETURN(auto req, request_from(inputs));
-  GANTRY_ASSIGN_OR_RETURN(auto res, engine_->generate(std::move(req)));
-  return outputs_from(res);
+  auto req = request_from(inputs);
+  if (!req.ok()) {
+    count_failure();
+    return req.status();
+  }
+  auto res = engine_->generate(std::move(*req));
+  account(res);
+  if (!res.ok()) return res.status();
+  return outputs_from(*res);
 }
 
 Result<std::vector<std::vector<backend::NamedTensor>>> LlamaModel::infer_batch(
     std::span<const std::vector<backend::NamedTensor>> requests) {
   auto guard = enter();
   if (!guard.ok()) return guard.status();
+  auto fail = [this](const Status& st) {
+    count_failure();
+    return st;
+  };
   std::vector<SequenceHandle> handles;
   for (size_t i = 0; i < requests.size(); ++i) {
     auto req = request_from(requests[i]);
     if (!req.ok()) {
       for (auto& h : handles) h.cancel();
-      return req.status().with_context("request " + std::to_string(i) + " of the batch");
+      return fail(req.status().with_context("request " + std::to_string(i) + " of the batch"));
     }
     auto h = engine_->submit(std::move(*req));
     if (!h.ok()) {
       for (auto& hh : handles) hh.cancel();
-      return h.status().with_context("request " + std::to_string(i) + " of the batch");
+      return fail(h.status().with_context("request " + std::to_string(i) + " of the batch"));
     }
     handles.push_back(*h);
   }
   std::vector<std::vector<backend::NamedTensor>> out;
+  Status first_error;
   for (size_t i = 0; i < handles.size(); ++i) {
     auto r = engine_->wait(handles[i]);
-    if (!r.ok()) return r.status().with_context("request " + std::to_string(i) + " of the batch");
-    GANTRY_ASSIGN_OR_RETURN(auto o, outputs_from(*r));
-    out.push_back(std::move(o));
+    if (r.ok()) count_tokens(static_cast<uint64_t>(r->n_prompt_tokens), r->tokens.size());
+    if (!first_error.ok()) continue;  // wait for the rest so none outlives the call
+    if (!r.ok()) {
+      first_error = r.status().with_context("request " + std::to_string(i) + " of the batch");
+      for (size_t k = i + 1; k < handles.size(); ++k) handles[k].cancel();
+      continue;
+    }
+    auto o = outputs_from(*r);
+    if (!o.ok()) {
+      first_error = o.status();
+      continue;
+    }
+    out.push_back(std::move(*o));
   }
+  if (!first_error.ok()) return fail(first_error);
   return out;
 }
 
@@ -222,16 +267,45 @@ Status LlamaModel::reset() {
   return Status::Ok();
 }
 
-Result<SequenceHandle> LlamaModel::submit(GenerationRequest request) {
+Result<std::unique_ptr<backend::Generation>> LlamaModel::start_generation(GenerationRequest request) {
   auto guard = enter();
   if (!guard.ok()) return guard.status();
-  return engine_->submit(std::move(request));
+  auto h = engine_->submit(std::move(request));
+  if (!h.ok()) {
+    count_failure();
+    return h.status();
+  }
+  return std::unique_ptr<backend::Generation>(new Run(this, std::move(guard), std::move(*h)));
 }
 
-Result<GenerationResult> LlamaModel::generate(GenerationRequest request) {
+Result<std::string> LlamaModel::format_chat(std::span<const backend::ChatMessage> messages,
+                                            bool add_assistant_turn) const {
+  // Formatting touches no engine state, so it is not counted as a call; it is refused while draining
+  // like every other call.
+  if (draining()) {
+    return Unavailable("model '" + meta_.name + "' is draining; call reset() to accept requests again");
+  }
+  return weights_->apply_chat_template(messages, add_assistant_turn);
+}
+
+Result<std::vector<std::vector<float>>> LlamaModel::embed(std::span<const std::string> texts,
+                                                          bool normalize) {
   auto guard = enter();
   if (!guard.ok()) return guard.status();
-  return engine_->generate(std::move(request));
+  std::lock_guard lock(embed_mu_);
+  if (!embedder_) {
+    ContextOptions o = settings_.context;
+    o.kv_unified = true;
+    auto e = LlamaEmbedder::create(weights_, o);
+    if (!e.ok()) {
+      count_failure();
+      return e.status().with_context("creating the embedding context for '" + meta_.name + "'");
+    }
+    embedder_ = std::move(*e);
+  }
+  auto r = embedder_->embed(texts, normalize);
+  if (!r.ok()) count_failure();
+  return r;
 }
 
 std::unique_ptr<backend::Backend> make_llama_backend() { return std::make_unique<LlamaBackend>(); }

@@ -4,12 +4,11 @@
 #include <llama.h>
 #include <unistd.h>
 
-#include <cmath>
+#include <cctype>
 #include <cstdio>
 #include <map>
-#include <regex>
 
-#include "backend/llama/log_bridge.h"
+#include "gantry/backend/device.h"
 #include "gantry/backend/llama/context.h"
 #include "gantry/backend/llama/weights.h"
 
@@ -26,20 +25,18 @@ LLAMA_API llama_memory_breakdown llama_get_memory_breakdown(const struct llama_c
 namespace gantry::llama {
 namespace {
 
+// Host buffers (CPU, CPU_Mapped, CPU_REPACK, CUDA_Host pinned memory) are the host's memory: "cpu".
+// Device buffers are named by their ggml device: "CUDA1" -> "cuda:1".
 std::string device_of(ggml_backend_buffer_type_t buft) {
+  if (ggml_backend_buft_is_host(buft)) return "cpu";
   ggml_backend_dev_t dev = ggml_backend_buft_get_device(buft);
-  if (dev) return ggml_backend_dev_name(dev);
-  return ggml_backend_buft_is_host(buft) ? "CPU" : ggml_backend_buft_name(buft);
-}
-
-// "llama_context:        CPU  output buffer size =     0.12 MiB" -> (buffer name, bytes rounded to 0.01 MiB)
-bool parse_output_line(const std::string& line, std::string* name, double* mib) {
-  static const std::regex re(R"((\S+)\s+output buffer size\s*=\s*([0-9.]+) MiB)");
-  std::smatch m;
-  if (!std::regex_search(line, m, re)) return false;
-  *name = m[1];
-  *mib = std::stod(m[2]);
-  return true;
+  const std::string name = dev ? ggml_backend_dev_name(dev) : ggml_backend_buft_name(buft);
+  if (name.rfind("CUDA", 0) == 0 && name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[4]))) {
+    return backend::device_id(backend::DeviceKind::kNvidiaGpu, std::stoi(name.substr(4)));
+  }
+  std::string id;
+  for (char ch : name) id += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return id;
 }
 
 }  // namespace
@@ -54,66 +51,28 @@ uint64_t resident_bytes() {
   return static_cast<uint64_t>(resident) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
-Result<MemoryMeasurement> measure_memory(const MeasureOptions& o) {
+MemoryMeasurement context_memory(const LlamaContext& ctx) {
   MemoryMeasurement m;
-  m.rss_before_bytes = resident_bytes();
-  LoadOptions lo;
-  lo.placement = o.placement;
-  GANTRY_ASSIGN_OR_RETURN(auto weights, LlamaWeights::load(o.path, lo));
-  ContextOptions co;
-  co.n_ctx = o.n_ctx;
-  co.n_seq_max = o.n_seq;
-  co.n_batch = o.n_batch;
-  co.n_ubatch = o.n_ubatch;
-  co.type_k = co.type_v = o.kv_type;
-  co.flash_attn = o.flash_attn;
-  co.kv_unified = o.kv_unified;
-  co.n_threads = o.n_threads;
-  LogCapture capture;
-  GANTRY_ASSIGN_OR_RETURN(auto ctx, LlamaContext::create(weights, co));
-  m.n_ctx = ctx->n_ctx();
-  m.model_tensor_bytes = weights->size_bytes();
-
+  const LlamaWeights& weights = ctx.weights();
+  m.n_ctx = ctx.n_ctx();
+  m.model_tensor_bytes = weights.size_bytes();
   std::map<std::string, DeviceBytes> by_dev;
-  for (const auto& [buft, mb] : llama_get_memory_breakdown(ctx->raw())) {
+  for (const auto& [buft, mb] : llama_get_memory_breakdown(ctx.raw())) {
     auto& d = by_dev[device_of(buft)];
     d.model_bytes += mb.model;
     d.kv_bytes += mb.context;
     d.compute_bytes += mb.compute;
     d.buffer_types.push_back(ggml_backend_buft_name(buft));
   }
-  // The output buffer is not in the breakdown. llama.cpp sizes it at context creation as
-  // (n_vocab [+ n_embd when embeddings]) * n_seq_max floats and logs it; take the exact formula and
-  // check it against the logged size (printed to 0.01 MiB).
-  const uint64_t formula = static_cast<uint64_t>(weights->n_vocab()) * ctx->n_seq_max() * sizeof(float);
-  std::string out_name = "CPU";
-  double out_mib = -1;
-  for (const auto& line : capture.lines()) {
-    if (parse_output_line(line, &out_name, &out_mib)) break;
-  }
-  uint64_t output = formula;
-  if (out_mib >= 0 && std::abs(out_mib - formula / 1048576.0) > 0.0051) {
-    output = static_cast<uint64_t>(out_mib * 1048576.0);  // llama.cpp changed its formula: trust its log
-  }
-  std::string out_dev = "CPU";
-  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
-    ggml_backend_dev_t dev = ggml_backend_dev_get(i);
-    if (out_name.rfind(ggml_backend_dev_name(dev), 0) == 0) out_dev = ggml_backend_dev_name(dev);
-  }
-  by_dev[out_dev].output_bytes += output;
+  // The output buffer is not in the breakdown. llama.cpp (llama_context::output_reserve) sizes it at
+  // context creation for one output per sequence: n_vocab logits, plus n_embd_out floats with
+  // embeddings, in host memory (the output device's pinned host buffer or plain CPU memory).
+  uint64_t floats = static_cast<uint64_t>(weights.n_vocab());
+  if (ctx.options().embeddings) floats += static_cast<uint64_t>(llama_model_n_embd_out(weights.raw()));
+  by_dev["cpu"].output_bytes += floats * ctx.n_seq_max() * sizeof(float);
 
-  if (o.warm_up) {
-    llama_token bos = llama_vocab_bos(weights->vocab());
-    if (bos < 0) bos = 0;
-    llama_batch b = llama_batch_get_one(&bos, 1);
-    GANTRY_RETURN_IF_ERROR(ctx->decode(b).with_context("warm-up decode while measuring '" + o.path + "'"));
-    ctx->clear();
-  }
-  m.rss_after_bytes = resident_bytes();
-  m.rss_growth_bytes = static_cast<int64_t>(m.rss_after_bytes) - static_cast<int64_t>(m.rss_before_bytes);
-
-  for (auto& [name, d] : by_dev) {
-    d.device = name;
+  for (auto& [id, d] : by_dev) {
+    d.device = id;
     d.total_bytes = d.model_bytes + d.kv_bytes + d.compute_bytes + d.output_bytes;
     m.model_bytes += d.model_bytes;
     m.kv_bytes += d.kv_bytes;
@@ -123,6 +82,33 @@ Result<MemoryMeasurement> measure_memory(const MeasureOptions& o) {
   }
   m.total_bytes = m.model_bytes + m.kv_bytes + m.compute_bytes + m.output_bytes;
   return m;
+}
+
+Result<MemoryMeasurement> measure_memory(const std::string& path, const LlamaSettings& settings,
+                                         bool warm_up) {
+  const uint64_t rss_before = resident_bytes();
+  GANTRY_ASSIGN_OR_RETURN(auto weights, LlamaWeights::load(path, settings.load));
+  GANTRY_ASSIGN_OR_RETURN(auto ctx, LlamaContext::create(weights, settings.context));
+  MemoryMeasurement m = context_memory(*ctx);
+  if (warm_up) {
+    llama_token bos = llama_vocab_bos(weights->vocab());
+    if (bos < 0) bos = 0;
+    llama_batch b = llama_batch_get_one(&bos, 1);
+    GANTRY_RETURN_IF_ERROR(ctx->decode(b).with_context("warm-up decode while measuring '" + path + "'"));
+    ctx->clear();
+  }
+  m.rss_before_bytes = rss_before;
+  m.rss_after_bytes = resident_bytes();
+  m.rss_growth_bytes = static_cast<int64_t>(m.rss_after_bytes) - static_cast<int64_t>(m.rss_before_bytes);
+  return m;
+}
+
+Result<MemoryMeasurement> dry_run_memory(const std::string& path, const LlamaSettings& settings) {
+  LoadOptions lo = settings.load;
+  lo.dry_run = true;
+  GANTRY_ASSIGN_OR_RETURN(auto weights, LlamaWeights::load(path, lo));
+  GANTRY_ASSIGN_OR_RETURN(auto ctx, LlamaContext::create(weights, settings.context));
+  return context_memory(*ctx);
 }
 
 }  // namespace gantry::llama

@@ -4,7 +4,7 @@
 
 namespace gantry::llama {
 
-llama_sampler* make_sampler_chain(const SamplingParams& p, int32_t n_vocab, int32_t penalty_window) {
+llama_sampler* make_sampler_chain(const backend::SamplingParams& p, int32_t n_vocab, int32_t penalty_window) {
   llama_sampler_chain_params cp = llama_sampler_chain_default_params();
   cp.no_perf = true;
   llama_sampler* chain = llama_sampler_chain_init(cp);

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "gantry/backend/llama/options.h"
+#include "gantry/backend/generation.h"
 
 struct llama_sampler;
 
@@ -11,6 +11,7 @@ namespace gantry::llama {
 
 // penalties -> (greedy | top_k -> top_p -> min_p -> temperature -> dist(seed)). The caller frees it
 // with llama_sampler_free. `params` must have passed validate().
-llama_sampler* make_sampler_chain(const SamplingParams& params, int32_t n_vocab, int32_t penalty_window);
+llama_sampler* make_sampler_chain(const backend::SamplingParams& params, int32_t n_vocab,
+                                  int32_t penalty_window);
 
 }  // namespace gantry::llama

@@ -107,8 +107,10 @@ Result<std::shared_ptr<LlamaWeights>> LlamaWeights::load(const std::string& path
     std::copy(options.placement.tensor_split.begin(), options.placement.tensor_split.end(), split.begin());
     mp.tensor_split = split.data();
   }
-  mp.load_mode = options.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
-  mp.check_tensors = options.check_tensors;
+  // A dry run maps nothing (llama.cpp asserts that no_alloc loads do not mmap).
+  mp.load_mode = options.use_mmap && !options.dry_run ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+  mp.check_tensors = options.check_tensors && !options.dry_run;
+  mp.no_alloc = options.dry_run;
 
   LogCapture capture(/*quiet=*/true);
   llama_model* model = llama_model_load_from_file(path.c_str(), mp);
@@ -198,7 +200,7 @@ bool LlamaWeights::is_eog(int32_t token) const { return llama_vocab_is_eog(vocab
 
 bool LlamaWeights::has_chat_template() const { return llama_model_chat_template(model_, nullptr) != nullptr; }
 
-Result<std::string> LlamaWeights::apply_chat_template(std::span<const ChatMessage> messages,
+Result<std::string> LlamaWeights::apply_chat_template(std::span<const backend::ChatMessage> messages,
                                                       bool add_assistant) const {
   const char* tmpl = llama_model_chat_template(model_, nullptr);
   if (!tmpl) {

@@ -12,6 +12,10 @@
 namespace gantry::llama {
 namespace {
 
+using backend::FinishReason;
+using backend::GenerationRequest;
+using backend::GenerationResult;
+
 ContextOptions small_ctx(uint32_t n_ctx = 512, uint32_t n_seq = 1) {
   ContextOptions o;
   o.n_ctx = n_ctx;

@@ -3,11 +3,13 @@
 #include <llama.h>
 
 #include <cmath>
+#include <map>
 
 #include "backend/llama/llama_test_util.h"
 #include "gantry/backend/llama/embedder.h"
 #include "gantry/backend/llama/llama_backend.h"
 #include "gantry/backend/llama/measure.h"
+#include "gantry/backend/llama/settings.h"
 #include "gantry/backend/llama/speed.h"
 
 namespace gantry::llama {
@@ -70,15 +72,23 @@ TEST(LlamaEmbedder, MeanPoolingIsTheMeanOfTokenEmbeddings) {
   EXPECT_FALSE(LlamaEmbedder::create(weights, bad).ok());
 }
 
+// Settings as LlamaBackend would make them for `path` on the CPU with one thread.
+LlamaSettings cpu_settings(const std::string& path, std::map<std::string, std::string> options) {
+  backend::Placement p;
+  p.provider = "cpu";
+  p.intra_op_threads = 1;
+  p.options = std::move(options);
+  auto s = llama_settings(p, path);
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  return s.ok() ? *s : LlamaSettings{};
+}
+
 TEST(MeasureMemory, ReportsLlamaCppsBuffers) {
-  MeasureOptions o;
-  o.path = testing::tiny_model_path();
-  o.n_ctx = 512;
-  o.n_threads = 1;
-  auto m = measure_memory(o);
+  const std::string tiny = testing::tiny_model_path();
+  auto m = measure_memory(tiny, cpu_settings(tiny, {{"n_ctx", "512"}}));
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   ASSERT_EQ(m->devices.size(), 1u);
-  EXPECT_EQ(m->devices[0].device, "CPU");
+  EXPECT_EQ(m->devices[0].device, "cpu");
   EXPECT_EQ(m->n_ctx, 512u);
   EXPECT_EQ(m->model_bytes, m->model_tensor_bytes);  // CPU only: every tensor in a CPU buffer
   // 2 layers x 512 cells x (K 32 + V 32 values: 2 KV heads of 16) x 2 bytes (f16)
@@ -88,24 +98,22 @@ TEST(MeasureMemory, ReportsLlamaCppsBuffers) {
   EXPECT_EQ(m->total_bytes, m->model_bytes + m->kv_bytes + m->compute_bytes + m->output_bytes);
   EXPECT_GT(m->rss_growth_bytes, 0);
 
-  o.kv_type = KvType::kQ8_0;  // q8_0 blocks of 32 do not divide the tiny model's 16-wide heads
-  auto tiny_q8 = measure_memory(o);
+  // q8_0 blocks of 32 do not divide the tiny model's 16-wide heads
+  auto tiny_q8 = measure_memory(tiny, cpu_settings(tiny, {{"n_ctx", "512"}, {"kv_type", "q8_0"}}));
   ASSERT_FALSE(tiny_q8.ok());
   EXPECT_EQ(tiny_q8.status().code(), StatusCode::kInvalidArgument) << tiny_q8.status().to_string();
   EXPECT_NE(tiny_q8.status().message().find("does not divide"), std::string::npos);
 
   // The ~100M model: 12 layers, 4 KV heads of 64 -> K and V 256 wide; q8_0 = 34 bytes per 32 values.
-  o.path = std::string(GANTRY_DEPS_DIR) + "/models/bench-100m-q8_0.gguf";
-  o.n_ctx = 1024;
-  o.n_seq = 2;
-  auto q = measure_memory(o);
+  const std::string q8 = testing::bench_model_path();
+  auto q = measure_memory(q8, cpu_settings(q8, {{"n_ctx", "1024"}, {"parallel", "2"}, {"kv_type", "q8_0"}}));
   ASSERT_TRUE(q.ok()) << q.status().to_string();
   EXPECT_EQ(q->kv_bytes, 12u * 1024u * 512u / 32u * 34u);
   EXPECT_EQ(q->output_bytes, 2u * 32000u * 4u);
   EXPECT_EQ(q->model_bytes, q->model_tensor_bytes);
 
-  o.path = "/nonexistent.gguf";
-  EXPECT_EQ(measure_memory(o).status().code(), StatusCode::kNotFound);
+  LlamaSettings s = cpu_settings(tiny, {});
+  EXPECT_EQ(measure_memory("/nonexistent.gguf", s).status().code(), StatusCode::kNotFound);
 }
 
 TEST(MeasureSpeed, ProducesPositiveRates) {

@@ -12,6 +12,10 @@
 namespace gantry::llama::testing {
 
 inline std::string tiny_model_path() { return std::string(GANTRY_DEPS_DIR) + "/models/tiny-llama.gguf"; }
+// The ~125M-parameter Q8_0 model (llama arch, 12 layers, 4 KV heads of 64).
+inline std::string bench_model_path() {
+  return std::string(GANTRY_DEPS_DIR) + "/models/bench-100m-q8_0.gguf";
+}
 
 // The tiny model (llama arch, 2 layers, n_embd 64), or nullptr when set-up has not generated it.
 inline std::shared_ptr<LlamaWeights> tiny_model() {

@@ -56,7 +56,7 @@ TEST(LlamaWeights, TokenizeDetokenizeRoundTrip) {
 
 TEST(LlamaWeights, ChatTemplateIsTheModelsOwn) {
   GANTRY_REQUIRE_TINY_MODEL();
-  std::vector<ChatMessage> msgs = {{"system", "Be brief."}, {"user", "Hi there"}};
+  std::vector<backend::ChatMessage> msgs = {{"system", "Be brief."}, {"user", "Hi there"}};
   auto text = weights->apply_chat_template(msgs, true);
   ASSERT_TRUE(text.ok()) << text.status().to_string();
   EXPECT_EQ(*text,

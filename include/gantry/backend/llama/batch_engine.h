@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "gantry/backend/generation.h"
 #include "gantry/backend/llama/context.h"
 #include "gantry/backend/llama/options.h"
 #include "gantry/backend/llama/weights.h"
@@ -39,14 +40,14 @@ class SequenceHandle {
   void cancel() const { cancel_->store(true, std::memory_order_relaxed); }
   // Blocks until the sequence ends (only when a background loop or another caller drives the engine;
   // use BatchEngine::wait otherwise).
-  Result<GenerationResult> get() const { return result_.get(); }
+  Result<backend::GenerationResult> get() const { return result_.get(); }
   bool ready() const { return result_.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
 
  private:
   friend class BatchEngine;
   uint64_t id_ = 0;
   std::shared_ptr<std::atomic<bool>> cancel_;
-  std::shared_future<Result<GenerationResult>> result_;
+  std::shared_future<Result<backend::GenerationResult>> result_;
 };
 
 struct EngineStats {
@@ -68,12 +69,12 @@ class BatchEngine {
 
   // Validates the request (sampling parameters, max_tokens, prompt fits the context) and queues it.
   // Errors here are the request's fault; the handle's result carries errors found later.
-  Result<SequenceHandle> submit(GenerationRequest request);
+  Result<SequenceHandle> submit(backend::GenerationRequest request);
 
   // submit + wait, driving the engine from this thread when no background loop runs.
-  Result<GenerationResult> generate(GenerationRequest request);
+  Result<backend::GenerationResult> generate(backend::GenerationRequest request);
   // Waits for `handle`, driving the engine from this thread when no background loop runs.
-  Result<GenerationResult> wait(const SequenceHandle& handle);
+  Result<backend::GenerationResult> wait(const SequenceHandle& handle);
 
   // One decode step (admit, batch, decode, sample, retire). Returns false when there was nothing to
   // do. Engine-wide failures are returned and also fail the sequences in that batch.
@@ -88,13 +89,13 @@ class BatchEngine {
   const LlamaWeights& weights() const { return ctx_->weights(); }
 
   // Tokens a prompt becomes (as submit() would tokenize it).
-  Result<std::vector<int32_t>> tokenize_prompt(const GenerationRequest& request) const;
+  Result<std::vector<int32_t>> tokenize_prompt(const backend::GenerationRequest& request) const;
 
  private:
   struct Seq;
   BatchEngine() = default;
   void admit_locked();
-  void finish(Seq& s, FinishReason reason);
+  void finish(Seq& s, backend::FinishReason reason);
   void fail(Seq& s, const Status& st);
   void retire(Seq& s);
   void loop();

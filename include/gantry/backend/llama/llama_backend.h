@@ -1,23 +1,31 @@
 // LlamaBackend / LlamaModel: llama.cpp (GGUF) behind Gantry's Backend/Model interface.
 //
-// Placement: intra_op_threads -> threads; provider "cuda" offloads every layer unless options say
-// otherwise; options (all optional): n_ctx, parallel (sequences), n_batch, n_gpu_layers,
-// tensor_split ("3,1"), kv_type (f16|q8_0|q4_0|...), flash_attn (auto|on|off), max_tokens.
+// Placement: the keys and defaults of gantry/backend/llama/settings.h (n_ctx, parallel, n_batch,
+// n_ubatch, n_gpu_layers, tensor_split, kv_type, flash_attn, max_tokens); unknown keys are refused.
+// Provider cpu keeps every layer on the CPU; provider cuda offloads as many layers as the planner says
+// fit in the GPUs' free memory unless n_gpu_layers says otherwise (metadata().properties["placement"]
+// gives the reason).
+//
 // Through infer_one a model takes "prompt" (string, [1]) or "tokens" (int32, [n]) and returns "text"
-// (string, [1]) and "tokens" (int32, [n]) — greedy, max_tokens from the options (default 128).
-// infer_batch runs its requests as parallel sequences of one context. The full generation API
-// (sampling, stop strings, streaming, cancellation) is LlamaModel::submit/generate.
+// (string, [1]) and "tokens" (int32, [n]): greedy, max_tokens from the placement. infer_batch runs its
+// requests as parallel sequences of one context. The full generation API (sampling, stop strings,
+// streaming, cancellation), chat templates and embeddings are Model's generic ones: start_generation,
+// generate, format_chat, embed; stats() counts prompt and generated tokens.
 #pragma once
 
 #include <memory>
+#include <mutex>
 
 #include "gantry/backend/backend.h"
 #include "gantry/backend/llama/batch_engine.h"
+#include "gantry/backend/llama/embedder.h"
+#include "gantry/backend/llama/settings.h"
 
 namespace gantry::llama {
 
 class LlamaModel final : public backend::Model {
  public:
+  ~LlamaModel() override;
   const backend::ModelMetadata& metadata() const override { return meta_; }
   Status init() override;  // starts the decode loop (idempotent)
   Result<std::vector<backend::NamedTensor>> infer_one(std::span<const backend::NamedTensor> inputs) override;
@@ -25,21 +33,36 @@ class LlamaModel final : public backend::Model {
       std::span<const std::vector<backend::NamedTensor>> requests) override;
   Status reset() override;  // cancels every sequence, clears the KV cache
 
-  Result<SequenceHandle> submit(GenerationRequest request);
-  Result<GenerationResult> generate(GenerationRequest request);
+  // The returned Generation must not outlive this model. It counts as an in-flight call (drain()
+  // waits for it) until it has been waited for or destroyed.
+  Result<std::unique_ptr<backend::Generation>> start_generation(backend::GenerationRequest request) override;
+  // The model's own chat template (llama_chat_apply_template). Unavailable while draining.
+  Result<std::string> format_chat(std::span<const backend::ChatMessage> messages,
+                                  bool add_assistant_turn) const override;
+  // Pooled (the model's pooling, else mean) embeddings from a second context over the same weights,
+  // created on first use with the generation context's size; one call at a time.
+  Result<std::vector<std::vector<float>>> embed(std::span<const std::string> texts,
+                                                bool normalize = true) override;
+
   BatchEngine& engine() { return *engine_; }
   const LlamaWeights& weights() const { return *weights_; }
+  const LlamaSettings& settings() const { return settings_; }
 
  private:
   friend class LlamaBackend;
+  class Run;  // the backend::Generation over one engine sequence
   LlamaModel() = default;
-  Result<GenerationRequest> request_from(std::span<const backend::NamedTensor> inputs) const;
-  static Result<std::vector<backend::NamedTensor>> outputs_from(const GenerationResult& r);
+  Result<backend::GenerationRequest> request_from(std::span<const backend::NamedTensor> inputs) const;
+  static Result<std::vector<backend::NamedTensor>> outputs_from(const backend::GenerationResult& r);
+  // Counts a finished generation in stats() (tokens or a failure).
+  void account(const Result<backend::GenerationResult>& r);
 
   backend::ModelMetadata meta_;
+  LlamaSettings settings_;
   std::shared_ptr<LlamaWeights> weights_;
   std::unique_ptr<BatchEngine> engine_;
-  int default_max_tokens_ = 128;
+  std::mutex embed_mu_;  // guards embedder_ (created lazily; one embedding call at a time)
+  std::unique_ptr<LlamaEmbedder> embedder_;
 };
 
 class LlamaBackend final : public backend::Backend {
@@ -55,8 +78,16 @@ class LlamaBackend final : public backend::Backend {
   Result<std::unique_ptr<backend::Model>> load(const model::Package& package,
                                                const backend::Placement& placement) override;
 
+  // Exact bytes per device from llama.cpp's own dry run (no_alloc) with the settings load() would use:
+  // weights, KV cache, compute and output buffers. With mmap (as load() does) the CPU's weights are the
+  // mapped file range rather than allocated memory; they are counted all the same. Not included: the
+  // embedding context LlamaModel::embed() creates on first use (a second KV cache and compute buffer).
+  Result<backend::MemoryEstimate> estimate_memory(const model::Package& package,
+                                                  const backend::Placement& placement) override;
+
   // The same, straight from a .gguf path (no package).
   Result<std::unique_ptr<LlamaModel>> load_file(const std::string& path, const backend::Placement& placement);
+  Result<backend::MemoryEstimate> estimate_file(const std::string& path, const backend::Placement& placement);
 
  private:
   backend::Capabilities caps_;

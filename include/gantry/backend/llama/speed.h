@@ -21,7 +21,7 @@ struct SpeedOptions {
   int reps = 5;
   uint32_t n_batch = 2048;
   uint32_t n_ubatch = 512;
-  KvType kv_type = KvType::kF16;
+  plan::KvType kv_type = plan::KvType::kF16;
   FlashAttn flash_attn = FlashAttn::kAuto;
   bool threadpool = true;  // ContextOptions::threadpool (llama-bench attaches one too)
 };

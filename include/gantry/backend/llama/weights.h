@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gantry/backend/generation.h"
 #include "gantry/backend/llama/options.h"
 #include "gantry/core/status.h"
 
@@ -30,11 +31,6 @@ struct GgufSummary {
 // metadata and tensor infos parse, and every tensor's bytes lie inside the file. Errors: NotFound,
 // Corrupt ("truncated: ..." when the file is shorter than its tensor table says).
 Result<GgufSummary> check_gguf_file(const std::string& path);
-
-struct ChatMessage {
-  std::string role;  // "system", "user", "assistant"
-  std::string content;
-};
 
 class LlamaWeights {
  public:
@@ -70,7 +66,7 @@ class LlamaWeights {
   bool has_chat_template() const;
   // Formats a conversation with the model's own template (llama_chat_apply_template); with
   // add_assistant the text ends where the assistant's reply begins.
-  Result<std::string> apply_chat_template(std::span<const ChatMessage> messages,
+  Result<std::string> apply_chat_template(std::span<const backend::ChatMessage> messages,
                                           bool add_assistant = true) const;
 
  private:

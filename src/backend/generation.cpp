@@ -1,33 +1,9 @@
-#include "gantry/backend/llama/options.h"
+#include "gantry/backend/generation.h"
 
 #include <cmath>
 #include <string>
 
-namespace gantry::llama {
-
-std::string_view kv_type_name(KvType t) {
-  switch (t) {
-    case KvType::kF16:
-      return "f16";
-    case KvType::kF32:
-      return "f32";
-    case KvType::kBF16:
-      return "bf16";
-    case KvType::kQ8_0:
-      return "q8_0";
-    case KvType::kQ4_0:
-      return "q4_0";
-  }
-  return "?";
-}
-
-Result<KvType> parse_kv_type(std::string_view text) {
-  for (KvType t : {KvType::kF16, KvType::kF32, KvType::kBF16, KvType::kQ8_0, KvType::kQ4_0}) {
-    if (text == kv_type_name(t)) return t;
-  }
-  return InvalidArgument("unknown KV cache type '" + std::string(text) +
-                         "' (use f16, f32, bf16, q8_0 or q4_0)");
-}
+namespace gantry::backend {
 
 Status validate(const SamplingParams& p) {
   auto bad = [](const std::string& what) { return InvalidArgument("invalid sampling parameter: " + what); };
@@ -62,4 +38,4 @@ std::string_view finish_reason_name(FinishReason r) {
   return "?";
 }
 
-}  // namespace gantry::llama
+}  // namespace gantry::backend

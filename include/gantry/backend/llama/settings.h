@@ -1,0 +1,63 @@
+// The one translation from a Placement (a manifest's runtime section, CLI flags, the runtime's choice)
+// to llama.cpp's load and context options. Every caller that loads a GGUF model goes through it, so the
+// defaults exist once:
+//
+//   key            default                                     meaning
+//   n_ctx          2048, or the model's training context       KV cells in all (0 = training context)
+//                  when that is smaller
+//   parallel       1                                           sequences decoded together (slots)
+//   n_batch        512 (at least `parallel`)                   most tokens in one decode
+//   n_ubatch       n_batch                                     physical micro-batch
+//   n_gpu_layers   provider cpu: 0 (anything else is refused); layers offloaded (-1 = all, with the
+//                  provider cuda: as many as the planner says   output layer)
+//                  fit in the GPUs' free memory
+//   tensor_split   llama.cpp's (by free memory)                share of offloaded layers per GPU ("3,1")
+//   kv_type        f16                                         K and V cache type (gantry/plan/kv_type.h)
+//   flash_attn     auto                                        auto | on | off
+//   max_tokens     128                                         tokens infer_one generates
+//
+// Placement::intra_op_threads becomes the decode thread count (0: every core); device_ids' first entry
+// the main GPU. A key not in the table is an InvalidArgument naming it and the known ones.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gantry/backend/llama/options.h"
+#include "gantry/backend/placement.h"
+#include "gantry/core/status.h"
+#include "gantry/plan/model_profile.h"
+#include "gantry/plan/planner.h"
+
+namespace gantry::llama {
+
+struct LlamaSettings {
+  LoadOptions load;
+  ContextOptions context;
+  int max_tokens = 128;  // infer_one's generation length
+  std::string reason;    // how n_gpu_layers was chosen, for messages and logs
+};
+
+// The Placement::options keys the llama.cpp backend reads.
+std::span<const std::string_view> llama_placement_keys();
+
+// Settings for `model` under `placement`. `devices` (CPU first, then GPUs with their free memory, as
+// plan::Device) are used only to choose n_gpu_layers for provider cuda when the placement does not
+// give it. Errors: InvalidArgument for an unknown key, a malformed value or contradicting options.
+Result<LlamaSettings> llama_settings(const backend::Placement& placement, const plan::ModelProfile& model,
+                                     const std::vector<plan::Device>& devices);
+
+// The same for a GGUF file, planning over the devices ggml sees here (llama_plan_devices()).
+Result<LlamaSettings> llama_settings(const backend::Placement& placement, const std::string& gguf_path);
+
+// The planner's devices as ggml sees them now: "cpu" (host memory) and "cuda:N" (free VRAM).
+std::vector<plan::Device> llama_plan_devices();
+
+// The inverse for the planner's own output: the placement that loads a model the way `plan` placed
+// it (provider cuda when any layer went to a GPU, n_gpu_layers and tensor_split from its devices,
+// and its context options).
+backend::Placement placement_from_plan(const plan::Plan& plan);
+
+}  // namespace gantry::llama

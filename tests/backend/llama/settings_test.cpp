@@ -1,0 +1,218 @@
+// The one Placement -> llama.cpp translation: documented defaults, every key, errors, the planner's
+// offload choice for provider cuda (on hand-made GPU devices: this machine has none), all nine KV types.
+#include "gantry/backend/llama/settings.h"
+
+#include <gtest/gtest.h>
+
+#include "backend/llama/llama_test_util.h"
+#include "gantry/backend/llama/gguf_profile.h"
+#include "gantry/backend/llama/measure.h"
+
+namespace gantry::llama {
+namespace {
+
+plan::ModelProfile tiny_profile() {
+  auto p = profile_from_gguf(std::filesystem::path(testing::tiny_model_path()));
+  EXPECT_TRUE(p.ok()) << p.status().to_string();
+  return p.ok() ? *p : plan::ModelProfile{};
+}
+
+backend::Placement placement(std::string provider, std::map<std::string, std::string> options = {}) {
+  backend::Placement p;
+  p.provider = std::move(provider);
+  p.options = std::move(options);
+  return p;
+}
+
+const std::vector<plan::Device> kCpuOnly = {{"cpu", "CPU", false, 64ull << 30, 64ull << 30}};
+
+TEST(LlamaSettings, DefaultsAreTheDocumentedOnes) {
+  plan::ModelProfile m = tiny_profile();
+  m.n_ctx_train = 4096;
+  auto s = llama_settings(placement("cpu"), m, kCpuOnly);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ(s->context.n_ctx, 2048u);
+  EXPECT_EQ(s->context.n_seq_max, 1u);
+  EXPECT_EQ(s->context.n_batch, 512u);
+  EXPECT_EQ(s->context.n_ubatch, 512u);
+  EXPECT_EQ(s->context.type_k, plan::KvType::kF16);
+  EXPECT_EQ(s->context.type_v, plan::KvType::kF16);
+  EXPECT_EQ(s->context.flash_attn, FlashAttn::kAuto);
+  EXPECT_EQ(s->context.n_threads, 0);
+  EXPECT_EQ(s->load.placement.n_gpu_layers, 0);
+  EXPECT_EQ(s->max_tokens, 128);
+  EXPECT_NE(s->reason.find("cpu"), std::string::npos);
+
+  m.n_ctx_train = 1024;  // a smaller training context wins
+  EXPECT_EQ(llama_settings(placement("cpu"), m, kCpuOnly)->context.n_ctx, 1024u);
+  EXPECT_EQ(llama_settings(placement("cpu", {{"n_ctx", "0"}}), m, kCpuOnly)->context.n_ctx, 1024u);
+  EXPECT_EQ(llama_settings(placement("cpu", {{"n_ctx", "8192"}}), m, kCpuOnly)->context.n_ctx, 8192u);
+}
+
+TEST(LlamaSettings, EveryKeyIsApplied) {
+  backend::Placement p = placement("cuda", {{"n_ctx", "4096"},
+                                            {"parallel", "4"},
+                                            {"n_batch", "256"},
+                                            {"n_ubatch", "128"},
+                                            {"n_gpu_layers", "7"},
+                                            {"tensor_split", "3,1"},
+                                            {"kv_type", "q4_1"},
+                                            {"flash_attn", "on"},
+                                            {"max_tokens", "9"}});
+  p.intra_op_threads = 3;
+  p.device_ids = {1};
+  auto s = llama_settings(p, tiny_profile(), kCpuOnly);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ(s->context.n_ctx, 4096u);
+  EXPECT_EQ(s->context.n_seq_max, 4u);
+  EXPECT_EQ(s->context.n_batch, 256u);
+  EXPECT_EQ(s->context.n_ubatch, 128u);
+  EXPECT_EQ(s->context.type_k, plan::KvType::kQ4_1);
+  EXPECT_EQ(s->context.type_v, plan::KvType::kQ4_1);
+  EXPECT_EQ(s->context.flash_attn, FlashAttn::kOn);
+  EXPECT_EQ(s->context.n_threads, 3);
+  EXPECT_EQ(s->load.placement.n_gpu_layers, 7);
+  EXPECT_EQ(s->load.placement.tensor_split, (std::vector<float>{3, 1}));
+  EXPECT_EQ(s->load.placement.main_gpu, 1);
+  EXPECT_EQ(s->max_tokens, 9);
+  EXPECT_EQ(llama_placement_keys().size(), 9u);
+}
+
+TEST(LlamaSettings, BadOptionsAreRefusedWithTheirName) {
+  const plan::ModelProfile m = tiny_profile();
+  auto err = [&](const backend::Placement& p) {
+    auto s = llama_settings(p, m, kCpuOnly);
+    EXPECT_FALSE(s.ok());
+    return s.ok() ? std::string() : s.status().message();
+  };
+  const std::string unknown = err(placement("cpu", {{"n_threads", "2"}}));
+  EXPECT_NE(unknown.find("'n_threads'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("n_ctx, parallel"), std::string::npos) << unknown;  // lists the known keys
+  EXPECT_NE(err(placement("cpu", {{"n_ctx", "12x"}})).find("n_ctx"), std::string::npos);
+  EXPECT_NE(err(placement("cpu", {{"parallel", "0"}})).find("parallel"), std::string::npos);
+  EXPECT_NE(err(placement("cpu", {{"kv_type", "q3_k"}})).find("iq4_nl"), std::string::npos);
+  EXPECT_NE(err(placement("cpu", {{"flash_attn", "yes"}})).find("flash_attn"), std::string::npos);
+  EXPECT_NE(err(placement("cpu", {{"tensor_split", "3,x"}})).find("tensor_split"), std::string::npos);
+  EXPECT_NE(err(placement("cpu", {{"max_tokens", "0"}})).find("max_tokens"), std::string::npos);
+  EXPECT_NE(err(placement("cpu", {{"parallel", "8"}, {"n_batch", "4"}})).find("n_batch"), std::string::npos);
+  EXPECT_NE(err(placement("cpu", {{"kv_type", "q8_0"}, {"flash_attn", "off"}})).find("flash attention"),
+            std::string::npos);
+  EXPECT_NE(err(placement("cpu", {{"n_gpu_layers", "4"}})).find("provider cpu"), std::string::npos);
+  EXPECT_NE(err(placement("rocm")).find("rocm"), std::string::npos);
+}
+
+TEST(LlamaSettings, CudaOffloadsWhatThePlannerSaysFits) {
+  const plan::ModelProfile m = tiny_profile();
+  const uint32_t n_all = m.n_layer() + 1;  // the repeating layers and the output layer
+  auto devices = [](uint64_t gpu_free) {
+    return std::vector<plan::Device>{{"cpu", "CPU", false, 64ull << 30, 64ull << 30},
+                                     {"cuda:0", "GPU", true, gpu_free, gpu_free}};
+  };
+  // Plenty of VRAM: everything.
+  auto all = llama_settings(placement("cuda"), m, devices(8ull << 30));
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  EXPECT_EQ(all->load.placement.n_gpu_layers, static_cast<int>(n_all));
+  EXPECT_NE(all->reason.find("all 2 layers"), std::string::npos) << all->reason;
+
+  // Exactly the memory the planner predicts for k layers: k fit, k + 1 do not.
+  for (uint32_t k = 0; k < n_all; ++k) {
+    auto s = llama_settings(placement("cuda"), m, devices(8ull << 30));
+    ASSERT_TRUE(s.ok());
+    plan::PlanOptions o;
+    o.n_ctx = s->context.n_ctx;
+    o.n_parallel = s->context.n_seq_max;
+    o.n_batch = s->context.n_batch;
+    o.n_ubatch = s->context.n_ubatch;
+    o.kv_unified = s->context.kv_unified;
+    o.n_gpu_layers = static_cast<int>(k);
+    auto p = plan::plan_gguf(m, o, devices(8ull << 30));
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    uint64_t need = 0;
+    for (const auto& d : p->devices) {
+      if (d.device.is_gpu) need += d.predicted.total();
+    }
+    auto fit = llama_settings(placement("cuda"), m, devices(need));
+    ASSERT_TRUE(fit.ok()) << fit.status().to_string();
+    EXPECT_EQ(fit->load.placement.n_gpu_layers, static_cast<int>(k)) << "free " << need;
+    EXPECT_NE(fit->reason.find("planner"), std::string::npos) << fit->reason;
+  }
+  // An explicit n_gpu_layers is taken as given; no GPU at all is Unavailable.
+  EXPECT_EQ(
+      llama_settings(placement("cuda", {{"n_gpu_layers", "-1"}}), m, kCpuOnly)->load.placement.n_gpu_layers,
+      -1);
+  EXPECT_EQ(llama_settings(placement("cuda"), m, kCpuOnly).status().code(), StatusCode::kUnavailable);
+}
+
+TEST(LlamaSettings, PlacementFromPlanReproducesThePlan) {
+  const plan::ModelProfile m = tiny_profile();
+  plan::PlanOptions o;
+  o.n_ctx = 1024;
+  o.n_parallel = 2;
+  o.n_batch = 256;
+  o.n_ubatch = 128;
+  o.kv_type = plan::KvType::kBF16;
+  o.n_gpu_layers = 2;
+  auto p = plan::plan_gguf(m, o,
+                           {{"cpu", "CPU", false, 64ull << 30, 64ull << 30},
+                            {"cuda:0", "A", true, 8ull << 30, 8ull << 30},
+                            {"cuda:1", "B", true, 8ull << 30, 8ull << 30}});
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  auto s = llama_settings(placement_from_plan(*p), m, kCpuOnly);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ(s->context.n_ctx, p->n_ctx);
+  EXPECT_EQ(s->context.n_seq_max, 2u);
+  EXPECT_EQ(s->context.n_batch, p->n_batch);
+  EXPECT_EQ(s->context.n_ubatch, p->n_ubatch);
+  EXPECT_EQ(s->context.type_k, plan::KvType::kBF16);
+  EXPECT_EQ(s->load.placement.n_gpu_layers, 2);
+  EXPECT_EQ(s->load.placement.tensor_split.size(), 2u);
+}
+
+// `gantry plan M.gguf --kv-type q4_1 --measure`: the plan's own placement loads and measures (the
+// measure path once knew only five KV types and failed here).
+TEST(LlamaSettings, PlanWithQ4_1KvMeasures) {
+  const std::string path = testing::bench_model_path();
+  auto m = profile_from_gguf(std::filesystem::path(path));
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  plan::PlanOptions o;
+  o.n_ctx = 1024;
+  o.kv_type = plan::KvType::kQ4_1;
+  o.kv_unified = true;
+  auto p = plan::plan_gguf(*m, o, kCpuOnly);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  backend::Placement placement = placement_from_plan(*p);
+  placement.intra_op_threads = 1;
+  auto s = llama_settings(placement, path);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ(s->context.type_k, plan::KvType::kQ4_1);
+  auto measured = measure_memory(path, *s, /*warm_up=*/false);
+  ASSERT_TRUE(measured.ok()) << measured.status().to_string();
+  EXPECT_EQ(measured->kv_bytes, p->totals.kv_cache);
+  EXPECT_EQ(measured->kv_bytes, 12u * 1024u * 2u * 256u / 32u * 20u);  // q4_1: 20 bytes per 32 values
+
+  // The tiny model's heads are 16 wide (two per 32-wide row): llama.cpp refuses q4_1 for them, and so
+  // does the planner now, instead of planning what cannot load.
+  auto tiny = plan::plan_gguf(tiny_profile(), o, kCpuOnly);
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_NE(tiny.status().message().find("multiple of 32"), std::string::npos) << tiny.status().message();
+}
+
+// Every KV type reaches llama.cpp as its own ggml type: the dry run's KV bytes are the type's row size.
+TEST(LlamaSettings, AllNineKvTypesReachLlamaCpp) {
+  const std::string path = testing::bench_model_path();
+  for (const char* name : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"}) {
+    backend::Placement p = placement("cpu", {{"n_ctx", "256"}, {"kv_type", name}});
+    p.intra_op_threads = 1;
+    auto s = llama_settings(p, path);
+    ASSERT_TRUE(s.ok()) << name << ": " << s.status().to_string();
+    auto m = dry_run_memory(path, *s);
+    ASSERT_TRUE(m.ok()) << name << ": " << m.status().to_string();
+    // 12 layers x 256 cells x K and V rows of 256 values (4 KV heads of 64).
+    auto row = plan::kv_row_bytes(*plan::parse_kv_type(name), 256);
+    ASSERT_TRUE(row.ok());
+    EXPECT_EQ(m->kv_bytes, 12u * 256u * 2u * *row) << name;
+  }
+}
+
+}  // namespace
+}  // namespace gantry::llama
