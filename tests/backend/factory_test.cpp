@@ -21,7 +21,8 @@ class FakeBackend : public Backend {
   std::string version() const override { return "1.0"; }
   const Capabilities& capabilities() const override { return caps; }
   Support supports(const DeviceInfo&) const override { return Support::yes(); }
-  std::vector<std::string> providers() const override { return {"cpu", "cuda", "tensorrt", "rocm"}; }
+  std::vector<std::string> providers() const override { return order; }
+  std::vector<std::string> order = {"tensorrt", "cuda", "rocm", "cpu"};  // the fastest first
   Support provider_available(std::string_view p) const override {
     auto it = available.find(std::string(p));
     return it != available.end() ? it->second : Support::no(std::string(p) + " is not built in");
@@ -83,6 +84,22 @@ TEST(Factory, FastestAppendsMachineProvidersThenCpu) {
   auto cpu_only = check_candidates(req, cpu_machine(), b, ProviderPolicy::kFastest);
   ASSERT_EQ(cpu_only.candidates.size(), 1u);
   EXPECT_EQ(cpu_only.chosen_verdict()->provider, "cpu");
+}
+
+TEST(Factory, MachineProvidersFollowTheBackendsOwnOrder) {
+  FakeBackend b;
+  b.order = {"cuda", "tensorrt", "cpu"};  // a backend that prefers plain CUDA
+  b.available["cuda"] = Support::yes("plugin");
+  auto c = check_candidates(ProviderRequest{}, gpu_machine(), b, ProviderPolicy::kFastest);
+  ASSERT_EQ(c.candidates.size(), 3u);
+  EXPECT_EQ(c.candidates[0].provider, "cuda");
+  EXPECT_EQ(c.candidates[1].provider, "tensorrt");
+  EXPECT_EQ(c.candidates[2].provider, "cpu");
+  // Providers the backend does not list are never candidates.
+  b.order = {"cpu"};
+  auto only_cpu = check_candidates(ProviderRequest{}, gpu_machine(), b, ProviderPolicy::kFastest);
+  ASSERT_EQ(only_cpu.candidates.size(), 1u);
+  EXPECT_EQ(only_cpu.candidates[0].provider, "cpu");
 }
 
 TEST(Factory, ManifestPolicyUsesOnlyWhatTheManifestNames) {
