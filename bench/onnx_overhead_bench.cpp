@@ -181,6 +181,9 @@ bool bench_pool_overhead(const char* name, const fs::path& path, const std::vect
       static_cast<unsigned long long>(st.total_allocations));
   std::printf("BENCH onnx-pool-allocator-overhead ratio=%.3f\n", pm / am);
   std::fflush(stdout);
+  arena->reset();
+  pooled->reset();
+  (*gantry::onnx::OrtRuntime::get())->release_pool(&pool);
   return true;
 }
 
