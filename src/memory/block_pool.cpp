@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include "gantry/core/log.h"
 #include "gantry/memory/budget.h"
@@ -56,7 +59,7 @@ thread_local OwnerCache t_owner_cache;
 
 struct BlockPool::Impl {
   struct Slab;
-  enum class State : uint8_t { kFree, kUsed, kSlab };
+  enum class State : uint8_t { kFree, kUsed, kSlab, kCached };
   struct Run {
     uint64_t size = 0;
     State state = State::kFree;
@@ -97,6 +100,23 @@ struct BlockPool::Impl {
   std::map<std::string, uint32_t, std::less<>> owner_ids;
   size_t empty_blocks = 0;
   PoolStats st;
+  // The reuse cache: rounded size -> freed runs of exactly that size (block, offset).
+  struct CachedRun {
+    Block* block;
+    uint64_t offset;
+  };
+  std::unordered_map<uint64_t, std::vector<CachedRun>> cache;
+  static constexpr size_t kCachePerSize = 16;
+
+  // Returns every cached run to the free runs (coalescing).
+  void flush_cache() {
+    if (st.cached_bytes == 0) return;
+    for (auto& [size, runs] : cache) {
+      for (const CachedRun& c : runs) release_run(c.block, c.offset);
+      runs.clear();
+    }
+    st.cached_bytes = 0;
+  }
 
   explicit Impl(BlockPool* s) : self(s), partial(classes().sizes.size()) {}
 
@@ -256,7 +276,11 @@ struct BlockPool::Impl {
     Block* b = nullptr;
     uint64_t offset = 0;
     uintptr_t at = 0;
-    if (!find_fit(bytes, alignment, b, offset, at)) {
+    if (!find_fit(bytes, alignment, b, offset, at) && st.cached_bytes > 0) {
+      flush_cache();  // cached runs may coalesce into room
+      find_fit(bytes, alignment, b, offset, at);
+    }
+    if (!b) {
       GANTRY_RETURN_IF_ERROR(map_block(bytes + (alignment > kQuantum ? alignment : 0)));
       if (!find_fit(bytes, alignment, b, offset, at))
         return Internal("memory pool on " + self->device() + ": a fresh block did not fit " +
@@ -304,6 +328,20 @@ struct BlockPool::Impl {
   Result<void*> allocate_locked(uint64_t bytes, uint64_t alignment, uint32_t oid) {
     if (bytes <= kSmallLimit && alignment <= kQuantum) return allocate_small(bytes, oid);
     const uint64_t size = round_up(bytes, kQuantum);
+    if (st.cached_bytes > 0 && alignment <= kQuantum) {
+      auto it = cache.find(size);
+      if (it != cache.end() && !it->second.empty()) {
+        const CachedRun c = it->second.back();
+        it->second.pop_back();
+        st.cached_bytes -= size;
+        ++st.cache_hits;
+        Run& r = c.block->runs.find(c.offset)->second;
+        r.state = State::kUsed;
+        r.owner = oid;
+        account_alloc(oid, size);
+        return reinterpret_cast<void*>(c.block->base + c.offset);
+      }
+    }
     GANTRY_ASSIGN_OR_RETURN(auto where, take_run(size, alignment, State::kUsed, oid));
     account_alloc(oid, size);
     return reinterpret_cast<void*>(where.first->base + where.second);
@@ -332,7 +370,20 @@ struct BlockPool::Impl {
       const uint64_t size = run->second.size;
       const uint32_t oid = run->second.owner;
       account_free(oid, size);
-      release_run(b, run->first);
+      const uint64_t limit = self->options_.reuse_cache_bytes;
+      if (limit && st.bytes_in_use > 0 && st.cached_bytes + size <= limit) {
+        auto& list = cache[size];
+        if (list.size() < kCachePerSize) {
+          run->second.state = State::kCached;
+          run->second.owner = kNoOwner;
+          list.push_back({b, run->first});
+          st.cached_bytes += size;
+          return {size, oid};
+        }
+        release_run(b, run->first);
+      } else {
+        release_run(b, run->first);
+      }
       return {size, oid};
     }
     Slab* s = run->second.slab.get();
@@ -437,6 +488,7 @@ Status BlockPool::free(void* p) {
           (b ? "pointer is not a live allocation (double free?)" : "pointer is not from this pool"));
     }
     auto [bytes, oid] = impl_->free_locked(b, run, slot);
+    if (impl_->st.bytes_in_use == 0) impl_->flush_cache();  // nothing allocated: everything coalesces
     size = bytes;
     if (options_.budget) owner = impl_->owners[oid].name;
   }
@@ -455,6 +507,7 @@ uint64_t BlockPool::allocation_size(const void* p) const {
 
 void BlockPool::trim() {
   std::lock_guard lock(impl_->mu);
+  impl_->flush_cache();
   impl_->release_empty(0);
 }
 
@@ -488,7 +541,7 @@ std::vector<BlockInfo> BlockPool::blocks() const {
     BlockInfo info;
     info.size = b->mapping.size;
     for (const auto& [off, r] : b->runs) {
-      if (r.state == Impl::State::kFree) {
+      if (r.state == Impl::State::kFree || r.state == Impl::State::kCached) {
         ++info.free_runs;
         info.free_bytes += r.size;
       } else {

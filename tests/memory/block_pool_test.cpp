@@ -105,6 +105,7 @@ TEST(BlockPool, FreedNeighboursCoalesce) {
   BlockPoolOptions o;
   o.block_size = 2 * MiB;
   o.keep_empty_blocks = 1;
+  o.reuse_cache_bytes = 0;  // every free coalesces at once
   auto pool = host_pool(o);
   void* a = *pool->allocate(100 * KiB);
   void* b = *pool->allocate(100 * KiB);
@@ -121,6 +122,37 @@ TEST(BlockPool, FreedNeighboursCoalesce) {
   ASSERT_TRUE(pool->free(b).ok());  // now a+b+tail are one run
   EXPECT_EQ(pool->blocks()[0].free_runs, 1u);
   EXPECT_EQ(pool->blocks()[0].free_bytes, pool->blocks()[0].size);
+}
+
+TEST(BlockPool, ReuseCacheServesTheSameSizeAndFlushes) {
+  BlockPoolOptions o;
+  o.block_size = 2 * MiB;
+  o.capacity = 4 * MiB;
+  auto pool = host_pool(o);
+  void* keep = *pool->allocate(1000);  // something stays allocated
+  void* a = *pool->allocate(300 * KiB);
+  void* b = *pool->allocate(300 * KiB);
+  ASSERT_TRUE(pool->free(a).ok());
+  EXPECT_EQ(pool->stats().cached_bytes, 300 * KiB);
+  EXPECT_FALSE(pool->free(a).ok());  // a cached run is not a live allocation
+  EXPECT_EQ(pool->allocation_size(a), 0u);
+  void* c = *pool->allocate(300 * KiB);  // exactly that size: the cached run
+  EXPECT_EQ(c, a);
+  EXPECT_EQ(pool->stats().cache_hits, 1u);
+  EXPECT_EQ(pool->stats().cached_bytes, 0u);
+  ASSERT_TRUE(pool->free(b).ok());
+  ASSERT_TRUE(pool->free(c).ok());
+  EXPECT_EQ(pool->stats().cached_bytes, 600 * KiB);
+  // A request that only fits once the cached runs coalesce with the rest: flushed, no new block.
+  auto big = pool->allocate(2 * MiB - 64 * KiB - 2 * 300 * KiB + 500 * KiB);
+  ASSERT_TRUE(big.ok()) << big.status().to_string();
+  EXPECT_EQ(pool->stats().cached_bytes, 0u);
+  ASSERT_TRUE(pool->free(*big).ok());
+  // Nothing allocated any more: everything coalesces, cache empty.
+  ASSERT_TRUE(pool->free(keep).ok());
+  EXPECT_EQ(pool->stats().cached_bytes, 0u);
+  for (const auto& blk : pool->blocks()) EXPECT_EQ(blk.free_runs, 1u);
+  EXPECT_EQ(pool->stats().bad_frees, 1u);
 }
 
 TEST(BlockPool, DoubleFreeAndForeignPointerAreCountedErrors) {

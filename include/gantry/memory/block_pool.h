@@ -5,7 +5,10 @@
 //   unmapped and returned to the backing at once.
 // - Requests up to kSmallLimit bytes (with alignment <= 64) come from size classes: slabs carved out of
 //   blocks, one slot per allocation. Larger ones take the best-fitting free run of a block (the
-//   smallest that fits), and freed runs coalesce with free neighbours.
+//   smallest that fits), and freed runs coalesce with free neighbours. A freed large run may first
+//   wait in a small exact-size reuse cache (options.reuse_cache_bytes); the cache is flushed (its runs
+//   coalesced) before the pool maps a block or fails, whenever nothing is allocated any more, and by
+//   trim().
 // - Every returned pointer is aligned to max(64, alignment). Sizes are rounded up to 64 bytes (small
 //   ones to their size class); the rounded size is what is charged and reported.
 // - Each allocation is attributed to OwnerScope::current() (or the owner passed explicitly) and, when
@@ -18,13 +21,10 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "gantry/core/status.h"
@@ -39,6 +39,9 @@ struct BlockPoolOptions {
   uint64_t block_size = 32ull << 20;  // smallest block mapped (rounded up to the granularity)
   size_t keep_empty_blocks = 1;       // empty blocks kept mapped for reuse; the rest are returned
   Budget* budget = nullptr;           // charged per owner when set; must outlive the pool
+  // Freed large runs kept (not yet coalesced) for a later request of exactly the same size, up to this
+  // many bytes in all: ONNX Runtime asks for the same sizes every Run. 0 turns it off.
+  uint64_t reuse_cache_bytes = 64ull << 20;
 };
 
 // Plain data; a snapshot.
@@ -54,6 +57,8 @@ struct PoolStats {
   uint64_t bad_frees = 0;          // free() of a foreign or already freed pointer
   uint64_t blocks_mapped = 0;      // backing map() calls ever
   uint64_t blocks_unmapped = 0;    // backing unmap() calls ever
+  uint64_t cached_bytes = 0;       // freed runs waiting in the reuse cache
+  uint64_t cache_hits = 0;         // allocations served from it
 };
 
 struct OwnerStats {
@@ -90,7 +95,7 @@ class BlockPool {
   // The rounded size of live allocation `p`, 0 when `p` is not one.
   uint64_t allocation_size(const void* p) const;
 
-  // Returns every empty block to the backing.
+  // Flushes the reuse cache and returns every empty block to the backing.
   void trim();
 
   const Backing& backing() const { return *backing_; }

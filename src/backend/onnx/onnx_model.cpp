@@ -324,6 +324,7 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
   for (const auto& t : m->meta_.outputs) m->output_names_.push_back(t.name.c_str());
   m->cpu_memory_owner_ = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
   m->cpu_memory_ = m->cpu_memory_owner_;
+  if (!options.use_env_allocators) m->plan_output_reuse();
 
   for (const auto& bucket : placement.session_buckets) {
     try {
@@ -340,7 +341,93 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
   return m;
 }
 
-OnnxModel::~OnnxModel() = default;
+OnnxModel::~OnnxModel() {
+  for (auto& per_output : slots_)
+    for (auto& slot : per_output)
+      if (slot.value) api().ReleaseValue(slot.value);
+}
+
+void OnnxModel::plan_output_reuse() {
+  // Only CPU sessions: other EPs' outputs are copied back by ORT, and stay ORT's business.
+  if (placement_.provider != "cpu") return;
+  output_dims_.assign(meta_.outputs.size(), {});
+  slots_.assign(meta_.outputs.size(), {});
+  bool any = false;
+  for (size_t o = 0; o < meta_.outputs.size(); ++o) {
+    const TensorInfo& out = meta_.outputs[o];
+    if (out.dtype == DType::kString) continue;
+    std::vector<DimSource> dims(out.shape.rank());
+    bool ok = true;
+    for (size_t d = 0; d < out.shape.rank() && ok; ++d) {
+      if (out.shape[d] != Shape::kDynamic) {
+        dims[d].value = out.shape[d];
+        continue;
+      }
+      ok = false;
+      const std::string& name = out.dim_names[d];
+      for (size_t i = 0; i < meta_.inputs.size() && !ok && !name.empty(); ++i)
+        for (size_t j = 0; j < meta_.inputs[i].dim_names.size() && !ok; ++j)
+          if (meta_.inputs[i].dim_names[j] == name) {
+            dims[d].input = static_cast<int>(i);
+            dims[d].dim = static_cast<int>(j);
+            ok = true;
+          }
+    }
+    if (!ok) continue;
+    output_dims_[o] = std::move(dims);
+    any = true;
+  }
+  reuse_outputs_ = any;
+}
+
+OrtValue* OnnxModel::take_slot(size_t o, const std::vector<int64_t>& dims,
+                               std::shared_ptr<std::byte[]>& held) {
+  constexpr size_t kMaxSlots = 4;  // per output: enough for callers that keep a few results alive
+  std::lock_guard lock(slots_mu_);
+  auto& cache = slots_[o];
+  for (auto& slot : cache) {
+    if (slot.dims == dims && slot.buffer.use_count() == 1) {
+      // Every former holder has dropped its copy; see their reads before ORT writes again.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      held = slot.buffer;
+      return slot.value;
+    }
+  }
+  // Evict a free slot of another shape, or add one while there is room.
+  OutputSlot* slot = nullptr;
+  for (auto& s : cache)
+    if (s.buffer.use_count() == 1) slot = &s;
+  if (!slot) {
+    if (cache.size() >= kMaxSlots) return nullptr;
+    slot = &cache.emplace_back();
+  } else if (slot->value) {
+    api().ReleaseValue(slot->value);
+    slot->value = nullptr;
+  }
+  const DType dt = meta_.outputs[o].dtype;
+  size_t count = 1;
+  for (int64_t d : dims) count *= static_cast<size_t>(d);
+  slot->dims = dims;
+  slot->bytes = count * dtype_size(dt);
+  const size_t rounded = (std::max<size_t>(slot->bytes, 1) + 63) / 64 * 64;
+  slot->buffer = std::shared_ptr<std::byte[]>(static_cast<std::byte*>(std::aligned_alloc(64, rounded)),
+                                              [](std::byte* p) { std::free(p); });
+  if (!slot->buffer.get()) {
+    slot->buffer.reset();
+    return nullptr;
+  }
+  if (OrtStatus* st = api().CreateTensorWithDataAsOrtValue(
+          cpu_memory_, slot->buffer.get(), slot->bytes, dims.data(), dims.size(),
+          static_cast<ONNXTensorElementDataType>(ort_element_type(dt)), &slot->value)) {
+    api().ReleaseStatus(st);
+    slot->value = nullptr;
+    slot->buffer.reset();
+    slot->dims.clear();
+    return nullptr;
+  }
+  held = slot->buffer;
+  return slot->value;
+}
 
 Status OnnxModel::check_input(size_t i, const Tensor& t) const {
   const TensorInfo& want = meta_.inputs[i];
@@ -445,8 +532,61 @@ Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordere
     owner.emplace(meta_.name);
     PoolAllocator::clear_last_failure();
   }
-  if (OrtStatus* st = api().Run(*session, nullptr, input_names_.data(), in.data(), n, output_names_.data(), m,
-                                out.data())) {
+  // Preallocated outputs from the reuse cache; `held[o]` keeps a slot's buffer for this call.
+  std::shared_ptr<std::byte[]> held_inline[kInline];
+  std::vector<std::shared_ptr<std::byte[]>> held_heap;
+  std::shared_ptr<std::byte[]>* held = held_inline;
+  if (m > kInline) {
+    held_heap.resize(m);
+    held = held_heap.data();
+  }
+  std::vector<int64_t> dims_inline[kInline];
+  std::vector<std::vector<int64_t>> dims_heap;
+  std::vector<int64_t>* predicted = dims_inline;
+  if (m > kInline) {
+    dims_heap.resize(m);
+    predicted = dims_heap.data();
+  }
+  bool preallocated = false;
+  if (reuse_outputs_.load(std::memory_order_relaxed)) {
+    for (size_t o = 0; o < m; ++o) {
+      if (output_dims_[o].empty() && meta_.outputs[o].shape.rank() > 0) continue;
+      if (meta_.outputs[o].dtype == DType::kString) continue;
+      auto& dims = predicted[o];
+      dims.resize(output_dims_[o].size());
+      for (size_t d = 0; d < dims.size(); ++d) {
+        const DimSource& src = output_dims_[o][d];
+        dims[d] =
+            src.value >= 0 ? src.value : ordered[src.input]->tensor.shape()[static_cast<size_t>(src.dim)];
+      }
+      out[o] = take_slot(o, dims, held[o]);
+      preallocated = preallocated || out[o] != nullptr;
+    }
+  }
+  OrtStatus* run_status =
+      api().Run(*session, nullptr, input_names_.data(), in.data(), n, output_names_.data(), m, out.data());
+  if (run_status && preallocated) {
+    // Maybe the predicted shapes were wrong: run again the plain way; if that works, stop predicting.
+    for (size_t o = 0; o < m; ++o)
+      if (held[o]) {
+        out[o] = nullptr;
+        held[o].reset();
+      }
+    OrtStatus* again =
+        api().Run(*session, nullptr, input_names_.data(), in.data(), n, output_names_.data(), m, out.data());
+    if (!again) {
+      GANTRY_LOG_DEBUG("model '{}': preallocated outputs rejected ({}); output reuse off", meta_.name,
+                       api().GetErrorMessage(run_status));
+      reuse_outputs_ = false;
+      api().ReleaseStatus(run_status);
+      run_status = nullptr;
+    } else {
+      api().ReleaseStatus(again);
+    }
+  }
+  if (OrtStatus* st = run_status) {
+    for (size_t o = 0; o < m; ++o)
+      if (held[o]) out[o] = nullptr;  // the slot owns its value
     const OrtErrorCode code = api().GetErrorCode(st);
     std::string msg = "model '" + meta_.name + "': ONNX Runtime Run failed: " + status_message(st);
     if (options_.use_env_allocators && !PoolAllocator::last_failure().empty())
@@ -454,8 +594,20 @@ Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordere
     return code == ORT_INVALID_ARGUMENT ? InvalidArgument(std::move(msg)) : Internal(std::move(msg));
   }
 
+  for (size_t o = 0; o < m; ++o)
+    if (held[o]) out[o] = nullptr;  // the slot owns its value
   std::vector<NamedTensor> result(m);
   for (size_t o = 0; o < m; ++o) {
+    if (held[o]) {  // ORT wrote into the preallocated buffer, whose shape it checked
+      result[o].name = meta_.outputs[o].name;
+      void* data = held[o].get();
+      size_t bytes = dtype_size(meta_.outputs[o].dtype);
+      for (int64_t d : predicted[o]) bytes *= static_cast<size_t>(d);
+      GANTRY_ASSIGN_OR_RETURN(
+          result[o].tensor, Tensor::adopt(meta_.outputs[o].dtype, Shape(std::move(predicted[o])), data, bytes,
+                                          std::move(held[o])));
+      continue;
+    }
     OrtTensorTypeAndShapeInfo* info = nullptr;
     if (OrtStatus* st = api().GetTensorTypeAndShape(out[o], &info))
       return Internal("reading output '" + meta_.outputs[o].name + "': " + status_message(st));

@@ -136,6 +136,17 @@ Status OrtRuntime::use_pool(memory::BlockPool* pool) {
   return Status::Ok();
 }
 
+void OrtRuntime::release_pool(memory::BlockPool* pool) {
+  std::lock_guard lock(mu_);
+  for (auto it = registered_.begin(); it != registered_.end(); ++it) {
+    if (it->second->pool() != pool) continue;
+    if (OrtStatus* st = Ort::GetApi().UnregisterAllocator(env_, it->second->info()))
+      Ort::GetApi().ReleaseStatus(st);
+    registered_.erase(it);
+    return;
+  }
+}
+
 memory::BlockPool* OrtRuntime::pool_for(const std::string& device) {
   std::lock_guard lock(mu_);
   auto it = registered_.find(device);

@@ -45,10 +45,19 @@ Tensor random_f32(const Shape& shape, unsigned seed) {
   return t;
 }
 
-std::unique_ptr<memory::BlockPool> cpu_pool(memory::Budget* budget = nullptr) {
+// A host pool that is withdrawn from ORT's env before it is destroyed.
+struct PoolDeleter {
+  void operator()(memory::BlockPool* p) const {
+    (*OrtRuntime::get())->release_pool(p);
+    delete p;
+  }
+};
+using PoolPtr = std::unique_ptr<memory::BlockPool, PoolDeleter>;
+
+PoolPtr cpu_pool(memory::Budget* budget = nullptr) {
   memory::BlockPoolOptions o;
   o.budget = budget;
-  return std::make_unique<memory::BlockPool>(memory::make_host_backing(), o);
+  return PoolPtr(new memory::BlockPool(memory::make_host_backing(), o));
 }
 
 // Opens `path` on `pool` (registered as the env's CPU allocator) under `name`.
@@ -85,6 +94,11 @@ TEST(PoolAllocator, RegistrationIsIdempotentAndPerDevice) {
   auto other = cpu_pool();
   ASSERT_TRUE(rt->use_pool(other.get()).ok());  // replaces it for later sessions
   EXPECT_EQ(rt->pool_for("cpu"), other.get());
+  rt->release_pool(pool.get());  // not registered any more: nothing happens
+  EXPECT_EQ(rt->pool_for("cpu"), other.get());
+  rt->release_pool(other.get());
+  EXPECT_EQ(rt->pool_for("cpu"), nullptr);
+  ASSERT_TRUE(rt->use_pool(other.get()).ok());  // and back
   EXPECT_FALSE(rt->use_pool(nullptr).ok());
 }
 

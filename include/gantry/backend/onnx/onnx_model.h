@@ -3,6 +3,11 @@
 // - Inputs are validated (name, dtype, rank, static dims) before Run, with errors naming the input and
 //   the expected vs. given dtype/shape; host inputs are bound zero-copy (the tensor's own memory).
 // - Outputs are owned gantry::Tensors. String tensors are supported both ways.
+// - Output buffers are reused: an output whose shape follows from the inputs' shapes (static dims, or
+//   symbolic dims an input shares, like "batch") is preallocated and handed to Run, from a small
+//   per-model cache of buffers no caller holds any more (never one a caller still holds). A
+//   prediction ORT rejects turns the reuse off for the model. Not with env allocators (pool memory
+//   is then attributed per Run).
 // - infer_batch concatenates requests along a dynamic leading (batch) dim, runs once and splits.
 // - Session buckets (placement.session_buckets): extra sessions specialised for fixed input shapes,
 //   used when a request's shapes match a bucket exactly.
@@ -10,8 +15,10 @@
 
 #include <onnxruntime_cxx_api.h>
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -64,6 +71,23 @@ class OnnxModel final : public backend::Model {
   Result<std::vector<backend::NamedTensor>> run(const backend::NamedTensor* const* ordered);
   Status check_input(size_t index, const Tensor& t) const;
   Ort::Session* pick_session(const backend::NamedTensor* const* ordered) const;
+  // Where each dim of a predictable output comes from.
+  struct DimSource {
+    int64_t value = -1;  // static dim, or -1
+    int input = -1;      // else dim `dim` of input `input`
+    int dim = -1;
+  };
+  // A cached output buffer and the OrtValue over it (for one shape).
+  struct OutputSlot {
+    std::vector<int64_t> dims;
+    std::shared_ptr<std::byte[]> buffer;  // use_count() == 1: no caller holds it
+    size_t bytes = 0;
+    OrtValue* value = nullptr;
+  };
+  void plan_output_reuse();
+  // Takes a free slot of output `o` for `dims` (creating one when the cache has room) and returns
+  // its value with `held` keeping the buffer; nullptr when none.
+  OrtValue* take_slot(size_t o, const std::vector<int64_t>& dims, std::shared_ptr<std::byte[]>& held);
 
   backend::ModelMetadata meta_;
   backend::Placement placement_;
@@ -72,6 +96,10 @@ class OnnxModel final : public backend::Model {
   std::vector<const char*> input_names_;
   std::vector<const char*> output_names_;
   std::vector<int> input_ort_types_;
+  std::vector<std::vector<DimSource>> output_dims_;  // per output; empty when not predictable
+  std::atomic<bool> reuse_outputs_{false};
+  std::mutex slots_mu_;
+  std::vector<std::vector<OutputSlot>> slots_;  // per output
   const OrtMemoryInfo* cpu_memory_ = nullptr;
   Ort::MemoryInfo cpu_memory_owner_{nullptr};
   Ort::AllocatorWithDefaultOptions allocator_;

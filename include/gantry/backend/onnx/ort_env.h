@@ -40,6 +40,9 @@ class OrtRuntime {
   // afterwards (earlier sessions keep the one they took: both pools must outlive their sessions).
   // Only sessions with the session config entry "session.use_env_allocators" = "1" use it.
   Status use_pool(memory::BlockPool* pool);
+  // Stops offering `pool` to sessions created from now on (nothing when it is not registered): call it
+  // before destroying a registered pool. Sessions that already took it keep using it.
+  void release_pool(memory::BlockPool* pool);
   // The pool registered for `device` ("cpu", "cuda:0"), or nullptr.
   memory::BlockPool* pool_for(const std::string& device);
 
