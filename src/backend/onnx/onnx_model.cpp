@@ -355,7 +355,8 @@ void OnnxModel::plan_output_reuse() {
   bool any = false;
   for (size_t o = 0; o < meta_.outputs.size(); ++o) {
     const TensorInfo& out = meta_.outputs[o];
-    if (out.dtype == DType::kString) continue;
+    // Strings have no fixed size; rank 0 may also mean "shape unknown", which a scalar would mispredict.
+    if (out.dtype == DType::kString || out.shape.rank() == 0) continue;
     std::vector<DimSource> dims(out.shape.rank());
     bool ok = true;
     for (size_t d = 0; d < out.shape.rank() && ok; ++d) {
@@ -550,8 +551,7 @@ Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordere
   bool preallocated = false;
   if (reuse_outputs_.load(std::memory_order_relaxed)) {
     for (size_t o = 0; o < m; ++o) {
-      if (output_dims_[o].empty() && meta_.outputs[o].shape.rank() > 0) continue;
-      if (meta_.outputs[o].dtype == DType::kString) continue;
+      if (output_dims_[o].empty()) continue;  // not predictable
       auto& dims = predicted[o];
       dims.resize(output_dims_[o].size());
       for (size_t d = 0; d < dims.size(); ++d) {
