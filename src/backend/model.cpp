@@ -68,6 +68,10 @@ Result<std::vector<std::vector<float>>> Model::embed(std::span<const std::string
   return Unsupported("model '" + metadata().name + "' (" + metadata().backend + ") does not embed text");
 }
 
+Result<std::vector<ThroughputResult>> Model::measure_throughput(const ThroughputOptions&) {
+  return Unsupported("model '" + metadata().name + "' (" + metadata().backend + ") has no throughput benchmark");
+}
+
 ModelStats Model::stats() const {
   ModelStats s;
   s.calls = calls_.load(std::memory_order_relaxed);

@@ -1,13 +1,13 @@
-// gantry bench MODEL.gguf: prompt (pp) and generation (tg) tokens/s, measured as llama-bench does.
+// gantry bench MODEL.gguf: prompt (pp) and generation (tg) tokens/s, measured as llama-bench does, on a
+// model loaded through the Runtime.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cli/commands.h"
-#include "gantry/backend/llama/llama_info.h"
-#include "gantry/backend/llama/settings.h"
-#include "gantry/backend/llama/speed.h"
+#include "gantry/plan/kv_type.h"
+#include "gantry/runtime/runtime.h"
 
 namespace gantry::cli {
 namespace {
@@ -26,8 +26,10 @@ struct BenchArgs {
   bool threadpool = true;
 };
 
+// The model is loaded through the Runtime like any other (provider, placement and memory budget), then
+// measured through the generic Model contract; the benchmark's contexts are its own (n_prompt + n_gen
+// cells per test, as llama-bench).
 int run_bench(const BenchArgs& a) {
-  using namespace gantry::llama;
   auto usage = [](const std::string& m) {
     std::cerr << "gantry bench: error: " << m << "\n";
     return 2;
@@ -36,45 +38,59 @@ int run_bench(const BenchArgs& a) {
     return usage("-p and -n must be >= 0, not both 0");
   if (a.reps < 1) return usage("-r must be >= 1");
   if (a.threads < 0) return usage("-t must be >= 0");
-  const auto kv = plan::parse_kv_type(a.kv_type);
-  if (!kv) return usage("unknown --kv-type " + a.kv_type + " (" + std::string(plan::kv_type_names()) + ")");
-  // Weights placed by the same translation every GGUF load uses (gantry/backend/llama/settings.h);
-  // the contexts are the benchmark's own (n_prompt + n_gen cells per test, as llama-bench).
-  backend::Placement placement;
-  placement.provider = a.n_gpu_layers != 0 ? "cuda" : "cpu";
-  if (a.n_gpu_layers != 0) placement.options["n_gpu_layers"] = std::to_string(a.n_gpu_layers);
-  auto settings = llama_settings(placement, a.model);
-  if (!settings.ok()) {
-    std::cerr << "gantry bench: error: " << settings.status().message() << "\n";
-    return settings.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
-  }
-  auto weights = LlamaWeights::load(a.model, settings->load);
-  if (!weights.ok()) {
-    std::cerr << "gantry bench: error: " << weights.status().message() << "\n";
+  if (!plan::parse_kv_type(a.kv_type))
+    return usage("unknown --kv-type " + a.kv_type + " (" + std::string(plan::kv_type_names()) + ")");
+  runtime::RuntimeOptions ro;
+  ro.keep_alive_timer = false;
+  auto rt = runtime::Runtime::create(std::move(ro));
+  if (!rt.ok()) {
+    std::cerr << "gantry bench: error: " << rt.status().message() << "\n";
     return 1;
   }
-  SpeedOptions so;
-  so.n_prompt = a.n_prompt;
-  so.n_gen = a.n_gen;
-  so.n_threads = a.threads;
-  so.reps = a.reps;
-  so.n_batch = a.n_batch;
-  so.n_ubatch = a.n_ubatch;
-  so.kv_type = *kv;
-  so.threadpool = a.threadpool;
-  auto results = measure_speed(*weights, so);
+  runtime::LoadOptions lo;
+  lo.factory.provider = a.n_gpu_layers != 0 ? "cuda" : "cpu";
+  lo.factory.intra_op_threads = a.threads;
+  lo.gpu_layers = a.n_gpu_layers;
+  lo.kv_type = a.kv_type;
+  lo.context_size = 256;  // the model's own generation context stays small: the tests make theirs
+  lo.parallel = 1;
+  auto handle = (*rt)->load(a.model, lo);
+  if (!handle.ok()) {
+    std::cerr << "gantry bench: error: " << handle.status().message() << "\n";
+    return handle.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  backend::ThroughputOptions to;
+  to.n_prompt = a.n_prompt;
+  to.n_gen = a.n_gen;
+  to.threads = a.threads;
+  to.reps = a.reps;
+  to.n_batch = a.n_batch;
+  to.n_ubatch = a.n_ubatch;
+  to.threadpool = a.threadpool;
+  auto results = (*handle)->measure_throughput(to);
   if (!results.ok()) {
     std::cerr << "gantry bench: error: " << results.status().message() << "\n";
     return results.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
+  const auto& meta = (*handle)->metadata();
+  auto property = [&](const char* key) {
+    auto it = meta.properties.find(key);
+    return it == meta.properties.end() ? std::string() : it->second;
+  };
+  auto number = [&](const char* key) -> uint64_t {
+    const std::string v = property(key);
+    return v.empty() ? 0 : std::stoull(v);
+  };
+  backend::Backend* be = (*rt)->backends().find(meta.backend);
   const int threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
   if (a.json) {
     nlohmann::json j;
     j["model"] = a.model;
-    j["model_desc"] = (*weights)->description();
-    j["model_size"] = (*weights)->size_bytes();
-    j["n_params"] = (*weights)->n_params();
-    j["llama_version"] = llama_version();
+    j["model_desc"] = property("description");
+    j["model_size"] = number("size_bytes");
+    j["n_params"] = number("n_params");
+    j["llama_version"] = be ? be->version() : std::string();
+    j["provider"] = meta.provider;
     j["n_threads"] = threads;
     j["n_batch"] = a.n_batch;
     j["n_ubatch"] = a.n_ubatch;
@@ -91,8 +107,8 @@ int run_bench(const BenchArgs& a) {
     }
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << "model: " << a.model << " (" << (*weights)->description() << "), threads: " << threads
-              << "\n";
+    std::cout << "model: " << a.model << " (" << property("description") << ") on " << meta.provider
+              << ", threads: " << threads << "\n";
     for (const auto& r : *results) {
       char line[128];
       std::snprintf(line, sizeof line, "%-8s %10.2f ± %.2f t/s", r.test.c_str(), r.avg_ts, r.stddev_ts);

@@ -6,6 +6,7 @@
 
 #include "gantry/backend/llama/llama_backend.h"
 #include "gantry/backend/onnx/onnx_backend.h"
+#include "gantry/backend/onnx/ort_env.h"
 #include "gantry/core/log.h"
 #include "gantry/hw/detect.h"
 
@@ -95,7 +96,14 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
   return rt;
 }
 
-Runtime::~Runtime() { manager_.reset(); }
+Runtime::~Runtime() {
+  manager_.reset();  // every model (and its sessions) first
+  // The ORT env outlives this Runtime: it must stop handing out memory from pools about to go.
+  if (!pools_.empty()) {
+    if (auto ort = onnx::OrtRuntime::get(); ort.ok())
+      for (const auto& pool : pools_) (*ort)->release_pool(pool.get());
+  }
+}
 
 void Runtime::refresh_hardware() {
   hw::DetectOptions d;

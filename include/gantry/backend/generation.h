@@ -68,6 +68,28 @@ struct ChatMessage {
   std::string content;
 };
 
+// Throughput of a text-generation model, measured as llama.cpp's llama-bench does: prompt processing
+// (pp: n_prompt tokens in batches of n_batch) and generation (tg: n_gen single-token steps), each on a
+// fresh cache of n_prompt + n_gen cells, one warm-up run, then `reps` timed runs; random tokens.
+struct ThroughputOptions {
+  int n_prompt = 512;  // 0: skip the pp test
+  int n_gen = 128;     // 0: skip the tg test
+  int reps = 5;
+  int threads = 0;  // 0: hardware concurrency
+  uint32_t n_batch = 2048;
+  uint32_t n_ubatch = 512;
+  bool threadpool = true;  // a polling threadpool between steps (llama-bench attaches one too)
+};
+
+struct ThroughputResult {
+  std::string test;  // "pp512", "tg128"
+  int n_prompt = 0;
+  int n_gen = 0;
+  std::vector<double> samples_ts;  // tokens/s of each timed run
+  double avg_ts = 0;
+  double stddev_ts = 0;  // sample standard deviation (as llama-bench)
+};
+
 // A generation in progress. cancel() is safe from any thread (the result then ends with kCancelled);
 // wait() blocks until it ends. Destroying an unfinished Generation cancels it.
 class Generation {

@@ -103,6 +103,9 @@ class Model {
   virtual Result<std::vector<std::vector<float>>> embed(std::span<const std::string> texts,
                                                         bool normalize = true);
 
+  // Prompt and generation tokens/s (see ThroughputOptions). The default: Unsupported.
+  virtual Result<std::vector<ThroughputResult>> measure_throughput(const ThroughputOptions& options);
+
   virtual ModelStats stats() const;
 
  protected:

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "gantry/backend/llama/llama_info.h"
+#include "gantry/backend/llama/speed.h"
 #include "gantry/backend/llama/measure.h"
 #include "gantry/model/package.h"
 
@@ -87,6 +88,8 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
   meta.batchable = false;
   meta.max_batch = s.context.n_seq_max;
   meta.properties = {{"architecture", m->weights_->architecture()},
+                     {"description", m->weights_->description()},
+                     {"size_bytes", std::to_string(m->weights_->size_bytes())},
                      {"n_params", std::to_string(m->weights_->n_params())},
                      {"n_ctx", std::to_string(m->engine_->context().n_ctx())},
                      {"parallel", std::to_string(s.context.n_seq_max)},
@@ -306,6 +309,17 @@ Result<std::vector<std::vector<float>>> LlamaModel::embed(std::span<const std::s
   auto r = embedder_->embed(texts, normalize);
   if (!r.ok()) count_failure();
   return r;
+}
+
+Result<std::vector<backend::ThroughputResult>> LlamaModel::measure_throughput(
+    const backend::ThroughputOptions& options) {
+  auto guard = enter();
+  if (!guard.ok()) return guard.status();
+  SpeedOptions so;
+  static_cast<backend::ThroughputOptions&>(so) = options;
+  so.kv_type = settings_.context.type_k;
+  so.flash_attn = settings_.context.flash_attn;
+  return measure_speed(weights_, so);
 }
 
 std::unique_ptr<backend::Backend> make_llama_backend() { return std::make_unique<LlamaBackend>(); }

@@ -72,7 +72,7 @@ Result<std::vector<SpeedResult>> measure_speed(std::shared_ptr<const LlamaWeight
     co.n_ctx = static_cast<uint32_t>(n_prompt + n_gen);
     co.n_batch = o.n_batch;
     co.n_ubatch = o.n_ubatch;
-    co.n_threads = o.n_threads;
+    co.n_threads = o.threads;
     co.type_k = co.type_v = o.kv_type;
     co.flash_attn = o.flash_attn;
     co.threadpool = o.threadpool;

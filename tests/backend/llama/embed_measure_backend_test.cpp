@@ -122,7 +122,7 @@ TEST(MeasureSpeed, ProducesPositiveRates) {
   o.n_prompt = 32;
   o.n_gen = 8;
   o.reps = 2;
-  o.n_threads = 1;
+  o.threads = 1;
   auto r = measure_speed(weights, o);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ASSERT_EQ(r->size(), 2u);

@@ -44,6 +44,11 @@ class LlamaModel final : public backend::Model {
   Result<std::vector<std::vector<float>>> embed(std::span<const std::string> texts,
                                                 bool normalize = true) override;
 
+  // llama-bench's pp/tg measurement on this model's weights, with its KV type and flash attention
+  // (contexts of the benchmark's own size, next to the model's).
+  Result<std::vector<backend::ThroughputResult>> measure_throughput(
+      const backend::ThroughputOptions& options) override;
+
   BatchEngine& engine() { return *engine_; }
   const LlamaWeights& weights() const { return *weights_; }
   const LlamaSettings& settings() const { return settings_; }
