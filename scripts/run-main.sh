@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job `make run` performs on the bundled default models: show the linked runtimes and the
-# hardware, plan and run a GGUF model through llama.cpp, and run pretrained ONNX models through the
-# backend factory's provider choice.
+# hardware, plan and run a GGUF model through llama.cpp, show the provider choice and the memory budget
+# at work, and run pretrained ONNX models — every model through the Runtime.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 G=build/bin/gantry
@@ -18,6 +18,13 @@ $G plan "$M/bench-100m-q8_0.gguf" --ctx 4096 --measure
 step "gantry run $M/bench-100m-q8_0.gguf (generated model: random weights, so the text is noise)"
 $G run "$M/bench-100m-q8_0.gguf" --prompt "The quick brown fox" --max-tokens 32 --temperature 0 --ctx 512
 echo
+
+step "gantry plan $M/bench-100m-q8_0.gguf --explain (GGUF goes through the same provider choice)"
+$G plan "$M/bench-100m-q8_0.gguf" --explain
+step "gantry run ... --memory-budget cpu=64MiB (refused before loading, with the numbers)"
+if $G run "$M/bench-100m-q8_0.gguf" --prompt "hi" --max-tokens 4 --memory-budget cpu=64MiB; then
+  echo "unexpected: the model should not fit in 64 MiB" >&2; exit 1
+fi
 
 step "gantry plan $M/paddleocr/ch_PP-OCRv4_det_infer.onnx --explain"
 $G plan "$M/paddleocr/ch_PP-OCRv4_det_infer.onnx" --explain

@@ -114,7 +114,7 @@ Result<ModelHandle> ModelManager::Admission::finish(std::unique_ptr<backend::Mod
   }
   done_ = true;
   manager_->cv_.notify_all();
-  GANTRY_LOG_INFO("model '{}' ready ({} on {})", e.name, e.backend, e.provider);
+  GANTRY_LOG_DEBUG("model '{}' ready ({} on {})", e.name, e.backend, e.provider);
   return manager_->make_handle_locked(e);
 }
 
@@ -285,7 +285,10 @@ void ModelManager::retire(std::unique_lock<std::mutex>& lock, Entry& e, ModelSta
   e.state = final_state;
   e.reason = std::move(reason);
   cv_.notify_all();
-  GANTRY_LOG_INFO("model '{}' {} ({})", e.name, model_state_name(final_state), e.reason);
+  if (final_state == ModelState::kEvicted)
+    GANTRY_LOG_INFO("model '{}' evicted ({})", e.name, e.reason);
+  else
+    GANTRY_LOG_DEBUG("model '{}' {} ({})", e.name, model_state_name(final_state), e.reason);
 }
 
 Status ModelManager::unload(std::string_view name, std::chrono::milliseconds timeout, std::string reason) {

@@ -161,7 +161,14 @@ Result<ModelHandle> Runtime::load_package(std::shared_ptr<const model::Package> 
     backend::Placement p = candidate;
     p.model_name = name;  // the model's metadata name and the owner of its memory in the budgets
     GANTRY_ASSIGN_OR_RETURN(backend::MemoryEstimate estimate, be->estimate_memory(*package, p));
-    GANTRY_RETURN_IF_ERROR(admission.reserve(estimate));
+    if (Status st = admission.reserve(estimate); !st.ok()) {
+      if (st.code() != StatusCode::kResourceExhausted) return st;
+      // What a user can change: the context and KV type of a generating model, or the budget.
+      const bool generates = be->capabilities().text_generation;
+      return ResourceExhausted(st.message() + (generates ? "; try a smaller --ctx, --kv-type q8_0 or q4_0, or a larger "
+                                                           "--memory-budget"
+                                                         : "; unload a model or give a larger --memory-budget"));
+    }
     auto m = be->load(*package, p);
     if (!m.ok()) admission.release_reservation();
     return m;
