@@ -22,22 +22,7 @@ ProviderRequest provider_request(const model::Manifest& mf) {
   r.gpu_device_ids = hw.gpu_device_ids;
   if (hw.strategy) r.strategy = std::string(model::strategy_name(*hw.strategy));
   Placement& p = r.base;
-  if (hw.graph_optimization_level) {
-    switch (*hw.graph_optimization_level) {
-      case model::GraphOptimizationLevel::kDisable:
-        p.graph_optimization = GraphOptimization::kDisable;
-        break;
-      case model::GraphOptimizationLevel::kBasic:
-        p.graph_optimization = GraphOptimization::kBasic;
-        break;
-      case model::GraphOptimizationLevel::kExtended:
-        p.graph_optimization = GraphOptimization::kExtended;
-        break;
-      case model::GraphOptimizationLevel::kAll:
-        p.graph_optimization = GraphOptimization::kAll;
-        break;
-    }
-  }
+  if (hw.graph_optimization_level) p.graph_optimization = *hw.graph_optimization_level;
   const auto& rt = mf.runtime;
   p.intra_op_threads = rt.intra_op_threads.value_or(0);
   p.inter_op_threads = rt.inter_op_threads.value_or(0);
