@@ -1,5 +1,5 @@
-// Adapters that feed the planner: a GGUF file's tensor infos and metadata become a plan::ModelProfile, and
-// the hardware registry's devices become plan::Device entries (the CPU with available host memory, GPUs with
+// Inputs for the planner: a GGUF file's tensor infos and metadata become a ModelProfile, and
+// the hardware registry's devices become Device entries (the CPU with available host memory, GPUs with
 // their free memory).
 #pragma once
 
@@ -12,16 +12,16 @@
 #include "gantry/plan/model_profile.h"
 #include "gantry/plan/planner.h"
 
-namespace gantry::runtime {
+namespace gantry::plan {
 
 // Reads `<arch>.block_count`, head counts (scalar or per-layer arrays), key/value lengths, feed-forward
 // length, sliding window, training context, vocabulary size; sums tensor bytes per layer ("blk.N."), input
 // ("token_embd") and output ("output", "output_norm"). Fails with kInvalidArgument naming the missing field.
-Result<plan::ModelProfile> profile_from_gguf(const model::GgufFile& file);
-Result<plan::ModelProfile> profile_from_gguf(const std::filesystem::path& path);
+Result<ModelProfile> profile_from_gguf(const model::GgufFile& file);
+Result<ModelProfile> profile_from_gguf(const std::filesystem::path& path);
 
 // The registry's CPU (host memory: available, or the container limit when lower) and its GPUs with known
 // memory.
-std::vector<plan::Device> devices_from_registry(const hw::Registry& registry);
+std::vector<Device> devices_from_registry(const hw::Registry& registry);
 
-}  // namespace gantry::runtime
+}  // namespace gantry::plan
