@@ -201,7 +201,7 @@ bool bench_pool_overhead(const char* name, const fs::path& path, const std::vect
 
 // `bucket`: a session bucket (the input-shape profile the measured policy times with).
 void bench_measured_policy(const char* name, const fs::path& path,
-                           const gantry::backend::SessionBucket& bucket) {
+                           const gantry::model::SessionBucket& bucket) {
   if (!fs::exists(path)) return;
   const fs::path dir = fs::temp_directory_path() / ("gantry-bench-verdicts-" + std::to_string(::getpid()));
   fs::remove_all(dir);

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "gantry/backend/llama/measure.h"
+#include "gantry/plan/gguf_profile.h"
 #include "gantry/plan/planner.h"
-#include "gantry/runtime/model_profile.h"
 
 namespace {
 
@@ -34,7 +34,7 @@ int main() {
       std::fprintf(stderr, "plan_error_bench: %s missing (run make setup)\n", path.c_str());
       return 1;
     }
-    auto profile = gantry::runtime::profile_from_gguf(std::filesystem::path(path));
+    auto profile = gantry::plan::profile_from_gguf(std::filesystem::path(path));
     if (!profile.ok()) {
       std::fprintf(stderr, "plan_error_bench: %s\n", profile.status().to_string().c_str());
       return 1;

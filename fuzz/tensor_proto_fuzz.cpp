@@ -6,17 +6,18 @@
 #include <cstring>
 #include <span>
 
-#include "gantry/core/tensor_proto.h"
+#include "gantry/model/tensor_proto.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto t = gantry::parse_tensor_proto(std::as_bytes(std::span<const uint8_t>(data, size)));
+  auto t = gantry::model::parse_tensor_proto(std::as_bytes(std::span<const uint8_t>(data, size)));
   if (!t.ok()) {
     if (t.status().message().empty()) std::abort();
     return 0;
   }
-  auto bytes = gantry::serialize_tensor_proto(t->tensor, t->name);
+  auto bytes = gantry::model::serialize_tensor_proto(t->tensor, t->name);
   if (!bytes.ok()) std::abort();
-  auto back = gantry::parse_tensor_proto(std::as_bytes(std::span<const char>(bytes->data(), bytes->size())));
+  auto back =
+      gantry::model::parse_tensor_proto(std::as_bytes(std::span<const char>(bytes->data(), bytes->size())));
   if (!back.ok() || back->name != t->name || back->tensor.dtype() != t->tensor.dtype() ||
       !(back->tensor.shape() == t->tensor.shape()))
     std::abort();

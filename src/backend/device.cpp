@@ -1,26 +1,22 @@
 #include "gantry/backend/device.h"
 
+#include "gantry/core/enum_names.h"
+
 namespace gantry::backend {
 
-std::string_view device_kind_name(DeviceKind kind) {
-  switch (kind) {
-    case DeviceKind::kCpu:
-      return "cpu";
-    case DeviceKind::kNvidiaGpu:
-      return "nvidia-gpu";
-    case DeviceKind::kAmdGpu:
-      return "amd-gpu";
-    case DeviceKind::kIntelGpu:
-      return "intel-gpu";
-    case DeviceKind::kAppleGpu:
-      return "apple-gpu";
-    case DeviceKind::kNpu:
-      return "npu";
-    case DeviceKind::kOther:
-      return "other";
-  }
-  return "other";
-}
+namespace {
+
+constexpr auto kDeviceKinds = enum_names<DeviceKind>("device kind", {{DeviceKind::kCpu, "cpu"},
+                                                                     {DeviceKind::kNvidiaGpu, "nvidia-gpu"},
+                                                                     {DeviceKind::kAmdGpu, "amd-gpu"},
+                                                                     {DeviceKind::kIntelGpu, "intel-gpu"},
+                                                                     {DeviceKind::kAppleGpu, "apple-gpu"},
+                                                                     {DeviceKind::kNpu, "npu"},
+                                                                     {DeviceKind::kOther, "other"}});
+
+}  // namespace
+
+std::string_view device_kind_name(DeviceKind kind) { return kDeviceKinds.name_of(kind, "other"); }
 
 std::string device_id(DeviceKind kind, int index) {
   switch (kind) {

@@ -11,30 +11,24 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "gantry/core/enum_names.h"
 #include "gantry/core/json.h"
 #include "gantry/core/log.h"
 
 namespace gantry::backend {
 
-std::string_view provider_policy_name(ProviderPolicy p) {
-  switch (p) {
-    case ProviderPolicy::kFastest:
-      return "fastest";
-    case ProviderPolicy::kManifest:
-      return "manifest";
-    case ProviderPolicy::kMeasured:
-      return "measured";
-  }
-  return "fastest";
-}
+namespace {
 
-Result<ProviderPolicy> parse_provider_policy(std::string_view text) {
-  if (text == "fastest") return ProviderPolicy::kFastest;
-  if (text == "manifest") return ProviderPolicy::kManifest;
-  if (text == "measured") return ProviderPolicy::kMeasured;
-  return InvalidArgument("provider policy '" + std::string(text) +
-                         "' is not one of fastest|manifest|measured");
-}
+constexpr auto kProviderPolicies =
+    enum_names<ProviderPolicy>("provider policy", {{ProviderPolicy::kFastest, "fastest"},
+                                                   {ProviderPolicy::kManifest, "manifest"},
+                                                   {ProviderPolicy::kMeasured, "measured"}});
+
+}  // namespace
+
+std::string_view provider_policy_name(ProviderPolicy p) { return kProviderPolicies.name_of(p, "fastest"); }
+
+Result<ProviderPolicy> parse_provider_policy(std::string_view text) { return kProviderPolicies.parse(text); }
 
 Result<ProviderPolicy> resolve_provider_policy(std::string_view flag) {
   if (!flag.empty()) return parse_provider_policy(flag);

@@ -1,8 +1,5 @@
 #include "gantry/backend/loader.h"
 
-#include <unistd.h>
-
-#include <fstream>
 #include <map>
 
 #include "gantry/hw/detect.h"
@@ -22,22 +19,7 @@ ProviderRequest provider_request(const model::Manifest& mf) {
   r.gpu_device_ids = hw.gpu_device_ids;
   if (hw.strategy) r.strategy = std::string(model::strategy_name(*hw.strategy));
   Placement& p = r.base;
-  if (hw.graph_optimization_level) {
-    switch (*hw.graph_optimization_level) {
-      case model::GraphOptimizationLevel::kDisable:
-        p.graph_optimization = GraphOptimization::kDisable;
-        break;
-      case model::GraphOptimizationLevel::kBasic:
-        p.graph_optimization = GraphOptimization::kBasic;
-        break;
-      case model::GraphOptimizationLevel::kExtended:
-        p.graph_optimization = GraphOptimization::kExtended;
-        break;
-      case model::GraphOptimizationLevel::kAll:
-        p.graph_optimization = GraphOptimization::kAll;
-        break;
-    }
-  }
+  if (hw.graph_optimization_level) p.graph_optimization = *hw.graph_optimization_level;
   const auto& rt = mf.runtime;
   p.intra_op_threads = rt.intra_op_threads.value_or(0);
   p.inter_op_threads = rt.inter_op_threads.value_or(0);
@@ -122,22 +104,8 @@ Result<LoadedModel> load_model(Backend& backend, const model::Package& package, 
 }
 
 MachineView host_only_machine() {
-  MachineView m;
-  DeviceInfo cpu;
-  cpu.kind = DeviceKind::kCpu;
-  cpu.index = 0;
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  if (pages > 0 && page > 0)
-    cpu.total_memory_mb = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / (1024 * 1024);
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) {
-      auto colon = line.find(':');
-      if (colon != std::string::npos) cpu.name = line.substr(line.find_first_not_of(' ', colon + 1));
-      break;
-    }
-  m.devices.push_back(cpu);
-  return m;
+  // hw's CPU probe (its /proc/cpuinfo and /proc/meminfo parsers), without the accelerator probes.
+  return machine_view(hw::detect_local_host());
 }
 
 namespace {

@@ -6,7 +6,7 @@
 namespace gantry::backend {
 
 Result<std::vector<NamedTensor>> synthesize_inputs(const ModelMetadata& metadata,
-                                                   const SessionBucket* bucket) {
+                                                   const model::SessionBucket* bucket) {
   std::vector<NamedTensor> out;
   for (const auto& in : metadata.inputs) {
     std::vector<int64_t> dims = in.shape.dims();

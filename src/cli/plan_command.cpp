@@ -14,9 +14,9 @@
 #include "gantry/hw/loader.h"
 #include "gantry/hw/machine.h"
 #include "gantry/model/package.h"
+#include "gantry/plan/gguf_profile.h"
 #include "gantry/plan/plan_json.h"
 #include "gantry/plan/planner.h"
-#include "gantry/runtime/model_profile.h"
 
 namespace gantry::cli {
 namespace {
@@ -105,13 +105,13 @@ int run_plan(const PlanArgs& a) {
               << " (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl)\n";
     return 2;
   }
-  const std::vector<plan::Device> devices = runtime::devices_from_registry(detect_devices(a.sysroot));
+  const std::vector<plan::Device> devices = plan::devices_from_registry(detect_devices(a.sysroot));
 
   plan::Plan result;
   // GGUF by magic, or by extension (then the GGUF reader explains what is wrong with the file).
   const auto format = model::detect_model_format(path);
   if ((format.ok() && *format == model::ModelFormat::kGguf) || path.extension() == ".gguf") {
-    auto profile = runtime::profile_from_gguf(path);
+    auto profile = plan::profile_from_gguf(path);
     if (!profile.ok()) {
       std::cerr << "gantry: plan: " << profile.status().to_string() << "\n";
       return 1;

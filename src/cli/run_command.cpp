@@ -11,7 +11,7 @@
 #include "cli/run_gguf.h"
 #include "gantry/runtime/runtime.h"
 #include "gantry/core/npy.h"
-#include "gantry/core/tensor_proto.h"
+#include "gantry/model/tensor_proto.h"
 
 namespace gantry::cli {
 
@@ -23,7 +23,7 @@ Result<Tensor> read_input(const fs::path& file) {
   const std::string ext = file.extension().string();
   if (ext == ".npy") return read_npy(file);
   if (ext == ".pb") {
-    GANTRY_ASSIGN_OR_RETURN(auto named, read_tensor_proto(file));
+    GANTRY_ASSIGN_OR_RETURN(auto named, model::read_tensor_proto(file));
     return named.tensor;
   }
   return InvalidArgument("input file " + file.string() + " is neither .npy nor .pb");

@@ -11,7 +11,7 @@
 #include "cli/commands.h"
 #include "gantry/runtime/runtime.h"
 #include "gantry/core/log.h"
-#include "gantry/core/tensor_proto.h"
+#include "gantry/model/tensor_proto.h"
 
 namespace gantry::cli {
 
@@ -161,7 +161,7 @@ Outcome run_test(runtime::Runtime& rt, const fs::path& dir, const runtime::LoadO
       return {Verdict::kFail, where + ": " + std::to_string(in_files.size()) +
                                   " inputs given, the model takes " + std::to_string(meta.inputs.size())};
     for (size_t i = 0; i < in_files.size(); ++i) {
-      auto t = read_tensor_proto(in_files[i]);
+      auto t = model::read_tensor_proto(in_files[i]);
       if (!t.ok()) return {Verdict::kSkip, where + ": " + t.status().message()};
       inputs.push_back({meta.inputs[i].name, std::move(t->tensor)});
     }
@@ -172,7 +172,7 @@ Outcome run_test(runtime::Runtime& rt, const fs::path& dir, const runtime::LoadO
       return {Verdict::kFail, where + ": model returned " + std::to_string(out->size()) +
                                   " outputs, expected " + std::to_string(out_files.size())};
     for (size_t o = 0; o < out_files.size(); ++o) {
-      auto want = read_tensor_proto(out_files[o]);
+      auto want = model::read_tensor_proto(out_files[o]);
       if (!want.ok()) return {Verdict::kSkip, where + ": " + want.status().message()};
       std::string diff = compare(want->tensor, (*out)[o].tensor);
       if (!diff.empty()) return {Verdict::kFail, where + ": output '" + (*out)[o].name + "': " + diff};

@@ -168,6 +168,16 @@ Device cpu_device(const CpuInfo& cpu, const HostInfo& host) {
   return d;
 }
 
+// Moves the CPU probe's findings into `reg`, with the CPU as its first device.
+void take_cpu(Registry& reg, internal::CpuProbeOutput out, double ms) {
+  reg.cpu = std::move(out.cpu);
+  reg.host = std::move(out.host);
+  reg.environment.virtualized = out.hypervisor;
+  reg.timings_ms["cpu"] = ms;
+  reg.warnings.insert(reg.warnings.end(), out.warnings.begin(), out.warnings.end());
+  reg.devices.push_back(cpu_device(reg.cpu, reg.host));
+}
+
 }  // namespace
 
 Registry detect(const Machine& m, const LibraryLoader& loader, const DetectOptions& options) {
@@ -244,12 +254,7 @@ Registry detect(const Machine& m, const LibraryLoader& loader, const DetectOptio
   }
 
   CpuResult cpu = cpu_future.get();
-  reg.cpu = cpu.out.cpu;
-  reg.host = cpu.out.host;
-  reg.environment.virtualized = cpu.out.hypervisor;
-  reg.timings_ms["cpu"] = cpu.ms;
-  reg.warnings.insert(reg.warnings.end(), cpu.out.warnings.begin(), cpu.out.warnings.end());
-  reg.devices.push_back(cpu_device(reg.cpu, reg.host));
+  take_cpu(reg, std::move(cpu.out), cpu.ms);
 
   // Run the deferred (inline) probes first, so they overlap with the threaded ones.
   std::vector<Timed> results(probes.size());
@@ -294,6 +299,28 @@ Registry detect(const Machine& m, const LibraryLoader& loader, const DetectOptio
   }
   reg.timings_ms["total"] = ms_since(t0);
   return reg;
+}
+
+Registry detect_host(const Machine& m) {
+  const auto t0 = Clock::now();
+  Registry reg;
+  internal::CpuProbeOutput out;
+  try {
+    out = internal::probe_cpu(m, /*use_hwloc=*/false);
+  } catch (const std::exception& e) {
+    out.warnings.push_back(std::string("probe 'cpu' failed: ") + e.what());
+  }
+  take_cpu(reg, std::move(out), ms_since(t0));
+  reg.environment.sysroot = m.root();
+  reg.timings_ms["total"] = ms_since(t0);
+  return reg;
+}
+
+Registry detect_local_host() {
+  const char* sysroot = std::getenv("GANTRY_SYSROOT");  // NOLINT(concurrency-mt-unsafe)
+  if (sysroot != nullptr && *sysroot != '\0' && std::string_view(sysroot) != "/")
+    return detect_host(*make_disk_machine(sysroot));
+  return detect_host(*make_disk_machine("/"));
 }
 
 Registry detect_local(const DetectOptions& options) {

@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "gantry/core/enum_names.h"
 #include "gantry/core/file_io.h"
 #include "gantry/core/json.h"
 
@@ -14,54 +15,50 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr std::array<std::pair<std::string_view, Strategy>, 6> kStrategies = {{
-    {"pool", Strategy::kPool},
-    {"round-robin", Strategy::kRoundRobin},
-    {"data-parallel", Strategy::kDataParallel},
-    {"pipeline", Strategy::kPipeline},
-    {"tensor-parallel", Strategy::kTensorParallel},
-    {"auto", Strategy::kAuto},
-}};
+constexpr auto kFormats =
+    enum_names<ModelFormat>("model format", {{ModelFormat::kOnnx, "onnx"}, {ModelFormat::kGguf, "gguf"}});
 
-constexpr std::array<std::pair<std::string_view, GraphOptimizationLevel>, 9> kOptLevels = {{
-    {"disable", GraphOptimizationLevel::kDisable},
-    {"basic", GraphOptimizationLevel::kBasic},
-    {"extended", GraphOptimizationLevel::kExtended},
-    {"all", GraphOptimizationLevel::kAll},
-    {"0", GraphOptimizationLevel::kDisable},
-    {"1", GraphOptimizationLevel::kBasic},
-    {"2", GraphOptimizationLevel::kExtended},
-    {"3", GraphOptimizationLevel::kAll},
-    {"99", GraphOptimizationLevel::kAll},
-}};
+constexpr auto kStrategies =
+    enum_names<Strategy>("strategy", {
+                                         {Strategy::kPool, "pool"},
+                                         {Strategy::kRoundRobin, "round-robin"},
+                                         {Strategy::kDataParallel, "data-parallel"},
+                                         {Strategy::kPipeline, "pipeline"},
+                                         {Strategy::kTensorParallel, "tensor-parallel"},
+                                         {Strategy::kAuto, "auto"},
+                                     });
 
-constexpr std::array<std::pair<std::string_view, Precision>, 15> kPrecisions = {{
-    {"fp32", Precision::kFp32},
-    {"fp16", Precision::kFp16},
-    {"bf16", Precision::kBf16},
-    {"fp64", Precision::kFp64},
-    {"int8", Precision::kInt8},
-    {"int4", Precision::kInt4},
-    {"f32", Precision::kFp32},
-    {"float32", Precision::kFp32},
-    {"f16", Precision::kFp16},
-    {"float16", Precision::kFp16},
-    {"bfloat16", Precision::kBf16},
-    {"f64", Precision::kFp64},
-    {"float64", Precision::kFp64},
-    {"i8", Precision::kInt8},
-    {"i4", Precision::kInt4},
-}};
+// ONNX Runtime's numeric levels are aliases.
+constexpr auto kOptLevels = enum_names<GraphOptimizationLevel>(
+    "graph optimization level", {
+                                    {GraphOptimizationLevel::kDisable, "disable"},
+                                    {GraphOptimizationLevel::kBasic, "basic"},
+                                    {GraphOptimizationLevel::kExtended, "extended"},
+                                    {GraphOptimizationLevel::kAll, "all"},
+                                    {GraphOptimizationLevel::kDisable, "0"},
+                                    {GraphOptimizationLevel::kBasic, "1"},
+                                    {GraphOptimizationLevel::kExtended, "2"},
+                                    {GraphOptimizationLevel::kAll, "3"},
+                                    {GraphOptimizationLevel::kAll, "99"},
+                                });
 
-template <typename E, size_t N>
-std::string choices(const std::array<std::pair<std::string_view, E>, N>& table, size_t first_n = N) {
-  std::string out;
-  for (size_t i = 0; i < first_n && i < N; ++i) {
-    if (i) out += ", ";
-    out += table[i].first;
-  }
-  return out;
-}
+constexpr auto kPrecisions = enum_names<Precision>("precision", {
+                                                                    {Precision::kFp32, "fp32"},
+                                                                    {Precision::kFp16, "fp16"},
+                                                                    {Precision::kBf16, "bf16"},
+                                                                    {Precision::kFp64, "fp64"},
+                                                                    {Precision::kInt8, "int8"},
+                                                                    {Precision::kInt4, "int4"},
+                                                                    {Precision::kFp32, "f32"},
+                                                                    {Precision::kFp32, "float32"},
+                                                                    {Precision::kFp16, "f16"},
+                                                                    {Precision::kFp16, "float16"},
+                                                                    {Precision::kBf16, "bfloat16"},
+                                                                    {Precision::kFp64, "f64"},
+                                                                    {Precision::kFp64, "float64"},
+                                                                    {Precision::kInt8, "i8"},
+                                                                    {Precision::kInt4, "i4"},
+                                                                });
 
 // Collects the first error while walking the JSON; every error names the field by its dotted path.
 class Reader {
@@ -237,7 +234,7 @@ class Reader {
       const std::string pf = join(f, "required_precision");
       GANTRY_ASSIGN_OR_RETURN(auto text, string(j["required_precision"], pf));
       h.required_precision = parse_precision(text);
-      if (!h.required_precision) return fail(pf, "'" + text + "' is not one of " + choices(kPrecisions, 6));
+      if (!h.required_precision) return fail(pf, "'" + text + "' is not one of " + kPrecisions.names());
     }
     if (j.contains("device_id")) {
       GANTRY_ASSIGN_OR_RETURN(h.device_id, integer(j["device_id"], join(f, "device_id"), 0, 1 << 20));
@@ -258,7 +255,7 @@ class Reader {
       const std::string sf = join(f, "strategy");
       GANTRY_ASSIGN_OR_RETURN(auto text, string(j["strategy"], sf));
       h.strategy = parse_strategy(text);
-      if (!h.strategy) return fail(sf, "'" + text + "' is not one of " + choices(kStrategies));
+      if (!h.strategy) return fail(sf, "'" + text + "' is not one of " + kStrategies.names());
     }
     if (j.contains("graph_optimization_level")) {
       const std::string gf = join(f, "graph_optimization_level");
@@ -273,7 +270,7 @@ class Reader {
       }
       h.graph_optimization_level = parse_graph_optimization_level(text);
       if (!h.graph_optimization_level)
-        return fail(gf, "'" + text + "' is not one of " + choices(kOptLevels, 4) + ", 0, 1, 2, 3, 99");
+        return fail(gf, "'" + text + "' is not one of " + kOptLevels.names(/*with_aliases=*/true));
     }
     return h;
   }
@@ -346,7 +343,7 @@ class Reader {
       return fail("version", "'" + m.version + "' is not a version (expected e.g. \"1.2.0\")");
     GANTRY_ASSIGN_OR_RETURN(auto format, string(j["format"], "format"));
     const auto f = parse_model_format(format);
-    if (!f) return fail("format", "'" + format + "' is not one of onnx, gguf");
+    if (!f) return fail("format", "'" + format + "' is not one of " + kFormats.names());
     m.format = *f;
     if (j.contains("task")) {
       GANTRY_ASSIGN_OR_RETURN(m.task, string(j["task"], "task", false));
@@ -420,49 +417,19 @@ Json specs_json(const std::vector<TensorSpec>& specs) {
 
 }  // namespace
 
-std::string_view model_format_name(ModelFormat f) { return f == ModelFormat::kOnnx ? "onnx" : "gguf"; }
+std::string_view model_format_name(ModelFormat f) { return kFormats.name_of(f); }
+std::optional<ModelFormat> parse_model_format(std::string_view text) { return kFormats.find(text); }
 
-std::optional<ModelFormat> parse_model_format(std::string_view text) {
-  if (text == "onnx") return ModelFormat::kOnnx;
-  if (text == "gguf") return ModelFormat::kGguf;
-  return std::nullopt;
-}
+std::string_view strategy_name(Strategy s) { return kStrategies.name_of(s); }
+std::optional<Strategy> parse_strategy(std::string_view text) { return kStrategies.find(text); }
 
-std::string_view strategy_name(Strategy s) {
-  for (const auto& [name, v] : kStrategies)
-    if (v == s) return name;
-  return "unknown";
-}
-
-std::optional<Strategy> parse_strategy(std::string_view text) {
-  for (const auto& [name, v] : kStrategies)
-    if (name == text) return v;
-  return std::nullopt;
-}
-
-std::string_view graph_optimization_level_name(GraphOptimizationLevel l) {
-  for (const auto& [name, v] : kOptLevels)
-    if (v == l) return name;
-  return "unknown";
-}
-
+std::string_view graph_optimization_level_name(GraphOptimizationLevel l) { return kOptLevels.name_of(l); }
 std::optional<GraphOptimizationLevel> parse_graph_optimization_level(std::string_view text) {
-  for (const auto& [name, v] : kOptLevels)
-    if (name == text) return v;
-  return std::nullopt;
+  return kOptLevels.find(text);
 }
 
-std::string_view precision_name(Precision p) {
-  for (const auto& [name, v] : kPrecisions)
-    if (v == p) return name;
-  return "unknown";
-}
-
-std::optional<Precision> parse_precision(std::string_view text) {
-  for (const auto& [name, v] : kPrecisions)
-    if (name == text) return v;
-  return std::nullopt;
-}
+std::string_view precision_name(Precision p) { return kPrecisions.name_of(p); }
+std::optional<Precision> parse_precision(std::string_view text) { return kPrecisions.find(text); }
 
 const std::vector<std::string_view>& known_providers() {
   static const std::vector<std::string_view> kProviders = {"cpu",      "cuda",     "tensorrt", "rocm",

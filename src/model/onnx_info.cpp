@@ -6,7 +6,7 @@
 #include <set>
 
 #include "gantry/core/file_io.h"
-#include "gantry/core/tensor_proto.h"
+#include "gantry/model/tensor_proto.h"
 
 namespace gantry::model {
 namespace {

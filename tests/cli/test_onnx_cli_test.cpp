@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "gantry/backend/onnx/onnx_model.h"
-#include "gantry/core/tensor_proto.h"
+#include "gantry/model/tensor_proto.h"
 
 namespace {
 
@@ -78,7 +78,7 @@ bool raw_passes(Ort::Env& env, const fs::path& dir) {
       std::vector<Ort::Value> values;
       std::vector<const char*> in_c, out_c;
       for (const auto& f : files(set, "input_")) {
-        auto t = gantry::read_tensor_proto(f);
+        auto t = gantry::model::read_tensor_proto(f);
         if (!t.ok()) return false;
         inputs.push_back(t->tensor);
       }
@@ -104,7 +104,7 @@ bool raw_passes(Ort::Env& env, const fs::path& dir) {
       auto want_files = files(set, "output_");
       if (want_files.size() != outs.size()) return false;
       for (size_t o = 0; o < outs.size(); ++o) {
-        auto want = gantry::read_tensor_proto(want_files[o]);
+        auto want = gantry::model::read_tensor_proto(want_files[o]);
         if (!want.ok() || !outs[o].IsTensor()) return false;
         auto info = outs[o].GetTensorTypeAndShapeInfo();
         if (info.GetElementType() != ort_type(want->tensor.dtype())) return false;

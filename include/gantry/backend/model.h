@@ -27,11 +27,10 @@
 #include "gantry/core/shape.h"
 #include "gantry/core/status.h"
 #include "gantry/core/tensor.h"
-#include "gantry/core/tensor_proto.h"
 
 namespace gantry::backend {
 
-// {name, tensor}: the same type core uses for .pb files (gantry/core/tensor_proto.h).
+// {name, tensor} (gantry/core/tensor.h): what models take and return, and what .pb files hold.
 using NamedTensor = ::gantry::NamedTensor;
 
 // One model input or output as the model declares it.
@@ -98,7 +97,8 @@ class Model {
   Result<GenerationResult> generate(GenerationRequest request);
   // Formats a conversation with the model's own chat template, ending with the assistant's turn
   // when `add_assistant_turn`. The default: Unsupported.
-  virtual Result<std::string> format_chat(std::span<const ChatMessage> messages, bool add_assistant_turn) const;
+  virtual Result<std::string> format_chat(std::span<const ChatMessage> messages,
+                                          bool add_assistant_turn) const;
   // One pooled vector per text, L2-normalised when `normalize`. The default: Unsupported.
   virtual Result<std::vector<std::vector<float>>> embed(std::span<const std::string> texts,
                                                         bool normalize = true);

@@ -10,20 +10,9 @@
 
 #include "gantry/core/shape.h"
 #include "gantry/core/status.h"
+#include "gantry/model/manifest.h"  // GraphOptimizationLevel, SessionBucket
 
 namespace gantry::backend {
-
-// ONNX Runtime's graph optimisation levels; other backends may ignore them.
-enum class GraphOptimization { kDisable, kBasic, kExtended, kAll };
-
-// "disable", "basic", "extended", "all".
-std::string_view graph_optimization_name(GraphOptimization level);
-// Accepts the names above and ORT's numbers 0, 1, 2, 3 (extended+layout) and 99 (all).
-Result<GraphOptimization> parse_graph_optimization(std::string_view text);
-
-// Concrete input shapes (input name -> shape without dynamic dims), as in a manifest's
-// runtime.session_buckets. A session specialised for a bucket serves inputs of exactly those shapes.
-using SessionBucket = std::map<std::string, Shape>;
 
 struct Placement {
   // Canonical provider name: "cpu", "cuda", "tensorrt", "rocm", "openvino", "coreml", "directml"
@@ -33,10 +22,11 @@ struct Placement {
   std::string strategy = "auto";  // pool|round-robin|data-parallel|pipeline|tensor-parallel|auto
   int intra_op_threads = 0;       // 0: the backend's default
   int inter_op_threads = 0;       // 0: the backend's default
-  GraphOptimization graph_optimization = GraphOptimization::kAll;
+  // ONNX Runtime's graph optimisation level; other backends may ignore it.
+  model::GraphOptimizationLevel graph_optimization = model::GraphOptimizationLevel::kAll;
   bool memory_pattern = true;
   bool cpu_arena = true;
-  std::vector<SessionBucket> session_buckets;
+  std::vector<model::SessionBucket> session_buckets;
   std::map<std::string, std::string> options;  // backend-specific extras (e.g. llama n_ctx)
   // The name the model is known by (its metadata().name and the owner its memory is charged to);
   // empty: the package manifest's name.

@@ -10,7 +10,7 @@
 namespace gantry::backend {
 
 Result<std::vector<NamedTensor>> synthesize_inputs(const ModelMetadata& metadata,
-                                                   const SessionBucket* bucket = nullptr);
+                                                   const model::SessionBucket* bucket = nullptr);
 
 // Runs `warmup` untimed inferences, then timed ones until `budget_ms` is spent (at least `min_runs`,
 // at most `max_runs`); returns the median in µs.

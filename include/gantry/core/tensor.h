@@ -91,4 +91,10 @@ class Tensor {
   std::shared_ptr<std::vector<std::string>> strings_;  // set for string tensors
 };
 
+// A tensor with the name it is bound to: a model input/output, or a TensorProto's name (may be empty).
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
 }  // namespace gantry

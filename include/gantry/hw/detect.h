@@ -21,4 +21,11 @@ Registry detect(const Machine& machine, const LibraryLoader& loader, const Detec
 // This computer, or the tree named by GANTRY_SYSROOT when set (libraries are not loaded then).
 Registry detect_local(const DetectOptions& options = {});
 
+// Only the CPU and host memory of `machine` (the CPU probe: /proc/cpuinfo, /proc/meminfo, topology,
+// container limits) and the CPU device entry; no accelerator probe runs and no library is loaded.
+Registry detect_host(const Machine& machine);
+
+// detect_host on this computer, or on the tree named by GANTRY_SYSROOT when set.
+Registry detect_local_host();
+
 }  // namespace gantry::hw

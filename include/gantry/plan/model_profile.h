@@ -1,5 +1,5 @@
 // The planner's view of a model: what it needs to know about weights and attention, independent of file
-// format. Adapters fill it (gantry/runtime/model_profile.h reads a GGUF file); tests build it by hand.
+// format. Adapters fill it (gantry/plan/gguf_profile.h reads a GGUF file); tests build it by hand.
 #pragma once
 
 #include <cstdint>

@@ -94,7 +94,7 @@ Result<std::unique_ptr<backend::Model>> OnnxBackend::load(const model::Package& 
 Result<double> OnnxBackend::measure(const model::Package& package, const backend::Placement& placement,
                                     double budget_ms) {
   GANTRY_ASSIGN_OR_RETURN(auto model, load(package, placement));
-  const backend::SessionBucket* bucket =
+  const model::SessionBucket* bucket =
       placement.session_buckets.empty() ? nullptr : &placement.session_buckets[0];
   GANTRY_ASSIGN_OR_RETURN(auto inputs, backend::synthesize_inputs(model->metadata(), bucket));
   return backend::time_inferences(*model, inputs, budget_ms);

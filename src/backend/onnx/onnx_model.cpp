@@ -103,15 +103,15 @@ uint64_t max_bytes(const std::vector<TensorInfo>& infos) {
   return total;
 }
 
-GraphOptimizationLevel ort_level(backend::GraphOptimization g) {
+GraphOptimizationLevel ort_level(model::GraphOptimizationLevel g) {
   switch (g) {
-    case backend::GraphOptimization::kDisable:
+    case model::GraphOptimizationLevel::kDisable:
       return ORT_DISABLE_ALL;
-    case backend::GraphOptimization::kBasic:
+    case model::GraphOptimizationLevel::kBasic:
       return ORT_ENABLE_BASIC;
-    case backend::GraphOptimization::kExtended:
+    case model::GraphOptimizationLevel::kExtended:
       return ORT_ENABLE_EXTENDED;
-    case backend::GraphOptimization::kAll:
+    case model::GraphOptimizationLevel::kAll:
       return ORT_ENABLE_ALL;
   }
   return ORT_ENABLE_ALL;
@@ -241,7 +241,7 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
   m->meta_.backend = "onnxruntime";
   m->meta_.provider = placement.provider;
 
-  auto make_options = [&](const backend::SessionBucket* bucket,
+  auto make_options = [&](const model::SessionBucket* bucket,
                           const std::vector<TensorInfo>* inputs) -> Result<Ort::SessionOptions> {
     Ort::SessionOptions so;
     so.SetGraphOptimizationLevel(ort_level(placement.graph_optimization));

@@ -5,14 +5,14 @@
 #include <gtest/gtest.h>
 
 #include "backend/llama/llama_test_util.h"
-#include "gantry/backend/llama/gguf_profile.h"
+#include "gantry/plan/gguf_profile.h"
 #include "gantry/backend/llama/measure.h"
 
 namespace gantry::llama {
 namespace {
 
 plan::ModelProfile tiny_profile() {
-  auto p = profile_from_gguf(std::filesystem::path(testing::tiny_model_path()));
+  auto p = plan::profile_from_gguf(std::filesystem::path(testing::tiny_model_path()));
   EXPECT_TRUE(p.ok()) << p.status().to_string();
   return p.ok() ? *p : plan::ModelProfile{};
 }
@@ -172,7 +172,7 @@ TEST(LlamaSettings, PlacementFromPlanReproducesThePlan) {
 // measure path once knew only five KV types and failed here).
 TEST(LlamaSettings, PlanWithQ4_1KvMeasures) {
   const std::string path = testing::bench_model_path();
-  auto m = profile_from_gguf(std::filesystem::path(path));
+  auto m = plan::profile_from_gguf(std::filesystem::path(path));
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   plan::PlanOptions o;
   o.n_ctx = 1024;

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "backend/onnx/raw_ort.h"
-#include "gantry/core/tensor_proto.h"
+#include "gantry/model/tensor_proto.h"
 
 namespace gantry::onnx {
 namespace {
@@ -241,8 +241,8 @@ TEST(OnnxModel, StringTensorsInAndOut) {
     const fs::path t = root / "test_cast_STRING_to_FLOAT";
     auto m = OnnxModel::open(t / "model.onnx", one_thread());
     ASSERT_TRUE(m.ok()) << m.status().to_string();
-    auto in = read_tensor_proto(t / "test_data_set_0/input_0.pb");
-    auto want = read_tensor_proto(t / "test_data_set_0/output_0.pb");
+    auto in = model::read_tensor_proto(t / "test_data_set_0/input_0.pb");
+    auto want = model::read_tensor_proto(t / "test_data_set_0/output_0.pb");
     ASSERT_TRUE(in.ok() && want.ok());
     ASSERT_EQ(in->tensor.dtype(), DType::kString);
     std::vector<NamedTensor> inputs{{(*m)->metadata().inputs[0].name, in->tensor}};
@@ -262,7 +262,7 @@ TEST(OnnxModel, StringTensorsInAndOut) {
     const fs::path t = root / "test_cast_FLOAT_to_STRING";
     auto m = OnnxModel::open(t / "model.onnx", one_thread());
     ASSERT_TRUE(m.ok()) << m.status().to_string();
-    auto in = read_tensor_proto(t / "test_data_set_0/input_0.pb");
+    auto in = model::read_tensor_proto(t / "test_data_set_0/input_0.pb");
     ASSERT_TRUE(in.ok());
     std::vector<NamedTensor> inputs{{(*m)->metadata().inputs[0].name, in->tensor}};
     auto out = (*m)->infer_one(inputs);

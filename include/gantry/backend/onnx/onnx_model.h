@@ -65,7 +65,7 @@ class OnnxModel final : public backend::Model {
  private:
   OnnxModel() = default;
   struct BucketSession {
-    backend::SessionBucket shapes;  // empty for the main session
+    model::SessionBucket shapes;  // empty for the main session
     std::unique_ptr<Ort::Session> session;
   };
   Result<std::vector<backend::NamedTensor>> run(const backend::NamedTensor* const* ordered);

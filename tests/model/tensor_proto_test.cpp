@@ -1,6 +1,6 @@
 // ONNX TensorProto (.pb) reading: typed fields, raw_data, the ONNX node-test data sets compared against
 // onnx.numpy_helper, and bad input.
-#include "gantry/core/tensor_proto.h"
+#include "gantry/model/tensor_proto.h"
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -15,7 +15,7 @@
 #include "gantry/core/file_io.h"
 #include "gantry/core/npy.h"
 
-namespace gantry {
+namespace gantry::model {
 namespace {
 
 namespace fs = std::filesystem;
@@ -335,4 +335,4 @@ with open(os.path.join(out, 'index.tsv'), 'w') as f:
 }
 
 }  // namespace
-}  // namespace gantry
+}  // namespace gantry::model

@@ -1,4 +1,4 @@
-#include "gantry/core/tensor_proto.h"
+#include "gantry/model/tensor_proto.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -8,7 +8,7 @@
 
 #include "gantry/core/file_io.h"
 
-namespace gantry {
+namespace gantry::model {
 namespace {
 
 using onnx::TensorProto;
@@ -256,4 +256,4 @@ Status write_tensor_proto(const std::filesystem::path& path, const Tensor& tenso
   return write_file(path, *bytes);
 }
 
-}  // namespace gantry
+}  // namespace gantry::model

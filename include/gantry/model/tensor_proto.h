@@ -16,14 +16,9 @@
 
 #include "gantry/core/dtype.h"
 #include "gantry/core/status.h"
-#include "gantry/core/tensor.h"
+#include "gantry/core/tensor.h"  // NamedTensor
 
-namespace gantry {
-
-struct NamedTensor {
-  std::string name;  // TensorProto.name; may be empty
-  Tensor tensor;
-};
+namespace gantry::model {
 
 // ONNX TensorProto.DataType value <-> DType. nullopt for ONNX types Gantry cannot hold.
 std::optional<DType> dtype_from_onnx(int32_t onnx_elem_type);
@@ -41,4 +36,4 @@ Result<NamedTensor> read_tensor_proto(const std::filesystem::path& path);
 Result<std::string> serialize_tensor_proto(const Tensor& tensor, const std::string& name);
 Status write_tensor_proto(const std::filesystem::path& path, const Tensor& tensor, const std::string& name);
 
-}  // namespace gantry
+}  // namespace gantry::model

@@ -1,4 +1,4 @@
-#include "gantry/backend/llama/gguf_profile.h"
+#include "gantry/plan/gguf_profile.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <charconv>
 #include <map>
 
-namespace gantry::llama {
+namespace gantry::plan {
 namespace {
 
 // A per-layer hyperparameter: a scalar for every layer, or an array with one entry per layer.
@@ -88,8 +88,8 @@ uint64_t repack_bytes(const model::GgufTensorInfo& t) {
 
 }  // namespace
 
-Result<plan::ModelProfile> profile_from_gguf(const model::GgufFile& f) {
-  plan::ModelProfile p;
+Result<ModelProfile> profile_from_gguf(const model::GgufFile& f) {
+  ModelProfile p;
   p.architecture = f.architecture();
   if (p.architecture.empty())
     return InvalidArgument(fmt::format("{}: general.architecture is missing", f.label()));
@@ -179,9 +179,34 @@ Result<plan::ModelProfile> profile_from_gguf(const model::GgufFile& f) {
   return p;
 }
 
-Result<plan::ModelProfile> profile_from_gguf(const std::filesystem::path& path) {
+Result<ModelProfile> profile_from_gguf(const std::filesystem::path& path) {
   GANTRY_ASSIGN_OR_RETURN(model::GgufFile f, model::GgufFile::open(path));
   return profile_from_gguf(f);
 }
 
-}  // namespace gantry::llama
+std::vector<Device> devices_from_registry(const hw::Registry& registry) {
+  std::vector<Device> out;
+  Device cpu;
+  cpu.id = "cpu";
+  cpu.name = registry.cpu.model.empty() ? "CPU" : registry.cpu.model;
+  cpu.total_bytes = registry.host.memory_total_bytes.value_or(0);
+  cpu.free_bytes = registry.host.memory_available_bytes.value_or(cpu.total_bytes);
+  if (registry.host.memory_limit_bytes) {
+    cpu.total_bytes = std::min(cpu.total_bytes, *registry.host.memory_limit_bytes);
+    cpu.free_bytes = std::min(cpu.free_bytes, *registry.host.memory_limit_bytes);
+  }
+  out.push_back(cpu);
+  for (const auto& d : registry.devices) {
+    if (d.kind != hw::DeviceKind::kGpu || !d.memory_total_bytes) continue;
+    Device g;
+    g.id = d.id;
+    g.name = d.name;
+    g.is_gpu = true;
+    g.total_bytes = *d.memory_total_bytes;
+    g.free_bytes = d.memory_free_bytes.value_or(*d.memory_total_bytes);
+    out.push_back(g);
+  }
+  return out;
+}
+
+}  // namespace gantry::plan

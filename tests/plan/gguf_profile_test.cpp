@@ -1,18 +1,17 @@
 // GGUF -> planner profile and hw registry -> planner devices, on the generated models.
-#include "gantry/runtime/model_profile.h"
+#include "gantry/plan/gguf_profile.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-namespace gantry::runtime {
+namespace gantry::plan {
 namespace {
 
 const std::string kModels = GANTRY_DEPS_DIR "/models/";
 
 TEST(ModelProfile, TinyLlama) {
-  if (!std::filesystem::exists(kModels + "tiny-llama.gguf"))
-    FAIL() << "run 'make setup' to generate models";
+  if (!std::filesystem::exists(kModels + "tiny-llama.gguf")) FAIL() << "run 'make setup' to generate models";
   auto p = profile_from_gguf(std::filesystem::path(kModels + "tiny-llama.gguf"));
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   EXPECT_EQ(p->architecture, "llama");
@@ -125,4 +124,4 @@ TEST(ModelProfile, DevicesFromRegistry) {
 }
 
 }  // namespace
-}  // namespace gantry::runtime
+}  // namespace gantry::plan
