@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include "gantry/core/enum_names.h"
+
 namespace gantry::backend {
 
 Status validate(const SamplingParams& p) {
@@ -24,18 +26,14 @@ Status validate(const SamplingParams& p) {
   return Status::Ok();
 }
 
-std::string_view finish_reason_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::kEndOfGeneration:
-      return "eog";
-    case FinishReason::kMaxTokens:
-      return "max_tokens";
-    case FinishReason::kStopString:
-      return "stop";
-    case FinishReason::kCancelled:
-      return "cancelled";
-  }
-  return "?";
-}
+namespace {
+constexpr auto kFinishReasons =
+    enum_names<FinishReason>("finish reason", {{FinishReason::kEndOfGeneration, "eog"},
+                                               {FinishReason::kMaxTokens, "max_tokens"},
+                                               {FinishReason::kStopString, "stop"},
+                                               {FinishReason::kCancelled, "cancelled"}});
+}  // namespace
+
+std::string_view finish_reason_name(FinishReason r) { return kFinishReasons.name_of(r, "?"); }
 
 }  // namespace gantry::backend

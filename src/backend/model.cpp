@@ -1,6 +1,5 @@
 #include "gantry/backend/model.h"
 
-
 namespace gantry::backend {
 
 int ModelMetadata::input_index(std::string_view name) const {
@@ -69,7 +68,8 @@ Result<std::vector<std::vector<float>>> Model::embed(std::span<const std::string
 }
 
 Result<std::vector<ThroughputResult>> Model::measure_throughput(const ThroughputOptions&) {
-  return Unsupported("model '" + metadata().name + "' (" + metadata().backend + ") has no throughput benchmark");
+  return Unsupported("model '" + metadata().name + "' (" + metadata().backend +
+                     ") has no throughput benchmark");
 }
 
 ModelStats Model::stats() const {

@@ -1,10 +1,9 @@
 #include "gantry/backend/registry.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "gantry/model/package.h"
-
-#include <algorithm>
 
 namespace gantry::backend {
 

@@ -52,7 +52,8 @@ int run_plan_explain(const std::string& model_path, bool json, const std::string
       j["candidates"].push_back(std::move(e));
     }
     if (ex->memory) {
-      j["memory"] = {{"bytes", ex->memory->bytes}, {"exact", ex->memory->exact}, {"basis", ex->memory->basis}};
+      j["memory"] = {
+          {"bytes", ex->memory->bytes}, {"exact", ex->memory->exact}, {"basis", ex->memory->basis}};
     }
     out << j.dump(2) << "\n";
   } else {
@@ -60,7 +61,8 @@ int run_plan_explain(const std::string& model_path, bool json, const std::string
     out << choice.explain();
     if (ex->memory) {
       out << "memory:";
-      for (const auto& [device, bytes] : ex->memory->bytes) out << " " << device << " " << memory::format_bytes(bytes);
+      for (const auto& [device, bytes] : ex->memory->bytes)
+        out << " " << device << " " << memory::format_bytes(bytes);
       out << " (" << ex->memory->basis << ")\n";
     }
   }

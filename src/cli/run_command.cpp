@@ -9,9 +9,9 @@
 
 #include "cli/commands.h"
 #include "cli/run_gguf.h"
-#include "gantry/runtime/runtime.h"
 #include "gantry/core/npy.h"
 #include "gantry/model/tensor_proto.h"
+#include "gantry/runtime/runtime.h"
 
 namespace gantry::cli {
 
@@ -100,8 +100,8 @@ int run_tensors(runtime::ModelHandle& handle, const RunArgs& a, const std::strin
     std::string name, file;
     if (eq == std::string::npos) {
       if (meta.inputs.size() != 1) {
-        std::cerr << "gantry run: --input " << arg << ": write NAME=FILE (the model has " << meta.inputs.size()
-                  << " inputs)\n";
+        std::cerr << "gantry run: --input " << arg << ": write NAME=FILE (the model has "
+                  << meta.inputs.size() << " inputs)\n";
         return 2;
       }
       name = meta.inputs[0].name;
@@ -167,8 +167,10 @@ int run_model(RunArgs& a) {
     return 1;
   }
   backend::Backend* be = (*rt)->backends().find((*handle)->metadata().backend);
-  if (be != nullptr && be->capabilities().text_generation) return run_generation(handle->model(), a.gguf, std::cout);
-  const std::string version = be ? std::string(be->name()) + " " + be->version() : (*handle)->metadata().backend;
+  if (be != nullptr && be->capabilities().text_generation)
+    return run_generation(handle->model(), a.gguf, std::cout);
+  const std::string version =
+      be ? std::string(be->name()) + " " + be->version() : (*handle)->metadata().backend;
   return run_tensors(*handle, a, version);
 }
 
@@ -185,8 +187,9 @@ void register_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--provider", args->provider, "Use only this execution provider (cpu, cuda, ...)");
   cmd->add_option("--provider-policy", args->policy,
                   "fastest|manifest|measured (default: $GANTRY_PROVIDER_POLICY or fastest)");
-  cmd->add_option("--memory-budget", args->memory_budget,
-                  "Memory the model may use per device, e.g. cpu=4GiB,cuda:0=70GiB or 80% (default: 90% of free)");
+  cmd->add_option(
+      "--memory-budget", args->memory_budget,
+      "Memory the model may use per device, e.g. cpu=4GiB,cuda:0=70GiB or 80% (default: 90% of free)");
   add_run_gguf_flags(*cmd, args->gguf);
   cmd->callback([args, &exit_code] {
     if (args->gguf.threads < 0) {

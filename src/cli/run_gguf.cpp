@@ -13,8 +13,10 @@ void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& o) {
   cmd.add_option("--max-tokens,-n", o.max_tokens, "Most tokens to generate")->capture_default_str();
   cmd.add_option("--temperature", o.sampling.temperature, "Sampling temperature; 0 = greedy")
       ->capture_default_str();
-  cmd.add_option("--top-k", o.sampling.top_k, "Keep the k most likely tokens; 0 = off")->capture_default_str();
-  cmd.add_option("--top-p", o.sampling.top_p, "Nucleus sampling mass in (0,1]; 1 = off")->capture_default_str();
+  cmd.add_option("--top-k", o.sampling.top_k, "Keep the k most likely tokens; 0 = off")
+      ->capture_default_str();
+  cmd.add_option("--top-p", o.sampling.top_p, "Nucleus sampling mass in (0,1]; 1 = off")
+      ->capture_default_str();
   cmd.add_option("--min-p", o.sampling.min_p, "Drop tokens below min-p x the best one's probability; 0 = off")
       ->capture_default_str();
   cmd.add_option("--repeat-penalty", o.sampling.repeat_penalty, "Penalty for repeated tokens; 1 = off")

@@ -21,8 +21,8 @@ struct RunGgufOptions {
   backend::SamplingParams sampling;  // the one definition of the sampling defaults
   int64_t seed = -1;                 // -1: random
   uint32_t ctx = 2048;
-  int threads = 0;                   // 0: all hardware threads
-  std::optional<int> n_gpu_layers;   // unset: what the planner says fits on the chosen GPU (0 on the CPU)
+  int threads = 0;                  // 0: all hardware threads
+  std::optional<int> n_gpu_layers;  // unset: what the planner says fits on the chosen GPU (0 on the CPU)
   bool chat = false;
   std::vector<std::string> stop;
 };

@@ -9,9 +9,9 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "gantry/runtime/runtime.h"
 #include "gantry/core/log.h"
 #include "gantry/model/tensor_proto.h"
+#include "gantry/runtime/runtime.h"
 
 namespace gantry::cli {
 

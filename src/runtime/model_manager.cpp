@@ -4,27 +4,21 @@
 
 #include <algorithm>
 
+#include "gantry/core/enum_names.h"
 #include "gantry/core/log.h"
 
 namespace gantry::runtime {
 
-std::string_view model_state_name(ModelState s) {
-  switch (s) {
-    case ModelState::kLoading:
-      return "loading";
-    case ModelState::kReady:
-      return "ready";
-    case ModelState::kDraining:
-      return "draining";
-    case ModelState::kUnloaded:
-      return "unloaded";
-    case ModelState::kFailed:
-      return "failed";
-    case ModelState::kEvicted:
-      return "evicted";
-  }
-  return "?";
-}
+namespace {
+constexpr auto kModelStates = enum_names<ModelState>("model state", {{ModelState::kLoading, "loading"},
+                                                                     {ModelState::kReady, "ready"},
+                                                                     {ModelState::kDraining, "draining"},
+                                                                     {ModelState::kUnloaded, "unloaded"},
+                                                                     {ModelState::kFailed, "failed"},
+                                                                     {ModelState::kEvicted, "evicted"}});
+}  // namespace
+
+std::string_view model_state_name(ModelState s) { return kModelStates.name_of(s, "?"); }
 
 struct ModelManager::Entry {
   std::string name;
@@ -178,7 +172,8 @@ void ModelManager::on_handle_released(const std::string& name) {
   cv_.notify_all();
 }
 
-Result<ModelManager::Begin> ModelManager::begin_load(const std::string& name, const ManagedLoadOptions& options) {
+Result<ModelManager::Begin> ModelManager::begin_load(const std::string& name,
+                                                     const ManagedLoadOptions& options) {
   if (name.empty()) return InvalidArgument("a model needs a name");
   std::unique_lock lock(mu_);
   bool waited = false;
@@ -305,8 +300,9 @@ Status ModelManager::unload(std::string_view name, std::chrono::milliseconds tim
   if (!cv_.wait_for(lock, timeout, [&] { return e.handles == 0; })) {
     e.state = ModelState::kReady;
     cv_.notify_all();
-    return FailedPrecondition(fmt::format("model '{}' is still in use by {} caller(s) after {} ms; not unloaded",
-                                          e.name, e.handles, timeout.count()));
+    return FailedPrecondition(
+        fmt::format("model '{}' is still in use by {} caller(s) after {} ms; not unloaded", e.name, e.handles,
+                    timeout.count()));
   }
   retire(lock, e, ModelState::kUnloaded, std::move(reason));
   return Status::Ok();

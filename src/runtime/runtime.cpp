@@ -40,8 +40,8 @@ Result<Budgets> make_budgets(const hw::Registry& reg, std::string_view spec_text
     if (free.count(device) == 0) {
       std::string have;
       for (const auto& [id, bytes] : free) have += (have.empty() ? "" : ", ") + id;
-      return InvalidArgument("--memory-budget names device '" + device + "', which this machine does not have (" +
-                             have + ")");
+      return InvalidArgument("--memory-budget names device '" + device +
+                             "', which this machine does not have (" + have + ")");
     }
   }
   Budgets budgets;
@@ -157,7 +157,8 @@ Result<ModelHandle> Runtime::load_package(std::shared_ptr<const model::Package> 
   ModelManager::Admission admission = std::get<ModelManager::Admission>(std::move(begin));
 
   // Each candidate provider: estimate its memory, reserve it (evicting idle models if needed), then load.
-  auto reserve_and_load = [&](const backend::Placement& candidate) -> Result<std::unique_ptr<backend::Model>> {
+  auto reserve_and_load =
+      [&](const backend::Placement& candidate) -> Result<std::unique_ptr<backend::Model>> {
     backend::Placement p = candidate;
     p.model_name = name;  // the model's metadata name and the owner of its memory in the budgets
     GANTRY_ASSIGN_OR_RETURN(backend::MemoryEstimate estimate, be->estimate_memory(*package, p));
@@ -165,9 +166,10 @@ Result<ModelHandle> Runtime::load_package(std::shared_ptr<const model::Package> 
       if (st.code() != StatusCode::kResourceExhausted) return st;
       // What a user can change: the context and KV type of a generating model, or the budget.
       const bool generates = be->capabilities().text_generation;
-      return ResourceExhausted(st.message() + (generates ? "; try a smaller --ctx, --kv-type q8_0 or q4_0, or a larger "
-                                                           "--memory-budget"
-                                                         : "; unload a model or give a larger --memory-budget"));
+      return ResourceExhausted(st.message() +
+                               (generates ? "; try a smaller --ctx, --kv-type q8_0 or q4_0, or a larger "
+                                            "--memory-budget"
+                                          : "; unload a model or give a larger --memory-budget"));
     }
     auto m = be->load(*package, p);
     if (!m.ok()) admission.release_reservation();
@@ -183,8 +185,8 @@ Result<ModelHandle> Runtime::load_package(std::shared_ptr<const model::Package> 
     admission.fail(s);
     return s.with_context("initialising '" + name + "'");
   }
-  return admission.finish(std::move(loaded->model), std::string(be->name()), loaded->choice.placement.provider,
-                          package);
+  return admission.finish(std::move(loaded->model), std::string(be->name()),
+                          loaded->choice.placement.provider, package);
 }
 
 Result<ModelHandle> Runtime::get(std::string_view name) { return manager_->acquire(name); }
@@ -193,7 +195,8 @@ Status Runtime::unload(std::string_view name) { return manager_->unload(name); }
 
 std::vector<ModelInfo> Runtime::models() const { return manager_->list(); }
 
-Result<Explanation> Runtime::explain(const std::string& source, const LoadOptions& options, bool measure_single) {
+Result<Explanation> Runtime::explain(const std::string& source, const LoadOptions& options,
+                                     bool measure_single) {
   model::LoadOptions lo;
   lo.verify_checksums = options.verify_checksums;
   GANTRY_ASSIGN_OR_RETURN(model::Package package, model::load_package(source, lo));

@@ -43,7 +43,6 @@ Run gantry(const std::string& args) {
 
 const std::string kModel = std::string(GANTRY_DEPS_DIR) + "/models/tiny-llama.gguf";
 
-
 TEST(RunGgufCli, GreedyOutputIsExactlyTheEnginesText) {
   for (const std::string prompt : {"Hello my name is", "The capital of France is"}) {
     auto r = gantry("run " + quote(kModel) + " --prompt " + quote(prompt) +

@@ -39,7 +39,8 @@ class ModelManagerTest : public ::testing::Test {
  protected:
   void SetUp() override { budgets_.emplace("cpu", std::make_unique<memory::Budget>("cpu", 100)); }
 
-  Result<ModelHandle> load(ModelManager& m, const std::string& name, uint64_t bytes, ManagedLoadOptions o = {}) {
+  Result<ModelHandle> load(ModelManager& m, const std::string& name, uint64_t bytes,
+                           ManagedLoadOptions o = {}) {
     GANTRY_ASSIGN_OR_RETURN(auto begin, m.begin_load(name, o));
     if (auto* h = std::get_if<ModelHandle>(&begin)) return std::move(*h);
     auto adm = std::get<ModelManager::Admission>(std::move(begin));

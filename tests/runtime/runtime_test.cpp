@@ -19,8 +19,8 @@ const std::string kTinyLlama = (kModels / "tiny-llama.gguf").string();
 const std::string kMlp = (kModels / "mlp_64_128_10.onnx").string();
 const std::string kSilero = (kModels / "silero_vad_v5.onnx").string();
 
-#define REQUIRE_MODELS()                                                                    \
-  for (const auto& p : {kTinyLlama, kMlp, kSilero})                                         \
+#define REQUIRE_MODELS()                            \
+  for (const auto& p : {kTinyLlama, kMlp, kSilero}) \
   ASSERT_TRUE(fs::exists(p)) << p << " is missing: run `make setup` (it makes the models)"
 
 RuntimeOptions test_options(std::string budget = {}) {

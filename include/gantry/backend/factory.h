@@ -2,10 +2,10 @@
 //
 // Candidates, in order: the manifest's preferred provider, then its fallbacks; policy `fastest`
 // (the default) and `measured` then append the backend's accelerated providers (Backend::providers(),
-// in the backend's order) whose device this machine has, and finally cpu; policy `manifest` uses only what the
-// manifest names. Each candidate is checked (hardware present, provider available in the backend,
-// VRAM, CUDA version, device ids / strategy); `fastest` and `manifest` take the first viable one,
-// `measured` times every viable one on the real model and takes the fastest (cached on disk).
+// in the backend's order) whose device this machine has, and finally cpu; policy `manifest` uses only what
+// the manifest names. Each candidate is checked (hardware present, provider available in the backend, VRAM,
+// CUDA version, device ids / strategy); `fastest` and `manifest` take the first viable one, `measured` times
+// every viable one on the real model and takes the fastest (cached on disk).
 #pragma once
 
 #include <cstdint>
@@ -101,7 +101,7 @@ struct MeasureContext {
   std::string runtime_version;          // e.g. ORT "1.29.0"
   const VerdictCache* cache = nullptr;  // null: no caching
   MeasureFn measure;
-  double budget_ms = 2000;  // for all candidates of one model together
+  double budget_ms = 2000;      // for all candidates of one model together
   bool measure_single = false;  // also time a lone viable candidate (to report its median)
 };
 

@@ -23,7 +23,7 @@ struct LoadOptions {
   int intra_op_threads = 0;  // > 0: overrides the manifest (`--threads`)
   const VerdictCache* cache = nullptr;  // measured policy: where verdicts are kept (null: not cached)
   double measure_budget_ms = 2000;
-  bool measure_single = false;  // measured policy: time a lone viable candidate too
+  bool measure_single = false;                 // measured policy: time a lone viable candidate too
   std::map<std::string, std::string> options;  // backend keys added to the placement (Placement::options)
 };
 

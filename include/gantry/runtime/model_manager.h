@@ -36,7 +36,8 @@
 namespace gantry::runtime {
 
 enum class ModelState { kLoading, kReady, kDraining, kUnloaded, kFailed, kEvicted };
-std::string_view model_state_name(ModelState s);  // "loading", "ready", "draining", "unloaded", "failed", "evicted"
+std::string_view model_state_name(
+    ModelState s);  // "loading", "ready", "draining", "unloaded", "failed", "evicted"
 
 using Clock = std::chrono::steady_clock;
 inline constexpr std::chrono::milliseconds kDefaultKeepAlive = std::chrono::minutes(5);
@@ -160,7 +161,8 @@ class ModelManager {
   friend class ModelHandle;
   friend class Admission;
 
-  Status reserve_locked(std::unique_lock<std::mutex>& lock, Entry& e, const backend::MemoryEstimate& estimate);
+  Status reserve_locked(std::unique_lock<std::mutex>& lock, Entry& e,
+                        const backend::MemoryEstimate& estimate);
   void release_memory_locked(Entry& e);
   // Drains and destroys an entry's model outside the lock; `lock` is re-acquired on return.
   void retire(std::unique_lock<std::mutex>& lock, Entry& e, ModelState final_state, std::string reason);

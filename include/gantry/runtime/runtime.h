@@ -49,7 +49,8 @@ struct RuntimeOptions {
 // backend (see gantry/backend/llama/llama_backend.h for the llama.cpp keys).
 struct LoadOptions {
   std::string name;  // default: the package's name, else the file's stem ("tiny-llama.gguf" -> "tiny-llama")
-  // Provider policy, --provider, --threads, measuring; `factory.options` takes backend keys (Placement::options).
+  // Provider policy, --provider, --threads, measuring; `factory.options` takes backend keys
+  // (Placement::options).
   backend::LoadOptions factory;
   // Text generation (GGUF), written into factory.options under llama.cpp's keys; 0 / empty = the default.
   uint32_t context_size = 0;      // n_ctx
@@ -96,7 +97,8 @@ class Runtime {
   ModelManager& manager() { return *manager_; }
 
   // The provider choice (and memory estimate) for `source`, without keeping anything loaded.
-  Result<Explanation> explain(const std::string& source, const LoadOptions& options = {}, bool measure_single = false);
+  Result<Explanation> explain(const std::string& source, const LoadOptions& options = {},
+                              bool measure_single = false);
 
   const hw::Registry& hardware() const { return hardware_; }
   const backend::MachineView& machine() const { return machine_; }
@@ -117,7 +119,8 @@ class Runtime {
   hw::Registry hardware_;
   backend::MachineView machine_;
   Budgets budgets_;  // declared before the pools and the manager that charge them
-  std::vector<std::shared_ptr<memory::BlockPool>> pools_;  // the backends borrow them: they outlive the models
+  std::vector<std::shared_ptr<memory::BlockPool>>
+      pools_;  // the backends borrow them: they outlive the models
   backend::BackendRegistry backends_;
   std::unique_ptr<backend::VerdictCache> verdicts_;
   std::unique_ptr<ModelManager> manager_;  // declared last: destroyed first (models before backends)

@@ -5,8 +5,8 @@
 #include <optional>
 
 #include "gantry/backend/llama/llama_info.h"
-#include "gantry/backend/llama/speed.h"
 #include "gantry/backend/llama/measure.h"
+#include "gantry/backend/llama/speed.h"
 #include "gantry/model/package.h"
 
 namespace gantry::llama {

@@ -243,7 +243,8 @@ std::vector<plan::Device> llama_plan_devices() {
 }
 
 Result<LlamaSettings> llama_settings(const backend::Placement& placement, const std::string& gguf_path) {
-  GANTRY_ASSIGN_OR_RETURN(plan::ModelProfile profile, plan::profile_from_gguf(std::filesystem::path(gguf_path)));
+  GANTRY_ASSIGN_OR_RETURN(plan::ModelProfile profile,
+                          plan::profile_from_gguf(std::filesystem::path(gguf_path)));
   // The device list matters only when the planner chooses the offload.
   const bool plans = placement.provider == "cuda" && !placement.options.contains("n_gpu_layers");
   return llama_settings(placement, profile, plans ? llama_plan_devices() : std::vector<plan::Device>{});

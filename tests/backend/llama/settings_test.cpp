@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "backend/llama/llama_test_util.h"
-#include "gantry/plan/gguf_profile.h"
 #include "gantry/backend/llama/measure.h"
+#include "gantry/plan/gguf_profile.h"
 
 namespace gantry::llama {
 namespace {
