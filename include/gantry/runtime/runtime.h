@@ -102,7 +102,8 @@ class Runtime {
 
   const hw::Registry& hardware() const { return hardware_; }
   const backend::MachineView& machine() const { return machine_; }
-  // Detects the machine again (device free memory changes); budgets keep their capacities.
+  // Detects the machine again (device free memory changes); budgets keep their capacities. Not safe while
+  // another thread is inside load() or explain().
   void refresh_hardware();
 
   backend::BackendRegistry& backends() { return backends_; }
