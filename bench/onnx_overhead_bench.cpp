@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <random>
 
+#include "bench_timing.h"
 #include "gantry/backend/loader.h"
 #include "gantry/backend/onnx/onnx_backend.h"
 #include "gantry/backend/onnx/onnx_model.h"
@@ -28,16 +29,8 @@ using gantry::Tensor;
 
 const fs::path kModels = fs::path(GANTRY_DEPS_DIR) / "models";
 
-double thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
+using gantry::bench::median;
+using gantry::bench::thread_cpu_ns;
 
 Tensor random_tensor(DType dt, const Shape& s, unsigned seed) {
   auto t = Tensor::allocate(dt, s).value();

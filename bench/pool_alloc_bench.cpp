@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench_timing.h"
 #include "gantry/backend/onnx/ort_env.h"
 #include "gantry/backend/onnx/pool_allocator.h"
 #include "gantry/memory/block_pool.h"
@@ -106,16 +107,8 @@ std::vector<Event> record(const fs::path& model) {
   return rec.events;
 }
 
-double thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
+using gantry::bench::median;
+using gantry::bench::thread_cpu_ns;
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "backend/onnx/onnx_test_util.h"
 #include "backend/onnx/raw_ort.h"
 #include "gantry/model/tensor_proto.h"
 
@@ -18,23 +19,7 @@ namespace fs = std::filesystem;
 using backend::NamedTensor;
 using backend::Placement;
 
-const fs::path kModels = fs::path(GANTRY_DEPS_DIR) / "models";
-const fs::path kMlp = kModels / "mlp_64_128_10.onnx";
-
-Placement one_thread() {
-  Placement p;
-  p.intra_op_threads = 1;
-  p.inter_op_threads = 1;
-  return p;
-}
-
-Tensor random_f32(const Shape& shape, unsigned seed) {
-  auto t = Tensor::allocate(DType::kFloat32, shape).value();
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  for (auto& v : t.values<float>()) v = dist(rng);
-  return t;
-}
+using namespace ::gantry::testing;
 
 std::unique_ptr<OnnxModel> open_mlp() {
   if (!fs::exists(kMlp)) return nullptr;
@@ -42,9 +27,6 @@ std::unique_ptr<OnnxModel> open_mlp() {
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   return m.ok() ? std::move(m).value() : nullptr;
 }
-
-#define REQUIRE_MODEL(path) \
-  if (!fs::exists(path)) FAIL() << (path).string() << " is missing: run `make setup` to generate models"
 
 TEST(OnnxModel, MlpMetadata) {
   REQUIRE_MODEL(kMlp);

@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "backend/onnx/onnx_test_util.h"
 #include "backend/onnx/raw_ort.h"
 #include "gantry/backend/onnx/onnx_model.h"
 
@@ -17,23 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using backend::NamedTensor;
 
-const fs::path kMlp = fs::path(GANTRY_DEPS_DIR) / "models" / "mlp_64_128_10.onnx";
-const fs::path kDet = fs::path(GANTRY_DEPS_DIR) / "models" / "paddleocr" / "ch_PP-OCRv4_det_infer.onnx";
-
-Tensor random_f32(const Shape& shape, unsigned seed) {
-  auto t = Tensor::allocate(DType::kFloat32, shape).value();
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  for (auto& v : t.values<float>()) v = dist(rng);
-  return t;
-}
-
-backend::Placement one_thread() {
-  backend::Placement p;
-  p.intra_op_threads = 1;
-  p.inter_op_threads = 1;
-  return p;
-}
+using namespace ::gantry::testing;
 
 bool same_bytes(const Tensor& t, const std::vector<char>& want) {
   return t.byte_size() == want.size() && std::memcmp(t.data(), want.data(), want.size()) == 0;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <random>
 
+#include "backend/onnx/onnx_test_util.h"
 #include "gantry/backend/onnx/onnx_backend.h"
 #include "gantry/backend/onnx/onnx_model.h"
 #include "gantry/backend/onnx/ort_env.h"
@@ -22,28 +23,7 @@ namespace fs = std::filesystem;
 using backend::NamedTensor;
 using backend::Placement;
 
-const fs::path kModels = fs::path(GANTRY_DEPS_DIR) / "models";
-const fs::path kMlp = kModels / "mlp_64_128_10.onnx";
-const fs::path kSilero = kModels / "silero_vad_v5.onnx";
-const fs::path kDet = kModels / "paddleocr" / "ch_PP-OCRv4_det_infer.onnx";
-
-#define REQUIRE_MODEL(path) \
-  if (!fs::exists(path)) FAIL() << (path).string() << " is missing: run `make setup` to generate models"
-
-Placement one_thread() {
-  Placement p;
-  p.intra_op_threads = 1;
-  p.inter_op_threads = 1;
-  return p;
-}
-
-Tensor random_f32(const Shape& shape, unsigned seed) {
-  auto t = Tensor::allocate(DType::kFloat32, shape).value();
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  for (auto& v : t.values<float>()) v = dist(rng);
-  return t;
-}
+using namespace ::gantry::testing;
 
 // A host pool that is withdrawn from ORT's env before it is destroyed.
 struct PoolDeleter {
