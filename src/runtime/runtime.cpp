@@ -116,7 +116,7 @@ Result<backend::Backend*> Runtime::backend_for(model::ModelFormat format) {
   return backends_.for_format(model::model_format_name(format));
 }
 
-Result<backend::LoadOptions> Runtime::factory_options(const LoadOptions& options) const {
+backend::LoadOptions Runtime::factory_options(const LoadOptions& options) const {
   backend::LoadOptions f = options.factory;
   if (f.cache == nullptr) f.cache = verdicts_.get();
   auto set = [&](const char* key, std::string value) {
@@ -146,7 +146,7 @@ Result<ModelHandle> Runtime::load_package(std::shared_ptr<const model::Package> 
                               "; unload it first or load " + source + " under another name");
   }
   GANTRY_ASSIGN_OR_RETURN(backend::Backend * be, backend_for(package->manifest().format));
-  GANTRY_ASSIGN_OR_RETURN(backend::LoadOptions fo, factory_options(options));
+  backend::LoadOptions fo = factory_options(options);
 
   ManagedLoadOptions mo;
   mo.keep_alive = options.keep_alive.value_or(options_.default_keep_alive);
@@ -201,7 +201,7 @@ Result<Explanation> Runtime::explain(const std::string& source, const LoadOption
   lo.verify_checksums = options.verify_checksums;
   GANTRY_ASSIGN_OR_RETURN(model::Package package, model::load_package(source, lo));
   GANTRY_ASSIGN_OR_RETURN(backend::Backend * be, backend_for(package.manifest().format));
-  GANTRY_ASSIGN_OR_RETURN(backend::LoadOptions fo, factory_options(options));
+  backend::LoadOptions fo = factory_options(options);
   fo.measure_single = measure_single;
   Explanation ex;
   ex.model_name = options.name.empty() ? default_model_name(package) : options.name;

@@ -114,7 +114,7 @@ class Runtime {
   Runtime() = default;
   Result<ModelHandle> load_package(std::shared_ptr<const model::Package> package, const LoadOptions& options);
   // The factory's options for `options`: the verdict cache filled in, the generation fields as backend keys.
-  Result<backend::LoadOptions> factory_options(const LoadOptions& options) const;
+  backend::LoadOptions factory_options(const LoadOptions& options) const;
 
   RuntimeOptions options_;
   hw::Registry hardware_;
