@@ -48,6 +48,10 @@ struct GenerationRequest {
   std::vector<std::string> stop;  // generation ends before the first occurrence of any
   SamplingParams sampling;
   TextCallback on_text;  // optional
+  // Called once when the result is ready (finished, cancelled or failed), on the thread that ended
+  // it; Generation::wait() then returns at once. Lets a server answer without a thread per request.
+  // Not called when start_generation itself fails (that error is returned instead).
+  std::function<void()> on_done;
   int n_top_logits = 0;  // record the n largest raw logits at each generated token
 };
 

@@ -96,6 +96,7 @@ BatchEngine::~BatchEngine() {
   for (auto& s : pending_) {
     s->result.finish = FinishReason::kCancelled;
     s->promise.set_value(std::move(s->result));
+    if (s->req.on_done) s->req.on_done();
   }
 }
 
@@ -162,6 +163,7 @@ void BatchEngine::admit_locked() {
       pending_.pop_front();
       s->result.finish = FinishReason::kCancelled;
       s->promise.set_value(std::move(s->result));
+      if (s->req.on_done) s->req.on_done();
       ++stats_.completed;
       continue;
     }
@@ -201,12 +203,14 @@ void BatchEngine::finish(Seq& s, FinishReason reason) {
   if (!s.result.tokens.empty()) s.result.generation_ms = ms_between(s.t_first, Clock::now());
   retire(s);
   s.promise.set_value(std::move(s.result));
+  if (s.req.on_done) s.req.on_done();
 }
 
 void BatchEngine::fail(Seq& s, const Status& st) {
   retire(s);
   s.promise.set_value(st.with_context("sequence " + std::to_string(s.id) + " (after " +
                                       std::to_string(s.result.tokens.size()) + " generated tokens)"));
+  if (s.req.on_done) s.req.on_done();
 }
 
 Result<bool> BatchEngine::step() {
