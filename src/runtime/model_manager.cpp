@@ -280,6 +280,7 @@ void ModelManager::retire(std::unique_lock<std::mutex>& lock, Entry& e, ModelSta
   e.state = final_state;
   e.reason = std::move(reason);
   cv_.notify_all();
+  if (final_state == ModelState::kEvicted) evictions_.fetch_add(1, std::memory_order_relaxed);
   if (final_state == ModelState::kEvicted)
     GANTRY_LOG_INFO("model '{}' evicted ({})", e.name, e.reason);
   else

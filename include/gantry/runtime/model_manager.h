@@ -15,6 +15,7 @@
 //   left stay listed with their last state until loaded again.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -154,6 +155,8 @@ class ModelManager {
 
   std::vector<ModelInfo> list() const;
   std::optional<ModelInfo> info(std::string_view name) const;
+  // Models evicted to make room since the manager was created.
+  uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
   const Budgets& budgets() const { return budgets_; }
 
  private:
@@ -176,6 +179,7 @@ class ModelManager {
   std::condition_variable cv_;  // state changes, handle releases, shutdown
   // Entries are never erased (a model that left keeps its last state), so references stay valid.
   std::map<std::string, std::unique_ptr<Entry>, std::less<>> entries_;
+  std::atomic<uint64_t> evictions_{0};
   bool stopping_ = false;
   std::thread timer_;
 };

@@ -1,0 +1,36 @@
+// API keys for `gantry serve`: read from files (one key per non-empty line, '#' starts a comment),
+// accepted as `Authorization: Bearer <key>`, `api-key: <key>` or `x-api-key: <key>`, compared in
+// constant time against every configured key (so timing tells nothing about how much matched).
+#pragma once
+
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gantry/core/status.h"
+#include "gantry/server/http_server.h"
+
+namespace gantry::server {
+
+class ApiKeys {
+ public:
+  ApiKeys() = default;
+  // Reads every file; fails naming the file when one is unreadable or holds no key.
+  static Result<ApiKeys> from_files(std::span<const std::filesystem::path> files);
+  static ApiKeys from_keys(std::vector<std::string> keys);
+
+  bool empty() const { return keys_.empty(); }
+  size_t size() const { return keys_.size(); }
+  // True when no key is configured or the request carries one of the keys.
+  bool allows(const HttpRequest& request) const;
+
+ private:
+  std::vector<std::string> keys_;
+};
+
+// Equal length and bytes, in time that depends only on the lengths.
+bool constant_time_equal(std::string_view a, std::string_view b);
+
+}  // namespace gantry::server

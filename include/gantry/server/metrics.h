@@ -1,0 +1,58 @@
+// Metrics: what `gantry serve` exposes at /metrics, in Prometheus' text format (prometheus-cpp).
+// Request-path figures are recorded as they happen; state (queue depths, loaded models, memory budgets,
+// evictions) is read from the Runtime and the server at scrape time, so it is never stale.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace prometheus {
+class Registry;
+}
+
+namespace gantry::runtime {
+class Runtime;
+}
+
+namespace gantry::server {
+
+// Scrape-time figures the server itself owns.
+struct ServerGauges {
+  std::map<std::string, size_t> queue_depth;  // model -> requests waiting
+  size_t open_connections = 0;
+  size_t inflight_requests = 0;
+  bool ready = true;
+};
+
+class Metrics {
+ public:
+  Metrics();
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  using Seconds = std::chrono::duration<double>;
+  // One answered request. `protocol`: "kserve", "openai", "http" (routing errors).
+  void request(std::string_view model, std::string_view protocol, int status, Seconds latency);
+  void queue_time(std::string_view model, Seconds waited);
+  void time_to_first_token(std::string_view model, Seconds ttft);
+  void batch(std::string_view model, size_t requests);
+  void tokens(std::string_view model, uint64_t prompt, uint64_t generated, Seconds generation_time);
+
+  // The exposition text: everything recorded plus the runtime's and server's state now.
+  std::string render(runtime::Runtime& runtime, const ServerGauges& gauges);
+
+ private:
+  struct Families;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<Families> f_;
+  std::mutex render_mu_;
+  uint64_t evictions_seen_ = 0;
+};
+
+}  // namespace gantry::server

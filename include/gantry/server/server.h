@@ -1,0 +1,73 @@
+// Server: `gantry serve`. Serves the models of a ModelRepository, loaded through the Runtime, over
+// HTTP: KServe v2 / Open Inference Protocol (/v2/...), OpenAI (/v1/...), Prometheus (/metrics).
+//
+// Requests never name paths, only models. ONNX models with a batch dimension go through a
+// DynamicBatcher; text generation goes to the model's continuous-batching engine (llama.cpp). Every
+// queue is bounded: a full one answers 429 with Retry-After before any parsing; a model that is
+// loading, draining or evicted answers 503. drain() stops accepting, turns readiness to 503 and lets
+// accepted requests finish.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gantry/core/status.h"
+#include "gantry/runtime/runtime.h"
+#include "gantry/server/dynamic_batcher.h"
+
+namespace gantry::server {
+
+struct ServeOptions {
+  std::vector<std::string> models;  // MODEL|PKG arguments
+  std::string model_repository;     // a directory of models and packages
+  bool load_on_demand = false;      // load on first request instead of at start (then keep-alive applies)
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;  // 0: any free port
+  std::vector<std::filesystem::path> api_key_files;
+  bool insecure_no_auth = false;  // allow a non-loopback --host without a key
+  size_t max_queue = 64;          // requests waiting per model before 429
+  uint64_t max_body_bytes = 64ull << 20;
+  std::chrono::milliseconds drain_timeout{30'000};
+  std::vector<std::string> cors_origins;  // "*" or exact origins
+  std::chrono::milliseconds max_generation_time{600'000};
+  int max_tokens_default = 1024;  // when a request sets none (capped by the context)
+  int http_threads = 2;
+  int workers = 0;  // request workers (parse, encode, unbatched inference); 0: max(4, 2 x cores)
+  BatchingConfig batching;           // defaults for batchable models (a manifest may override)
+  bool dynamic_batching = true;      // false: every ONNX request runs alone (benchmarks compare)
+  runtime::LoadOptions load;         // provider, threads, ctx, parallel, kv type for every model
+};
+
+struct ServerGauges;
+
+class Server {
+ public:
+  // Checks the options (non-loopback without a key is refused), loads the models (unless on demand)
+  // and starts listening. `runtime` must outlive the server.
+  static Result<std::unique_ptr<Server>> start(runtime::Runtime& runtime, ServeOptions options);
+  ~Server();  // drain(0) + stop
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  uint16_t port() const;
+  std::string url() const;  // "http://127.0.0.1:8080"
+  // Stops accepting and turns readiness to 503; then waits (up to `timeout`) for every accepted
+  // request to be answered. True when all were.
+  bool drain(std::chrono::milliseconds timeout);
+  void stop();  // closes every connection
+
+  struct State;
+
+ private:
+  explicit Server(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// True for 127.0.0.0/8, ::1 and "localhost".
+bool is_loopback_host(const std::string& host);
+
+}  // namespace gantry::server

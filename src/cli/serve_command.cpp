@@ -1,0 +1,157 @@
+// gantry serve [MODEL|PKG]... [--model-repository DIR] [--host H] [--port P] [--api-key-file F]...
+//   Serves models over HTTP: KServe v2 (/v2), OpenAI (/v1), Prometheus (/metrics). Runs until SIGINT or
+//   SIGTERM, then drains: readiness turns 503, accepted requests finish (up to --drain-timeout), exit 0.
+//   A second signal exits at once.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <atomic>
+#include <iostream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "gantry/memory/budget.h"
+#include "gantry/runtime/runtime.h"
+#include "gantry/server/server.h"
+
+namespace gantry::cli {
+namespace {
+
+// The one piece of process-wide state a signal handler may touch.
+std::atomic<int> g_signals{0};
+std::atomic<int> g_last_signal{0};
+
+void on_signal(int sig) {
+  g_last_signal.store(sig);
+  if (g_signals.fetch_add(1) >= 1) {
+    static constexpr char kMsg[] = "gantry serve: second signal: exiting now\n";
+    (void)!write(2, kMsg, sizeof kMsg - 1);
+    _exit(130);
+  }
+}
+
+struct ServeArgs {
+  server::ServeOptions options;
+  std::vector<std::string> api_key_files;
+  std::string memory_budget;
+  std::string max_body = "64MiB";
+  double drain_timeout_s = 30;
+  std::string provider;
+  std::string policy;
+  int threads = 0;
+  uint32_t parallel = 4;
+  uint32_t ctx = 0;
+  std::string kv_type;
+  int64_t max_batch_size = 32;
+  int64_t max_queue_delay_us = 1000;
+  bool no_dynamic_batching = false;
+  double max_generation_s = 600;
+};
+
+int serve(ServeArgs& a) {
+  server::ServeOptions& o = a.options;
+  for (const auto& f : a.api_key_files) o.api_key_files.emplace_back(f);
+  auto body = memory::parse_byte_size(a.max_body);
+  if (!body.ok()) {
+    std::cerr << "gantry serve: --max-body-size: " << body.status().message() << "\n";
+    return 2;
+  }
+  o.max_body_bytes = *body;
+  if (a.drain_timeout_s < 0 || a.max_generation_s <= 0 || a.max_batch_size < 1 || a.max_queue_delay_us < 0) {
+    std::cerr << "gantry serve: --drain-timeout must be >= 0, --max-generation-time > 0, --max-batch-size >= 1 "
+                 "and --max-queue-delay-us >= 0\n";
+    return 2;
+  }
+  o.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.drain_timeout_s * 1000));
+  o.max_generation_time = std::chrono::milliseconds(static_cast<int64_t>(a.max_generation_s * 1000));
+  o.batching.max_batch_size = a.max_batch_size;
+  o.batching.max_queue_delay = std::chrono::microseconds(a.max_queue_delay_us);
+  o.dynamic_batching = !a.no_dynamic_batching;
+  auto policy = backend::resolve_provider_policy(a.policy);
+  if (!policy.ok()) {
+    std::cerr << "gantry serve: " << policy.status().message() << "\n";
+    return 2;
+  }
+  o.load.factory.policy = *policy;
+  o.load.factory.provider = a.provider;
+  o.load.factory.intra_op_threads = a.threads;
+  o.load.context_size = a.ctx;
+  o.load.parallel = a.parallel;
+  o.load.kv_type = a.kv_type;
+
+  // SIGINT/SIGTERM: the first starts the drain, a second exits at once (from the handler: whichever
+  // thread the signal lands on, nothing else needs to run).
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  runtime::RuntimeOptions ro;
+  ro.memory_budget = a.memory_budget;
+  auto rt = runtime::Runtime::create(std::move(ro));
+  if (!rt.ok()) {
+    std::cerr << "gantry serve: " << rt.status().message() << "\n";
+    return rt.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  auto srv = server::Server::start(**rt, o);
+  if (!srv.ok()) {
+    std::cerr << "gantry serve: error: " << srv.status().message() << "\n";
+    return srv.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  std::cout << "gantry serve: listening on " << (*srv)->url() << "  (KServe v2 /v2, OpenAI /v1, metrics /metrics)"
+            << std::endl;
+
+  while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::cerr << "gantry serve: " << (g_last_signal.load() == SIGINT ? "SIGINT" : "SIGTERM") << ": draining (up to "
+            << a.drain_timeout_s << " s; a second signal exits at once)" << std::endl;
+  const bool all = (*srv)->drain(o.drain_timeout);
+  const bool all = drained.get();
+  (*srv)->stop();
+  std::cerr << "gantry serve: " << (all ? "drained, every accepted request answered" : "drain timeout reached")
+            << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+void register_serve_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("serve", "Serve models over HTTP: KServe v2, OpenAI, Prometheus metrics");
+  auto a = std::make_shared<ServeArgs>();
+  auto& o = a->options;
+  cmd->add_option("models", o.models, "Model files (.onnx, .gguf) or packages (directory or .tar)");
+  cmd->add_option("--model-repository", o.model_repository, "A directory of models and packages to serve");
+  cmd->add_flag("--load-on-demand", o.load_on_demand,
+                "Load models on their first request (then idle ones unload after their keep-alive)");
+  cmd->add_option("--host", o.host, "Address to listen on (default 127.0.0.1; others need an API key)");
+  cmd->add_option("--port", o.port, "Port (default 8080; 0 picks a free one)");
+  cmd->add_option("--api-key-file", a->api_key_files, "File with API keys, one per line; repeatable");
+  cmd->add_flag("--insecure-no-auth", o.insecure_no_auth, "Allow a non-loopback --host without an API key");
+  cmd->add_option("--memory-budget", a->memory_budget,
+                  "Memory per device, e.g. cpu=4GiB,cuda:0=70GiB or 80% (default: 90% of free)");
+  cmd->add_option("--parallel", a->parallel, "Sequences each text model generates at once (default 4)")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--ctx", a->ctx, "Context size of text models (default: the planner's)");
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type of text models (f16, q8_0, ...)");
+  cmd->add_option("--threads", a->threads, "Inference threads per model (default: the backend's)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--provider", a->provider, "Use only this execution provider (cpu, cuda, ...)");
+  cmd->add_option("--provider-policy", a->policy, "fastest|manifest|measured");
+  cmd->add_option("--max-queue", o.max_queue, "Requests waiting per model before 429 (default 64)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-body-size", a->max_body, "Largest request body (default 64MiB; larger: 413)");
+  cmd->add_option("--drain-timeout", a->drain_timeout_s, "Seconds to let requests finish on SIGTERM (default 30)");
+  cmd->add_option("--max-generation-time", a->max_generation_s, "Seconds a generation may run (default 600)");
+  cmd->add_option("--cors-origin", o.cors_origins, "Allow browser requests from this origin (or *); repeatable");
+  cmd->add_option("--max-batch-size", a->max_batch_size, "Rows per dynamic batch of ONNX models (default 32)");
+  cmd->add_option("--max-queue-delay-us", a->max_queue_delay_us,
+                  "How long a request may wait for a batch to fill (default 1000 us)");
+  cmd->add_flag("--no-dynamic-batching", a->no_dynamic_batching, "Run every ONNX request alone");
+  cmd->add_option("--http-threads", o.http_threads, "I/O threads (default 2)")->check(CLI::Range(1, 64));
+  cmd->add_option("--workers", o.workers, "Request worker threads (default max(4, 2 x cores))")
+      ->check(CLI::Range(0, 1024));
+  cmd->callback([a, &exit_code] { exit_code = serve(*a); });
+}
+
+}  // namespace gantry::cli

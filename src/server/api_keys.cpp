@@ -1,0 +1,74 @@
+#include "gantry/server/api_keys.h"
+
+#include <fstream>
+
+namespace gantry::server {
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  // Compare over the longer length so a short guess costs as much as a long one.
+  const size_t n = std::max(a.size(), b.size());
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+Result<ApiKeys> ApiKeys::from_files(std::span<const std::filesystem::path> files) {
+  ApiKeys keys;
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    if (!in) return IoError("--api-key-file " + file.string() + ": cannot be read");
+    size_t before = keys.keys_.size();
+    std::string line;
+    while (std::getline(in, line)) {
+      auto hash = line.find('#');
+      if (hash != std::string::npos) line.resize(hash);
+      const auto b = line.find_first_not_of(" \t\r");
+      if (b == std::string::npos) continue;
+      const auto e = line.find_last_not_of(" \t\r");
+      keys.keys_.push_back(line.substr(b, e - b + 1));
+    }
+    if (keys.keys_.size() == before) {
+      return InvalidArgument("--api-key-file " + file.string() +
+                             ": holds no key (write one key per line, e.g. the output of `openssl rand -hex 32`)");
+    }
+  }
+  return keys;
+}
+
+ApiKeys ApiKeys::from_keys(std::vector<std::string> keys) {
+  ApiKeys k;
+  k.keys_ = std::move(keys);
+  return k;
+}
+
+bool ApiKeys::allows(const HttpRequest& request) const {
+  if (keys_.empty()) return true;
+  std::string_view offered;
+  if (auto auth = request.header("authorization")) {
+    std::string_view v = *auth;
+    constexpr std::string_view kBearer = "bearer ";
+    if (v.size() > kBearer.size()) {
+      bool is_bearer = true;
+      for (size_t i = 0; i < kBearer.size(); ++i) {
+        if (std::tolower(static_cast<unsigned char>(v[i])) != kBearer[i]) is_bearer = false;
+      }
+      if (is_bearer) offered = v.substr(kBearer.size());
+    }
+  }
+  if (offered.empty()) {
+    if (auto k = request.header("api-key")) offered = *k;
+  }
+  if (offered.empty()) {
+    if (auto k = request.header("x-api-key")) offered = *k;
+  }
+  if (offered.empty()) return false;
+  bool ok = false;
+  for (const auto& key : keys_) ok |= constant_time_equal(offered, key);  // no early exit
+  return ok;
+}
+
+}  // namespace gantry::server

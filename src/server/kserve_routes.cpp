@@ -1,0 +1,167 @@
+// KServe v2 / Open Inference Protocol routes: model metadata and readiness, infer (JSON and binary
+// tensors, dynamically batched where the model allows), and the model repository extension.
+#include <boost/asio/post.hpp>
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "gantry/server/kserve_codec.h"
+#include "server_state.h"
+
+namespace gantry::server {
+namespace {
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+const std::vector<std::string> kVersions = {"1"};
+
+// Sends the encoded outputs (binary ones after the JSON header, with its length in a header).
+void send_outputs(Reply& reply, std::string_view model, const kserve::InferRequest& request,
+                  const Result<std::vector<NamedTensor>>& outputs) {
+  if (!outputs.ok()) {
+    reply.error(outputs.status());
+    return;
+  }
+  auto encoded = kserve::encode_infer_response(model, "", request, *outputs);
+  if (!encoded.ok()) {
+    reply.error(500, encoded.status().message());
+    return;
+  }
+  HttpResponse r;
+  r.body = std::move(encoded->body);
+  if (encoded->json_length) {
+    r.content_type = "application/octet-stream";
+    r.headers.emplace_back("Inference-Header-Content-Length", std::to_string(*encoded->json_length));
+  }
+  reply.send(std::move(r));
+}
+
+// Triton's repository states.
+std::string_view repository_state(runtime::ModelState s) {
+  switch (s) {
+    case runtime::ModelState::kReady: return "READY";
+    case runtime::ModelState::kLoading: return "LOADING";
+    case runtime::ModelState::kDraining: return "UNLOADING";
+    default: return "UNAVAILABLE";
+  }
+}
+}  // namespace
+
+void kserve_infer(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, std::string name) {
+  std::optional<size_t> json_length;
+  if (auto v = request.header("inference-header-content-length")) {
+    size_t n = 0;
+    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (ec != std::errc() || end != v->data() + v->size()) {
+      reply->error(400, "Inference-Header-Content-Length '" + std::string(*v) + "' is not a byte count");
+      return;
+    }
+    json_length = n;
+  }
+  auto handle = s.model(name);
+  if (!handle.ok()) {
+    reply->error(handle.status());
+    return;
+  }
+  const backend::ModelMetadata& md = handle->model().metadata();
+  // Binary inputs are views into the body: it lives as long as the request does.
+  auto body = std::make_shared<const std::string>(std::move(request.body));
+  auto parsed = kserve::parse_infer_request(*body, json_length, md);
+  if (!parsed.ok()) {
+    reply->error(400, parsed.status().message());
+    return;
+  }
+  auto infer = std::make_shared<kserve::InferRequest>(std::move(*parsed));
+
+  if (s.options.dynamic_batching && md.batchable) {
+    auto batcher = s.batcher(name, *handle);
+    DynamicBatcher::Item item;
+    item.inputs = infer->inputs;  // tensors share their bytes
+    item.handle = std::move(*handle);
+    item.keep_alive = body;
+    item.done = [&s, reply, infer, name](Result<std::vector<NamedTensor>> out, const BatchTiming& timing) {
+      s.metrics.queue_time(name, timing.queued);
+      if (timing.batch_requests > 0) s.metrics.batch(name, timing.batch_requests);
+      auto result = std::make_shared<Result<std::vector<NamedTensor>>>(std::move(out));
+      // Encoding runs on a worker so the batcher goes straight on to its next batch.
+      boost::asio::post(s.workers, [reply, infer, name, result] { send_outputs(*reply, name, *infer, *result); });
+    };
+    Status st = batcher->submit(std::move(item));
+    if (!st.ok()) reply->error(st);
+    return;
+  }
+  if (!s.admit(name, 1)) {
+    reply->error(429, "model '" + name + "' has " + std::to_string(s.options.max_queue) +
+                          " requests waiting (--max-queue); retry later");
+    return;
+  }
+  s.metrics.queue_time(name, Clock::now() - reply->received());
+  auto out = handle->model().infer_one(infer->inputs);
+  s.release(name);
+  send_outputs(*reply, name, *infer, out);
+}
+
+void kserve_model_metadata(Server::State& s, std::shared_ptr<Reply> reply, std::string name) {
+  auto handle = s.model(name);
+  if (!handle.ok()) {
+    reply->error(handle.status());
+    return;
+  }
+  reply->json(200, kserve::model_metadata(name, kVersions, handle->model().metadata()).dump());
+}
+
+void kserve_model_ready(Server::State& s, std::shared_ptr<Reply> reply, std::string name) {
+  if (!s.repository.find(name)) {
+    reply->error(404, "model '" + name + "' is not served here");
+    return;
+  }
+  auto info = s.runtime.manager().info(name);
+  const bool ready = info && info->state == runtime::ModelState::kReady;
+  if (ready) {
+    reply->json(200, json{{"name", name}, {"ready", true}}.dump());
+  } else {
+    std::string state = info ? std::string(runtime::model_state_name(info->state)) : "not loaded";
+    reply->error(503, "model '" + name + "' is " + state);
+  }
+}
+
+void kserve_repository_index(Server::State& s, std::shared_ptr<Reply> reply) {
+  json out = json::array();
+  for (const auto& e : s.repository.entries()) {
+    json m{{"name", e.name}, {"version", kVersions[0]}};
+    auto info = s.runtime.manager().info(e.name);
+    m["state"] = info ? repository_state(info->state) : "UNAVAILABLE";
+    m["reason"] = info ? info->reason : "not loaded";
+    out.push_back(std::move(m));
+  }
+  reply->json(200, out.dump());
+}
+
+void kserve_repository_load(Server::State& s, std::shared_ptr<Reply> reply, std::string name, bool load) {
+  const RepositoryEntry* entry = s.repository.find(name);
+  if (!entry) {
+    reply->error(404, "model '" + name + "' is not in the model repository (POST /v2/repository/index lists it)");
+    return;
+  }
+  if (load) {
+    auto h = s.runtime.load(entry->source.string(), s.load_options(*entry));
+    if (!h.ok()) {
+      const Status& st = h.status();
+      reply->error(st.code() == StatusCode::kResourceExhausted ? 503 : http_status_for(st), st.message());
+      return;
+    }
+    reply->json(200, "{}");
+    return;
+  }
+  {
+    std::lock_guard lock(s.mu);
+    s.batchers.erase(name);  // its queued requests hold the model; unload waits for them
+  }
+  Status st = s.runtime.unload(name);
+  if (!st.ok()) {
+    reply->error(st.code() == StatusCode::kNotFound ? 400 : http_status_for(st), st.message());
+    return;
+  }
+  reply->json(200, "{}");
+}
+
+}  // namespace gantry::server

@@ -1,0 +1,162 @@
+#include "gantry/server/metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include "gantry/runtime/runtime.h"
+
+namespace gantry::server {
+namespace {
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+using prometheus::Histogram;
+
+// Latency buckets from 1 ms to ~2 min; token timings from 1 ms to 30 s; batch sizes 1..256.
+const Histogram::BucketBoundaries kLatency = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                              1,     2.5,    5,     10,   30,    60,   120};
+const Histogram::BucketBoundaries kToken = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+const Histogram::BucketBoundaries kBatch = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+
+std::string s(std::string_view v) { return std::string(v); }
+}  // namespace
+
+struct Metrics::Families {
+  explicit Families(prometheus::Registry& r)
+      : requests(BuildCounter()
+                     .Name("gantry_requests_total")
+                     .Help("Requests answered, by model, protocol and HTTP status")
+                     .Register(r)),
+        latency(BuildHistogram()
+                    .Name("gantry_request_duration_seconds")
+                    .Help("Time from a request's header to its complete response")
+                    .Register(r)),
+        queue(BuildHistogram()
+                  .Name("gantry_queue_duration_seconds")
+                  .Help("Time a request waited before its model started on it")
+                  .Register(r)),
+        ttft(BuildHistogram()
+                 .Name("gantry_time_to_first_token_seconds")
+                 .Help("Time from admission to the first generated token")
+                 .Register(r)),
+        batch(BuildHistogram()
+                  .Name("gantry_batch_size")
+                  .Help("Requests per dynamic batch run by a model")
+                  .Register(r)),
+        prompt_tokens(BuildCounter()
+                          .Name("gantry_prompt_tokens_total")
+                          .Help("Prompt tokens processed")
+                          .Register(r)),
+        generated_tokens(BuildCounter()
+                             .Name("gantry_generated_tokens_total")
+                             .Help("Tokens generated")
+                             .Register(r)),
+        tokens_per_second(BuildGauge()
+                              .Name("gantry_generation_tokens_per_second")
+                              .Help("Generation speed of the model's most recent request")
+                              .Register(r)),
+        evictions(BuildCounter()
+                      .Name("gantry_model_evictions_total")
+                      .Help("Models evicted from memory to make room for another")
+                      .Register(r)
+                      .Add({})) {}
+
+  prometheus::Family<prometheus::Counter>& requests;
+  prometheus::Family<prometheus::Histogram>& latency;
+  prometheus::Family<prometheus::Histogram>& queue;
+  prometheus::Family<prometheus::Histogram>& ttft;
+  prometheus::Family<prometheus::Histogram>& batch;
+  prometheus::Family<prometheus::Counter>& prompt_tokens;
+  prometheus::Family<prometheus::Counter>& generated_tokens;
+  prometheus::Family<prometheus::Gauge>& tokens_per_second;
+  prometheus::Counter& evictions;
+};
+
+Metrics::Metrics()
+    : registry_(std::make_shared<prometheus::Registry>()), f_(std::make_unique<Families>(*registry_)) {}
+Metrics::~Metrics() = default;
+
+void Metrics::request(std::string_view model, std::string_view protocol, int status, Seconds latency) {
+  f_->requests.Add({{"model", s(model)}, {"protocol", s(protocol)}, {"code", std::to_string(status)}}).Increment();
+  f_->latency.Add({{"model", s(model)}, {"protocol", s(protocol)}}, kLatency).Observe(latency.count());
+}
+
+void Metrics::queue_time(std::string_view model, Seconds waited) {
+  f_->queue.Add({{"model", s(model)}}, kLatency).Observe(waited.count());
+}
+
+void Metrics::time_to_first_token(std::string_view model, Seconds ttft) {
+  f_->ttft.Add({{"model", s(model)}}, kToken).Observe(ttft.count());
+}
+
+void Metrics::batch(std::string_view model, size_t requests) {
+  f_->batch.Add({{"model", s(model)}}, kBatch).Observe(static_cast<double>(requests));
+}
+
+void Metrics::tokens(std::string_view model, uint64_t prompt, uint64_t generated, Seconds generation_time) {
+  f_->prompt_tokens.Add({{"model", s(model)}}).Increment(static_cast<double>(prompt));
+  f_->generated_tokens.Add({{"model", s(model)}}).Increment(static_cast<double>(generated));
+  if (generated > 0 && generation_time.count() > 0) {
+    f_->tokens_per_second.Add({{"model", s(model)}}).Set(static_cast<double>(generated) / generation_time.count());
+  }
+}
+
+std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauges) {
+  std::lock_guard lock(render_mu_);
+  const uint64_t ev = runtime.manager().evictions();
+  if (ev > evictions_seen_) {
+    f_->evictions.Increment(static_cast<double>(ev - evictions_seen_));
+    evictions_seen_ = ev;
+  }
+  // State gauges go in a registry built for this scrape: a model that left leaves no stale series.
+  prometheus::Registry now;
+  auto& depth = BuildGauge().Name("gantry_queue_depth").Help("Requests waiting per model").Register(now);
+  for (const auto& [model, n] : gauges.queue_depth) depth.Add({{"model", model}}).Set(static_cast<double>(n));
+  BuildGauge()
+      .Name("gantry_http_connections")
+      .Help("Open client connections")
+      .Register(now)
+      .Add({})
+      .Set(static_cast<double>(gauges.open_connections));
+  BuildGauge()
+      .Name("gantry_inflight_requests")
+      .Help("Inference requests accepted and not yet answered")
+      .Register(now)
+      .Add({})
+      .Set(static_cast<double>(gauges.inflight_requests));
+  BuildGauge()
+      .Name("gantry_ready")
+      .Help("1 while the server accepts requests, 0 while draining")
+      .Register(now)
+      .Add({})
+      .Set(gauges.ready ? 1 : 0);
+  auto& loaded = BuildGauge().Name("gantry_models_loaded").Help("Models loaded and ready").Register(now).Add({});
+  auto& model_mem = BuildGauge()
+                        .Name("gantry_model_memory_bytes")
+                        .Help("Memory reserved for a model, per device")
+                        .Register(now);
+  int ready = 0;
+  for (const auto& m : runtime.models()) {
+    if (m.state != runtime::ModelState::kReady) continue;
+    ++ready;
+    for (const auto& [device, bytes] : m.reserved_bytes) {
+      model_mem.Add({{"model", m.name}, {"device", device}}).Set(static_cast<double>(bytes));
+    }
+  }
+  loaded.Set(ready);
+  auto& cap = BuildGauge().Name("gantry_memory_budget_bytes").Help("Memory budget per device").Register(now);
+  auto& used = BuildGauge().Name("gantry_memory_used_bytes").Help("Memory budget in use per device").Register(now);
+  for (const auto& b : runtime.budgets()) {
+    cap.Add({{"device", b.device}}).Set(static_cast<double>(b.capacity));
+    used.Add({{"device", b.device}}).Set(static_cast<double>(b.used));
+  }
+  auto families = registry_->Collect();
+  auto state = now.Collect();
+  families.insert(families.end(), state.begin(), state.end());
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+}  // namespace gantry::server

@@ -1,0 +1,71 @@
+#include "gantry/server/model_repository.h"
+
+#include <algorithm>
+
+#include "gantry/model/manifest.h"
+#include "gantry/model/package.h"
+
+namespace gantry::server {
+namespace fs = std::filesystem;
+
+Result<std::string> served_model_name(const fs::path& source) {
+  std::error_code ec;
+  if (fs::is_directory(source, ec)) {
+    auto m = model::read_manifest(source / std::string(model::kManifestFileName));
+    if (!m.ok()) return m.status().with_context("model package " + source.string());
+    return m->name;
+  }
+  if (!fs::is_regular_file(source, ec)) return NotFound(source.string() + ": no such model file or package");
+  if (source.extension() == ".tar") {
+    // The manifest sits inside the archive: extracting it once here is the price of naming it.
+    auto p = model::load_package(source, {.verify_checksums = false});
+    if (!p.ok()) return p.status();
+    return p->manifest().name;
+  }
+  return source.stem().string();
+}
+
+Status ModelRepository::add(const fs::path& source) {
+  auto name = served_model_name(source);
+  if (!name.ok()) return name.status();
+  auto it = entries_.find(*name);
+  if (it != entries_.end()) {
+    if (fs::weakly_canonical(it->second.source) == fs::weakly_canonical(source)) return Status();
+    return InvalidArgument("two models are named '" + *name + "': " + it->second.source.string() + " and " +
+                           source.string() + " (rename one file or set a different `name` in its gantry.json)");
+  }
+  entries_.emplace(*name, RepositoryEntry{*name, source});
+  return Status();
+}
+
+Status ModelRepository::add_directory(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return NotFound("--model-repository " + dir.string() + ": not a directory");
+  std::vector<fs::path> found;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const auto& p = e.path();
+    const auto ext = p.extension().string();
+    if (e.is_directory(ec)) {
+      if (fs::exists(p / std::string(model::kManifestFileName), ec)) found.push_back(p);
+    } else if (ext == ".onnx" || ext == ".gguf" || ext == ".tar") {
+      found.push_back(p);
+    }
+  }
+  if (ec) return IoError("--model-repository " + dir.string() + ": " + ec.message());
+  std::sort(found.begin(), found.end());
+  for (const auto& p : found) GANTRY_RETURN_IF_ERROR(add(p));
+  return Status();
+}
+
+const RepositoryEntry* ModelRepository::find(std::string_view name) const {
+  auto it = entries_.find(name);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+std::vector<RepositoryEntry> ModelRepository::entries() const {
+  std::vector<RepositoryEntry> out;
+  for (const auto& [_, e] : entries_) out.push_back(e);
+  return out;
+}
+
+}  // namespace gantry::server

@@ -1,0 +1,507 @@
+#include "gantry/server/server.h"
+
+#include <boost/asio/post.hpp>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "gantry/build_info.h"
+#include "gantry/core/log.h"
+#include "gantry/server/kserve_codec.h"
+#include "gantry/server/openai_codec.h"
+#include "server_state.h"
+
+namespace gantry::server {
+namespace {
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+std::vector<std::string> split_path(std::string_view path) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    if (j > i) {
+      // Percent-decode a segment (a model name may hold any character).
+      std::string seg;
+      for (size_t k = i; k < j; ++k) {
+        if (path[k] == '%' && k + 2 < j) {
+          auto hex = [](char c) -> int {
+            if (c >= '0' && c <= '9') return c - '0';
+            if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+            if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+            return -1;
+          };
+          int hi = hex(path[k + 1]), lo = hex(path[k + 2]);
+          if (hi >= 0 && lo >= 0) {
+            seg += static_cast<char>(hi * 16 + lo);
+            k += 2;
+            continue;
+          }
+        }
+        seg += path[k];
+      }
+      out.push_back(std::move(seg));
+    }
+    i = j;
+  }
+  return out;
+}
+
+// What a request is, from its method and path alone (before its body is read).
+struct Route {
+  enum Kind {
+    kNotFound,
+    kLive,
+    kReady,
+    kServerMetadata,
+    kModelMetadata,
+    kModelReady,
+    kInfer,
+    kRepoIndex,
+    kRepoLoad,
+    kRepoUnload,
+    kOpenaiModels,
+    kOpenaiModel,
+    kChat,
+    kCompletions,
+    kEmbeddings,
+    kMetrics,
+  } kind = kNotFound;
+  std::string model;
+  const char* method = "GET";  // the method the route takes
+  Protocol protocol = Protocol::kHttp;
+};
+
+Route route_of(std::string_view path) {
+  auto p = split_path(path);
+  Route r;
+  auto is = [&](std::initializer_list<std::string_view> want) {
+    if (p.size() != want.size()) return false;
+    size_t i = 0;
+    for (auto w : want) {
+      if (w != "*" && p[i] != w) return false;
+      ++i;
+    }
+    return true;
+  };
+  if (!p.empty() && p[0] == "v2") r.protocol = Protocol::kKserve;
+  if (!p.empty() && p[0] == "v1") r.protocol = Protocol::kOpenai;
+  if (is({"v2", "health", "live"})) r.kind = Route::kLive;
+  else if (is({"v2", "health", "ready"})) r.kind = Route::kReady;
+  else if (is({"v2"})) r.kind = Route::kServerMetadata;
+  else if (is({"metrics"})) r.kind = Route::kMetrics;
+  else if (is({"v2", "repository", "index"})) r.kind = Route::kRepoIndex, r.method = "POST";
+  else if (is({"v2", "repository", "models", "*", "load"})) r.kind = Route::kRepoLoad, r.model = p[3], r.method = "POST";
+  else if (is({"v2", "repository", "models", "*", "unload"}))
+    r.kind = Route::kRepoUnload, r.model = p[3], r.method = "POST";
+  else if (p.size() >= 3 && p[0] == "v2" && p[1] == "models") {
+    r.model = p[2];
+    std::vector<std::string> rest(p.begin() + 3, p.end());
+    if (rest.size() >= 2 && rest[0] == "versions") rest.erase(rest.begin(), rest.begin() + 2);
+    if (rest.empty()) r.kind = Route::kModelMetadata;
+    else if (rest.size() == 1 && rest[0] == "ready") r.kind = Route::kModelReady;
+    else if (rest.size() == 1 && rest[0] == "infer") r.kind = Route::kInfer, r.method = "POST";
+  } else if (is({"v1", "models"})) r.kind = Route::kOpenaiModels;
+  else if (is({"v1", "models", "*"})) r.kind = Route::kOpenaiModel, r.model = p[2];
+  else if (is({"v1", "chat", "completions"})) r.kind = Route::kChat, r.method = "POST";
+  else if (is({"v1", "completions"})) r.kind = Route::kCompletions, r.method = "POST";
+  else if (is({"v1", "embeddings"})) r.kind = Route::kEmbeddings, r.method = "POST";
+  return r;
+}
+
+bool is_inference(Route::Kind k) {
+  return k == Route::kInfer || k == Route::kChat || k == Route::kCompletions || k == Route::kEmbeddings;
+}
+
+HttpResponse error_response(Protocol protocol, int status, std::string_view message, std::string_view code = {}) {
+  HttpResponse r;
+  r.status = status;
+  if (protocol == Protocol::kOpenai) {
+    openai::ApiError e;
+    e.http_status = status;
+    e.message = std::string(message);
+    e.code = std::string(code);
+    e.type = status == 401 ? "invalid_request_error" : status == 429 ? "rate_limit_error"
+             : status >= 500                          ? "server_error"
+                                                      : "invalid_request_error";
+    r.body = openai::error_body(e);
+  } else {
+    r.body = kserve::error_body(message);
+  }
+  return r;
+}
+
+// CORS headers for `origin` when it is allowed.
+HttpHeaders cors_headers(const ServeOptions& o, const HttpRequest& req) {
+  HttpHeaders h;
+  auto origin = req.header("origin");
+  if (!origin || o.cors_origins.empty()) return h;
+  for (const auto& allowed : o.cors_origins) {
+    if (allowed == "*" || allowed == *origin) {
+      h.emplace_back("Access-Control-Allow-Origin", allowed == "*" ? "*" : std::string(*origin));
+      h.emplace_back("Vary", "Origin");
+      return h;
+    }
+  }
+  return h;
+}
+
+}  // namespace
+
+std::string_view protocol_name(Protocol p) {
+  switch (p) {
+    case Protocol::kKserve: return "kserve";
+    case Protocol::kOpenai: return "openai";
+    case Protocol::kHttp: return "http";
+  }
+  return "http";
+}
+
+bool is_loopback_host(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+int http_status_for(const Status& st) {
+  switch (st.code()) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kCorrupt:
+    case StatusCode::kUnsupported: return 400;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kResourceExhausted: return 429;
+    case StatusCode::kUnavailable:
+    case StatusCode::kFailedPrecondition: return 503;
+    case StatusCode::kCancelled: return 499;
+    default: return 500;
+  }
+}
+
+// ------------------------------------------------------------------------------------------ Reply
+Reply::Reply(Server::State& state, std::shared_ptr<Exchange> exchange, Protocol protocol, Clock::time_point received)
+    : state_(state), exchange_(std::move(exchange)), protocol_(protocol), received_(received) {
+  state_.inflight.fetch_add(1);
+}
+
+Reply::~Reply() {
+  if (!done_) error(500, "internal error: the request ended without an answer");
+  state_.inflight.fetch_sub(1);
+}
+
+void Reply::record(int status) {
+  state_.metrics.request(model_, protocol_name(protocol_), status,
+                         std::chrono::duration<double>(Clock::now() - received_));
+}
+
+void Reply::send(HttpResponse response) {
+  if (done_) return;
+  done_ = true;
+  record(response.status);
+  response.headers.insert(response.headers.end(), extra_.begin(), extra_.end());
+  exchange_->respond(std::move(response));
+}
+
+void Reply::json(int status, std::string body, HttpHeaders headers) {
+  HttpResponse r;
+  r.status = status;
+  r.body = std::move(body);
+  r.headers = std::move(headers);
+  send(std::move(r));
+}
+
+void Reply::error(int status, std::string_view message, std::string_view param, std::string_view code) {
+  HttpResponse r;
+  if (protocol_ == Protocol::kOpenai) {
+    openai::ApiError e;
+    e.http_status = status;
+    e.message = std::string(message);
+    e.param = std::string(param);
+    e.code = std::string(code);
+    if (status == 404) e.type = "invalid_request_error";
+    if (status == 429) e.type = "rate_limit_error";
+    if (status >= 500) e.type = "server_error";
+    r.body = openai::error_body(e);
+  } else {
+    r.body = kserve::error_body(message);
+  }
+  r.status = status;
+  if (status == 429 || status == 503) r.headers.emplace_back("Retry-After", "1");
+  send(std::move(r));
+}
+
+void Reply::error(const Status& st) {
+  const int code = http_status_for(st);
+  error(code, st.message(), {}, code == 404 ? "model_not_found" : "");
+}
+
+void Reply::begin_stream() { exchange_->start_stream(200, "text/event-stream", extra_); }
+
+bool Reply::event(std::string data) { return exchange_->write(std::move(data)); }
+
+void Reply::end_stream(int status_for_metrics) {
+  if (done_) return;
+  done_ = true;
+  record(status_for_metrics);
+  exchange_->finish();
+}
+
+// ------------------------------------------------------------------------------------------ State
+runtime::LoadOptions Server::State::load_options(const RepositoryEntry& entry) const {
+  runtime::LoadOptions o = options.load;
+  o.name = entry.name;
+  // Models loaded at start stay until evicted or unloaded; on-demand ones follow keep-alive.
+  if (!options.load_on_demand && !o.keep_alive) o.keep_alive = std::chrono::milliseconds(-1);
+  return o;
+}
+
+Result<runtime::ModelHandle> Server::State::model(std::string_view name) {
+  auto h = runtime.get(name);
+  if (h.ok()) return h;
+  const RepositoryEntry* entry = repository.find(name);
+  if (!entry) {
+    return NotFound("model '" + std::string(name) + "' is not served here (GET /v1/models or POST " +
+                    "/v2/repository/index lists the models)");
+  }
+  auto info = runtime.manager().info(name);
+  if (!options.load_on_demand) {
+    std::string state = info ? std::string(runtime::model_state_name(info->state)) : "not loaded";
+    std::string why = info && !info->reason.empty() ? " (" + info->reason + ")" : "";
+    return Unavailable("model '" + std::string(name) + "' is " + state + why + "; load it with POST /v2/repository/models/" +
+                       std::string(name) + "/load, or start gantry serve with --load-on-demand");
+  }
+  if (info && (info->state == runtime::ModelState::kDraining || info->state == runtime::ModelState::kLoading)) {
+    return Unavailable("model '" + std::string(name) + "' is " + std::string(runtime::model_state_name(info->state)) +
+                       "; retry shortly");
+  }
+  auto loaded = runtime.load(entry->source.string(), load_options(*entry));
+  if (!loaded.ok()) {
+    if (loaded.status().code() == StatusCode::kResourceExhausted) {
+      return Unavailable(loaded.status().message());  // memory, not a full queue: 503
+    }
+    return loaded.status();
+  }
+  return loaded;
+}
+
+bool Server::State::admit(const std::string& model, size_t capacity) {
+  std::lock_guard lock(mu);
+  size_t& n = outstanding[model];
+  if (n >= capacity + options.max_queue) return false;
+  ++n;
+  return true;
+}
+
+void Server::State::release(const std::string& model) {
+  std::lock_guard lock(mu);
+  auto it = outstanding.find(model);
+  if (it != outstanding.end() && it->second > 0) --it->second;
+}
+
+std::shared_ptr<DynamicBatcher> Server::State::batcher(const std::string& name, runtime::ModelHandle& handle) {
+  std::lock_guard lock(mu);
+  auto it = batchers.find(name);
+  if (it != batchers.end() && it->second->model() == &handle.model()) return it->second;
+  BatchingConfig config = options.batching;
+  config.max_queue = options.max_queue;
+  auto b = std::make_shared<DynamicBatcher>(name, handle.model(), config);
+  batchers[name] = b;  // a reloaded model gets a new batcher; the old one ends with its last request
+  return b;
+}
+
+ServerGauges Server::State::gauges() {
+  ServerGauges g;
+  {
+    std::lock_guard lock(mu);
+    for (const auto& [name, n] : outstanding) g.queue_depth[name] = n;
+    for (const auto& [name, b] : batchers) g.queue_depth[name] += b->depth();
+  }
+  g.open_connections = http ? http->open_connections() : 0;
+  g.inflight_requests = inflight.load();
+  g.ready = !draining.load();
+  return g;
+}
+
+// ------------------------------------------------------------------------------------------ Server
+Server::Server(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+Server::~Server() {
+  if (state_->http) {
+    drain(std::chrono::milliseconds(0));
+    stop();
+  }
+}
+
+uint16_t Server::port() const { return state_->http->port(); }
+
+std::string Server::url() const {
+  std::string host = state_->options.host;
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return "http://" + host + ":" + std::to_string(port());
+}
+
+bool Server::drain(std::chrono::milliseconds timeout) {
+  if (!state_->draining.exchange(true)) GANTRY_LOG_INFO("draining: readiness is 503, no new requests");
+  if (state_->http) state_->http->stop_accepting();
+  const auto deadline = Clock::now() + timeout;
+  while (state_->inflight.load() > 0) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+void Server::stop() {
+  if (!state_->http) return;
+  state_->http->stop();
+  state_->workers.join();
+  {
+    std::lock_guard lock(state_->mu);
+    state_->batchers.clear();
+  }
+  state_->http.reset();
+}
+
+Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOptions options) {
+  if (!is_loopback_host(options.host) && options.api_key_files.empty() && !options.insecure_no_auth) {
+    return InvalidArgument("refusing to serve on " + options.host +
+                           " without an API key: anyone who can reach it could use the models. Create a key "
+                           "file (e.g. `openssl rand -hex 32 > key.txt`) and pass --api-key-file key.txt, or "
+                           "pass --insecure-no-auth if the network is trusted");
+  }
+  if (options.max_queue == 0) return InvalidArgument("--max-queue must be at least 1");
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t workers = options.workers > 0 ? static_cast<size_t>(options.workers) : std::max<size_t>(4, 2 * cores);
+  auto state = std::make_unique<State>(runtime, std::move(options), workers);
+  const ServeOptions& o = state->options;
+  GANTRY_ASSIGN_OR_RETURN(state->keys, ApiKeys::from_files(o.api_key_files));
+  for (const auto& m : o.models) GANTRY_RETURN_IF_ERROR(state->repository.add(m));
+  if (!o.model_repository.empty()) GANTRY_RETURN_IF_ERROR(state->repository.add_directory(o.model_repository));
+  if (state->repository.empty()) {
+    return InvalidArgument("no models to serve: name model files or packages, or --model-repository DIR");
+  }
+  if (!o.load_on_demand) {
+    for (const auto& e : state->repository.entries()) {
+      const auto t0 = Clock::now();
+      auto h = runtime.load(e.source.string(), state->load_options(e));
+      if (!h.ok()) return h.status().with_context("loading '" + e.name + "' from " + e.source.string());
+      GANTRY_LOG_INFO("loaded '{}' ({}, {}) in {:.0f} ms", e.name, h->model().metadata().backend,
+                      h->model().metadata().provider,
+                      std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    }
+  }
+
+  State* s = state.get();
+  HttpHooks hooks;
+  const size_t global_limit = o.max_queue * (state->repository.entries().size() + 1) + workers;
+  hooks.on_header = [s, global_limit](const HttpRequest& req) -> std::optional<HttpResponse> {
+    const Route r = route_of(req.path);
+    if (req.method == "OPTIONS") {
+      HttpResponse pre;
+      pre.status = 204;
+      pre.content_type.clear();
+      pre.headers = cors_headers(s->options, req);
+      if (!pre.headers.empty()) {
+        pre.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        pre.headers.emplace_back("Access-Control-Allow-Headers",
+                                 "Authorization, Content-Type, api-key, x-api-key, Inference-Header-Content-Length");
+        pre.headers.emplace_back("Access-Control-Max-Age", "600");
+      }
+      return pre;
+    }
+    if (r.kind == Route::kLive || r.kind == Route::kReady) return std::nullopt;  // probes need no key
+    if (!s->keys.allows(req)) {
+      auto resp = error_response(r.protocol, 401,
+                                 "missing or wrong API key: send 'Authorization: Bearer <key>' (or an api-key / "
+                                 "x-api-key header)",
+                                 "invalid_api_key");
+      resp.headers.emplace_back("WWW-Authenticate", "Bearer");
+      return resp;
+    }
+    if (r.kind == Route::kNotFound) return std::nullopt;  // answered 404 with the body read
+    if (req.method != r.method) {
+      auto resp = error_response(r.protocol, 405, std::string(req.path) + " takes " + r.method + ", not " + req.method);
+      resp.headers.emplace_back("Allow", r.method);
+      return resp;
+    }
+    if (s->draining.load() && r.kind != Route::kMetrics) {
+      auto resp = error_response(r.protocol, 503, "the server is shutting down");
+      resp.headers.emplace_back("Retry-After", "1");
+      return resp;
+    }
+    if (is_inference(r.kind)) {
+      bool full = s->inflight.load() >= global_limit;
+      if (!full && r.kind == Route::kInfer) {
+        std::lock_guard lock(s->mu);
+        auto b = s->batchers.find(r.model);
+        full = b != s->batchers.end() && b->second->depth() >= s->options.max_queue;
+      }
+      if (full) {
+        auto resp = error_response(r.protocol, 429, "the server is at capacity (--max-queue " +
+                                                        std::to_string(s->options.max_queue) + "); retry later");
+        resp.headers.emplace_back("Retry-After", "1");
+        return resp;
+      }
+    }
+    return std::nullopt;
+  };
+
+  hooks.on_request = [s](HttpRequest&& req, std::shared_ptr<Exchange> ex) {
+    const Route r = route_of(req.path);
+    auto reply = std::make_shared<Reply>(*s, std::move(ex), r.protocol, req.received);
+    if (!r.model.empty()) reply->set_model(r.model);
+    reply->add_headers(cors_headers(s->options, req));
+    switch (r.kind) {
+      case Route::kLive: reply->json(200, R"({"live":true})"); return;
+      case Route::kReady:
+        if (s->draining.load()) reply->error(503, "the server is shutting down");
+        else reply->json(200, R"({"ready":true})");
+        return;
+      case Route::kServerMetadata:
+        reply->json(200, json{{"name", "gantry"},
+                              {"version", GANTRY_VERSION_STRING},
+                              {"extensions", {"binary_tensor_data", "model_repository"}}}
+                             .dump());
+        return;
+      case Route::kNotFound:
+        reply->error(404, "no route for " + req.method + " " + req.path +
+                              " (KServe v2 under /v2, OpenAI under /v1, metrics at /metrics)");
+        return;
+      default: break;
+    }
+    auto req_ptr = std::make_shared<HttpRequest>(std::move(req));
+    boost::asio::post(s->workers, [s, r, reply, req_ptr]() mutable {
+      switch (r.kind) {
+        case Route::kMetrics: {
+          HttpResponse m;
+          m.content_type = "text/plain; version=0.0.4; charset=utf-8";
+          m.body = s->metrics.render(s->runtime, s->gauges());
+          reply->send(std::move(m));
+          return;
+        }
+        case Route::kModelMetadata: kserve_model_metadata(*s, reply, r.model); return;
+        case Route::kModelReady: kserve_model_ready(*s, reply, r.model); return;
+        case Route::kInfer: kserve_infer(*s, reply, std::move(*req_ptr), r.model); return;
+        case Route::kRepoIndex: kserve_repository_index(*s, reply); return;
+        case Route::kRepoLoad: kserve_repository_load(*s, reply, r.model, true); return;
+        case Route::kRepoUnload: kserve_repository_load(*s, reply, r.model, false); return;
+        case Route::kOpenaiModels: openai_models(*s, reply); return;
+        case Route::kOpenaiModel: openai_models(*s, reply); return;
+        case Route::kChat: openai_text(*s, reply, std::move(*req_ptr), true); return;
+        case Route::kCompletions: openai_text(*s, reply, std::move(*req_ptr), false); return;
+        case Route::kEmbeddings: openai_embeddings(*s, reply, std::move(*req_ptr)); return;
+        default: reply->error(404, "no route"); return;
+      }
+    });
+  };
+
+  HttpServerOptions http;
+  http.host = o.host == "localhost" ? "127.0.0.1" : o.host;
+  http.port = o.port;
+  http.io_threads = o.http_threads;
+  http.limits.max_body_bytes = o.max_body_bytes;
+  GANTRY_ASSIGN_OR_RETURN(state->http, HttpServer::start(http, std::move(hooks)));
+  return std::unique_ptr<Server>(new Server(std::move(state)));
+}
+
+}  // namespace gantry::server

@@ -1,0 +1,110 @@
+// The server's shared state and the pieces every route uses (private to src/server/).
+#pragma once
+
+#include <atomic>
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "gantry/runtime/runtime.h"
+#include "gantry/server/api_keys.h"
+#include "gantry/server/dynamic_batcher.h"
+#include "gantry/server/http_server.h"
+#include "gantry/server/metrics.h"
+#include "gantry/server/model_repository.h"
+#include "gantry/server/server.h"
+
+namespace gantry::server {
+
+enum class Protocol { kKserve, kOpenai, kHttp };
+std::string_view protocol_name(Protocol p);  // "kserve", "openai", "http"
+
+// The answer to one accepted request: answers once, records the request's metrics and releases its
+// in-flight count when it does (or, if dropped unanswered, the Exchange sends a 500).
+class Reply {
+ public:
+  Reply(Server::State& state, std::shared_ptr<Exchange> exchange, Protocol protocol,
+        std::chrono::steady_clock::time_point received);
+  ~Reply();
+  Reply(const Reply&) = delete;
+  Reply& operator=(const Reply&) = delete;
+
+  void set_model(std::string model) { model_ = std::move(model); }
+  // Headers every answer carries (CORS).
+  void add_headers(HttpHeaders h) { extra_.insert(extra_.end(), h.begin(), h.end()); }
+  const std::string& model() const { return model_; }
+  Exchange& exchange() { return *exchange_; }
+  std::chrono::steady_clock::time_point received() const { return received_; }
+
+  void send(HttpResponse response);
+  void json(int status, std::string body, HttpHeaders headers = {});
+  // The protocol's error shape: KServe {"error": m}; OpenAI {"error": {"message", "type", ...}}.
+  void error(int status, std::string_view message, std::string_view param = {}, std::string_view code = {});
+  void error(const Status& status);  // HTTP status from the Status code
+  // Streaming (SSE): begin, events, end. end() records the metrics.
+  void begin_stream();
+  bool event(std::string data);
+  void end_stream(int status_for_metrics = 200);
+
+ private:
+  void record(int status);
+  Server::State& state_;
+  std::shared_ptr<Exchange> exchange_;
+  Protocol protocol_;
+  std::chrono::steady_clock::time_point received_;
+  std::string model_ = "-";
+  HttpHeaders extra_;
+  bool done_ = false;
+};
+
+// HTTP status for an error Status: InvalidArgument/Corrupt 400, NotFound 404, ResourceExhausted 429
+// (queue full) or 400, Unavailable 503, Unsupported 400, Cancelled 499, otherwise 500.
+int http_status_for(const Status& status);
+
+struct Server::State {
+  runtime::Runtime& runtime;
+  ServeOptions options;
+  ApiKeys keys;
+  ModelRepository repository;
+  Metrics metrics;
+  boost::asio::thread_pool workers;
+  std::unique_ptr<HttpServer> http;
+  std::atomic<bool> draining{false};
+  std::atomic<size_t> inflight{0};
+  std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
+
+  State(runtime::Runtime& rt, ServeOptions o, size_t n_workers)
+      : runtime(rt), options(std::move(o)), workers(n_workers) {}
+
+  // The model `name`, loading it when the repository has it and loading on demand is on. NotFound
+  // for a name the repository does not know; Unavailable (503) for a known model that is not ready.
+  Result<runtime::ModelHandle> model(std::string_view name);
+  runtime::LoadOptions load_options(const RepositoryEntry& entry) const;
+
+  // Per-model admission of requests that do not go through a DynamicBatcher: at most capacity +
+  // max_queue at once. False: answer 429.
+  bool admit(const std::string& model, size_t capacity);
+  void release(const std::string& model);
+
+  std::shared_ptr<DynamicBatcher> batcher(const std::string& name, runtime::ModelHandle& handle);
+  ServerGauges gauges();
+
+  std::mutex mu;  // guards outstanding, batchers
+  std::map<std::string, size_t, std::less<>> outstanding;
+  std::map<std::string, std::shared_ptr<DynamicBatcher>, std::less<>> batchers;
+};
+
+// Routes (each answers through `reply`; runs on a worker thread).
+void kserve_infer(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, std::string model);
+void kserve_model_metadata(Server::State& s, std::shared_ptr<Reply> reply, std::string model);
+void kserve_model_ready(Server::State& s, std::shared_ptr<Reply> reply, std::string model);
+void kserve_repository_index(Server::State& s, std::shared_ptr<Reply> reply);
+void kserve_repository_load(Server::State& s, std::shared_ptr<Reply> reply, std::string model, bool load);
+void openai_models(Server::State& s, std::shared_ptr<Reply> reply);
+void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, bool chat);
+void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request);
+
+}  // namespace gantry::server
