@@ -7,6 +7,7 @@
 #include <boost/beast/http.hpp>
 #include <charconv>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <unordered_set>
@@ -173,7 +174,7 @@ class Session : public std::enable_shared_from_this<Session> {
     error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.socket().close(ec);
-    if (exchange_) exchange_->mark_gone();
+    if (auto ex = exchange_.lock()) ex->mark_gone();
     exchange_.reset();
     self_hold_.reset();  // may drop the last reference; callers hold their own
   }
@@ -186,7 +187,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!r.content_type.empty()) head += "Content-Type: " + header_safe(r.content_type) + "\r\n";
     head += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
     append_headers(head, r.headers);
-    head += keep_alive() ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+    close_after_ = !keep_alive();  // decided once: what the header says is what happens
+    head += close_after_ ? "Connection: close\r\n\r\n" : "Connection: keep-alive\r\n\r\n";
     queue(std::move(head), false);
     queue(std::move(r.body), true);
   }
@@ -198,7 +200,8 @@ class Session : public std::enable_shared_from_this<Session> {
     head += "Content-Type: " + header_safe(content_type) + "\r\n";
     head += "Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\n";
     append_headers(head, headers);
-    head += keep_alive() ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+    close_after_ = !keep_alive();
+    head += close_after_ ? "Connection: close\r\n\r\n" : "Connection: keep-alive\r\n\r\n";
     queue(std::move(head), false);
   }
 
@@ -228,7 +231,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     parser_.emplace();
     parser_->header_limit(server_.options.limits.max_header_bytes);
-    parser_->body_limit(server_.options.limits.max_body_bytes);
+    // No body limit while the header is read: on_header checks Content-Length itself (to answer 413
+    // with the numbers); the limit is set before the body is read.
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
     answer_started_ = false;
     final_queued_ = false;
     body_read_ = false;
@@ -287,6 +292,7 @@ class Session : public std::enable_shared_from_this<Session> {
       on_body({});
       return;
     }
+    parser_->body_limit(limit);
     stream_.expires_after(server_.options.limits.body_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](error_code ec, size_t) { self->on_body(ec); });
@@ -312,11 +318,11 @@ class Session : public std::enable_shared_from_this<Session> {
     body_read_ = true;
     req_.body = std::move(parser_->get().body());
     stream_.expires_never();
-    exchange_ = std::make_shared<SessionExchange>(weak_from_this());
+    auto ex = std::make_shared<SessionExchange>(weak_from_this());
+    exchange_ = ex;  // weak: the handler owns it; dropping it unanswered sends a 500
     self_hold_ = shared_from_this();  // alive while the handler works, even without a pending operation
     responding_ = true;
     watch();
-    std::shared_ptr<Exchange> ex = exchange_;
     server_.hooks.on_request(std::move(req_), std::move(ex));
   }
 
@@ -405,7 +411,7 @@ class Session : public std::enable_shared_from_this<Session> {
     exchange_.reset();
     auto self = shared_from_this();
     self_hold_.reset();
-    if (!keep_alive() || !body_read_) {
+    if (close_after_ || !body_read_) {
       close();
       return;
     }
@@ -429,7 +435,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpRequest req_;
   std::string remote_;
-  std::shared_ptr<SessionExchange> exchange_;
+  std::weak_ptr<SessionExchange> exchange_;
   std::shared_ptr<Session> self_hold_;
   std::deque<Out> out_;
   bool keep_alive_ = true;
@@ -442,6 +448,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool body_read_ = false;
   bool closed_ = false;
   bool gone_ = false;
+  bool close_after_ = false;  // the answer said "Connection: close"
 };
 
 SessionExchange::~SessionExchange() {
