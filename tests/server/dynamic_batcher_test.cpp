@@ -1,0 +1,114 @@
+// DynamicBatcher on a real ONNX model (the MLP): concurrent requests batch together, every request
+// gets its own rows back equal to running it alone, and the queue bound holds.
+#include "gantry/server/dynamic_batcher.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <future>
+#include <thread>
+
+#include "backend/onnx/onnx_test_util.h"
+#include "gantry/runtime/runtime.h"
+
+namespace gantry::server {
+namespace {
+using gantry::testing::kMlp;
+using gantry::testing::random_f32;
+
+std::unique_ptr<runtime::Runtime> make_runtime() {
+  runtime::RuntimeOptions o;
+  o.verdict_cache_dir = "none";
+  o.keep_alive_timer = false;
+  return runtime::Runtime::create(std::move(o)).value();
+}
+
+runtime::LoadOptions one_thread() {
+  runtime::LoadOptions lo;
+  lo.factory.intra_op_threads = 1;
+  return lo;
+}
+
+struct Outcome {
+  Result<std::vector<NamedTensor>> outputs = Internal("not run");
+  BatchTiming timing;
+};
+
+TEST(DynamicBatcher, ConcurrentRequestsBatchAndGetTheirOwnRows) {
+  REQUIRE_MODEL(kMlp);
+  auto rt = make_runtime();
+  auto h = rt->load(kMlp.string(), one_thread()).value();
+  ASSERT_TRUE(h.model().metadata().batchable);
+  BatchingConfig cfg;
+  cfg.max_batch_size = 16;
+  cfg.max_queue_delay = std::chrono::milliseconds(20);
+  DynamicBatcher batcher("mlp", h.model(), cfg);
+
+  constexpr int kRequests = 48;
+  std::vector<std::promise<Outcome>> done(kRequests);
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < kRequests; ++i) inputs.push_back(random_f32(Shape({1 + i % 3, 64}), 100 + i));
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kRequests; ++i) {
+    clients.emplace_back([&, i] {
+      DynamicBatcher::Item item;
+      item.inputs = {{h.model().metadata().inputs[0].name, inputs[i]}};
+      item.handle = rt->get("mlp_64_128_10").value();
+      item.done = [&, i](Result<std::vector<NamedTensor>> out, const BatchTiming& t) {
+        done[i].set_value(Outcome{std::move(out), t});
+      };
+      ASSERT_TRUE(batcher.submit(std::move(item)).ok());
+    });
+  }
+  for (auto& t : clients) t.join();
+  size_t largest_batch = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    auto fut = done[i].get_future();
+    ASSERT_EQ(fut.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+    Outcome o = fut.get();
+    ASSERT_TRUE(o.outputs.ok()) << o.outputs.status().message();
+    largest_batch = std::max(largest_batch, o.timing.batch_requests);
+    EXPECT_LE(o.timing.batch_rows, 16);
+    // The same request alone gives the same numbers (rows never influence each other).
+    std::vector<NamedTensor> alone_in = {{h.model().metadata().inputs[0].name, inputs[i]}};
+    auto alone = h.model().infer_one(alone_in).value();
+    ASSERT_EQ(alone.size(), o.outputs->size());
+    const Tensor& a = alone[0].tensor;
+    const Tensor& b = (*o.outputs)[0].tensor;
+    ASSERT_EQ(a.shape(), b.shape()) << "request " << i;
+    auto av = a.values<float>();
+    auto bv = b.values<float>();
+    for (size_t k = 0; k < av.size(); ++k) EXPECT_NEAR(av[k], bv[k], 1e-5f * (1 + std::abs(av[k]))) << i << "/" << k;
+  }
+  EXPECT_GT(largest_batch, 1u) << "48 concurrent requests never shared a batch";
+}
+
+TEST(DynamicBatcher, FullQueueRefusesAtOnce) {
+  REQUIRE_MODEL(kMlp);
+  auto rt = make_runtime();
+  auto h = rt->load(kMlp.string(), one_thread()).value();
+  BatchingConfig cfg;
+  cfg.max_batch_size = 64;
+  cfg.max_queue = 2;
+  cfg.max_queue_delay = std::chrono::seconds(2);  // nothing leaves the queue during the test
+  auto batcher = std::make_unique<DynamicBatcher>("mlp", h.model(), cfg);
+  std::atomic<int> finished{0};
+  auto item = [&] {
+    DynamicBatcher::Item it;
+    it.inputs = {{h.model().metadata().inputs[0].name, random_f32(Shape({1, 64}), 1)}};
+    it.handle = rt->get("mlp_64_128_10").value();
+    it.done = [&](Result<std::vector<NamedTensor>>, const BatchTiming&) { ++finished; };
+    return it;
+  };
+  ASSERT_TRUE(batcher->submit(item()).ok());
+  ASSERT_TRUE(batcher->submit(item()).ok());
+  Status third = batcher->submit(item());
+  EXPECT_EQ(third.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(third.message().find("--max-queue 2"), std::string::npos) << third.message();
+  EXPECT_EQ(batcher->depth(), 2u);
+  batcher.reset();  // the two queued ones are answered (with Unavailable), never lost
+  EXPECT_EQ(finished.load(), 2);
+}
+
+}  // namespace
+}  // namespace gantry::server

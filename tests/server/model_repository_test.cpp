@@ -1,0 +1,60 @@
+#include "gantry/server/model_repository.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace gantry::server {
+namespace {
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("gantry_repo_" + std::to_string(::getpid()) + "_" +
+                                               std::to_string(reinterpret_cast<uintptr_t>(this)));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+TEST(ModelRepository, NamesModelsByPackageNameElseFileStem) {
+  TempDir d;
+  std::ofstream(d.path / "tiny-llama.gguf") << "GGUF";
+  std::ofstream(d.path / "vad.onnx") << "x";
+  std::ofstream(d.path / "notes.txt") << "ignored";
+  fs::create_directories(d.path / "pkgdir");
+  std::ofstream(d.path / "pkgdir" / "gantry.json")
+      << R"({"name": "detector", "version": "1.0.0", "format": "onnx", "model_file": "m.onnx",
+            "sha256": {"m.onnx": "0000000000000000000000000000000000000000000000000000000000000000"}})";
+  ModelRepository repo;
+  ASSERT_TRUE(repo.add_directory(d.path).ok());
+  auto entries = repo.entries();
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0].name, "detector");
+  EXPECT_EQ(entries[1].name, "tiny-llama");
+  EXPECT_EQ(entries[2].name, "vad");
+  ASSERT_NE(repo.find("vad"), nullptr);
+  EXPECT_EQ(repo.find("vad")->source, d.path / "vad.onnx");
+  EXPECT_EQ(repo.find("../vad"), nullptr);
+}
+
+TEST(ModelRepository, TwoModelsWithOneNameIsAnError) {
+  TempDir a, b;
+  std::ofstream(a.path / "m.onnx") << "x";
+  std::ofstream(b.path / "m.gguf") << "GGUF";
+  ModelRepository repo;
+  ASSERT_TRUE(repo.add(a.path / "m.onnx").ok());
+  ASSERT_TRUE(repo.add(a.path / "m.onnx").ok()) << "the same file twice is fine";
+  Status st = repo.add(b.path / "m.gguf");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("two models are named 'm'"), std::string::npos) << st.message();
+}
+
+TEST(ModelRepository, MissingPathsAreNamed) {
+  ModelRepository repo;
+  EXPECT_EQ(repo.add_directory("/nonexistent/dir").code(), StatusCode::kNotFound);
+  Status st = repo.add("/nonexistent/model.onnx");
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_NE(st.message().find("/nonexistent/model.onnx"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gantry::server
