@@ -1,5 +1,6 @@
 # The user's interface. Every target sets up what it needs first (idempotent, cached).
-#   make run    set up, build, run the main job on the bundled default models
+#   make run    set up, build, serve the bundled default models (gantry serve) and send it a few requests
+#   make demo   set up, build, the command-line tour (detect, plan, run) on the bundled models
 #   make test   set up, build, run every test
 #   make build  set up and build build/bin/gantry
 #   make bench  set up, build, run the benchmarks (prints BENCH lines)
@@ -9,7 +10,7 @@ JOBS ?= $(shell nproc)
 PRESET ?= default
 BUILD_DIR := $(if $(filter default,$(PRESET)),build,build-$(PRESET))
 
-.PHONY: setup build test run bench asan fuzz clean format
+.PHONY: setup build test run demo bench asan fuzz clean format
 
 setup:
 	@bash scripts/setup.sh all
@@ -23,6 +24,9 @@ test: build
 
 run: build
 	@bash scripts/run-main.sh
+
+demo: build
+	@bash scripts/demo.sh
 
 bench: build
 	@bash bench/run.sh
