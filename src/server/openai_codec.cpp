@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -66,13 +67,19 @@ Err read_int(const json& obj, const char* key, int64_t lo, int64_t hi, std::opti
   return std::nullopt;
 }
 
+std::string short_number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
 Err read_number(const json& obj, const char* key, double lo, double hi, std::optional<double>& out) {
   const json* v = field(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_number()) return bad(key, std::string("'") + key + "' must be a number, got " + type_of(*v));
   const auto x = v->get<double>();
   if (!(x >= lo && x <= hi)) {
-    return bad(key, std::string("'") + key + "' must be in " + json(lo).dump() + ".." + json(hi).dump() +
+    return bad(key, std::string("'") + key + "' must be in " + short_number(lo) + ".." + short_number(hi) +
                         ", got " + v->dump());
   }
   out = x;
@@ -319,7 +326,10 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
   }
 
   std::optional<int64_t> n;
-  GANTRY_TRY_FIELD(read_int(j, "n", 1, 1, n));
+  GANTRY_TRY_FIELD(read_int(j, "n", INT64_MIN, INT64_MAX, n));
+  if (n && *n != 1) {
+    return bad("n", "'n' must be 1 (one choice per request is supported), got " + std::to_string(*n));
+  }
   bool echo = false;
   if (!chat) {
     GANTRY_TRY_FIELD(read_bool(j, "echo", echo));
