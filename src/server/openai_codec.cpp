@@ -310,6 +310,32 @@ std::string error_body(const ApiError& e) {
   return dump(json{{"error", std::move(err)}});
 }
 
+ApiError api_error(const Status& status, std::string param) {
+  ApiError e;
+  e.message = status.message();
+  e.param = std::move(param);
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kUnsupported:
+      break;
+    case StatusCode::kResourceExhausted:
+      e.code = "context_length_exceeded";
+      break;
+    case StatusCode::kNotFound:
+      e.http_status = 404;
+      break;
+    case StatusCode::kUnavailable:
+    case StatusCode::kCancelled:
+      e.http_status = 503;
+      e.type = "server_error";
+      break;
+    default:
+      e.http_status = 500;
+      e.type = "server_error";
+  }
+  return e;
+}
+
 std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, Endpoint endpoint) {
   auto parsed = parse_object(body);
   if (auto* e = std::get_if<ApiError>(&parsed)) return *e;

@@ -270,6 +270,25 @@ TEST(OpenAiCodec, ErrorBody) {
   EXPECT_EQ(sse_json(ev)["error"]["message"], "no such model");
 }
 
+TEST(OpenAiCodec, ErrorsFromStatus) {
+  ApiError e = api_error(InvalidArgument("unsupported JSON schema keyword 'pattern'"), "response_format");
+  EXPECT_EQ(e.http_status, 400);
+  EXPECT_EQ(e.type, "invalid_request_error");
+  EXPECT_EQ(e.param, "response_format");
+  EXPECT_NE(e.message.find("'pattern'"), std::string::npos);
+  e = api_error(ResourceExhausted("the prompt has 900 tokens"));
+  EXPECT_EQ(e.http_status, 400);
+  EXPECT_EQ(e.code, "context_length_exceeded");
+  EXPECT_EQ(api_error(NotFound("no model x")).http_status, 404);
+  e = api_error(Unavailable("draining"));
+  EXPECT_EQ(e.http_status, 503);
+  EXPECT_EQ(e.type, "server_error");
+  e = api_error(Internal("bug"));
+  EXPECT_EQ(e.http_status, 500);
+  EXPECT_EQ(e.type, "server_error");
+  EXPECT_TRUE(json::parse(error_body(e))["error"]["param"].is_null());
+}
+
 TEST(OpenAiCodec, FinishReasons) {
   EXPECT_EQ(finish_reason(FinishReason::kEndOfGeneration), "stop");
   EXPECT_EQ(finish_reason(FinishReason::kStopString), "stop");

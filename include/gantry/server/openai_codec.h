@@ -36,6 +36,13 @@ struct ApiError {
 // {"error":{"message":..,"type":..,"param":..|null,"code":..|null}}
 std::string error_body(const ApiError& e);
 
+// The ApiError for a failed Status (e.g. from start_generation or embed): InvalidArgument and
+// Unsupported -> 400 invalid_request_error; ResourceExhausted (prompt longer than the context) ->
+// 400 invalid_request_error, code "context_length_exceeded"; NotFound -> 404; Unavailable and
+// Cancelled -> 503 server_error; anything else -> 500 server_error. `param` names the request field
+// when the caller knows it (e.g. "response_format" for a refused schema).
+ApiError api_error(const Status& status, std::string param = "");
+
 enum class Endpoint { kChat, kCompletion };
 
 struct TextRequest {
