@@ -38,6 +38,28 @@ std::string_view finish_reason_name(FinishReason r);  // "eog", "max_tokens", "s
 // cancel the generation.
 using TextCallback = std::function<bool(std::string_view text)>;
 
+// A constraint on the shape of the generated text (OpenAI's response_format). The backend enforces
+// it while sampling, so every token keeps the output a prefix of a valid document; the output is
+// complete when the generation ends with kEndOfGeneration (max_tokens or a stop string can cut it).
+struct OutputConstraint {
+  enum class Kind {
+    kNone,
+    kJsonObject,  // any JSON object
+    kJsonSchema,  // a JSON value valid against `json_schema` (a supported subset; see the backend)
+  };
+  Kind kind = Kind::kNone;
+  std::string json_schema;  // kJsonSchema: the schema as JSON text
+};
+
+// One generated token's log-probability (natural log) under the model's distribution: log-softmax
+// over the full vocabulary of the raw logits, before penalties, constraints and temperature.
+struct TokenLogprob {
+  int32_t token = -1;
+  std::string text;  // the token's bytes (may be part of a UTF-8 character)
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;  // the most likely tokens as (text, logprob), best first
+};
+
 struct GenerationRequest {
   std::string prompt;             // used when `tokens` is empty
   std::vector<int32_t> tokens;    // pre-tokenized prompt
@@ -53,6 +75,10 @@ struct GenerationRequest {
   // Not called when start_generation itself fails (that error is returned instead).
   std::function<void()> on_done;
   int n_top_logits = 0;  // record the n largest raw logits at each generated token
+  OutputConstraint constraint;
+  // -1: off. 0..20: record each generated token's logprob and that many top alternatives
+  // (GenerationResult::logprobs).
+  int n_logprobs = -1;
 };
 
 struct GenerationResult {
@@ -64,6 +90,9 @@ struct GenerationResult {
   double generation_ms = 0;  // time from the first to the last generated token
   // Per generated token (when n_top_logits > 0): the largest raw logits, best first, as (token, logit).
   std::vector<std::vector<std::pair<int32_t, float>>> top_logits;
+  // When n_logprobs >= 0: one entry per element of `tokens`, in order (an end-of-generation token
+  // is not included, as it is not in `tokens` either).
+  std::vector<TokenLogprob> logprobs;
 };
 
 // One message of a conversation, for a model's chat template.

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
 
 #include "backend/llama/log_bridge.h"
 #include "backend/llama/sampling.h"
 #include "backend/llama/text_stream.h"
+#include "gantry/backend/llama/json_grammar.h"
 #include "gantry/core/log.h"
 
 namespace gantry::llama {
@@ -23,6 +25,35 @@ using Clock = std::chrono::steady_clock;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// `token`'s log-probability and the `n_top` most likely tokens', by log-softmax over all `n_vocab`
+// raw logits (the model's own distribution: before penalties, grammar and temperature).
+backend::TokenLogprob token_logprob(const LlamaWeights& w, const float* logits, int32_t n_vocab,
+                                    int32_t token, int n_top, bool render_special) {
+  float max_logit = logits[0];
+  for (int32_t t = 1; t < n_vocab; ++t) max_logit = std::max(max_logit, logits[t]);
+  double sum = 0;
+  for (int32_t t = 0; t < n_vocab; ++t) sum += std::exp(static_cast<double>(logits[t] - max_logit));
+  const double log_z = static_cast<double>(max_logit) + std::log(sum);
+  const auto logprob = [&](int32_t t) { return static_cast<float>(logits[t] - log_z); };
+
+  backend::TokenLogprob out;
+  out.token = token;
+  out.text = w.token_to_piece(token, render_special);
+  out.logprob = logprob(token);
+  if (n_top > 0) {
+    std::vector<int32_t> ids(static_cast<size_t>(n_vocab));
+    for (int32_t t = 0; t < n_vocab; ++t) ids[static_cast<size_t>(t)] = t;
+    const auto k = static_cast<std::ptrdiff_t>(std::min(n_top, n_vocab));
+    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                      [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+    for (std::ptrdiff_t i = 0; i < k; ++i) {
+      out.top.emplace_back(w.token_to_piece(ids[static_cast<size_t>(i)], render_special),
+                           logprob(ids[static_cast<size_t>(i)]));
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -121,6 +152,10 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
   if (request.n_top_logits < 0 || request.n_top_logits > 64) {
     return InvalidArgument("n_top_logits must be in 0..64");
   }
+  if (request.n_logprobs < -1 || request.n_logprobs > 20) {
+    return InvalidArgument("n_logprobs must be in -1..20 (-1 = off), got " +
+                           std::to_string(request.n_logprobs));
+  }
   auto s = std::make_unique<Seq>();
   GANTRY_ASSIGN_OR_RETURN(s->prompt, tokenize_prompt(request));
   if (s->prompt.empty()) return InvalidArgument("the prompt is empty (no tokens to start from)");
@@ -132,8 +167,18 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
         " per sequence (including one for the reply); use a larger --ctx or a shorter prompt");
   }
   s->reserve = std::min(cap, s->prompt.size() + static_cast<size_t>(request.max_tokens));
-  s->sampler = make_sampler_chain(request.sampling, ctx_->weights().n_vocab(), static_cast<int32_t>(cap));
-  for (int32_t t : s->prompt) llama_sampler_accept(s->sampler, t);  // the repeat penalty sees the prompt
+  llama_sampler* grammar = nullptr;
+  if (request.constraint.kind != backend::OutputConstraint::Kind::kNone) {
+    GANTRY_ASSIGN_OR_RETURN(std::string gbnf, grammar_for(request.constraint));
+    grammar = llama_sampler_init_grammar(ctx_->weights().vocab(), gbnf.c_str(), "root");
+    if (!grammar) {
+      return InvalidArgument(
+          "llama.cpp rejected the grammar built for the output constraint "
+          "(a bug in the JSON schema converter; the grammar is in the llama.cpp log)");
+    }
+  }
+  s->sampler = make_sampler_chain(request.sampling, ctx_->weights().n_vocab(), static_cast<int32_t>(cap),
+                                  s->prompt, grammar);  // the repeat penalty sees the prompt
   s->stream = TextStream(request.stop);
   s->result.n_prompt_tokens = static_cast<int>(s->prompt.size());
   s->cancel = std::make_shared<std::atomic<bool>>(false);
@@ -334,6 +379,10 @@ Result<bool> BatchEngine::step() {
       continue;
     }
     s->result.tokens.push_back(tok);
+    if (s->req.n_logprobs >= 0) {
+      s->result.logprobs.push_back(token_logprob(weights, llama_get_logits_ith(ctx_->raw(), s->out_index),
+                                                 n_vocab, tok, s->req.n_logprobs, s->req.render_special));
+    }
     std::string text = s->stream.push(weights.token_to_piece(tok, s->req.render_special));
     bool keep_going = true;
     if (!text.empty()) {

@@ -4,15 +4,18 @@
 
 namespace gantry::llama {
 
-llama_sampler* make_sampler_chain(const backend::SamplingParams& p, int32_t n_vocab, int32_t penalty_window) {
+llama_sampler* make_sampler_chain(const backend::SamplingParams& p, int32_t n_vocab, int32_t penalty_window,
+                                  std::span<const int32_t> history, llama_sampler* grammar) {
   llama_sampler_chain_params cp = llama_sampler_chain_default_params();
   cp.no_perf = true;
   llama_sampler* chain = llama_sampler_chain_init(cp);
   if (p.repeat_penalty != 1.0f) {
     const int32_t last_n = p.repeat_last_n < 0 ? penalty_window : p.repeat_last_n;
-    llama_sampler_chain_add(chain,
-                            llama_sampler_init_penalties(n_vocab, last_n, p.repeat_penalty, 0.0f, 0.0f));
+    llama_sampler* penalties = llama_sampler_init_penalties(n_vocab, last_n, p.repeat_penalty, 0.0f, 0.0f);
+    for (int32_t t : history) llama_sampler_accept(penalties, t);
+    llama_sampler_chain_add(chain, penalties);
   }
+  if (grammar) llama_sampler_chain_add(chain, grammar);
   if (p.temperature <= 0.0f) {
     llama_sampler_chain_add(chain, llama_sampler_init_greedy());
     return chain;

@@ -1,0 +1,133 @@
+// The OpenAI-compatible HTTP API's bodies: parses requests (/v1/chat/completions, /v1/completions,
+// /v1/embeddings) into backend requests and writes responses, stream chunks (server-sent events)
+// and errors. Pure functions of their arguments: no I/O, no model.
+//
+// Compatibility notes:
+// - One choice only: n other than 1 is refused (400, param "n").
+// - Unknown fields are ignored (clients send many optional ones); known fields of the wrong type or
+//   out of range are refused with 400 naming the field (ApiError::param).
+// - finish_reason: end-of-generation and stop strings are "stop", max_tokens is "length"; a
+//   cancelled generation is reported as "stop" too (the client asked for it, or went away; OpenAI
+//   clients only accept stop/length/content_filter/tool_calls/function_call).
+// - JSON is written with invalid UTF-8 replaced by U+FFFD (a token may be part of a character);
+//   the logprobs' `bytes` fields carry the exact bytes.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "gantry/backend/generation.h"
+
+namespace gantry::server::openai {
+
+// An error as OpenAI reports it: HTTP status plus {"error":{message,type,param,code}}.
+struct ApiError {
+  int http_status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // the offending request field ("" = null)
+  std::string code;   // "" = null
+};
+
+// {"error":{"message":..,"type":..,"param":..|null,"code":..|null}}
+std::string error_body(const ApiError& e);
+
+// The ApiError for a failed Status (e.g. from start_generation or embed): InvalidArgument and
+// Unsupported -> 400 invalid_request_error; ResourceExhausted (prompt longer than the context) ->
+// 400 invalid_request_error, code "context_length_exceeded"; NotFound -> 404; Unavailable and
+// Cancelled -> 503 server_error; anything else -> 500 server_error. `param` names the request field
+// when the caller knows it (e.g. "response_format" for a refused schema).
+ApiError api_error(const Status& status, std::string param = "");
+
+enum class Endpoint { kChat, kCompletion };
+
+struct TextRequest {
+  Endpoint endpoint = Endpoint::kChat;
+  std::string model;
+  // kChat: the conversation ("content" may be a string, null, or an array of {"type":"text","text"}
+  // parts, which are concatenated). Roles are passed through as given (system/user/assistant/...).
+  std::vector<backend::ChatMessage> messages;
+  // kCompletion: the prompt ("prompt" is a string or an array holding exactly one string).
+  std::string prompt;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage: send usage_chunk before [DONE]
+  // kChat: "logprobs" (bool) + "top_logprobs" (0..20, needs logprobs). kCompletion: "logprobs"
+  // (int 0..5) sets both: logprobs = true, top_logprobs = that value.
+  bool logprobs = false;
+  int top_logprobs = 0;
+  // Filled from the request:
+  //   max_tokens (chat also max_completion_tokens, which wins) -> max_tokens, >= 1;
+  //     0 when the request gives none: the server picks the default (the model's setting).
+  //   temperature (0..2), top_p ((0,1]), seed (integer; taken modulo 2^32) -> sampling; the
+  //     other sampling fields keep SamplingParams' defaults.
+  //   stop (a string or an array of up to 4 strings) -> stop.
+  //   response_format {"type":"text"|"json_object"|"json_schema","json_schema":{"schema":{..}}}
+  //     -> constraint (the schema is kept as JSON text; the backend checks what it supports).
+  //   logprobs -> n_logprobs (top_logprobs, or -1 when logprobs is off).
+  // prompt/tokens/callbacks are left for the server (it formats chat messages with the model's
+  // template).
+  backend::GenerationRequest generation;
+};
+
+std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, Endpoint endpoint);
+
+struct EmbeddingRequest {
+  std::string model;
+  std::vector<std::string> input;  // "input": a string or a non-empty array of strings
+  bool base64 = false;             // "encoding_format": "float" (default) or "base64"
+};
+
+std::variant<EmbeddingRequest, ApiError> parse_embedding_request(std::string_view body);
+
+// "stop" or "length" (see the compatibility notes above).
+std::string_view finish_reason(backend::FinishReason r);
+
+// Non-streaming bodies ("chat.completion" / "text_completion"), one choice, with usage. Logprobs
+// are included when `request.logprobs` (from `result.logprobs`; chat: logprobs.content[],
+// completions: tokens/token_logprobs/top_logprobs/text_offset), else null.
+std::string chat_response(std::string_view id, std::string_view model, int64_t created,
+                          const backend::GenerationResult& result, const TextRequest& request);
+std::string completion_response(std::string_view id, std::string_view model, int64_t created,
+                                const backend::GenerationResult& result, const TextRequest& request);
+
+// Streaming: each returns one complete server-sent event, "data: {...}\n\n".
+// Chat ("chat.completion.chunk"): role chunk first, then text chunks, then the finish chunk.
+std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created);
+std::string chat_chunk_text(std::string_view id, std::string_view model, int64_t created,
+                            std::string_view text);
+std::string chat_chunk_finish(std::string_view id, std::string_view model, int64_t created,
+                              backend::FinishReason reason);
+// Completions ("text_completion"): text chunks, then the finish chunk (text "").
+std::string completion_chunk_text(std::string_view id, std::string_view model, int64_t created,
+                                  std::string_view text);
+std::string completion_chunk_finish(std::string_view id, std::string_view model, int64_t created,
+                                    backend::FinishReason reason);
+// The stream_options.include_usage chunk: "choices": [] and "usage".
+std::string usage_chunk(std::string_view id, std::string_view model, int64_t created, Endpoint endpoint,
+                        int prompt_tokens, int completion_tokens);
+// An error in the middle of a stream: "data: {\"error\":{...}}\n\n".
+std::string sse_error(const ApiError& e);
+// "data: [DONE]\n\n"
+std::string_view sse_done();
+
+// {"object":"list","data":[{"object":"embedding","index":i,"embedding":[..] | "base64"}],"model",
+// "usage":{"prompt_tokens","total_tokens"}}. base64 holds the little-endian float32 bytes.
+std::string embeddings_response(std::string_view model, const std::vector<std::vector<float>>& vectors,
+                                bool base64, int prompt_tokens);
+
+struct ModelEntry {
+  std::string id;
+  int64_t created = 0;
+  std::string owned_by;
+};
+// {"object":"list","data":[{"id","object":"model","created","owned_by"}]}
+std::string models_response(std::span<const ModelEntry> models);
+
+// Standard base64 (with padding); exposed for tests and clients of the codec.
+std::string base64_encode(std::string_view bytes);
+
+}  // namespace gantry::server::openai

@@ -1,0 +1,826 @@
+#include "gantry/server/kserve_codec.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "gantry/core/json.h"
+
+namespace gantry::server::kserve {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "the binary tensor extension is little-endian; this codec copies bytes as they are");
+
+using nlohmann::json;
+
+struct DatatypeName {
+  DType type;
+  std::string_view name;
+};
+
+constexpr std::array<DatatypeName, 14> kDatatypes = {{
+    {DType::kFloat32, "FP32"},
+    {DType::kFloat16, "FP16"},
+    {DType::kBFloat16, "BF16"},
+    {DType::kFloat64, "FP64"},
+    {DType::kInt8, "INT8"},
+    {DType::kInt16, "INT16"},
+    {DType::kInt32, "INT32"},
+    {DType::kInt64, "INT64"},
+    {DType::kUInt8, "UINT8"},
+    {DType::kUInt16, "UINT16"},
+    {DType::kUInt32, "UINT32"},
+    {DType::kUInt64, "UINT64"},
+    {DType::kBool, "BOOL"},
+    {DType::kString, "BYTES"},
+}};
+
+std::string str(std::string_view s) { return std::string(s); }
+
+// A short, printable description of a JSON value for error messages.
+std::string describe(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return v.get<bool>() ? "true" : "false";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    default: {
+      std::string s = v.dump();
+      return s.size() > 40 ? s.substr(0, 40) + "..." : s;
+    }
+  }
+}
+
+// ---- 16-bit floats ------------------------------------------------------------------------------------
+
+// Round-half-to-even of a non-negative double holding at most ~2^12 (exact arithmetic).
+double round_half_even(double x) {
+  const double fl = std::floor(x);
+  const double d = x - fl;
+  if (d > 0.5) return fl + 1;
+  if (d < 0.5) return fl;
+  return std::fmod(fl, 2.0) == 0.0 ? fl : fl + 1;
+}
+
+// Rounds `v` to nearest even in a binary format with `ebits` exponent and `mbits` mantissa bits (FP16:
+// 5/10, BF16: 8/7), directly from double so there is one rounding. Sets `overflow` when a finite `v`
+// rounds to infinity.
+uint16_t to_small_float(double v, int ebits, int mbits, bool& overflow) {
+  const int bias = (1 << (ebits - 1)) - 1;
+  const uint16_t sign = std::signbit(v) ? static_cast<uint16_t>(1u << (ebits + mbits)) : 0;
+  const uint16_t exp_all = static_cast<uint16_t>(((1u << ebits) - 1) << mbits);
+  if (std::isnan(v)) return sign | exp_all | static_cast<uint16_t>(1u << (mbits - 1));
+  const double a = std::fabs(v);
+  if (std::isinf(a)) return sign | exp_all;
+  const int emin = 1 - bias;
+  if (a < std::ldexp(1.0, emin)) {
+    // Subnormal: count quanta of 2^(emin - mbits); 2^mbits quanta is the smallest normal (same bits).
+    return sign | static_cast<uint16_t>(round_half_even(std::ldexp(a, mbits - emin)));
+  }
+  int x = 0;
+  std::frexp(a, &x);
+  int e = x - 1;  // a = 1.f * 2^e
+  double r = round_half_even(std::ldexp(a, mbits - e));
+  if (r >= std::ldexp(1.0, mbits + 1)) {  // rounded up to the next power of two
+    r = std::ldexp(1.0, mbits);
+    ++e;
+  }
+  if (e > bias) {
+    overflow = true;
+    return sign | exp_all;
+  }
+  return sign | static_cast<uint16_t>((e + bias) << mbits) |
+         static_cast<uint16_t>(static_cast<uint32_t>(r) - (1u << mbits));
+}
+
+float fp16_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t mant = h & 0x3ffu;
+  if (exp == 0) {
+    const float f = std::ldexp(static_cast<float>(mant), -24);  // exact
+    return sign ? -f : f;
+  }
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
+  return std::bit_cast<float>(sign | ((exp - 15 + 127) << 23) | (mant << 13));
+}
+
+float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+
+// ---- JSON data -> tensor elements ---------------------------------------------------------------------
+
+// Calls f(leaf, flat_index) for every non-array element of `data` in row-major order; arrays may nest at
+// most `max_depth` deep (the shape's rank, or 1 for a flat list). Recursion is bounded by max_depth.
+template <typename F>
+Status for_each_leaf(const json& data, int max_depth, size_t& index, F&& f) {
+  for (const json& e : data) {
+    if (e.is_array()) {
+      if (max_depth <= 1)
+        return InvalidArgument("\"data\" is nested deeper than the shape's rank (element " +
+                               std::to_string(index) + " is an array)");
+      GANTRY_RETURN_IF_ERROR(for_each_leaf(e, max_depth - 1, index, f));
+    } else {
+      GANTRY_RETURN_IF_ERROR(f(e, index));
+      ++index;
+    }
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status json_to_integer(const json& v, size_t i, T& out) {
+  using L = std::numeric_limits<T>;
+  auto range_error = [&](const std::string& got) {
+    return InvalidArgument("element " + std::to_string(i) + " is " + got + ", out of range [" +
+                           std::to_string(+L::min()) + ", " + std::to_string(+L::max()) + "]");
+  };
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(L::max())) return range_error(std::to_string(u));
+    out = static_cast<T>(u);
+    return Status::Ok();
+  }
+  if (v.is_number_integer()) {
+    const int64_t s = v.get<int64_t>();
+    if constexpr (std::is_unsigned_v<T>) {
+      if (s < 0 || static_cast<uint64_t>(s) > static_cast<uint64_t>(L::max()))
+        return range_error(std::to_string(s));
+    } else {
+      if (s < static_cast<int64_t>(L::min()) || s > static_cast<int64_t>(L::max()))
+        return range_error(std::to_string(s));
+    }
+    out = static_cast<T>(s);
+    return Status::Ok();
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::trunc(d))
+      return InvalidArgument("element " + std::to_string(i) + " is " + describe(v) + ", expected an integer");
+    // Bounds as powers of two are exact doubles: [min, max + 1).
+    const double hi = std::ldexp(1.0, L::digits);
+    const double lo = std::is_signed_v<T> ? -hi : 0.0;
+    if (d < lo || d >= hi) return range_error(describe(v));
+    out = static_cast<T>(d);
+    return Status::Ok();
+  }
+  return InvalidArgument("element " + std::to_string(i) + " is " + describe(v) + ", expected an integer");
+}
+
+Status json_to_double(const json& v, size_t i, double& out) {
+  if (!v.is_number())
+    return InvalidArgument("element " + std::to_string(i) + " is " + describe(v) + ", expected a number");
+  out = v.get<double>();
+  return Status::Ok();
+}
+
+Status float_overflow(size_t i, const json& v, std::string_view datatype) {
+  return InvalidArgument("element " + std::to_string(i) + " is " + describe(v) + ", out of range for " +
+                         str(datatype));
+}
+
+// Fills `t` (allocated, element_count leaves) from `data`.
+Status fill_from_json(const json& data, int max_depth, DType dtype, Tensor& t) {
+  size_t index = 0;
+  auto integers = [&]<typename T>(T* dst) {
+    return for_each_leaf(data, max_depth, index,
+                         [&](const json& v, size_t i) { return json_to_integer<T>(v, i, dst[i]); });
+  };
+  switch (dtype) {
+    case DType::kFloat32: {
+      float* dst = t.values<float>().data();
+      // FLT_MAX = 2^128 - 2^104; anything from the midpoint to 2^128 up rounds to infinity.
+      const double limit = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);
+      return for_each_leaf(data, max_depth, index, [&](const json& v, size_t i) {
+        double d = 0;
+        GANTRY_RETURN_IF_ERROR(json_to_double(v, i, d));
+        if (std::fabs(d) >= limit) return float_overflow(i, v, "FP32");
+        dst[i] = static_cast<float>(d);
+        return Status::Ok();
+      });
+    }
+    case DType::kFloat64: {
+      double* dst = t.values<double>().data();
+      return for_each_leaf(data, max_depth, index,
+                           [&](const json& v, size_t i) { return json_to_double(v, i, dst[i]); });
+    }
+    case DType::kFloat16:
+    case DType::kBFloat16: {
+      uint16_t* dst = t.values<uint16_t>().data();
+      const bool half = dtype == DType::kFloat16;
+      return for_each_leaf(data, max_depth, index, [&](const json& v, size_t i) {
+        double d = 0;
+        GANTRY_RETURN_IF_ERROR(json_to_double(v, i, d));
+        bool overflow = false;
+        dst[i] = half ? to_small_float(d, 5, 10, overflow) : to_small_float(d, 8, 7, overflow);
+        if (overflow) return float_overflow(i, v, half ? "FP16 (largest finite 65504)" : "BF16");
+        return Status::Ok();
+      });
+    }
+    case DType::kInt8:
+      return integers(t.values<int8_t>().data());
+    case DType::kInt16:
+      return integers(t.values<int16_t>().data());
+    case DType::kInt32:
+      return integers(t.values<int32_t>().data());
+    case DType::kInt64:
+      return integers(t.values<int64_t>().data());
+    case DType::kUInt8:
+      return integers(t.values<uint8_t>().data());
+    case DType::kUInt16:
+      return integers(t.values<uint16_t>().data());
+    case DType::kUInt32:
+      return integers(t.values<uint32_t>().data());
+    case DType::kUInt64:
+      return integers(t.values<uint64_t>().data());
+    case DType::kBool: {
+      auto* dst = static_cast<uint8_t*>(t.data());
+      return for_each_leaf(data, max_depth, index, [&](const json& v, size_t i) {
+        if (!v.is_boolean())
+          return InvalidArgument("element " + std::to_string(i) + " is " + describe(v) +
+                                 ", expected true or false");
+        dst[i] = v.get<bool>() ? 1 : 0;
+        return Status::Ok();
+      });
+    }
+    case DType::kString:
+      break;
+  }
+  return Internal("fill_from_json: unhandled dtype");
+}
+
+// ---- request pieces -----------------------------------------------------------------------------------
+
+std::string names_of(const std::vector<backend::TensorInfo>& infos) {
+  std::string s;
+  for (const auto& i : infos) s += (s.empty() ? "'" : ", '") + i.name + "'";
+  return s.empty() ? "none" : s;
+}
+
+// Reads a non-negative integer (shape dims, binary_data_size).
+std::optional<uint64_t> as_count(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
+  return std::nullopt;
+}
+
+Result<Shape> parse_shape(const json& input) {
+  auto it = input.find("shape");
+  if (it == input.end() || !it->is_array()) return InvalidArgument("\"shape\" must be an array of integers");
+  std::vector<int64_t> dims;
+  dims.reserve(it->size());
+  for (const json& d : *it) {
+    auto n = as_count(d);
+    if (!n || *n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return InvalidArgument("\"shape\" dimensions must be non-negative integers, got " + describe(d));
+    dims.push_back(static_cast<int64_t>(*n));
+  }
+  Shape shape(std::move(dims));
+  if (!shape.element_count()) return InvalidArgument("shape " + shape.to_string() + " has too many elements");
+  return shape;
+}
+
+Status check_shape(const Shape& got, const backend::TensorInfo& info) {
+  bool ok = got.rank() == info.shape.rank();
+  for (size_t d = 0; ok && d < got.rank(); ++d) ok = info.shape[d] < 0 || info.shape[d] == got[d];
+  if (ok) return Status::Ok();
+  return InvalidArgument("shape " + got.to_string() + " does not match the model's " +
+                         info.shape.to_string() + " (rank " + std::to_string(info.shape.rank()) +
+                         ", '?' = any size)");
+}
+
+// Splits BYTES binary data (4-byte little-endian length, then the bytes, per element).
+Result<std::vector<std::string>> parse_binary_strings(std::string_view bytes, int64_t expected) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < bytes.size()) {
+    if (bytes.size() - pos < 4)
+      return InvalidArgument("BYTES element " + std::to_string(out.size()) +
+                             " has a truncated length prefix (" + std::to_string(bytes.size() - pos) +
+                             " of 4 bytes)");
+    uint32_t len = 0;
+    std::memcpy(&len, bytes.data() + pos, 4);
+    pos += 4;
+    if (len > bytes.size() - pos)
+      return InvalidArgument("BYTES element " + std::to_string(out.size()) + " declares " +
+                             std::to_string(len) + " bytes but only " + std::to_string(bytes.size() - pos) +
+                             " remain in its binary_data_size");
+    if (static_cast<int64_t>(out.size()) >= expected)
+      return InvalidArgument("binary data holds more than the shape's " + std::to_string(expected) +
+                             " BYTES elements");
+    out.emplace_back(bytes.substr(pos, len));
+    pos += len;
+  }
+  if (static_cast<int64_t>(out.size()) != expected)
+    return InvalidArgument("binary data holds " + std::to_string(out.size()) +
+                           " BYTES elements, the shape needs " + std::to_string(expected));
+  return out;
+}
+
+// One input's JSON object resolved against the model, before its data is read.
+struct PendingInput {
+  const json* object = nullptr;
+  size_t model_index = 0;
+  Shape shape;
+  std::optional<uint64_t> binary_size;  // set for binary inputs
+};
+
+Result<Tensor> tensor_from_binary(const PendingInput& in, DType dtype, std::string_view bytes) {
+  const int64_t count = *in.shape.element_count();
+  if (dtype == DType::kString) {
+    GANTRY_ASSIGN_OR_RETURN(auto strings, parse_binary_strings(bytes, count));
+    return Tensor::from_strings(in.shape, std::move(strings));
+  }
+  const size_t elem = dtype_size(dtype);
+  if (static_cast<uint64_t>(count) > std::numeric_limits<uint64_t>::max() / elem ||
+      static_cast<uint64_t>(count) * elem != bytes.size())
+    return InvalidArgument(str(datatype_name(dtype)) + " shape " + in.shape.to_string() + " needs " +
+                           (static_cast<uint64_t>(count) > std::numeric_limits<uint64_t>::max() / elem
+                                ? std::string("more than 2^64")
+                                : std::to_string(static_cast<uint64_t>(count) * elem)) +
+                           " bytes but binary_data_size is " + std::to_string(bytes.size()));
+  if (dtype == DType::kBool)
+    for (size_t i = 0; i < bytes.size(); ++i)
+      if (static_cast<uint8_t>(bytes[i]) > 1)
+        return InvalidArgument("BOOL element " + std::to_string(i) + " is byte " +
+                               std::to_string(static_cast<uint8_t>(bytes[i])) + ", expected 0 or 1");
+  // Zero-copy when the bytes are aligned for the element type (they follow a JSON header of any length,
+  // so often they are not: then one copy, which keeps typed access by backends well-defined).
+  auto* data = const_cast<char*>(bytes.data());  // the tensor is an input: backends only read it
+  if (reinterpret_cast<uintptr_t>(data) % elem == 0) return Tensor::view(dtype, in.shape, data, bytes.size());
+  GANTRY_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, in.shape));
+  std::memcpy(t.data(), data, bytes.size());
+  return t;
+}
+
+Result<Tensor> tensor_from_json(const PendingInput& in, DType dtype) {
+  auto it = in.object->find("data");
+  if (it == in.object->end()) return InvalidArgument("has neither \"data\" nor parameters.binary_data_size");
+  if (!it->is_array()) return InvalidArgument("\"data\" must be a JSON array, got " + describe(*it));
+  const int max_depth = std::max<int>(1, static_cast<int>(in.shape.rank()));
+  size_t leaves = 0;
+  GANTRY_RETURN_IF_ERROR(
+      for_each_leaf(*it, max_depth, leaves, [](const json&, size_t) { return Status::Ok(); }));
+  const int64_t count = *in.shape.element_count();
+  if (static_cast<uint64_t>(count) != leaves)
+    return InvalidArgument("\"data\" has " + std::to_string(leaves) + " elements but shape " +
+                           in.shape.to_string() + " needs " + std::to_string(count));
+  if (dtype == DType::kString) {
+    std::vector<std::string> strings;
+    strings.reserve(leaves);
+    size_t index = 0;
+    GANTRY_RETURN_IF_ERROR(for_each_leaf(*it, max_depth, index, [&](const json& v, size_t i) {
+      if (!v.is_string())
+        return InvalidArgument("element " + std::to_string(i) + " is " + describe(v) + ", expected a string");
+      strings.push_back(v.get_ref<const std::string&>());
+      return Status::Ok();
+    }));
+    return Tensor::from_strings(in.shape, std::move(strings));
+  }
+  GANTRY_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, in.shape));
+  GANTRY_RETURN_IF_ERROR(fill_from_json(*it, max_depth, dtype, t));
+  return t;
+}
+
+Status parse_outputs(const json& request, const backend::ModelMetadata& model, InferRequest& out) {
+  auto it = request.find("outputs");
+  if (it == request.end() || it->is_null()) return Status::Ok();
+  if (!it->is_array()) return InvalidArgument("\"outputs\" must be an array of {\"name\": ...} objects");
+  std::vector<bool> seen(model.outputs.size(), false);
+  for (const json& o : *it) {
+    if (!o.is_object()) return InvalidArgument("each of \"outputs\" must be an object, got " + describe(o));
+    auto name = o.find("name");
+    if (name == o.end() || !name->is_string())
+      return InvalidArgument("each of \"outputs\" needs a string \"name\"");
+    const std::string& n = name->get_ref<const std::string&>();
+    const int index = model.output_index(n);
+    if (index < 0)
+      return InvalidArgument("requested output '" + n + "' is not an output of model '" + model.name +
+                             "' (its outputs: " + names_of(model.outputs) + ")");
+    if (seen[static_cast<size_t>(index)]) return InvalidArgument("output '" + n + "' is requested twice");
+    seen[static_cast<size_t>(index)] = true;
+    RequestedOutput r{n, out.binary_outputs};
+    if (auto p = o.find("parameters"); p != o.end() && !p->is_null()) {
+      if (!p->is_object()) return InvalidArgument("output '" + n + "': \"parameters\" must be an object");
+      if (auto b = p->find("binary_data"); b != p->end()) {
+        if (!b->is_boolean())
+          return InvalidArgument("output '" + n + "': parameters.binary_data must be true or false, got " +
+                                 describe(*b));
+        r.binary = b->get<bool>();
+      }
+    }
+    out.outputs.push_back(std::move(r));
+  }
+  return Status::Ok();
+}
+
+// ---- response text ------------------------------------------------------------------------------------
+
+// JSON string literal for `s`; nullopt when `s` is not valid UTF-8.
+std::optional<std::string> json_string(std::string_view s) {
+  try {
+    return json(std::string(s)).dump();
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string json_string_lossy(std::string_view s) {
+  return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+template <typename F>
+char* write_float(char* p, char* end, F v) {
+  if (std::isnan(v)) return static_cast<char*>(std::memcpy(p, "NaN", 3)) + 3;
+  if (std::isinf(v))
+    return v > 0 ? static_cast<char*>(std::memcpy(p, "Infinity", 8)) + 8
+                 : static_cast<char*>(std::memcpy(p, "-Infinity", 9)) + 9;
+  // Shortest text that reads back as the same value; integral values get ".0" ("3.0", "-0.0") so they
+  // read back as floats, keeping the sign of -0, as rapidjson (Triton) writes them.
+  char* q = std::to_chars(p, end, v).ptr;
+  for (const char* c = p; c < q; ++c)
+    if (*c == '.' || *c == 'e') return q;
+  *q++ = '.';
+  *q++ = '0';
+  return q;
+}
+
+// Appends the comma-separated elements of numeric tensor `t` to `out`.
+void append_numbers(std::string& out, const Tensor& t) {
+  const size_t n = static_cast<size_t>(t.element_count());
+  if (n == 0) return;
+  // Longest element: a double ("-2.2250738585072014e-308", 24) or an int64 (20), plus the comma.
+  constexpr size_t kMaxElement = 26;
+  const size_t start = out.size();
+  out.resize(start + n * kMaxElement);
+  char* const begin = out.data() + start;
+  char* const end = out.data() + out.size();
+  char* p = begin;
+  auto each = [&](auto&& write_one) {
+    for (size_t i = 0; i < n; ++i) {
+      if (i) *p++ = ',';
+      p = write_one(i);
+    }
+  };
+  auto ints = [&]<typename T>(const T* v) {
+    each([&](size_t i) {
+      using W = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
+      return std::to_chars(p, end, static_cast<W>(v[i])).ptr;
+    });
+  };
+  switch (t.dtype()) {
+    case DType::kFloat32: {
+      const float* v = t.values<float>().data();
+      each([&](size_t i) { return write_float(p, end, v[i]); });
+      break;
+    }
+    case DType::kFloat64: {
+      const double* v = t.values<double>().data();
+      each([&](size_t i) { return write_float(p, end, v[i]); });
+      break;
+    }
+    case DType::kFloat16: {
+      const uint16_t* v = t.values<uint16_t>().data();
+      each([&](size_t i) { return write_float(p, end, fp16_to_float(v[i])); });
+      break;
+    }
+    case DType::kBFloat16: {
+      const uint16_t* v = t.values<uint16_t>().data();
+      each([&](size_t i) { return write_float(p, end, bf16_to_float(v[i])); });
+      break;
+    }
+    case DType::kInt8:
+      ints(t.values<int8_t>().data());
+      break;
+    case DType::kInt16:
+      ints(t.values<int16_t>().data());
+      break;
+    case DType::kInt32:
+      ints(t.values<int32_t>().data());
+      break;
+    case DType::kInt64:
+      ints(t.values<int64_t>().data());
+      break;
+    case DType::kUInt8:
+      ints(t.values<uint8_t>().data());
+      break;
+    case DType::kUInt16:
+      ints(t.values<uint16_t>().data());
+      break;
+    case DType::kUInt32:
+      ints(t.values<uint32_t>().data());
+      break;
+    case DType::kUInt64:
+      ints(t.values<uint64_t>().data());
+      break;
+    case DType::kBool: {
+      const auto* v = static_cast<const uint8_t*>(t.data());
+      each([&](size_t i) {
+        return v[i] ? static_cast<char*>(std::memcpy(p, "true", 4)) + 4
+                    : static_cast<char*>(std::memcpy(p, "false", 5)) + 5;
+      });
+      break;
+    }
+    case DType::kString:
+      break;
+  }
+  out.resize(static_cast<size_t>(p - out.data()));
+}
+
+void append_binary(std::string& out, const Tensor& t) {
+  if (t.dtype() == DType::kString) {
+    for (const std::string& s : t.strings()) {
+      const auto len = static_cast<uint32_t>(s.size());
+      out.append(reinterpret_cast<const char*>(&len), 4);
+      out.append(s);
+    }
+    return;
+  }
+  if (t.dtype() == DType::kBool) {
+    const auto* v = static_cast<const uint8_t*>(t.data());
+    for (int64_t i = 0; i < t.element_count(); ++i) out.push_back(v[i] ? 1 : 0);
+    return;
+  }
+  if (t.byte_size() > 0) out.append(static_cast<const char*>(t.data()), t.byte_size());
+}
+
+size_t binary_size(const Tensor& t) {
+  return t.dtype() == DType::kString ? t.byte_size() + 4 * t.strings().size() : t.byte_size();
+}
+
+}  // namespace
+
+std::string_view datatype_name(DType t) {
+  for (const auto& d : kDatatypes)
+    if (d.type == t) return d.name;
+  return "UNKNOWN";
+}
+
+std::optional<DType> parse_datatype(std::string_view name) {
+  for (const auto& d : kDatatypes)
+    if (d.name == name) return d.type;
+  return std::nullopt;
+}
+
+Result<InferRequest> parse_infer_request(std::string_view body, std::optional<size_t> json_length,
+                                         const backend::ModelMetadata& model) {
+  std::string_view header = body;
+  std::string_view binary;
+  if (json_length) {
+    if (*json_length > body.size())
+      return InvalidArgument("Inference-Header-Content-Length is " + std::to_string(*json_length) +
+                             " but the body has only " + std::to_string(body.size()) + " bytes");
+    header = body.substr(0, *json_length);
+    binary = body.substr(*json_length);
+  }
+  auto parsed = parse_json(header, "inference request");
+  if (!parsed.ok()) return parsed.status();
+  const json& request = *parsed;
+  if (!request.is_object()) return InvalidArgument("the inference request must be a JSON object");
+
+  InferRequest out;
+  if (auto id = request.find("id"); id != request.end() && !id->is_null()) {
+    if (!id->is_string()) return InvalidArgument("\"id\" must be a string, got " + describe(*id));
+    out.id = id->get<std::string>();
+  }
+  if (auto p = request.find("parameters"); p != request.end() && !p->is_null()) {
+    if (!p->is_object()) return InvalidArgument("\"parameters\" must be an object, got " + describe(*p));
+    if (auto b = p->find("binary_data_output"); b != p->end()) {
+      if (!b->is_boolean())
+        return InvalidArgument("parameters.binary_data_output must be true or false, got " + describe(*b));
+      out.binary_outputs = b->get<bool>();
+    }
+    out.parameters = *p;
+  }
+
+  auto inputs = request.find("inputs");
+  if (inputs == request.end() || !inputs->is_array())
+    return InvalidArgument("the inference request needs an \"inputs\" array (model '" + model.name +
+                           "' takes " + names_of(model.inputs) + ")");
+
+  // Resolve every input against the model first (names, datatypes, shapes, where its data is).
+  std::vector<PendingInput> pending;
+  pending.reserve(inputs->size());
+  std::vector<int> seen(model.inputs.size(), -1);
+  for (const json& in : *inputs) {
+    if (!in.is_object()) return InvalidArgument("each of \"inputs\" must be an object, got " + describe(in));
+    auto name_it = in.find("name");
+    if (name_it == in.end() || !name_it->is_string())
+      return InvalidArgument("each of \"inputs\" needs a string \"name\"");
+    const std::string& name = name_it->get_ref<const std::string&>();
+    auto fail = [&](const Status& s) { return s.with_context("input '" + name + "'"); };
+    const int index = model.input_index(name);
+    if (index < 0)
+      return InvalidArgument("input '" + name + "' is not an input of model '" + model.name +
+                             "' (its inputs: " + names_of(model.inputs) + ")");
+    if (seen[static_cast<size_t>(index)] >= 0) return InvalidArgument("input '" + name + "' is given twice");
+    seen[static_cast<size_t>(index)] = static_cast<int>(pending.size());
+    const backend::TensorInfo& info = model.inputs[static_cast<size_t>(index)];
+
+    auto dt = in.find("datatype");
+    if (dt == in.end() || !dt->is_string())
+      return fail(InvalidArgument("needs a \"datatype\" string (the model expects " +
+                                  str(datatype_name(info.dtype)) + ")"));
+    const std::string& dt_name = dt->get_ref<const std::string&>();
+    auto dtype = parse_datatype(dt_name);
+    if (!dtype)
+      return fail(InvalidArgument("unknown datatype \"" + dt_name + "\" (the model expects " +
+                                  str(datatype_name(info.dtype)) + ")"));
+    if (*dtype != info.dtype)
+      return fail(InvalidArgument("datatype " + dt_name + " does not match the model's " +
+                                  str(datatype_name(info.dtype))));
+    auto shape = parse_shape(in);
+    if (!shape.ok()) return fail(shape.status());
+    GANTRY_RETURN_IF_ERROR(fail(check_shape(*shape, info)));
+
+    PendingInput p{&in, static_cast<size_t>(index), std::move(*shape), std::nullopt};
+    if (auto params = in.find("parameters"); params != in.end() && !params->is_null()) {
+      if (!params->is_object()) return fail(InvalidArgument("\"parameters\" must be an object"));
+      if (auto size = params->find("binary_data_size"); size != params->end()) {
+        p.binary_size = as_count(*size);
+        if (!p.binary_size)
+          return fail(InvalidArgument("parameters.binary_data_size must be a non-negative integer, got " +
+                                      describe(*size)));
+        if (in.contains("data"))
+          return fail(InvalidArgument("gives both \"data\" and parameters.binary_data_size; send one"));
+        if (!json_length)
+          return fail(InvalidArgument(
+              "has parameters.binary_data_size but the request has no Inference-Header-Content-Length "
+              "header to say where the JSON ends"));
+      }
+    }
+    pending.push_back(std::move(p));
+  }
+  for (size_t i = 0; i < model.inputs.size(); ++i)
+    if (seen[i] < 0)
+      return InvalidArgument("input '" + model.inputs[i].name + "' is missing (model '" + model.name +
+                             "' takes " + names_of(model.inputs) + ")");
+
+  // Binary data follows the JSON in the order the inputs appear in the request.
+  std::vector<std::string_view> slices(pending.size());
+  size_t offset = 0;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    if (!pending[i].binary_size) continue;
+    const uint64_t size = *pending[i].binary_size;
+    const size_t left = binary.size() - offset;
+    if (size > left)
+      return InvalidArgument(
+          "input '" + model.inputs[pending[i].model_index].name + "': binary_data_size is " +
+          std::to_string(size) + " bytes but only " + std::to_string(left) +
+          " bytes of binary data remain (truncated body: " + std::to_string(binary.size()) +
+          " bytes follow the " + std::to_string(header.size()) + "-byte JSON header)");
+    slices[i] = binary.substr(offset, static_cast<size_t>(size));
+    offset += static_cast<size_t>(size);
+  }
+  if (offset != binary.size())
+    return InvalidArgument(
+        std::to_string(binary.size()) + " bytes follow the " + std::to_string(header.size()) +
+        "-byte JSON header but the inputs' binary_data_size add up to " + std::to_string(offset));
+
+  out.inputs.resize(model.inputs.size());
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const PendingInput& p = pending[i];
+    const backend::TensorInfo& info = model.inputs[p.model_index];
+    auto t = p.binary_size ? tensor_from_binary(p, info.dtype, slices[i]) : tensor_from_json(p, info.dtype);
+    if (!t.ok()) return t.status().with_context("input '" + info.name + "'");
+    out.inputs[p.model_index] = NamedTensor{info.name, std::move(*t)};
+  }
+
+  GANTRY_RETURN_IF_ERROR(parse_outputs(request, model, out));
+  return out;
+}
+
+Result<EncodedResponse> encode_infer_response(std::string_view model_name, std::string_view model_version,
+                                              const InferRequest& request,
+                                              std::span<const NamedTensor> outputs) {
+  // Which tensors, in which order, binary or not.
+  struct Selected {
+    const NamedTensor* tensor;
+    bool binary;
+  };
+  std::vector<Selected> selected;
+  if (request.outputs.empty()) {
+    for (const NamedTensor& t : outputs) selected.push_back({&t, request.binary_outputs});
+  } else {
+    for (const RequestedOutput& r : request.outputs) {
+      const NamedTensor* found = nullptr;
+      for (const NamedTensor& t : outputs)
+        if (t.name == r.name) found = &t;
+      if (!found) return Internal("the model returned no output named '" + r.name + "'");
+      selected.push_back({found, r.binary});
+    }
+  }
+
+  size_t estimate = 128;
+  for (const Selected& s : selected) {
+    const Tensor& t = s.tensor->tensor;
+    if (t.memory_class() == MemoryClass::kDevice)
+      return Internal("output '" + s.tensor->name +
+                      "' is in device memory; copy it to the host to encode it");
+    if (t.dtype() != DType::kString && t.element_count() > 0 && t.data() == nullptr)
+      return Internal("output '" + s.tensor->name + "' has no data");
+    estimate += 96 + s.tensor->name.size() +
+                (s.binary ? binary_size(t) : static_cast<size_t>(t.element_count()) * 12 + t.byte_size());
+  }
+
+  EncodedResponse response;
+  std::string& out = response.body;
+  out.reserve(estimate);
+  out += "{\"model_name\":";
+  out += json_string_lossy(model_name);
+  if (!model_version.empty()) {
+    out += ",\"model_version\":";
+    out += json_string_lossy(model_version);
+  }
+  if (!request.id.empty()) {
+    out += ",\"id\":";
+    out += json_string_lossy(request.id);
+  }
+  out += ",\"outputs\":[";
+  bool any_binary = false;
+  for (size_t k = 0; k < selected.size(); ++k) {
+    const NamedTensor& nt = *selected[k].tensor;
+    const Tensor& t = nt.tensor;
+    if (k) out += ',';
+    out += "{\"name\":";
+    out += json_string_lossy(nt.name);
+    out += ",\"datatype\":\"";
+    out += datatype_name(t.dtype());
+    out += "\",\"shape\":[";
+    for (size_t d = 0; d < t.shape().rank(); ++d) {
+      if (d) out += ',';
+      out += std::to_string(t.shape()[d]);
+    }
+    out += ']';
+    if (selected[k].binary) {
+      any_binary = true;
+      out += ",\"parameters\":{\"binary_data_size\":";
+      out += std::to_string(binary_size(t));
+      out += "}}";
+      continue;
+    }
+    out += ",\"data\":[";
+    if (t.dtype() == DType::kString) {
+      const auto& strings = t.strings();
+      for (size_t i = 0; i < strings.size(); ++i) {
+        auto s = json_string(strings[i]);
+        if (!s)
+          return InvalidArgument(
+              "output '" + nt.name + "' element " + std::to_string(i) +
+              " is not valid UTF-8, so it cannot be a JSON string; request the output with "
+              "parameters {\"binary_data\": true}");
+        if (i) out += ',';
+        out += *s;
+      }
+    } else {
+      append_numbers(out, t);
+    }
+    out += "]}";
+  }
+  out += "]}";
+  if (any_binary) {
+    response.json_length = out.size();
+    for (const Selected& s : selected)
+      if (s.binary) append_binary(out, s.tensor->tensor);
+  }
+  return response;
+}
+
+nlohmann::json model_metadata(std::string_view name, std::span<const std::string> versions,
+                              const backend::ModelMetadata& md) {
+  auto tensors = [](const std::vector<backend::TensorInfo>& infos) {
+    json list = json::array();
+    for (const auto& i : infos) {
+      json shape = json::array();
+      for (int64_t d : i.shape.dims()) shape.push_back(d < 0 ? int64_t{-1} : d);
+      list.push_back({{"name", i.name}, {"datatype", datatype_name(i.dtype)}, {"shape", std::move(shape)}});
+    }
+    return list;
+  };
+  std::string platform = md.backend;
+  if (md.backend == "onnxruntime") platform = "onnx_onnxv1";
+  if (md.backend == "llama.cpp") platform = "llama.cpp_gguf";
+  return json{{"name", std::string(name)},
+              {"versions", json(std::vector<std::string>(versions.begin(), versions.end()))},
+              {"platform", platform},
+              {"inputs", tensors(md.inputs)},
+              {"outputs", tensors(md.outputs)}};
+}
+
+std::string error_body(std::string_view message) {
+  return json{{"error", std::string(message)}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace gantry::server::kserve

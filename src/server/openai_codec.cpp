@@ -1,0 +1,593 @@
+#include "gantry/server/openai_codec.h"
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+namespace gantry::server::openai {
+
+namespace {
+
+using backend::FinishReason;
+using nlohmann::json;
+
+// Invalid UTF-8 (a token can end inside a character) becomes U+FFFD instead of throwing.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
+
+ApiError bad(std::string param, std::string message) {
+  ApiError e;
+  e.param = std::move(param);
+  e.message = std::move(message);
+  return e;
+}
+
+std::string type_of(const json& v) { return v.type_name(); }
+
+// Each reader leaves `out` alone when the field is absent or null and returns an error when it is
+// present with the wrong type or out of range.
+using Err = std::optional<ApiError>;
+
+const json* field(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+Err read_bool(const json& obj, const char* key, bool& out) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) return bad(key, std::string("'") + key + "' must be a boolean, got " + type_of(*v));
+  out = v->get<bool>();
+  return std::nullopt;
+}
+
+Err read_int(const json& obj, const char* key, int64_t lo, int64_t hi, std::optional<int64_t>& out) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) {
+    return bad(key, std::string("'") + key + "' must be an integer, got " + type_of(*v));
+  }
+  // Unsigned values above int64's range compare as negative int64: check them as unsigned first.
+  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi)) {
+    return bad(key, std::string("'") + key + "' must be in " + std::to_string(lo) + ".." +
+                        std::to_string(hi) + ", got " + v->dump());
+  }
+  const auto x = v->get<int64_t>();
+  if (x < lo || x > hi) {
+    return bad(key, std::string("'") + key + "' must be in " + std::to_string(lo) + ".." +
+                        std::to_string(hi) + ", got " + std::to_string(x));
+  }
+  out = x;
+  return std::nullopt;
+}
+
+std::string short_number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+Err read_number(const json& obj, const char* key, double lo, double hi, std::optional<double>& out) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) return bad(key, std::string("'") + key + "' must be a number, got " + type_of(*v));
+  const auto x = v->get<double>();
+  if (!(x >= lo && x <= hi)) {
+    return bad(key, std::string("'") + key + "' must be in " + short_number(lo) + ".." + short_number(hi) +
+                        ", got " + v->dump());
+  }
+  out = x;
+  return std::nullopt;
+}
+
+Err read_string(const json& obj, const char* key, std::string& out) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) return bad(key, std::string("'") + key + "' must be a string, got " + type_of(*v));
+  out = v->get<std::string>();
+  return std::nullopt;
+}
+
+// A message's content: a string, null, or an array of {"type":"text","text":...} parts.
+Err read_content(const json& msg, const std::string& param, std::string& out) {
+  const json* c = field(msg, "content");
+  if (!c) return std::nullopt;
+  if (c->is_string()) {
+    out = c->get<std::string>();
+    return std::nullopt;
+  }
+  if (!c->is_array()) {
+    return bad(param, "'" + param + "' must be a string or an array of content parts, got " + type_of(*c));
+  }
+  for (size_t j = 0; j < c->size(); ++j) {
+    const json& part = (*c)[j];
+    const std::string pp = param + "[" + std::to_string(j) + "]";
+    if (!part.is_object()) return bad(pp, "'" + pp + "' must be an object, got " + type_of(part));
+    const json* type = field(part, "type");
+    if (!type || !type->is_string()) return bad(pp + ".type", "'" + pp + ".type' must be a string");
+    if (type->get<std::string>() != "text") {
+      return bad(pp + ".type", "content part type '" + type->get<std::string>() +
+                                   "' is not supported (only \"text\": this server runs text models)");
+    }
+    const json* text = field(part, "text");
+    if (!text || !text->is_string()) return bad(pp + ".text", "'" + pp + ".text' must be a string");
+    out += text->get<std::string>();
+  }
+  return std::nullopt;
+}
+
+Err read_messages(const json& obj, std::vector<backend::ChatMessage>& out) {
+  const json* m = field(obj, "messages");
+  if (!m) return bad("messages", "'messages' is required: an array of {role, content} objects");
+  if (!m->is_array() || m->empty()) {
+    return bad("messages", "'messages' must be a non-empty array, got " +
+                               (m->is_array() ? std::string("an empty array") : type_of(*m)));
+  }
+  for (size_t i = 0; i < m->size(); ++i) {
+    const json& msg = (*m)[i];
+    const std::string p = "messages[" + std::to_string(i) + "]";
+    if (!msg.is_object()) return bad(p, "'" + p + "' must be an object, got " + type_of(msg));
+    backend::ChatMessage cm;
+    const json* role = field(msg, "role");
+    if (!role || !role->is_string() || role->get<std::string>().empty()) {
+      return bad(p + ".role", "'" + p + ".role' must be a non-empty string (system, user, assistant, ...)");
+    }
+    cm.role = role->get<std::string>();
+    if (auto e = read_content(msg, p + ".content", cm.content)) return e;
+    out.push_back(std::move(cm));
+  }
+  return std::nullopt;
+}
+
+Err read_prompt(const json& obj, std::string& out) {
+  const json* p = field(obj, "prompt");
+  if (!p) return bad("prompt", "'prompt' is required: a string");
+  if (p->is_string()) {
+    out = p->get<std::string>();
+    return std::nullopt;
+  }
+  if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
+    out = (*p)[0].get<std::string>();
+    return std::nullopt;
+  }
+  return bad("prompt",
+             "'prompt' must be a string or an array of exactly one string (several prompts and token "
+             "arrays are not supported)");
+}
+
+Err read_stop(const json& obj, std::vector<std::string>& out) {
+  const json* s = field(obj, "stop");
+  if (!s) return std::nullopt;
+  if (s->is_string()) {
+    if (!s->get<std::string>().empty()) out.push_back(s->get<std::string>());
+    return std::nullopt;
+  }
+  if (!s->is_array() || s->size() > 4) {
+    return bad("stop", "'stop' must be a string or an array of up to 4 strings");
+  }
+  for (const auto& x : *s) {
+    if (!x.is_string()) return bad("stop", "'stop' must be a string or an array of up to 4 strings");
+    if (!x.get<std::string>().empty()) out.push_back(x.get<std::string>());
+  }
+  return std::nullopt;
+}
+
+Err read_response_format(const json& obj, backend::OutputConstraint& out) {
+  const json* rf = field(obj, "response_format");
+  if (!rf) return std::nullopt;
+  if (!rf->is_object())
+    return bad("response_format", "'response_format' must be an object, got " + type_of(*rf));
+  const json* type = field(*rf, "type");
+  if (!type || !type->is_string()) {
+    return bad("response_format.type",
+               "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"");
+  }
+  const std::string t = type->get<std::string>();
+  using Kind = backend::OutputConstraint::Kind;
+  if (t == "text") {
+    out.kind = Kind::kNone;
+  } else if (t == "json_object") {
+    out.kind = Kind::kJsonObject;
+  } else if (t == "json_schema") {
+    const json* js = field(*rf, "json_schema");
+    if (!js || !js->is_object()) {
+      return bad("response_format.json_schema",
+                 "'response_format.json_schema' must be an object {\"name\", \"schema\"} when type is "
+                 "\"json_schema\"");
+    }
+    const json* schema = field(*js, "schema");
+    if (!schema) {
+      out.kind = Kind::kJsonObject;  // no schema: any JSON object
+    } else if (!schema->is_object() && !schema->is_boolean()) {
+      return bad(
+          "response_format.json_schema.schema",
+          "'response_format.json_schema.schema' must be a JSON schema object, got " + type_of(*schema));
+    } else {
+      out.kind = Kind::kJsonSchema;
+      out.json_schema = dump(*schema);
+    }
+  } else {
+    return bad(
+        "response_format.type",
+        "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", got \"" + t + "\"");
+  }
+  return std::nullopt;
+}
+
+#define GANTRY_TRY_FIELD(expr) \
+  if (auto gantry_err_ = (expr)) return *gantry_err_
+
+std::variant<json, ApiError> parse_object(std::string_view body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return bad("", "the request body is not valid JSON");
+  }
+  if (!j.is_object()) return bad("", "the request body must be a JSON object, got " + type_of(j));
+  return j;
+}
+
+json usage(int prompt_tokens, int completion_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
+json bytes_of(std::string_view s) {
+  json a = json::array();
+  for (char c : s) a.push_back(static_cast<unsigned char>(c));
+  return a;
+}
+
+json chat_logprobs(const backend::GenerationResult& r) {
+  json content = json::array();
+  for (const auto& t : r.logprobs) {
+    json top = json::array();
+    for (const auto& [text, lp] : t.top)
+      top.push_back({{"token", text}, {"logprob", lp}, {"bytes", bytes_of(text)}});
+    content.push_back(
+        {{"token", t.text}, {"logprob", t.logprob}, {"bytes", bytes_of(t.text)}, {"top_logprobs", top}});
+  }
+  return {{"content", content}, {"refusal", nullptr}};
+}
+
+json completion_logprobs(const backend::GenerationResult& r, int top_n) {
+  json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  size_t offset = 0;
+  for (const auto& t : r.logprobs) {
+    tokens.push_back(t.text);
+    lps.push_back(t.logprob);
+    offsets.push_back(offset);
+    offset += t.text.size();
+    json top = json::object();
+    for (const auto& [text, lp] : t.top) {
+      // Two tokens can render alike (invalid UTF-8 both ways): keep the more likely (listed first).
+      const std::string key = json(text).dump(-1, ' ', false, json::error_handler_t::replace);
+      const std::string plain = json::parse(key).get<std::string>();
+      if (!top.contains(plain)) top[plain] = lp;
+    }
+    tops.push_back(std::move(top));
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", lps},
+          {"top_logprobs", top_n > 0 ? tops : json(nullptr)},
+          {"text_offset", offsets}};
+}
+
+json chunk_head(std::string_view id, std::string_view model, int64_t created, const char* object) {
+  return {{"id", id}, {"object", object}, {"created", created}, {"model", model}};
+}
+
+json chat_chunk(std::string_view id, std::string_view model, int64_t created, json delta, json finish) {
+  json j = chunk_head(id, model, created, "chat.completion.chunk");
+  j["choices"] = json::array({{{"index", 0},
+                               {"delta", std::move(delta)},
+                               {"logprobs", nullptr},
+                               {"finish_reason", std::move(finish)}}});
+  return j;
+}
+
+json completion_chunk(std::string_view id, std::string_view model, int64_t created, std::string_view text,
+                      json finish) {
+  json j = chunk_head(id, model, created, "text_completion");
+  j["choices"] = json::array(
+      {{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", std::move(finish)}}});
+  return j;
+}
+
+}  // namespace
+
+std::string error_body(const ApiError& e) {
+  json err = {{"message", e.message},
+              {"type", e.type},
+              {"param", e.param.empty() ? json(nullptr) : json(e.param)},
+              {"code", e.code.empty() ? json(nullptr) : json(e.code)}};
+  return dump(json{{"error", std::move(err)}});
+}
+
+ApiError api_error(const Status& status, std::string param) {
+  ApiError e;
+  e.message = status.message();
+  e.param = std::move(param);
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kUnsupported:
+      break;
+    case StatusCode::kResourceExhausted:
+      e.code = "context_length_exceeded";
+      break;
+    case StatusCode::kNotFound:
+      e.http_status = 404;
+      break;
+    case StatusCode::kUnavailable:
+    case StatusCode::kCancelled:
+      e.http_status = 503;
+      e.type = "server_error";
+      break;
+    default:
+      e.http_status = 500;
+      e.type = "server_error";
+  }
+  return e;
+}
+
+std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, Endpoint endpoint) {
+  auto parsed = parse_object(body);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+  const json& j = std::get<json>(parsed);
+  const bool chat = endpoint == Endpoint::kChat;
+
+  TextRequest r;
+  r.endpoint = endpoint;
+  GANTRY_TRY_FIELD(read_string(j, "model", r.model));
+  if (chat) {
+    GANTRY_TRY_FIELD(read_messages(j, r.messages));
+  } else {
+    GANTRY_TRY_FIELD(read_prompt(j, r.prompt));
+  }
+
+  std::optional<int64_t> n;
+  GANTRY_TRY_FIELD(read_int(j, "n", INT64_MIN, INT64_MAX, n));
+  if (n && *n != 1) {
+    return bad("n", "'n' must be 1 (one choice per request is supported), got " + std::to_string(*n));
+  }
+  bool echo = false;
+  if (!chat) {
+    GANTRY_TRY_FIELD(read_bool(j, "echo", echo));
+    if (echo) return bad("echo", "'echo' is not supported");
+  }
+
+  GANTRY_TRY_FIELD(read_bool(j, "stream", r.stream));
+  if (const json* so = field(j, "stream_options")) {
+    if (!so->is_object())
+      return bad("stream_options", "'stream_options' must be an object, got " + type_of(*so));
+    if (auto e = read_bool(*so, "include_usage", r.include_usage)) {
+      e->param = "stream_options.include_usage";
+      return *e;
+    }
+  }
+
+  auto& g = r.generation;
+  g.max_tokens = 0;  // unset: the server picks
+  std::optional<int64_t> max_tokens, max_completion_tokens;
+  constexpr int64_t kMaxTokens = 1 << 24;
+  GANTRY_TRY_FIELD(read_int(j, "max_tokens", 1, kMaxTokens, max_tokens));
+  if (chat) {
+    GANTRY_TRY_FIELD(read_int(j, "max_completion_tokens", 1, kMaxTokens, max_completion_tokens));
+  }
+  if (max_completion_tokens) {
+    g.max_tokens = static_cast<int>(*max_completion_tokens);
+  } else if (max_tokens) {
+    g.max_tokens = static_cast<int>(*max_tokens);
+  }
+
+  std::optional<double> temperature, top_p;
+  GANTRY_TRY_FIELD(read_number(j, "temperature", 0.0, 2.0, temperature));
+  GANTRY_TRY_FIELD(read_number(j, "top_p", 0.0, 1.0, top_p));
+  if (temperature) g.sampling.temperature = static_cast<float>(*temperature);
+  if (top_p) {
+    if (*top_p == 0.0) {
+      g.sampling.temperature = 0;  // keep only the most likely token: greedy
+    } else {
+      g.sampling.top_p = static_cast<float>(*top_p);
+    }
+  }
+  std::optional<int64_t> seed;
+  GANTRY_TRY_FIELD(read_int(j, "seed", INT64_MIN, INT64_MAX, seed));
+  if (seed) g.sampling.seed = static_cast<uint32_t>(static_cast<uint64_t>(*seed));
+
+  GANTRY_TRY_FIELD(read_stop(j, g.stop));
+  GANTRY_TRY_FIELD(read_response_format(j, g.constraint));
+
+  if (chat) {
+    GANTRY_TRY_FIELD(read_bool(j, "logprobs", r.logprobs));
+    std::optional<int64_t> top;
+    GANTRY_TRY_FIELD(read_int(j, "top_logprobs", 0, 20, top));
+    if (top && *top > 0 && !r.logprobs) {
+      return bad("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
+    }
+    r.top_logprobs = static_cast<int>(top.value_or(0));
+  } else {
+    std::optional<int64_t> lp;
+    GANTRY_TRY_FIELD(read_int(j, "logprobs", 0, 5, lp));
+    r.logprobs = lp.has_value();
+    r.top_logprobs = static_cast<int>(lp.value_or(0));
+  }
+  g.n_logprobs = r.logprobs ? r.top_logprobs : -1;
+  return r;
+}
+
+std::variant<EmbeddingRequest, ApiError> parse_embedding_request(std::string_view body) {
+  auto parsed = parse_object(body);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+  const json& j = std::get<json>(parsed);
+  EmbeddingRequest r;
+  GANTRY_TRY_FIELD(read_string(j, "model", r.model));
+  const json* in = field(j, "input");
+  if (!in) return bad("input", "'input' is required: a string or an array of strings");
+  if (in->is_string()) {
+    r.input.push_back(in->get<std::string>());
+  } else if (in->is_array() && !in->empty()) {
+    for (const auto& x : *in) {
+      if (!x.is_string()) {
+        return bad(
+            "input",
+            "'input' must be a string or a non-empty array of strings (token arrays are not supported)");
+      }
+      r.input.push_back(x.get<std::string>());
+    }
+  } else {
+    return bad("input",
+               "'input' must be a string or a non-empty array of strings (token arrays are not supported)");
+  }
+  std::string format = "float";
+  GANTRY_TRY_FIELD(read_string(j, "encoding_format", format));
+  if (format != "float" && format != "base64") {
+    return bad("encoding_format",
+               "'encoding_format' must be \"float\" or \"base64\", got \"" + format + "\"");
+  }
+  r.base64 = format == "base64";
+  if (field(j, "dimensions"))
+    return bad("dimensions", "'dimensions' is not supported (the model's size is fixed)");
+  return r;
+}
+
+std::string_view finish_reason(FinishReason r) {
+  switch (r) {
+    case FinishReason::kMaxTokens:
+      return "length";
+    case FinishReason::kEndOfGeneration:
+    case FinishReason::kStopString:
+    case FinishReason::kCancelled:
+      return "stop";
+  }
+  return "stop";
+}
+
+std::string chat_response(std::string_view id, std::string_view model, int64_t created,
+                          const backend::GenerationResult& result, const TextRequest& request) {
+  json j = chunk_head(id, model, created, "chat.completion");
+  j["choices"] = json::array({{{"index", 0},
+                               {"message", {{"role", "assistant"}, {"content", result.text}}},
+                               {"logprobs", request.logprobs ? chat_logprobs(result) : json(nullptr)},
+                               {"finish_reason", finish_reason(result.finish)}}});
+  j["usage"] = usage(result.n_prompt_tokens, static_cast<int>(result.tokens.size()));
+  return dump(j);
+}
+
+std::string completion_response(std::string_view id, std::string_view model, int64_t created,
+                                const backend::GenerationResult& result, const TextRequest& request) {
+  json j = chunk_head(id, model, created, "text_completion");
+  j["choices"] = json::array(
+      {{{"index", 0},
+        {"text", result.text},
+        {"logprobs", request.logprobs ? completion_logprobs(result, request.top_logprobs) : json(nullptr)},
+        {"finish_reason", finish_reason(result.finish)}}});
+  j["usage"] = usage(result.n_prompt_tokens, static_cast<int>(result.tokens.size()));
+  return dump(j);
+}
+
+std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created) {
+  return sse(chat_chunk(id, model, created, {{"role", "assistant"}, {"content", ""}}, nullptr));
+}
+
+std::string chat_chunk_text(std::string_view id, std::string_view model, int64_t created,
+                            std::string_view text) {
+  return sse(chat_chunk(id, model, created, {{"content", text}}, nullptr));
+}
+
+std::string chat_chunk_finish(std::string_view id, std::string_view model, int64_t created,
+                              FinishReason reason) {
+  return sse(chat_chunk(id, model, created, json::object(), finish_reason(reason)));
+}
+
+std::string completion_chunk_text(std::string_view id, std::string_view model, int64_t created,
+                                  std::string_view text) {
+  return sse(completion_chunk(id, model, created, text, nullptr));
+}
+
+std::string completion_chunk_finish(std::string_view id, std::string_view model, int64_t created,
+                                    FinishReason reason) {
+  return sse(completion_chunk(id, model, created, "", finish_reason(reason)));
+}
+
+std::string usage_chunk(std::string_view id, std::string_view model, int64_t created, Endpoint endpoint,
+                        int prompt_tokens, int completion_tokens) {
+  json j = chunk_head(id, model, created,
+                      endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion");
+  j["choices"] = json::array();
+  j["usage"] = usage(prompt_tokens, completion_tokens);
+  return sse(j);
+}
+
+std::string sse_error(const ApiError& e) { return "data: " + error_body(e) + "\n\n"; }
+
+std::string_view sse_done() { return "data: [DONE]\n\n"; }
+
+std::string base64_encode(std::string_view in) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= in.size(); i += 3) {
+    const uint32_t v = static_cast<uint32_t>(static_cast<unsigned char>(in[i])) << 16 |
+                       static_cast<uint32_t>(static_cast<unsigned char>(in[i + 1])) << 8 |
+                       static_cast<unsigned char>(in[i + 2]);
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  const size_t rest = in.size() - i;
+  if (rest > 0) {
+    uint32_t v = static_cast<uint32_t>(static_cast<unsigned char>(in[i])) << 16;
+    if (rest == 2) v |= static_cast<uint32_t>(static_cast<unsigned char>(in[i + 1])) << 8;
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string embeddings_response(std::string_view model, const std::vector<std::vector<float>>& vectors,
+                                bool base64, int prompt_tokens) {
+  json data = json::array();
+  for (size_t i = 0; i < vectors.size(); ++i) {
+    json item = {{"object", "embedding"}, {"index", i}};
+    const auto& v = vectors[i];
+    if (base64) {
+      std::string bytes(v.size() * sizeof(float), '\0');
+      for (size_t k = 0; k < v.size(); ++k) {
+        uint32_t u;
+        std::memcpy(&u, &v[k], sizeof u);
+        if constexpr (std::endian::native == std::endian::big) u = __builtin_bswap32(u);
+        std::memcpy(bytes.data() + k * sizeof u, &u, sizeof u);
+      }
+      item["embedding"] = base64_encode(bytes);
+    } else {
+      item["embedding"] = v;
+    }
+    data.push_back(std::move(item));
+  }
+  json j = {{"object", "list"},
+            {"data", std::move(data)},
+            {"model", model},
+            {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}};
+  return dump(j);
+}
+
+std::string models_response(std::span<const ModelEntry> models) {
+  json data = json::array();
+  for (const auto& m : models) {
+    data.push_back({{"id", m.id}, {"object", "model"}, {"created", m.created}, {"owned_by", m.owned_by}});
+  }
+  return dump(json{{"object", "list"}, {"data", std::move(data)}});
+}
+
+}  // namespace gantry::server::openai

@@ -1,0 +1,474 @@
+// The OpenAI codec: every request field and its errors, response and chunk shapes, SSE framing,
+// base64 embeddings.
+#include "gantry/server/openai_codec.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+namespace gantry::server::openai {
+namespace {
+
+using backend::FinishReason;
+using nlohmann::json;
+using Kind = backend::OutputConstraint::Kind;
+
+TextRequest chat_ok(const std::string& body) {
+  auto r = parse_text_request(body, Endpoint::kChat);
+  if (auto* e = std::get_if<ApiError>(&r)) {
+    ADD_FAILURE() << "unexpected error: " << e->message;
+    return {};
+  }
+  return std::get<TextRequest>(r);
+}
+
+TextRequest completion_ok(const std::string& body) {
+  auto r = parse_text_request(body, Endpoint::kCompletion);
+  if (auto* e = std::get_if<ApiError>(&r)) {
+    ADD_FAILURE() << "unexpected error: " << e->message;
+    return {};
+  }
+  return std::get<TextRequest>(r);
+}
+
+// Asserts a 400 naming `param` whose message contains `phrase`.
+void expect_error(const std::variant<TextRequest, ApiError>& r, const std::string& param,
+                  const std::string& phrase) {
+  ASSERT_TRUE(std::holds_alternative<ApiError>(r)) << "expected an error about " << param;
+  const auto& e = std::get<ApiError>(r);
+  EXPECT_EQ(e.http_status, 400);
+  EXPECT_EQ(e.type, "invalid_request_error");
+  EXPECT_EQ(e.param, param);
+  EXPECT_NE(e.message.find(phrase), std::string::npos) << "message: " << e.message;
+}
+
+void chat_error(const std::string& body, const std::string& param, const std::string& phrase) {
+  SCOPED_TRACE(body);
+  expect_error(parse_text_request(body, Endpoint::kChat), param, phrase);
+}
+
+void completion_error(const std::string& body, const std::string& param, const std::string& phrase) {
+  SCOPED_TRACE(body);
+  expect_error(parse_text_request(body, Endpoint::kCompletion), param, phrase);
+}
+
+const std::string kMsgs = R"("messages":[{"role":"user","content":"hi"}])";
+std::string chat_body(const std::string& extra) {
+  return "{" + kMsgs + (extra.empty() ? "" : "," + extra) + "}";
+}
+
+// Parses one SSE event "data: X\n\n" and returns X as JSON.
+json sse_json(const std::string& event) {
+  EXPECT_EQ(event.rfind("data: ", 0), 0u) << event;
+  EXPECT_GE(event.size(), 8u);
+  EXPECT_EQ(event.substr(event.size() - 2), "\n\n");
+  const std::string payload = event.substr(6, event.size() - 8);
+  EXPECT_EQ(payload.find('\n'), std::string::npos) << "an event's data must be one line";
+  return json::parse(payload);
+}
+
+TEST(OpenAiCodec, ChatRequestDefaults) {
+  TextRequest r = chat_ok(R"({"model":"m","messages":[{"role":"user","content":"hello"}]})");
+  EXPECT_EQ(r.endpoint, Endpoint::kChat);
+  EXPECT_EQ(r.model, "m");
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].role, "user");
+  EXPECT_EQ(r.messages[0].content, "hello");
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.include_usage);
+  EXPECT_FALSE(r.logprobs);
+  EXPECT_EQ(r.generation.max_tokens, 0) << "0 = unset: the server picks";
+  EXPECT_EQ(r.generation.n_logprobs, -1);
+  EXPECT_EQ(r.generation.constraint.kind, Kind::kNone);
+  EXPECT_TRUE(r.generation.stop.empty());
+  const backend::SamplingParams defaults;
+  EXPECT_EQ(r.generation.sampling.temperature, defaults.temperature);
+  EXPECT_EQ(r.generation.sampling.top_p, defaults.top_p);
+  EXPECT_EQ(r.generation.sampling.seed, defaults.seed);
+}
+
+TEST(OpenAiCodec, ChatRequestEveryField) {
+  TextRequest r = chat_ok(R"({
+    "model": "tiny",
+    "messages": [
+      {"role": "system", "content": "be brief"},
+      {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+      {"role": "assistant", "content": null}
+    ],
+    "stream": true, "stream_options": {"include_usage": true},
+    "max_tokens": 7, "max_completion_tokens": 9,
+    "temperature": 0.5, "top_p": 0.9, "seed": 42, "n": 1,
+    "stop": ["x", "yy"],
+    "logprobs": true, "top_logprobs": 3,
+    "response_format": {"type": "json_object"},
+    "frequency_penalty": 0, "user": "someone", "unknown_field": {"anything": [1, 2]}
+  })");
+  EXPECT_EQ(r.model, "tiny");
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[0].content, "be brief");
+  EXPECT_EQ(r.messages[1].content, "ab");
+  EXPECT_EQ(r.messages[2].role, "assistant");
+  EXPECT_EQ(r.messages[2].content, "");
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.generation.max_tokens, 9) << "max_completion_tokens wins over max_tokens";
+  EXPECT_FLOAT_EQ(r.generation.sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.generation.sampling.top_p, 0.9f);
+  EXPECT_EQ(r.generation.sampling.seed, 42u);
+  EXPECT_EQ(r.generation.stop, (std::vector<std::string>{"x", "yy"}));
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 3);
+  EXPECT_EQ(r.generation.n_logprobs, 3);
+  EXPECT_EQ(r.generation.constraint.kind, Kind::kJsonObject);
+}
+
+TEST(OpenAiCodec, ChatRequestSmallerForms) {
+  TextRequest r = chat_ok(chat_body(R"("max_tokens": 5, "stop": "END", "logprobs": true, "seed": -1)"));
+  EXPECT_EQ(r.generation.max_tokens, 5);
+  EXPECT_EQ(r.generation.stop, std::vector<std::string>{"END"});
+  EXPECT_EQ(r.generation.n_logprobs, 0) << "logprobs without top_logprobs: the chosen token only";
+  EXPECT_EQ(r.generation.sampling.seed, 0xFFFFFFFFu) << "seeds are taken modulo 2^32";
+  r = chat_ok(chat_body(R"("top_p": 0, "temperature": 1.0, "stream": false, "stream_options": null)"));
+  EXPECT_EQ(r.generation.sampling.temperature, 0.0f) << "top_p 0 keeps only the best token: greedy";
+  r = chat_ok(
+      chat_body(R"("n": null, "max_tokens": null, "stop": null, "response_format": {"type": "text"})"));
+  EXPECT_EQ(r.generation.max_tokens, 0);
+  EXPECT_EQ(r.generation.constraint.kind, Kind::kNone);
+}
+
+TEST(OpenAiCodec, ResponseFormatJsonSchema) {
+  TextRequest r = chat_ok(chat_body(R"("response_format": {"type": "json_schema", "json_schema": {
+      "name": "person", "strict": true,
+      "schema": {"type": "object", "properties": {"age": {"type": "integer"}}, "required": ["age"]}}})"));
+  ASSERT_EQ(r.generation.constraint.kind, Kind::kJsonSchema);
+  json schema = json::parse(r.generation.constraint.json_schema);
+  EXPECT_EQ(schema["properties"]["age"]["type"], "integer");
+  EXPECT_EQ(schema["required"][0], "age");
+  r = chat_ok(chat_body(R"("response_format": {"type": "json_schema", "json_schema": {"name": "any"}})"));
+  EXPECT_EQ(r.generation.constraint.kind, Kind::kJsonObject) << "no schema: any JSON object";
+}
+
+TEST(OpenAiCodec, ChatRequestErrors) {
+  chat_error("not json", "", "not valid JSON");
+  chat_error("[1,2]", "", "must be a JSON object");
+  chat_error(R"({"model":"m"})", "messages", "is required");
+  chat_error(R"({"messages":[]})", "messages", "non-empty array");
+  chat_error(R"({"messages":"hi"})", "messages", "non-empty array");
+  chat_error(R"({"messages":[3]})", "messages[0]", "must be an object");
+  chat_error(R"({"messages":[{"content":"x"}]})", "messages[0].role", "non-empty string");
+  chat_error(R"({"messages":[{"role":"user","content":5}]})", "messages[0].content", "string or an array");
+  chat_error(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"u"}}]}]})",
+             "messages[0].content[0].type", "not supported");
+  chat_error(R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})", "messages[0].content[0].text",
+             "must be a string");
+  chat_error(chat_body(R"("model": 3)"), "model", "must be a string");
+  chat_error(chat_body(R"("n": 2)"), "n", "must be 1");
+  chat_error(chat_body(R"("n": "1")"), "n", "must be an integer");
+  chat_error(chat_body(R"("stream": "yes")"), "stream", "must be a boolean");
+  chat_error(chat_body(R"("stream_options": 1)"), "stream_options", "must be an object");
+  chat_error(chat_body(R"("stream_options": {"include_usage": 1})"), "stream_options.include_usage",
+             "must be a boolean");
+  chat_error(chat_body(R"("max_tokens": 0)"), "max_tokens", "must be in 1..");
+  chat_error(chat_body(R"("max_tokens": 1.5)"), "max_tokens", "must be an integer");
+  chat_error(chat_body(R"("max_completion_tokens": -3)"), "max_completion_tokens", "must be in 1..");
+  chat_error(chat_body(R"("temperature": 2.5)"), "temperature", "must be in 0..2");
+  chat_error(chat_body(R"("temperature": "hot")"), "temperature", "must be a number");
+  chat_error(chat_body(R"("top_p": 1.1)"), "top_p", "must be in 0");
+  chat_error(chat_body(R"("seed": 1.5)"), "seed", "must be an integer");
+  chat_error(chat_body(R"("stop": ["a","b","c","d","e"])"), "stop", "up to 4");
+  chat_error(chat_body(R"("stop": [1])"), "stop", "array of up to 4 strings");
+  chat_error(chat_body(R"("stop": 7)"), "stop", "must be a string");
+  chat_error(chat_body(R"("logprobs": 1)"), "logprobs", "must be a boolean");
+  chat_error(chat_body(R"("logprobs": true, "top_logprobs": 21)"), "top_logprobs", "must be in 0..20");
+  chat_error(chat_body(R"("top_logprobs": 2)"), "top_logprobs", "needs 'logprobs'");
+  chat_error(chat_body(R"("response_format": "json")"), "response_format", "must be an object");
+  chat_error(chat_body(R"("response_format": {})"), "response_format.type", "must be \"text\"");
+  chat_error(chat_body(R"("response_format": {"type": "yaml"})"), "response_format.type", "got \"yaml\"");
+  chat_error(chat_body(R"("response_format": {"type": "json_schema"})"), "response_format.json_schema",
+             "must be an object");
+  chat_error(chat_body(R"("response_format": {"type": "json_schema", "json_schema": {"schema": 3}})"),
+             "response_format.json_schema.schema", "must be a JSON schema object");
+}
+
+TEST(OpenAiCodec, CompletionRequest) {
+  TextRequest r = completion_ok(
+      R"({"model":"m","prompt":"Once","max_tokens":4,"logprobs":2,"stream":true,"temperature":0,"stop":"."})");
+  EXPECT_EQ(r.endpoint, Endpoint::kCompletion);
+  EXPECT_EQ(r.prompt, "Once");
+  EXPECT_TRUE(r.messages.empty());
+  EXPECT_EQ(r.generation.max_tokens, 4);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 2);
+  EXPECT_EQ(r.generation.n_logprobs, 2);
+  EXPECT_TRUE(r.stream);
+  EXPECT_EQ(r.generation.sampling.temperature, 0.0f);
+  EXPECT_EQ(r.generation.stop, std::vector<std::string>{"."});
+  r = completion_ok(R"({"prompt":["only one"],"logprobs":0})");
+  EXPECT_EQ(r.prompt, "only one");
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.generation.n_logprobs, 0);
+  r = completion_ok(R"({"prompt":"p","max_completion_tokens":3})");
+  EXPECT_EQ(r.generation.max_tokens, 0) << "max_completion_tokens is a chat field only";
+  EXPECT_FALSE(r.logprobs);
+}
+
+TEST(OpenAiCodec, CompletionRequestErrors) {
+  completion_error(R"({"model":"m"})", "prompt", "is required");
+  completion_error(R"({"prompt":["a","b"]})", "prompt", "exactly one string");
+  completion_error(R"({"prompt":[1,2,3]})", "prompt", "token arrays are not supported");
+  completion_error(R"({"prompt":[[1,2]]})", "prompt", "exactly one string");
+  completion_error(R"({"prompt":5})", "prompt", "must be a string");
+  completion_error(R"({"prompt":"p","logprobs":6})", "logprobs", "must be in 0..5");
+  completion_error(R"({"prompt":"p","logprobs":true})", "logprobs", "must be an integer");
+  completion_error(R"({"prompt":"p","n":3})", "n", "must be 1");
+  completion_error(R"({"prompt":"p","echo":true})", "echo", "not supported");
+}
+
+TEST(OpenAiCodec, EmbeddingRequest) {
+  auto r = parse_embedding_request(R"({"model":"e","input":"one"})");
+  ASSERT_TRUE(std::holds_alternative<EmbeddingRequest>(r));
+  EXPECT_EQ(std::get<EmbeddingRequest>(r).model, "e");
+  EXPECT_EQ(std::get<EmbeddingRequest>(r).input, std::vector<std::string>{"one"});
+  EXPECT_FALSE(std::get<EmbeddingRequest>(r).base64);
+  r = parse_embedding_request(R"({"input":["a","b"],"encoding_format":"base64"})");
+  ASSERT_TRUE(std::holds_alternative<EmbeddingRequest>(r));
+  EXPECT_EQ(std::get<EmbeddingRequest>(r).input, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(std::get<EmbeddingRequest>(r).base64);
+
+  const auto err = [](const std::string& body, const std::string& param, const std::string& phrase) {
+    SCOPED_TRACE(body);
+    auto e = parse_embedding_request(body);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(e));
+    EXPECT_EQ(std::get<ApiError>(e).http_status, 400);
+    EXPECT_EQ(std::get<ApiError>(e).param, param);
+    EXPECT_NE(std::get<ApiError>(e).message.find(phrase), std::string::npos) << std::get<ApiError>(e).message;
+  };
+  err(R"({"model":"e"})", "input", "is required");
+  err(R"({"input":[1,2,3]})", "input", "token arrays are not supported");
+  err(R"({"input":[]})", "input", "non-empty array");
+  err(R"({"input":"a","encoding_format":"int8"})", "encoding_format", "\"float\" or \"base64\"");
+  err(R"({"input":"a","dimensions":8})", "dimensions", "not supported");
+  err("{", "", "not valid JSON");
+}
+
+TEST(OpenAiCodec, ErrorBody) {
+  ApiError e;
+  e.message = "bad n";
+  e.param = "n";
+  json j = json::parse(error_body(e));
+  EXPECT_EQ(j["error"]["message"], "bad n");
+  EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(j["error"]["param"], "n");
+  EXPECT_TRUE(j["error"]["code"].is_null());
+  ApiError nf{404, "no such model", "invalid_request_error", "", "model_not_found"};
+  j = json::parse(error_body(nf));
+  EXPECT_TRUE(j["error"]["param"].is_null());
+  EXPECT_EQ(j["error"]["code"], "model_not_found");
+  const std::string ev = sse_error(nf);
+  EXPECT_EQ(sse_json(ev)["error"]["message"], "no such model");
+}
+
+TEST(OpenAiCodec, ErrorsFromStatus) {
+  ApiError e = api_error(InvalidArgument("unsupported JSON schema keyword 'pattern'"), "response_format");
+  EXPECT_EQ(e.http_status, 400);
+  EXPECT_EQ(e.type, "invalid_request_error");
+  EXPECT_EQ(e.param, "response_format");
+  EXPECT_NE(e.message.find("'pattern'"), std::string::npos);
+  e = api_error(ResourceExhausted("the prompt has 900 tokens"));
+  EXPECT_EQ(e.http_status, 400);
+  EXPECT_EQ(e.code, "context_length_exceeded");
+  EXPECT_EQ(api_error(NotFound("no model x")).http_status, 404);
+  e = api_error(Unavailable("draining"));
+  EXPECT_EQ(e.http_status, 503);
+  EXPECT_EQ(e.type, "server_error");
+  e = api_error(Internal("bug"));
+  EXPECT_EQ(e.http_status, 500);
+  EXPECT_EQ(e.type, "server_error");
+  EXPECT_TRUE(json::parse(error_body(e))["error"]["param"].is_null());
+}
+
+TEST(OpenAiCodec, FinishReasons) {
+  EXPECT_EQ(finish_reason(FinishReason::kEndOfGeneration), "stop");
+  EXPECT_EQ(finish_reason(FinishReason::kStopString), "stop");
+  EXPECT_EQ(finish_reason(FinishReason::kMaxTokens), "length");
+  EXPECT_EQ(finish_reason(FinishReason::kCancelled), "stop");
+}
+
+backend::GenerationResult sample_result() {
+  backend::GenerationResult g;
+  g.text = "Hi there";
+  g.tokens = {10, 11};
+  g.n_prompt_tokens = 5;
+  g.finish = FinishReason::kMaxTokens;
+  g.logprobs = {{10, "Hi", -0.5f, {{"Hi", -0.5f}, {"Yo", -1.5f}}},
+                {11, " there", -0.25f, {{" there", -0.25f}, {"!", -2.0f}}}};
+  return g;
+}
+
+TEST(OpenAiCodec, ChatResponseShape) {
+  TextRequest req = chat_ok(chat_body(""));
+  json j = json::parse(chat_response("chatcmpl-1", "tiny", 1700000000, sample_result(), req));
+  EXPECT_EQ(j["id"], "chatcmpl-1");
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["created"], 1700000000);
+  EXPECT_EQ(j["model"], "tiny");
+  ASSERT_EQ(j["choices"].size(), 1u);
+  const json& c = j["choices"][0];
+  EXPECT_EQ(c["index"], 0);
+  EXPECT_EQ(c["message"]["role"], "assistant");
+  EXPECT_EQ(c["message"]["content"], "Hi there");
+  EXPECT_EQ(c["finish_reason"], "length");
+  EXPECT_TRUE(c["logprobs"].is_null());
+  EXPECT_EQ(j["usage"], json({{"prompt_tokens", 5}, {"completion_tokens", 2}, {"total_tokens", 7}}));
+}
+
+TEST(OpenAiCodec, ChatResponseLogprobs) {
+  TextRequest req = chat_ok(chat_body(R"("logprobs": true, "top_logprobs": 2)"));
+  json j = json::parse(chat_response("c", "m", 1, sample_result(), req));
+  const json& content = j["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 2u);
+  EXPECT_EQ(content[0]["token"], "Hi");
+  EXPECT_FLOAT_EQ(content[0]["logprob"].get<float>(), -0.5f);
+  EXPECT_EQ(content[0]["bytes"], json({72, 105}));
+  ASSERT_EQ(content[1]["top_logprobs"].size(), 2u);
+  EXPECT_EQ(content[1]["top_logprobs"][1]["token"], "!");
+  EXPECT_FLOAT_EQ(content[1]["top_logprobs"][1]["logprob"].get<float>(), -2.0f);
+  EXPECT_EQ(content[1]["top_logprobs"][1]["bytes"], json({33}));
+}
+
+TEST(OpenAiCodec, CompletionResponseShapeAndLogprobs) {
+  TextRequest req = completion_ok(R"({"prompt":"p","logprobs":2})");
+  json j = json::parse(completion_response("cmpl-1", "m", 2, sample_result(), req));
+  EXPECT_EQ(j["object"], "text_completion");
+  const json& c = j["choices"][0];
+  EXPECT_EQ(c["text"], "Hi there");
+  EXPECT_EQ(c["finish_reason"], "length");
+  EXPECT_EQ(c["logprobs"]["tokens"], json({"Hi", " there"}));
+  EXPECT_FLOAT_EQ(c["logprobs"]["token_logprobs"][1].get<float>(), -0.25f);
+  EXPECT_EQ(c["logprobs"]["text_offset"], json({0, 2}));
+  EXPECT_FLOAT_EQ(c["logprobs"]["top_logprobs"][0]["Yo"].get<float>(), -1.5f);
+  EXPECT_EQ(j["usage"]["total_tokens"], 7);
+  req = completion_ok(R"({"prompt":"p"})");
+  j = json::parse(completion_response("cmpl-1", "m", 2, sample_result(), req));
+  EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
+}
+
+TEST(OpenAiCodec, InvalidUtf8IsReplacedNotThrown) {
+  backend::GenerationResult g = sample_result();
+  g.text = "ab\xE2\x82";  // cut inside a 3-byte character
+  g.logprobs[0].text = "\xE2\x82";
+  TextRequest req = chat_ok(chat_body(R"("logprobs": true)"));
+  std::string body;
+  ASSERT_NO_THROW(body = chat_response("c", "m", 1, g, req));
+  json j = json::parse(body);
+  EXPECT_EQ(j["choices"][0]["message"]["content"].get<std::string>().substr(0, 2), "ab");
+  EXPECT_EQ(j["choices"][0]["logprobs"]["content"][0]["bytes"], json({0xE2, 0x82})) << "bytes are exact";
+  EXPECT_NO_THROW(sse_json(chat_chunk_text("c", "m", 1, "\xFF")));
+}
+
+TEST(OpenAiCodec, ChatStreamChunks) {
+  json role = sse_json(chat_chunk_role("id1", "m", 3));
+  EXPECT_EQ(role["object"], "chat.completion.chunk");
+  EXPECT_EQ(role["id"], "id1");
+  EXPECT_EQ(role["created"], 3);
+  EXPECT_EQ(role["choices"][0]["delta"], json({{"role", "assistant"}, {"content", ""}}));
+  EXPECT_TRUE(role["choices"][0]["finish_reason"].is_null());
+  json text = sse_json(chat_chunk_text("id1", "m", 3, "line one\nline two"));
+  EXPECT_EQ(text["choices"][0]["delta"]["content"], "line one\nline two")
+      << "newlines are escaped in the event";
+  EXPECT_TRUE(text["choices"][0]["finish_reason"].is_null());
+  json fin = sse_json(chat_chunk_finish("id1", "m", 3, FinishReason::kEndOfGeneration));
+  EXPECT_TRUE(fin["choices"][0]["delta"].is_object());
+  EXPECT_TRUE(fin["choices"][0]["delta"].empty());
+  EXPECT_EQ(fin["choices"][0]["finish_reason"], "stop");
+  json usage = sse_json(usage_chunk("id1", "m", 3, Endpoint::kChat, 4, 6));
+  EXPECT_EQ(usage["object"], "chat.completion.chunk");
+  EXPECT_TRUE(usage["choices"].is_array());
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"], json({{"prompt_tokens", 4}, {"completion_tokens", 6}, {"total_tokens", 10}}));
+  EXPECT_EQ(sse_done(), "data: [DONE]\n\n");
+}
+
+TEST(OpenAiCodec, CompletionStreamChunks) {
+  json text = sse_json(completion_chunk_text("c2", "m", 9, "abc"));
+  EXPECT_EQ(text["object"], "text_completion");
+  EXPECT_EQ(text["choices"][0]["text"], "abc");
+  EXPECT_TRUE(text["choices"][0]["finish_reason"].is_null());
+  json fin = sse_json(completion_chunk_finish("c2", "m", 9, FinishReason::kMaxTokens));
+  EXPECT_EQ(fin["choices"][0]["text"], "");
+  EXPECT_EQ(fin["choices"][0]["finish_reason"], "length");
+  json usage = sse_json(usage_chunk("c2", "m", 9, Endpoint::kCompletion, 1, 2));
+  EXPECT_EQ(usage["object"], "text_completion");
+  EXPECT_EQ(usage["usage"]["total_tokens"], 3);
+}
+
+// A reference decoder, to check the encoder against.
+std::string base64_decode(const std::string& s) {
+  const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t buf = 0;
+  int bits = 0;
+  for (char c : s) {
+    if (c == '=') break;
+    const auto v = alphabet.find(c);
+    EXPECT_NE(v, std::string::npos) << "bad base64 character " << c;
+    buf = (buf << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((buf >> bits) & 0xFF);
+    }
+  }
+  return out;
+}
+
+TEST(OpenAiCodec, Base64KnownVectors) {
+  EXPECT_EQ(base64_encode(""), "");
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(base64_encode(std::string("\xFF\xFE\x00", 3)), "//4A");
+}
+
+TEST(OpenAiCodec, EmbeddingsResponseFloatAndBase64RoundTrip) {
+  const std::vector<std::vector<float>> v = {{1.0f, -2.5f, 0.1f}, {3.25f, 0.0f, -1e-20f}};
+  json f = json::parse(embeddings_response("emb", v, false, 7));
+  EXPECT_EQ(f["object"], "list");
+  EXPECT_EQ(f["model"], "emb");
+  EXPECT_EQ(f["usage"], json({{"prompt_tokens", 7}, {"total_tokens", 7}}));
+  ASSERT_EQ(f["data"].size(), 2u);
+  EXPECT_EQ(f["data"][1]["object"], "embedding");
+  EXPECT_EQ(f["data"][1]["index"], 1);
+  EXPECT_EQ(f["data"][0]["embedding"].size(), 3u);
+  EXPECT_EQ(f["data"][0]["embedding"][1].get<float>(), -2.5f);
+  EXPECT_EQ(f["data"][0]["embedding"][2].get<float>(), 0.1f) << "floats survive the text form exactly";
+
+  json b = json::parse(embeddings_response("emb", v, true, 7));
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string bytes = base64_decode(b["data"][i]["embedding"].get<std::string>());
+    ASSERT_EQ(bytes.size(), v[i].size() * 4);
+    for (size_t k = 0; k < v[i].size(); ++k) {
+      // little-endian float32
+      const auto* p = reinterpret_cast<const unsigned char*>(bytes.data() + 4 * k);
+      const uint32_t u = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+      float x;
+      std::memcpy(&x, &u, 4);
+      EXPECT_EQ(x, v[i][k]) << "vector " << i << " element " << k;
+    }
+  }
+}
+
+TEST(OpenAiCodec, ModelsResponse) {
+  const std::vector<ModelEntry> models = {{"a", 10, "gantry"}, {"b", 20, "me"}};
+  json j = json::parse(models_response(models));
+  EXPECT_EQ(j["object"], "list");
+  ASSERT_EQ(j["data"].size(), 2u);
+  EXPECT_EQ(j["data"][1], json({{"id", "b"}, {"object", "model"}, {"created", 20}, {"owned_by", "me"}}));
+  EXPECT_TRUE(json::parse(models_response({}))["data"].empty());
+}
+
+}  // namespace
+}  // namespace gantry::server::openai
