@@ -63,8 +63,12 @@ void expect_fits_bounded_schema(const json& j) {
   EXPECT_TRUE(j["inner"]["z"].is_null());
   EXPECT_EQ(j["inner"]["k"], 7);
   EXPECT_EQ(j["inner"].size(), 2u);
-  if (j.contains("maybe")) EXPECT_TRUE(j["maybe"].is_boolean()) << j.dump();
-  if (j.contains("pick")) EXPECT_TRUE(j["pick"].is_null() || j["pick"].is_boolean()) << j.dump();
+  if (j.contains("maybe")) {
+    EXPECT_TRUE(j["maybe"].is_boolean()) << j.dump();
+  }
+  if (j.contains("pick")) {
+    EXPECT_TRUE(j["pick"].is_null() || j["pick"].is_boolean()) << j.dump();
+  }
   for (const auto& [k, v] : j.items()) {
     EXPECT_TRUE(k == "ok" || k == "color" || k == "n" || k == "inner" || k == "maybe" || k == "pick")
         << "unexpected key " << k;
@@ -75,7 +79,8 @@ void expect_fits_bounded_schema(const json& j) {
 // fails only at the end of the input.
 void expect_json_prefix(const std::string& text) {
   try {
-    (void)json::parse(text);
+    const json parsed = json::parse(text);
+    (void)parsed;
   } catch (const json::parse_error& e) {
     EXPECT_GE(e.byte, text.size()) << "invalid JSON before the end: " << e.what() << "\n" << text;
   }
