@@ -229,9 +229,25 @@ TEST(JsonGrammar, GeneratesJsonObjects) {
   ASSERT_TRUE(e.ok()) << e.status().to_string();
   const OutputConstraint c{OutputConstraint::Kind::kJsonObject, ""};
   int complete = 0;
-  for (uint32_t seed = 0; seed < 6; ++seed) {
-    const float temperature = seed == 0 ? 0.0f : 0.9f;
-    auto r = (*e)->generate(constrained(c, temperature, seed, 96));
+  // A random model rarely closes an unbounded object soon: most runs end at max_tokens, and then
+  // the text must be a valid prefix (each token costs a grammar pass over the 32k vocabulary). With
+  // the prompt "{" some seeded runs close at once ("{}"); at least one of these must complete.
+  struct Case {
+    const char* prompt;
+    float temperature;
+    uint32_t seed;
+  };
+  const Case cases[] = {{"Reply in JSON:", 0.0f, 0},
+                        {"Reply in JSON:", 0.9f, 1},
+                        {"{", 1.0f, 12},
+                        {"{", 1.0f, 13},
+                        {"{", 1.0f, 14},
+                        {"{", 1.0f, 15}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE(std::string(k.prompt) + " seed " + std::to_string(k.seed));
+    GenerationRequest req = constrained(c, k.temperature, k.seed, 32);
+    req.prompt = k.prompt;
+    auto r = (*e)->generate(req);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     ASSERT_FALSE(r->text.empty());
     EXPECT_EQ(r->text[0], '{') << r->text;
@@ -245,7 +261,8 @@ TEST(JsonGrammar, GeneratesJsonObjects) {
       expect_json_prefix(r->text);
     }
   }
-  std::printf("json_object: %d of 6 generations completed within 96 tokens\n", complete);
+  EXPECT_GE(complete, 1) << "no run closed its object (if llama.cpp's sampling changed, pick other seeds)";
+  std::printf("json_object: %d of 6 generations completed within 32 tokens\n", complete);
 }
 
 TEST(JsonGrammar, ConstrainedAndFreeSequencesShareABatch) {
