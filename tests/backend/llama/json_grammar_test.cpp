@@ -220,6 +220,7 @@ TEST(JsonGrammar, GeneratesSchemaValidJson) {
     json j;
     ASSERT_NO_THROW(j = json::parse(r->text)) << r->text;
     expect_fits_bounded_schema(j);
+    std::printf("schema, temperature %.1f seed %u: %s\n", k.temperature, k.seed, r->text.c_str());
   }
 }
 
