@@ -63,8 +63,12 @@ void expect_fits_bounded_schema(const json& j) {
   EXPECT_TRUE(j["inner"]["z"].is_null());
   EXPECT_EQ(j["inner"]["k"], 7);
   EXPECT_EQ(j["inner"].size(), 2u);
-  if (j.contains("maybe")) EXPECT_TRUE(j["maybe"].is_boolean()) << j.dump();
-  if (j.contains("pick")) EXPECT_TRUE(j["pick"].is_null() || j["pick"].is_boolean()) << j.dump();
+  if (j.contains("maybe")) {
+    EXPECT_TRUE(j["maybe"].is_boolean()) << j.dump();
+  }
+  if (j.contains("pick")) {
+    EXPECT_TRUE(j["pick"].is_null() || j["pick"].is_boolean()) << j.dump();
+  }
   for (const auto& [k, v] : j.items()) {
     EXPECT_TRUE(k == "ok" || k == "color" || k == "n" || k == "inner" || k == "maybe" || k == "pick")
         << "unexpected key " << k;
@@ -75,7 +79,8 @@ void expect_fits_bounded_schema(const json& j) {
 // fails only at the end of the input.
 void expect_json_prefix(const std::string& text) {
   try {
-    (void)json::parse(text);
+    const json parsed = json::parse(text);
+    (void)parsed;
   } catch (const json::parse_error& e) {
     EXPECT_GE(e.byte, text.size()) << "invalid JSON before the end: " << e.what() << "\n" << text;
   }
@@ -215,6 +220,7 @@ TEST(JsonGrammar, GeneratesSchemaValidJson) {
     json j;
     ASSERT_NO_THROW(j = json::parse(r->text)) << r->text;
     expect_fits_bounded_schema(j);
+    std::printf("schema, temperature %.1f seed %u: %s\n", k.temperature, k.seed, r->text.c_str());
   }
 }
 
@@ -224,9 +230,25 @@ TEST(JsonGrammar, GeneratesJsonObjects) {
   ASSERT_TRUE(e.ok()) << e.status().to_string();
   const OutputConstraint c{OutputConstraint::Kind::kJsonObject, ""};
   int complete = 0;
-  for (uint32_t seed = 0; seed < 6; ++seed) {
-    const float temperature = seed == 0 ? 0.0f : 0.9f;
-    auto r = (*e)->generate(constrained(c, temperature, seed, 96));
+  // A random model rarely closes an unbounded object soon: most runs end at max_tokens, and then
+  // the text must be a valid prefix (each token costs a grammar pass over the 32k vocabulary). With
+  // the prompt "{" some seeded runs close at once ("{}"); at least one of these must complete.
+  struct Case {
+    const char* prompt;
+    float temperature;
+    uint32_t seed;
+  };
+  const Case cases[] = {{"Reply in JSON:", 0.0f, 0},
+                        {"Reply in JSON:", 0.9f, 1},
+                        {"{", 1.0f, 12},
+                        {"{", 1.0f, 13},
+                        {"{", 1.0f, 14},
+                        {"{", 1.0f, 15}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE(std::string(k.prompt) + " seed " + std::to_string(k.seed));
+    GenerationRequest req = constrained(c, k.temperature, k.seed, 32);
+    req.prompt = k.prompt;
+    auto r = (*e)->generate(req);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     ASSERT_FALSE(r->text.empty());
     EXPECT_EQ(r->text[0], '{') << r->text;
@@ -240,7 +262,8 @@ TEST(JsonGrammar, GeneratesJsonObjects) {
       expect_json_prefix(r->text);
     }
   }
-  std::printf("json_object: %d of 6 generations completed within 96 tokens\n", complete);
+  EXPECT_GE(complete, 1) << "no run closed its object (if llama.cpp's sampling changed, pick other seeds)";
+  std::printf("json_object: %d of 6 generations completed within 32 tokens\n", complete);
 }
 
 TEST(JsonGrammar, ConstrainedAndFreeSequencesShareABatch) {

@@ -51,7 +51,9 @@ TEST(BatchEngineLogprob, GreedyChosenTokenIsTheTopOneAndMatchesTheLogits) {
     double mass = 0;
     for (size_t k = 0; k < lp.top.size(); ++k) {
       EXPECT_LE(lp.top[k].second, 0.0f);
-      if (k > 0) EXPECT_LE(lp.top[k].second, lp.top[k - 1].second) << "best first";
+      if (k > 0) {
+        EXPECT_LE(lp.top[k].second, lp.top[k - 1].second) << "best first";
+      }
       mass += std::exp(static_cast<double>(lp.top[k].second));
     }
     EXPECT_LE(mass, 1.0 + 1e-5);
