@@ -107,7 +107,6 @@ int serve(ServeArgs& a) {
   std::cerr << "gantry serve: " << (g_last_signal.load() == SIGINT ? "SIGINT" : "SIGTERM") << ": draining (up to "
             << a.drain_timeout_s << " s; a second signal exits at once)" << std::endl;
   const bool all = (*srv)->drain(o.drain_timeout);
-  const bool all = drained.get();
   (*srv)->stop();
   std::cerr << "gantry serve: " << (all ? "drained, every accepted request answered" : "drain timeout reached")
             << std::endl;

@@ -26,7 +26,13 @@ int64_t unix_now() {
       .count();
 }
 
-void send_api_error(Reply& reply, const openai::ApiError& e) { reply.error(e.http_status, e.message, e.param, e.code); }
+void send_api_error(Reply& reply, const openai::ApiError& e) {
+  HttpResponse r;
+  r.status = e.http_status;
+  r.body = openai::error_body(e);
+  if (e.http_status == 429 || e.http_status == 503) r.headers.emplace_back("Retry-After", "1");
+  reply.send(std::move(r));
+}
 
 // One generation in flight: the handle, and how it ends (whichever of "done" and "started" comes
 // last runs finish()).
@@ -59,17 +65,13 @@ struct GenerationCall {
     server.release(request.model);
     const bool stream = request.stream;
     if (!result.ok()) {
-      Status st = result.status();
+      openai::ApiError e = openai::api_error(result.status());
       if (stream) {
-        openai::ApiError e;
-        e.http_status = http_status_for(st);
-        e.message = st.message();
-        e.type = "server_error";
         reply->event(openai::sse_error(e));
         reply->event(std::string(openai::sse_done()));
         reply->end_stream(e.http_status);
       } else {
-        reply->error(st);
+        send_api_error(*reply, e);
       }
       return;
     }
@@ -201,18 +203,14 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
   auto gen = model.start_generation(std::move(g));
   if (!gen.ok()) {
     s.release(name);
-    Status st = gen.status();
     // A prompt longer than the context is the request's fault: 400 with both numbers.
-    int code = st.code() == StatusCode::kResourceExhausted ? 400 : http_status_for(st);
+    openai::ApiError e = openai::api_error(gen.status(), chat ? "messages" : "prompt");
     if (call->request.stream) {
-      openai::ApiError e;
-      e.http_status = code;
-      e.message = st.message();
       reply->event(openai::sse_error(e));
       reply->event(std::string(openai::sse_done()));
-      reply->end_stream(code);
+      reply->end_stream(e.http_status);
     } else {
-      reply->error(code, st.message(), code == 400 ? "messages" : "");
+      send_api_error(*reply, e);
     }
     return;
   }
@@ -253,8 +251,7 @@ void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpReque
   auto vectors = handle->model().embed(req.input, true);
   s.release(req.model);
   if (!vectors.ok()) {
-    const Status& st = vectors.status();
-    reply->error(st.code() == StatusCode::kUnsupported ? 400 : http_status_for(st), st.message(), "model");
+    send_api_error(*reply, openai::api_error(vectors.status(), "input"));
     return;
   }
   reply->json(200, openai::embeddings_response(req.model, *vectors, req.base64, 0));
