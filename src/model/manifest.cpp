@@ -329,10 +329,39 @@ class Reader {
     return r;
   }
 
+  Result<DynamicBatching> dynamic_batching(const Json& j) const {
+    const std::string f = "dynamic_batching";
+    GANTRY_RETURN_IF_ERROR(
+        check_object(j, f, {"max_batch_size", "preferred_batch_size", "max_queue_delay_microseconds"}));
+    DynamicBatching d;
+    if (j.contains("max_batch_size")) {
+      GANTRY_ASSIGN_OR_RETURN(d.max_batch_size, integer(j["max_batch_size"], join(f, "max_batch_size"), 1, 65536));
+    }
+    if (j.contains("max_queue_delay_microseconds")) {
+      GANTRY_ASSIGN_OR_RETURN(d.max_queue_delay_microseconds,
+                              integer(j["max_queue_delay_microseconds"], join(f, "max_queue_delay_microseconds"), 0,
+                                      60'000'000));
+    }
+    if (j.contains("preferred_batch_size")) {
+      const auto& a = j["preferred_batch_size"];
+      const std::string af = join(f, "preferred_batch_size");
+      if (!a.is_array()) return fail(af, "must be an array of batch sizes, got " + type_of(a));
+      for (size_t i = 0; i < a.size(); ++i) {
+        GANTRY_ASSIGN_OR_RETURN(auto v, integer(a[i], af + "[" + std::to_string(i) + "]", 1, 65536));
+        if (d.max_batch_size && v > *d.max_batch_size) {
+          return fail(af + "[" + std::to_string(i) + "]",
+                      std::to_string(v) + " is larger than max_batch_size (" + std::to_string(*d.max_batch_size) + ")");
+        }
+        d.preferred_batch_size.push_back(v);
+      }
+    }
+    return d;
+  }
+
   Result<Manifest> manifest(const Json& j) const {
     GANTRY_RETURN_IF_ERROR(check_object(j, "",
                                         {"name", "version", "format", "task", "model_file", "sha256", "io",
-                                         "hardware_requirements", "runtime"}));
+                                         "hardware_requirements", "runtime", "dynamic_batching"}));
     for (const char* key : {"name", "version", "format", "model_file", "sha256"})
       if (!j.contains(key)) return fail(key, "is required");
     Manifest m;
@@ -379,6 +408,9 @@ class Reader {
     }
     if (j.contains("hardware_requirements")) {
       GANTRY_ASSIGN_OR_RETURN(m.hardware_requirements, hardware(j["hardware_requirements"]));
+    }
+    if (j.contains("dynamic_batching")) {
+      GANTRY_ASSIGN_OR_RETURN(m.dynamic_batching, dynamic_batching(j["dynamic_batching"]));
     }
     if (j.contains("runtime")) {
       GANTRY_ASSIGN_OR_RETURN(m.runtime, runtime(j["runtime"]));
@@ -525,6 +557,13 @@ std::string manifest_to_json(const Manifest& m, int indent) {
   }
   if (r.peak_concurrency) rt["peak_concurrency"] = *r.peak_concurrency;
   if (!rt.empty()) j["runtime"] = std::move(rt);
+  if (const auto& d = m.dynamic_batching) {
+    Json db = Json::object();
+    if (d->max_batch_size) db["max_batch_size"] = *d->max_batch_size;
+    if (!d->preferred_batch_size.empty()) db["preferred_batch_size"] = d->preferred_batch_size;
+    if (d->max_queue_delay_microseconds) db["max_queue_delay_microseconds"] = *d->max_queue_delay_microseconds;
+    j["dynamic_batching"] = std::move(db);
+  }
   return j.dump(indent) + "\n";
 }
 

@@ -8,33 +8,35 @@
 namespace gantry::server {
 namespace fs = std::filesystem;
 
-Result<std::string> served_model_name(const fs::path& source) {
+Result<RepositoryEntry> repository_entry(const fs::path& source) {
   std::error_code ec;
+  auto from = [&](const model::Manifest& m) { return RepositoryEntry{m.name, source, m.dynamic_batching}; };
   if (fs::is_directory(source, ec)) {
     auto m = model::read_manifest(source / std::string(model::kManifestFileName));
     if (!m.ok()) return m.status().with_context("model package " + source.string());
-    return m->name;
+    return from(*m);
   }
   if (!fs::is_regular_file(source, ec)) return NotFound(source.string() + ": no such model file or package");
   if (source.extension() == ".tar") {
     // The manifest sits inside the archive: extracting it once here is the price of naming it.
     auto p = model::load_package(source, {.verify_checksums = false});
     if (!p.ok()) return p.status();
-    return p->manifest().name;
+    return from(p->manifest());
   }
-  return source.stem().string();
+  return RepositoryEntry{source.stem().string(), source, std::nullopt};
 }
 
 Status ModelRepository::add(const fs::path& source) {
-  auto name = served_model_name(source);
-  if (!name.ok()) return name.status();
-  auto it = entries_.find(*name);
+  auto entry = repository_entry(source);
+  if (!entry.ok()) return entry.status();
+  const std::string name = entry->name;
+  auto it = entries_.find(name);
   if (it != entries_.end()) {
     if (fs::weakly_canonical(it->second.source) == fs::weakly_canonical(source)) return Status();
-    return InvalidArgument("two models are named '" + *name + "': " + it->second.source.string() + " and " +
+    return InvalidArgument("two models are named '" + name + "': " + it->second.source.string() + " and " +
                            source.string() + " (rename one file or set a different `name` in its gantry.json)");
   }
-  entries_.emplace(*name, RepositoryEntry{*name, source});
+  entries_.emplace(name, std::move(*entry));
   return Status();
 }
 

@@ -70,6 +70,7 @@ struct Route {
     kMetrics,
   } kind = kNotFound;
   std::string model;
+  std::string version;  // /versions/{v}, "" when not given
   const char* method = "GET";  // the method the route takes
   Protocol protocol = Protocol::kHttp;
 };
@@ -99,7 +100,10 @@ Route route_of(std::string_view path) {
   else if (p.size() >= 3 && p[0] == "v2" && p[1] == "models") {
     r.model = p[2];
     std::vector<std::string> rest(p.begin() + 3, p.end());
-    if (rest.size() >= 2 && rest[0] == "versions") rest.erase(rest.begin(), rest.begin() + 2);
+    if (rest.size() >= 2 && rest[0] == "versions") {
+      r.version = rest[1];
+      rest.erase(rest.begin(), rest.begin() + 2);
+    }
     if (rest.empty()) r.kind = Route::kModelMetadata;
     else if (rest.size() == 1 && rest[0] == "ready") r.kind = Route::kModelReady;
     else if (rest.size() == 1 && rest[0] == "infer") r.kind = Route::kInfer, r.method = "POST";
@@ -304,6 +308,13 @@ std::shared_ptr<DynamicBatcher> Server::State::batcher(const std::string& name, 
   if (it != batchers.end() && it->second->model() == &handle.model()) return it->second;
   BatchingConfig config = options.batching;
   config.max_queue = options.max_queue;
+  // The package's own dynamic_batching (Triton's knobs) wins over the server-wide defaults.
+  if (const RepositoryEntry* entry = repository.find(name); entry && entry->batching) {
+    const model::DynamicBatching& d = *entry->batching;
+    if (d.max_batch_size) config.max_batch_size = *d.max_batch_size;
+    if (!d.preferred_batch_size.empty()) config.preferred_batch_sizes = d.preferred_batch_size;
+    if (d.max_queue_delay_microseconds) config.max_queue_delay = std::chrono::microseconds(*d.max_queue_delay_microseconds);
+  }
   auto b = std::make_shared<DynamicBatcher>(name, handle.model(), config);
   batchers[name] = b;  // a reloaded model gets a new batcher; the old one ends with its last request
   return b;
@@ -463,6 +474,14 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
                               {"extensions", {"binary_tensor_data", "model_repository"}}}
                              .dump());
         return;
+      case Route::kModelMetadata:
+      case Route::kModelReady:
+      case Route::kInfer:
+        if (!r.version.empty() && r.version != "1") {
+          reply->error(404, "model '" + r.model + "' has no version '" + r.version + "' (its versions: 1)");
+          return;
+        }
+        break;
       case Route::kNotFound:
         reply->error(404, "no route for " + req.method + " " + req.path +
                               " (KServe v2 under /v2, OpenAI under /v1, metrics at /metrics)");

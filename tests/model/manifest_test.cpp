@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "core/temp_dir.h"
@@ -28,7 +30,8 @@ Json full_manifest() {
       "min_memory_mb": 512, "min_vram_mb": 1024, "min_cuda_version": "12.0", "required_precision": "fp16",
       "device_id": 0, "gpu_device_ids": [0, 1], "strategy": "round-robin", "graph_optimization_level": 99},
     "runtime": {"intra_op_threads": 2, "inter_op_threads": 1, "memory_pattern": false, "cpu_arena": true,
-      "session_buckets": [{"input": [1, 512]}, {"input": [1, 1024]}], "peak_concurrency": 8}
+      "session_buckets": [{"input": [1, 512]}, {"input": [1, 1024]}], "peak_concurrency": 8},
+    "dynamic_batching": {"max_batch_size": 16, "preferred_batch_size": [4, 8], "max_queue_delay_microseconds": 500}
   })");
 }
 
@@ -90,6 +93,31 @@ TEST(Manifest, SerialisesAndParsesBackEqual) {
   EXPECT_FALSE(j.contains("runtime"));
   EXPECT_FALSE(j.contains("io"));
   EXPECT_EQ(*parse_manifest(j.dump()), minimal);
+}
+
+TEST(Manifest, DynamicBatchingKnobs) {
+  auto m = parse_manifest(full_manifest().dump());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(m->dynamic_batching.has_value());
+  EXPECT_EQ(m->dynamic_batching->max_batch_size, 16);
+  EXPECT_EQ(m->dynamic_batching->preferred_batch_size, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(m->dynamic_batching->max_queue_delay_microseconds, 500);
+  auto back = parse_manifest(manifest_to_json(*m));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, *m);
+  for (auto [field, value, phrase] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"max_batch_size", "0", "out of range"},
+           {"preferred_batch_size", "[32]", "larger than max_batch_size"},
+           {"preferred_batch_size", "4", "must be an array"},
+           {"max_queue_delay_microseconds", "-1", "out of range"},
+           {"max_queue_delay", "5", "unknown field"}}) {
+    Json j = full_manifest();
+    j["dynamic_batching"][field] = Json::parse(value);
+    auto bad = parse_manifest(j.dump());
+    ASSERT_FALSE(bad.ok()) << field << "=" << value;
+    EXPECT_NE(bad.status().message().find("dynamic_batching." + field), std::string::npos) << bad.status().message();
+    EXPECT_NE(bad.status().message().find(phrase), std::string::npos) << bad.status().message();
+  }
 }
 
 TEST(Manifest, GraphOptimizationLevelSpellings) {

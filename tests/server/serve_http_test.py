@@ -63,6 +63,7 @@ class KServe(unittest.TestCase):
             self.assertEqual(meta["inputs"][0]["shape"], [-1, 64])
         self.assertEqual(request("GET", f"/v2/models/{MLP}/ready")[0], 200)
         self.assertEqual(request("GET", f"/v2/models/{MLP}/versions/1/ready")[0], 200)
+        self.assertEqual(request("GET", f"/v2/models/{MLP}/versions/7")[0], 404)
 
     def test_infer_json_echoes_id_and_gives_outputs(self):
         body = {"id": "req-42", "inputs": [{"name": "input", "datatype": "FP32", "shape": [2, 64],

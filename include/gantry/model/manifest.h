@@ -107,6 +107,15 @@ struct RuntimeOptions {
   bool operator==(const RuntimeOptions&) const = default;
 };
 
+// Triton's dynamic-batching knobs (its model config's `dynamic_batching`), read by servers that batch
+// the model's requests. Unset fields take the server's defaults.
+struct DynamicBatching {
+  std::optional<int64_t> max_batch_size;                // rows per batch, 1..65536
+  std::vector<int64_t> preferred_batch_size;            // each 1..65536: a batch this large starts at once
+  std::optional<int64_t> max_queue_delay_microseconds;  // 0..60000000: how long a batch may wait to fill
+  bool operator==(const DynamicBatching&) const = default;
+};
+
 struct Manifest {
   std::string name;                           // required, non-empty
   std::string version;                        // required; Version::parse accepts it
@@ -117,6 +126,7 @@ struct Manifest {
   std::optional<IoSpec> io;
   HardwareRequirements hardware_requirements;
   RuntimeOptions runtime;
+  std::optional<DynamicBatching> dynamic_batching;
   bool operator==(const Manifest&) const = default;
 };
 

@@ -6,16 +6,19 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gantry/core/status.h"
+#include "gantry/model/manifest.h"
 
 namespace gantry::server {
 
 struct RepositoryEntry {
   std::string name;
   std::filesystem::path source;  // what Runtime::load gets
+  std::optional<model::DynamicBatching> batching;  // the package manifest's dynamic_batching
 };
 
 class ModelRepository {
@@ -33,7 +36,7 @@ class ModelRepository {
   std::map<std::string, RepositoryEntry, std::less<>> entries_;
 };
 
-// The name a model at `source` is served under: the package manifest's `name`, else the file stem.
-Result<std::string> served_model_name(const std::filesystem::path& source);
+// The entry for the model at `source`: named by its package manifest's `name`, else its file stem.
+Result<RepositoryEntry> repository_entry(const std::filesystem::path& source);
 
 }  // namespace gantry::server
