@@ -92,7 +92,9 @@ stop_server
 summary llama-server
 
 # ---- gantry serve
-if ! "$GANTRY" serve --help >/dev/null 2>&1; then
+# `gantry X --help` exits 0 with the top-level help for an unknown X (CLI11), so look for serve's own usage line.
+serve_help=$("$GANTRY" serve --help 2>/dev/null || true)
+if ! grep -q '^Usage: [^ ]*gantry serve' <<<"$serve_help"; then
   echo "BENCH serve-gguf-vs-llama-server ratio=nan (gantry serve not available)"
   exit 0
 fi
