@@ -214,6 +214,7 @@ def main():
         "by_status": by_status,
         "generated_tokens": tokens,
         "tokens_from_usage": sum(1 for r in ok if r.usage_tokens is not None),
+        "content_deltas": sum(r.delta_count for r in ok),
         "tok_per_s": round(tokens / wall, 3) if wall > 0 else None,
         "ttft_p50_ms": round(percentile(ttfts, 50), 2) if ttfts else None,
         "ttft_p99_ms": round(percentile(ttfts, 99), 2) if ttfts else None,
