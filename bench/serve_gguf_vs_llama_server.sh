@@ -11,14 +11,17 @@
 # When this build has no `gantry serve`, prints llama-server's figures and
 #   BENCH serve-gguf-vs-llama-server ratio=nan (gantry serve not available)
 # and exits 0. Any failed request or server start is an error (exit 1).
-# Env: GANTRY_BUILD_DIR (build), GANTRY_DEPS_DIR (.cache), THREADS (2), CTX (4096, the whole context,
+# Env: GANTRY_BUILD_DIR (build), GANTRY_DEPS_DIR (.cache), THREADS (1, see below), CTX (4096, the whole context,
 #      llama-server gives each of the PARALLEL slots CTX/PARALLEL), PARALLEL (8), CLIENTS (8),
 #      REQUESTS (4 per client), MAX_TOKENS (64), ROUNDS (2), READY_TIMEOUT_S (120).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${GANTRY_BUILD_DIR:-build}
 DEPS=${GANTRY_DEPS_DIR:-.cache}
-THREADS=${THREADS:-2}; CTX=${CTX:-4096}; PARALLEL=${PARALLEL:-8}
+# One thread by default: on a shared 2-core machine, 2 OpenMP threads that spin-wait at every barrier
+# while another process holds a core made llama-server 3-4x slower and far noisier than 1 thread
+# (measured back to back at load ~4: 13-22 vs 47-85 tok/s).
+THREADS=${THREADS:-1}; CTX=${CTX:-4096}; PARALLEL=${PARALLEL:-8}
 CLIENTS=${CLIENTS:-8}; REQUESTS=${REQUESTS:-4}; MAX_TOKENS=${MAX_TOKENS:-64}; ROUNDS=${ROUNDS:-2}
 READY_TIMEOUT_S=${READY_TIMEOUT_S:-120}
 MODEL=$DEPS/models/bench-100m-q4_0.gguf
