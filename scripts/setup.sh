@@ -126,6 +126,23 @@ setup_llama_tools() {
   fi
 }
 
+# ---------------------------------------------------------------- 4b. client libraries for tests
+# tests/clients pins the official client libraries (openai, ollama) the server tests drive; `npm ci`
+# installs exactly its package-lock.json. Stamped with the lock's sha256, so it re-runs only when the
+# lock changes or node_modules went missing.
+setup_test_clients() {
+  local dir="$ROOT/tests/clients"
+  [[ -f "$dir/package-lock.json" ]] || return 0
+  command -v npm >/dev/null 2>&1 || fail "npm missing (needed for tests/clients; see scripts/apt-packages.txt)"
+  local want; want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+  [[ -d "$dir/node_modules" && -f "$dir/node_modules/.gantry-lock.sha256" \
+     && "$(cat "$dir/node_modules/.gantry-lock.sha256")" == "$want" ]] && return 0
+  note "installing the pinned client libraries in tests/clients (npm ci)"
+  (cd "$dir" && npm ci --no-audit --no-fund >"$CACHE/npm-clients.log" 2>&1) \
+    || fail "npm ci in tests/clients: registry unreachable or lock invalid (see $CACHE/npm-clients.log)"
+  echo "$want" >"$dir/node_modules/.gantry-lock.sha256"
+}
+
 # ---------------------------------------------------------------- 5. models
 setup_models() {
   local models="$CACHE/models"; mkdir -p "$models"
@@ -146,7 +163,7 @@ main() {
   install_apt_packages
   case "$what" in
     deps) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama ;;
-    all) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama; setup_llama_tools; setup_models ;;
+    all) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama; setup_llama_tools; setup_models; setup_test_clients ;;
     *) fail "unknown step '$what' (use: all | deps)" ;;
   esac
 }
