@@ -208,7 +208,8 @@ TEST(KServeRoundTrip, Bool) {
       {"inputs",
        {{{"name", "in"}, {"datatype", "BOOL"}, {"shape", {3}}, {"parameters", {{"binary_data_size", 3}}}}}}};
   const std::string header = bin.dump();
-  auto b = parse_infer_request(header + std::string("\x00\x01\x01", 3), header.size(), model);
+  const std::string body = header + std::string("\x00\x01\x01", 3);  // outlives the views into it
+  auto b = parse_infer_request(body, header.size(), model);
   ASSERT_TRUE(b.ok()) << b.status().to_string();
   const auto* bv = static_cast<const uint8_t*>(b->inputs[0].tensor.data());
   EXPECT_EQ(bv[0], 0);
@@ -343,7 +344,8 @@ TEST(KServeHalf, BinaryIsRaw) {
       {"inputs",
        {{{"name", "in"}, {"datatype", "FP16"}, {"shape", {3}}, {"parameters", {{"binary_data_size", 6}}}}}}};
   const std::string header = r.dump();
-  auto p = parse_infer_request(header + raw_bytes(raw), header.size(), model);
+  const std::string body = header + raw_bytes(raw);  // outlives the views into it
+  auto p = parse_infer_request(body, header.size(), model);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   auto v = p->inputs[0].tensor.values<uint16_t>();
   EXPECT_EQ(std::vector<uint16_t>(v.begin(), v.end()), raw);
