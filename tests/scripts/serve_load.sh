@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gantry serve under load and through a SIGTERM drain (tests/server/serve_load_test.py): 32 keep-alive
 # clients and a few thousand mixed ONNX / GGUF requests answer only 200 or 429, none lost, the server
-# live afterwards; SIGTERM during load finishes every accepted request and exits 0.
+# live afterwards; SIGTERM during load finishes every accepted request (answers being written
+# included) and exits 0.
 # Usage: serve_load.sh BUILD_DIR   (run from the source dir; exit 77 = skipped)
 set -euo pipefail
 BUILD=${1:?usage: serve_load.sh BUILD_DIR}

@@ -12,6 +12,10 @@ drain: 16 client threads keep sending (long streamed completions among them); SI
        mid-load. Every request whose answer started must end complete (200, or a complete 503 once the
        drain began); requests the server never accepted (connection refused or closed before any
        answer) are counted, not failed; the server exits 0 within --drain-timeout + a few seconds.
+flush: an answer still being written when SIGTERM arrives (a client reading a megabytes-large MLP
+       answer slowly) is written out in full before the server exits.
+
+GANTRY_LOAD_TESTS=load,drain,flush picks the phases (default all).
 
 Everything is bounded: every socket has a timeout and each phase has a wall-clock cap.
 """
@@ -20,6 +24,8 @@ import json
 import os
 import random
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -452,16 +458,75 @@ def drain_test(gantry, models):
         srv.kill()
 
 
+# ------------------------------------------------------------------------------------ flush
+def flush_test(gantry, models):
+    """An answered response still being written when SIGTERM arrives (the client reads slowly) must
+    be written out in full before the server exits: draining means every accepted request gets its
+    whole answer, not just that the handler finished."""
+    rows = 50000  # output [rows, 10] as JSON: megabytes, more than loopback socket buffers hold
+    print(f"== flush: a {rows}-row MLP answer read slowly across SIGTERM", flush=True)
+    srv = Server(gantry, models, ["--drain-timeout", "10"])
+    try:
+        status, _, meta = srv.request("GET", f"/v2/models/{MLP}")
+        assert status == 200, meta
+        input_name = json.loads(meta)["inputs"][0]["name"]
+        raw = struct.pack(f"<{rows * 64}f", *([0.25] * (rows * 64)))
+        head = json.dumps({"inputs": [{"name": input_name, "datatype": "FP32", "shape": [rows, 64],
+                                       "parameters": {"binary_data_size": len(raw)}}]}).encode()
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # keep the answer in the server's hands
+        s.settimeout(SOCKET_TIMEOUT)
+        s.connect((srv.host, srv.port))
+        s.sendall(f"POST /v2/models/{MLP}/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
+                  f"Inference-Header-Content-Length: {len(head)}\r\nContent-Length: {len(head) + len(raw)}\r\n\r\n"
+                  .encode() + head + raw)
+        first = s.recv(4096)  # the answer started: the request was accepted and answered
+        time.sleep(1.0)  # the server has its answer and waits on our window
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(1.0)  # a correct drain waits for the write; a wrong one has closed us by now
+        data = first
+        try:
+            while True:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError as e:
+            print(f"flush: read ended with {type(e).__name__} {e}")
+        s.close()
+        head_bytes, _, body = data.partition(b"\r\n\r\n")
+        lines = head_bytes.decode(errors="replace").split("\r\n")
+        length = next((int(l.split(":", 1)[1]) for l in lines if l.lower().startswith("content-length:")), -1)
+        print(f"flush: {lines[0]}, Content-Length {length}, received {len(body)} body bytes")
+        if not lines[0].startswith("HTTP/1.1 200") or len(body) != length:
+            fail(f"flush: the answer was cut by the drain: {lines[0]!r}, {len(body)} of {length} body bytes "
+                 f"(the drain ended while the response was still being written)")
+        else:
+            out = json.loads(body)["outputs"][0]
+            if out["shape"] != [rows, 10]:
+                fail(f"flush: output shape {out['shape']}")
+        try:
+            rc = srv.proc.wait(timeout=15)
+            if rc != 0:
+                fail(f"flush: the server exited {rc}")
+        except subprocess.TimeoutExpired:
+            fail("flush: the server still runs 15 s after SIGTERM (--drain-timeout 10)")
+    finally:
+        srv.kill()
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: serve_load_test.py GANTRY_BINARY MODELS_DIR")
     gantry, models = sys.argv[1], sys.argv[2]
-    which = os.environ.get("GANTRY_LOAD_TESTS", "load,drain").split(",")
+    which = os.environ.get("GANTRY_LOAD_TESTS", "load,drain,flush").split(",")
     t0 = time.time()
     if "load" in which:
         load_test(gantry, models)
     if "drain" in which:
         drain_test(gantry, models)
+    if "flush" in which:
+        flush_test(gantry, models)
     print(f"serve_load: {time.time() - t0:.1f} s, {len(failures)} failures")
     if failures:
         print(f"serve_load: FAILED ({len(failures)}):")
