@@ -163,6 +163,7 @@ class Client:
         self.conn = None
         self.reused = False  # the open connection already carried a request
         self.reconnects = 0
+        self.sent_at = None
 
     def close(self):
         if self.conn:
@@ -184,7 +185,9 @@ class Client:
         phase, status, headers = "sent", None, None
         try:
             body = json.dumps(req["body"]).encode()
+            self.sent_at = None
             self.conn.request("POST", req["path"], body=body, headers={"Content-Type": "application/json"})
+            self.sent_at = time.time()  # the whole request is written
             r = self.conn.getresponse()
             phase, status = "header", r.status
             headers = {k.lower(): v for k, v in r.getheaders()}
@@ -398,6 +401,9 @@ def drain_test(gantry, models):
                     # the drain began (idle keep-alive connections are closed then).
                     if not after_term:
                         fail(f"drain: {req['kind']} got no answer before SIGTERM: {type(err).__name__} {err}")
+                    elif client.sent_at is not None and client.sent_at < term_at[0] - 0.5:
+                        fail(f"drain: {req['kind']} written {term_at[0] - client.sent_at:.2f} s before SIGTERM got "
+                             f"no answer: {type(err).__name__} {err}")
                     count("closed before an answer (not accepted)")
                     continue
                 if phase == "header":
@@ -485,18 +491,24 @@ def flush_test(gantry, models):
         srv.proc.send_signal(signal.SIGTERM)
         time.sleep(1.0)  # a correct drain waits for the write; a wrong one has closed us by now
         data = first
-        try:
-            while True:
-                chunk = s.recv(1 << 20)
-                if not chunk:
-                    break
-                data += chunk
-        except OSError as e:
-            print(f"flush: read ended with {type(e).__name__} {e}")
-        s.close()
+        while b"\r\n\r\n" not in data and len(data) < 65536:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
         head_bytes, _, body = data.partition(b"\r\n\r\n")
         lines = head_bytes.decode(errors="replace").split("\r\n")
         length = next((int(l.split(":", 1)[1]) for l in lines if l.lower().startswith("content-length:")), -1)
+        body = bytearray(body)
+        try:
+            while len(body) < length:  # until the whole answer, the connection's end, or the timeout
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    break
+                body += chunk
+        except OSError as e:
+            print(f"flush: read ended with {type(e).__name__} {e}")
+        s.close()
         print(f"flush: {lines[0]}, Content-Length {length}, received {len(body)} body bytes")
         if not lines[0].startswith("HTTP/1.1 200") or len(body) != length:
             fail(f"flush: the answer was cut by the drain: {lines[0]!r}, {len(body)} of {length} body bytes "
