@@ -4,6 +4,9 @@
 //
 // Input layout: byte 0 picks the header mode (none / a length within the body / any length), bytes 1-2
 // are that length (little-endian), the rest is the body.
+//
+// Run with -entropic=0: this target links the whole server (runtime, both backends), and libFuzzer's
+// entropic scheduler then spends ~90% of its time in UpdateFeatureFrequency (28 vs ~450 exec/s here).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

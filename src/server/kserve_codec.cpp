@@ -121,40 +121,61 @@ float fp16_to_float(uint16_t h) {
 float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
 // ---- JSON data -> tensor elements ---------------------------------------------------------------------
+//
+// Element conversion is written once for two kinds of leaf: a nlohmann::json value, and a Num that the
+// numeric-array pre-scan below produced. Num mirrors the json calls the converters use, with nlohmann's
+// number typing (unsigned / negative integer / float), so both paths accept and reject the same things.
 
-// Calls f(leaf, flat_index) for every non-array element of `data` in row-major order; arrays may nest at
-// most `max_depth` deep (the shape's rank, or 1 for a flat list). Recursion is bounded by max_depth.
-template <typename F>
-Status for_each_leaf(const json& data, int max_depth, size_t& index, F&& f) {
-  for (const json& e : data) {
-    if (e.is_array()) {
-      if (max_depth <= 1)
-        return InvalidArgument("\"data\" is nested deeper than the shape's rank (element " +
-                               std::to_string(index) + " is an array)");
-      GANTRY_RETURN_IF_ERROR(for_each_leaf(e, max_depth - 1, index, f));
-    } else {
-      GANTRY_RETURN_IF_ERROR(f(e, index));
-      ++index;
+struct Num {
+  enum class Kind : uint8_t { kInt, kUInt, kFloat };
+  Kind kind = Kind::kInt;
+  union {
+    int64_t i;
+    uint64_t u;
+    double d;
+  };
+
+  bool is_number() const { return true; }
+  bool is_number_unsigned() const { return kind == Kind::kUInt; }
+  bool is_number_integer() const { return kind != Kind::kFloat; }  // as nlohmann: signed or unsigned
+  bool is_number_float() const { return kind == Kind::kFloat; }
+  bool is_boolean() const { return false; }
+  bool is_string() const { return false; }
+  template <typename T>
+  T get() const {
+    switch (kind) {
+      case Kind::kInt:
+        return static_cast<T>(i);
+      case Kind::kUInt:
+        return static_cast<T>(u);
+      case Kind::kFloat:
+        break;
     }
+    return static_cast<T>(d);
   }
-  return Status::Ok();
+};
+
+std::string describe(const Num& n) {
+  return n.kind == Num::Kind::kInt    ? std::to_string(n.i)
+         : n.kind == Num::Kind::kUInt ? std::to_string(n.u)
+                                      : describe(json(n.d));
 }
 
-template <typename T>
-Status json_to_integer(const json& v, size_t i, T& out) {
+template <typename V, typename T>
+Status to_integer(const V& v, size_t i, T& out) {
   using L = std::numeric_limits<T>;
   auto range_error = [&](const std::string& got) {
     return InvalidArgument("element " + std::to_string(i) + " is " + got + ", out of range [" +
                            std::to_string(+L::min()) + ", " + std::to_string(+L::max()) + "]");
   };
   if (v.is_number_unsigned()) {
-    const uint64_t u = v.get<uint64_t>();
+    const uint64_t u = v.template get<uint64_t>();
     if (u > static_cast<uint64_t>(L::max())) return range_error(std::to_string(u));
     out = static_cast<T>(u);
     return Status::Ok();
   }
   if (v.is_number_integer()) {
-    const int64_t s = v.get<int64_t>();
+    const int64_t s = v.template get<int64_t>();
     if constexpr (std::is_unsigned_v<T>) {
       if (s < 0 || static_cast<uint64_t>(s) > static_cast<uint64_t>(L::max()))
         return range_error(std::to_string(s));
@@ -166,7 +187,7 @@ Status json_to_integer(const json& v, size_t i, T& out) {
     return Status::Ok();
   }
   if (v.is_number_float()) {
-    const double d = v.get<double>();
+    const double d = v.template get<double>();
     if (!std::isfinite(d) || d != std::trunc(d))
       return InvalidArgument("element " + std::to_string(i) + " is " + describe(v) + ", expected an integer");
     // Bounds as powers of two are exact doubles: [min, max + 1).
@@ -179,33 +200,35 @@ Status json_to_integer(const json& v, size_t i, T& out) {
   return InvalidArgument("element " + std::to_string(i) + " is " + describe(v) + ", expected an integer");
 }
 
-Status json_to_double(const json& v, size_t i, double& out) {
+template <typename V>
+Status to_double(const V& v, size_t i, double& out) {
   if (!v.is_number())
     return InvalidArgument("element " + std::to_string(i) + " is " + describe(v) + ", expected a number");
-  out = v.get<double>();
+  out = v.template get<double>();
   return Status::Ok();
 }
 
-Status float_overflow(size_t i, const json& v, std::string_view datatype) {
+template <typename V>
+Status float_overflow(size_t i, const V& v, std::string_view datatype) {
   return InvalidArgument("element " + std::to_string(i) + " is " + describe(v) + ", out of range for " +
                          str(datatype));
 }
 
-// Fills `t` (allocated, element_count leaves) from `data`.
-Status fill_from_json(const json& data, int max_depth, DType dtype, Tensor& t) {
-  size_t index = 0;
+// Fills `t` (allocated with as many elements as there are leaves) through `each(f)`, which calls
+// f(leaf, flat_index) for every leaf in row-major order and stops at the first error f returns.
+template <typename Each>
+Status fill_elements(Each&& each, DType dtype, Tensor& t) {
   auto integers = [&]<typename T>(T* dst) {
-    return for_each_leaf(data, max_depth, index,
-                         [&](const json& v, size_t i) { return json_to_integer<T>(v, i, dst[i]); });
+    return each([&](const auto& v, size_t i) { return to_integer(v, i, dst[i]); });
   };
   switch (dtype) {
     case DType::kFloat32: {
       float* dst = t.values<float>().data();
       // FLT_MAX = 2^128 - 2^104; anything from the midpoint to 2^128 up rounds to infinity.
       const double limit = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);
-      return for_each_leaf(data, max_depth, index, [&](const json& v, size_t i) {
+      return each([&](const auto& v, size_t i) {
         double d = 0;
-        GANTRY_RETURN_IF_ERROR(json_to_double(v, i, d));
+        GANTRY_RETURN_IF_ERROR(to_double(v, i, d));
         if (std::fabs(d) >= limit) return float_overflow(i, v, "FP32");
         dst[i] = static_cast<float>(d);
         return Status::Ok();
@@ -213,16 +236,15 @@ Status fill_from_json(const json& data, int max_depth, DType dtype, Tensor& t) {
     }
     case DType::kFloat64: {
       double* dst = t.values<double>().data();
-      return for_each_leaf(data, max_depth, index,
-                           [&](const json& v, size_t i) { return json_to_double(v, i, dst[i]); });
+      return each([&](const auto& v, size_t i) { return to_double(v, i, dst[i]); });
     }
     case DType::kFloat16:
     case DType::kBFloat16: {
       uint16_t* dst = t.values<uint16_t>().data();
       const bool half = dtype == DType::kFloat16;
-      return for_each_leaf(data, max_depth, index, [&](const json& v, size_t i) {
+      return each([&](const auto& v, size_t i) {
         double d = 0;
-        GANTRY_RETURN_IF_ERROR(json_to_double(v, i, d));
+        GANTRY_RETURN_IF_ERROR(to_double(v, i, d));
         bool overflow = false;
         dst[i] = half ? to_small_float(d, 5, 10, overflow) : to_small_float(d, 8, 7, overflow);
         if (overflow) return float_overflow(i, v, half ? "FP16 (largest finite 65504)" : "BF16");
@@ -247,18 +269,224 @@ Status fill_from_json(const json& data, int max_depth, DType dtype, Tensor& t) {
       return integers(t.values<uint64_t>().data());
     case DType::kBool: {
       auto* dst = static_cast<uint8_t*>(t.data());
-      return for_each_leaf(data, max_depth, index, [&](const json& v, size_t i) {
+      return each([&](const auto& v, size_t i) {
         if (!v.is_boolean())
           return InvalidArgument("element " + std::to_string(i) + " is " + describe(v) +
                                  ", expected true or false");
-        dst[i] = v.get<bool>() ? 1 : 0;
+        dst[i] = v.template get<bool>() ? 1 : 0;
         return Status::Ok();
       });
     }
     case DType::kString:
       break;
   }
-  return Internal("fill_from_json: unhandled dtype");
+  return Internal("fill_elements: unhandled dtype");
+}
+
+// Calls f(leaf, flat_index) for every non-array element of `data` in row-major order; arrays may nest at
+// most `max_depth` deep (the shape's rank, or 1 for a flat list). Recursion is bounded by max_depth.
+template <typename F>
+Status for_each_leaf(const json& data, int max_depth, size_t& index, F&& f) {
+  for (const json& e : data) {
+    if (e.is_array()) {
+      if (max_depth <= 1) return InvalidArgument("\"data\" is nested deeper than the shape's rank");
+      GANTRY_RETURN_IF_ERROR(for_each_leaf(e, max_depth - 1, index, f));
+    } else {
+      GANTRY_RETURN_IF_ERROR(f(e, index));
+      ++index;
+    }
+  }
+  return Status::Ok();
+}
+
+// ---- numeric "data" pre-scan ---------------------------------------------------------------------------
+//
+// nlohmann's DOM costs about a microsecond and dozens of bytes per number, which dominates a large JSON
+// request. Before parsing, the header is scanned (string-aware) for the "data" arrays of the objects in
+// the top-level "inputs" array; one that holds only numbers and nested arrays is parsed here with
+// std::from_chars and replaced by `null` in the text given to nlohmann, and recorded under the input's
+// position in "inputs". Anything else (strings, booleans, a number from_chars cannot take, odd syntax)
+// stays in the text for nlohmann, so errors and exotic input keep the ordinary path. As in nlohmann, the
+// last of duplicate keys wins. The mapping is by position, so nothing a client writes can name an array.
+
+struct FastArray {
+  std::vector<Num> leaves;  // row-major
+  int depth = 0;            // deepest array nesting; a flat list is 1
+};
+
+struct Prescan {
+  std::string text;                            // the header with fast arrays replaced; empty when none was
+  std::vector<std::optional<FastArray>> data;  // by position in "inputs": its "data", when pre-scanned
+  bool rewritten = false;
+};
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Parses the JSON number at s[pos..]; advances pos past it. False when the grammar or value is not one
+// this fast path takes (nlohmann then decides).
+bool scan_number(std::string_view s, size_t& pos, Num& out) {
+  const size_t start = pos;
+  size_t p = pos;
+  const size_t n = s.size();
+  bool integral = true;
+  if (p < n && s[p] == '-') ++p;
+  if (p >= n || !is_digit(s[p])) return false;
+  if (s[p] == '0') {
+    ++p;
+  } else {
+    while (p < n && is_digit(s[p])) ++p;
+  }
+  if (p < n && s[p] == '.') {
+    integral = false;
+    ++p;
+    if (p >= n || !is_digit(s[p])) return false;
+    while (p < n && is_digit(s[p])) ++p;
+  }
+  if (p < n && (s[p] == 'e' || s[p] == 'E')) {
+    integral = false;
+    ++p;
+    if (p < n && (s[p] == '+' || s[p] == '-')) ++p;
+    if (p >= n || !is_digit(s[p])) return false;
+    while (p < n && is_digit(s[p])) ++p;
+  }
+  const char* first = s.data() + start;
+  const char* last = s.data() + p;
+  if (integral) {
+    // As nlohmann: a negative integer is int64, a non-negative one uint64, either falling back to double
+    // when out of range.
+    std::from_chars_result r{};
+    if (*first == '-') {
+      r = std::from_chars(first, last, out.i);
+      out.kind = Num::Kind::kInt;
+    } else {
+      r = std::from_chars(first, last, out.u);
+      out.kind = Num::Kind::kUInt;
+    }
+    if (r.ec == std::errc() && r.ptr == last) {
+      pos = p;
+      return true;
+    }
+    if (r.ec != std::errc::result_out_of_range) return false;
+  }
+  auto r = std::from_chars(first, last, out.d);
+  if (r.ec != std::errc() || r.ptr != last || !std::isfinite(out.d)) return false;
+  out.kind = Num::Kind::kFloat;
+  pos = p;
+  return true;
+}
+
+// Scans the array starting at s[pos] == '['. On success returns true and sets pos past its ']'.
+bool scan_numeric_array(std::string_view s, size_t& pos, FastArray& out) {
+  constexpr int kMaxDepth = 64;
+  const size_t n = s.size();
+  size_t p = pos;
+  int depth = 0;
+  auto skip = [&] {
+    while (p < n && is_space(s[p])) ++p;
+  };
+  // Alternates between expecting a value and expecting ',' or ']' after one.
+  bool expect_value = true;
+  while (true) {
+    skip();
+    if (p >= n) return false;
+    if (expect_value) {
+      if (s[p] == '[') {
+        if (++depth > kMaxDepth) return false;
+        out.depth = std::max(out.depth, depth);
+        ++p;
+        skip();
+        if (p < n && s[p] == ']') {  // empty array
+          ++p;
+          if (--depth == 0) break;
+          expect_value = false;
+        }
+        continue;
+      }
+      Num num;
+      if (!scan_number(s, p, num)) return false;
+      out.leaves.push_back(num);
+      expect_value = false;
+      continue;
+    }
+    if (s[p] == ',') {
+      ++p;
+      expect_value = true;
+    } else if (s[p] == ']') {
+      ++p;
+      if (--depth == 0) break;
+    } else {
+      return false;
+    }
+  }
+  pos = p;
+  return true;
+}
+
+// Index of the '"' closing the string that opens at h[i], or h.size() when unterminated.
+size_t string_end(std::string_view h, size_t i) {
+  for (++i; i < h.size() && h[i] != '"'; ++i)
+    if (h[i] == '\\') ++i;
+  return std::min(i, h.size());
+}
+
+// Index of the first non-space at or after i.
+size_t skip_spaces(std::string_view h, size_t i) {
+  while (i < h.size() && is_space(h[i])) ++i;
+  return i;
+}
+
+Prescan prescan_numeric_data(std::string_view h) {
+  Prescan out;
+  size_t copied = 0;           // h[0, copied) is already in out.text
+  int depth = 0;               // open containers outside strings
+  char opened[3] = {0, 0, 0};  // the kinds of the first three
+  bool key_is_inputs = false;  // the last key of the top-level object was "inputs"
+  bool in_inputs = false;      // inside the top-level "inputs" array
+  size_t element = 0;          // position in it
+  for (size_t i = 0; i < h.size();) {
+    const char c = h[i];
+    if (c == '{' || c == '[') {
+      if (depth >= 0 && depth < 3) opened[depth] = c;
+      if (depth == 1 && opened[0] == '{' && c == '[' && key_is_inputs) {
+        in_inputs = true;  // a later duplicate "inputs" replaces an earlier one, as in nlohmann
+        element = 0;
+        out.data.clear();
+      }
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth <= 1) in_inputs = false;
+    } else if (c == ',' && depth == 2 && in_inputs) {
+      ++element;
+    } else if (c == '"') {
+      const size_t end = string_end(h, i);
+      const std::string_view token = h.substr(i, end + 1 - i);
+      size_t j = skip_spaces(h, end + 1);
+      const bool is_key = j < h.size() && h[j] == ':';
+      if (is_key && depth == 1) key_is_inputs = token == "\"inputs\"";
+      if (is_key && depth == 3 && in_inputs && opened[2] == '{' && token == "\"data\"") {
+        if (out.data.size() <= element) out.data.resize(element + 1);
+        out.data[element].reset();  // unless this one is taken below
+        j = skip_spaces(h, j + 1);
+        FastArray array;
+        size_t array_end = j;
+        if (j < h.size() && h[j] == '[' && scan_numeric_array(h, array_end, array)) {
+          if (!out.rewritten) out.text.reserve(h.size() / 4 + 64);
+          out.rewritten = true;
+          out.text.append(h.substr(copied, j - copied));
+          out.text += "null";
+          out.data[element] = std::move(array);
+          copied = array_end;
+          i = array_end;
+          continue;
+        }
+      }
+      i = end;
+    }
+    ++i;
+  }
+  if (out.rewritten) out.text.append(h.substr(copied));
+  return out;
 }
 
 // ---- request pieces -----------------------------------------------------------------------------------
@@ -332,6 +560,7 @@ Result<std::vector<std::string>> parse_binary_strings(std::string_view bytes, in
 // One input's JSON object resolved against the model, before its data is read.
 struct PendingInput {
   const json* object = nullptr;
+  size_t position = 0;  // in the request's "inputs"
   size_t model_index = 0;
   Shape shape;
   std::optional<uint64_t> binary_size;  // set for binary inputs
@@ -365,18 +594,41 @@ Result<Tensor> tensor_from_binary(const PendingInput& in, DType dtype, std::stri
   return t;
 }
 
-Result<Tensor> tensor_from_json(const PendingInput& in, DType dtype) {
+Result<Tensor> tensor_from_json(const PendingInput& in, DType dtype, const Prescan& prescan) {
   auto it = in.object->find("data");
   if (it == in.object->end()) return InvalidArgument("has neither \"data\" nor parameters.binary_data_size");
-  if (!it->is_array()) return InvalidArgument("\"data\" must be a JSON array, got " + describe(*it));
   const int max_depth = std::max<int>(1, static_cast<int>(in.shape.rank()));
+  const uint64_t count = static_cast<uint64_t>(*in.shape.element_count());
+  auto count_error = [&](size_t leaves) {
+    return InvalidArgument("\"data\" has " + std::to_string(leaves) + " elements but shape " +
+                           in.shape.to_string() + " needs " + std::to_string(count));
+  };
+
+  const FastArray* fast = nullptr;
+  if (it->is_null() && in.position < prescan.data.size() && prescan.data[in.position])
+    fast = &*prescan.data[in.position];
+  if (fast) {
+    if (fast->depth > max_depth) return InvalidArgument("\"data\" is nested deeper than the shape's rank");
+    if (fast->leaves.size() != count) return count_error(fast->leaves.size());
+    if (dtype == DType::kString) {
+      if (!fast->leaves.empty())
+        return InvalidArgument("element 0 is " + describe(fast->leaves[0]) + ", expected a string");
+      return Tensor::from_strings(in.shape, {});
+    }
+    GANTRY_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, in.shape));
+    auto each = [&](auto&& f) {
+      for (size_t i = 0; i < fast->leaves.size(); ++i) GANTRY_RETURN_IF_ERROR(f(fast->leaves[i], i));
+      return Status::Ok();
+    };
+    GANTRY_RETURN_IF_ERROR(fill_elements(each, dtype, t));
+    return t;
+  }
+
+  if (!it->is_array()) return InvalidArgument("\"data\" must be a JSON array, got " + describe(*it));
   size_t leaves = 0;
   GANTRY_RETURN_IF_ERROR(
       for_each_leaf(*it, max_depth, leaves, [](const json&, size_t) { return Status::Ok(); }));
-  const int64_t count = *in.shape.element_count();
-  if (static_cast<uint64_t>(count) != leaves)
-    return InvalidArgument("\"data\" has " + std::to_string(leaves) + " elements but shape " +
-                           in.shape.to_string() + " needs " + std::to_string(count));
+  if (leaves != count) return count_error(leaves);
   if (dtype == DType::kString) {
     std::vector<std::string> strings;
     strings.reserve(leaves);
@@ -390,7 +642,11 @@ Result<Tensor> tensor_from_json(const PendingInput& in, DType dtype) {
     return Tensor::from_strings(in.shape, std::move(strings));
   }
   GANTRY_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, in.shape));
-  GANTRY_RETURN_IF_ERROR(fill_from_json(*it, max_depth, dtype, t));
+  auto each = [&](auto&& f) {
+    size_t index = 0;
+    return for_each_leaf(*it, max_depth, index, f);
+  };
+  GANTRY_RETURN_IF_ERROR(fill_elements(each, dtype, t));
   return t;
 }
 
@@ -585,8 +841,14 @@ Result<InferRequest> parse_infer_request(std::string_view body, std::optional<si
     header = body.substr(0, *json_length);
     binary = body.substr(*json_length);
   }
-  auto parsed = parse_json(header, "inference request");
-  if (!parsed.ok()) return parsed.status();
+  Prescan prescan = prescan_numeric_data(header);
+  auto parsed = parse_json(prescan.rewritten ? std::string_view(prescan.text) : header, "inference request");
+  if (!parsed.ok()) {
+    // Report positions in the text the client sent, not in the rewritten one.
+    if (prescan.rewritten) parsed = parse_json(header, "inference request");
+    if (!parsed.ok()) return parsed.status();
+    return Internal("inference request: the numeric pre-scan broke valid JSON (a bug in Gantry)");
+  }
   const json& request = *parsed;
   if (!request.is_object()) return InvalidArgument("the inference request must be a JSON object");
 
@@ -614,7 +876,8 @@ Result<InferRequest> parse_infer_request(std::string_view body, std::optional<si
   std::vector<PendingInput> pending;
   pending.reserve(inputs->size());
   std::vector<int> seen(model.inputs.size(), -1);
-  for (const json& in : *inputs) {
+  for (size_t position = 0; position < inputs->size(); ++position) {
+    const json& in = (*inputs)[position];
     if (!in.is_object()) return InvalidArgument("each of \"inputs\" must be an object, got " + describe(in));
     auto name_it = in.find("name");
     if (name_it == in.end() || !name_it->is_string())
@@ -645,7 +908,7 @@ Result<InferRequest> parse_infer_request(std::string_view body, std::optional<si
     if (!shape.ok()) return fail(shape.status());
     GANTRY_RETURN_IF_ERROR(fail(check_shape(*shape, info)));
 
-    PendingInput p{&in, static_cast<size_t>(index), std::move(*shape), std::nullopt};
+    PendingInput p{&in, position, static_cast<size_t>(index), std::move(*shape), std::nullopt};
     if (auto params = in.find("parameters"); params != in.end() && !params->is_null()) {
       if (!params->is_object()) return fail(InvalidArgument("\"parameters\" must be an object"));
       if (auto size = params->find("binary_data_size"); size != params->end()) {
@@ -693,7 +956,8 @@ Result<InferRequest> parse_infer_request(std::string_view body, std::optional<si
   for (size_t i = 0; i < pending.size(); ++i) {
     const PendingInput& p = pending[i];
     const backend::TensorInfo& info = model.inputs[p.model_index];
-    auto t = p.binary_size ? tensor_from_binary(p, info.dtype, slices[i]) : tensor_from_json(p, info.dtype);
+    auto t = p.binary_size ? tensor_from_binary(p, info.dtype, slices[i])
+                           : tensor_from_json(p, info.dtype, prescan);
     if (!t.ok()) return t.status().with_context("input '" + info.name + "'");
     out.inputs[p.model_index] = NamedTensor{info.name, std::move(*t)};
   }

@@ -208,7 +208,8 @@ TEST(KServeRoundTrip, Bool) {
       {"inputs",
        {{{"name", "in"}, {"datatype", "BOOL"}, {"shape", {3}}, {"parameters", {{"binary_data_size", 3}}}}}}};
   const std::string header = bin.dump();
-  auto b = parse_infer_request(header + std::string("\x00\x01\x01", 3), header.size(), model);
+  const std::string body = header + std::string("\x00\x01\x01", 3);  // outlives the views into it
+  auto b = parse_infer_request(body, header.size(), model);
   ASSERT_TRUE(b.ok()) << b.status().to_string();
   const auto* bv = static_cast<const uint8_t*>(b->inputs[0].tensor.data());
   EXPECT_EQ(bv[0], 0);
@@ -343,7 +344,8 @@ TEST(KServeHalf, BinaryIsRaw) {
       {"inputs",
        {{{"name", "in"}, {"datatype", "FP16"}, {"shape", {3}}, {"parameters", {{"binary_data_size", 6}}}}}}};
   const std::string header = r.dump();
-  auto p = parse_infer_request(header + raw_bytes(raw), header.size(), model);
+  const std::string body = header + raw_bytes(raw);  // outlives the views into it
+  auto p = parse_infer_request(body, header.size(), model);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   auto v = p->inputs[0].tensor.values<uint16_t>();
   EXPECT_EQ(std::vector<uint16_t>(v.begin(), v.end()), raw);
@@ -551,6 +553,110 @@ TEST(KServeValidation, RequestedOutputs) {
              "binary_data must be true or false");
   EXPECT_HAS(error_of({{"inputs", multi_inputs()}, {"outputs", {{{"id", "y"}}}}}, m),
              "needs a string \"name\"");
+}
+
+// ---- numeric "data" pre-scan -------------------------------------------------------------------------
+
+TEST(KServeJsonFastPath, PrettyPrintedNestedAndMixedNumbersParseAsNlohmannWould) {
+  backend::ModelMetadata m = single(DType::kFloat64);
+  m.inputs[0].shape = Shape{Shape::kDynamic, 2};
+  // Integers, negative integers, floats, exponents, -0, an integer too large for uint64 (becomes a double).
+  json r = json::parse(R"({"inputs": [ { "name": "in", "datatype": "FP64", "shape": [3, 2],
+      "data": [ [ 1 , -2 ], [0.5,-0.0] ,
+                [ 1e-3, 18446744073709551616 ] ] } ]})");
+  const std::string pretty = r.dump(2);
+  auto p = parse_infer_request(pretty, std::nullopt, m);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  auto v = p->inputs[0].tensor.values<double>();
+  EXPECT_EQ(std::vector<double>(v.begin(), v.end()),
+            (std::vector<double>{1, -2, 0.5, -0.0, 1e-3, 18446744073709551616.0}));
+  EXPECT_TRUE(std::signbit(v[3]));
+}
+
+TEST(KServeJsonFastPath, IntegerTypingMatchesNlohmann) {
+  const auto m = single(DType::kUInt64);
+  auto run = [&](const std::string& data) {
+    return parse_infer_request(
+        R"({"inputs":[{"name":"in","datatype":"UINT64","shape":[1],"data":)" + data + "}]}", std::nullopt, m);
+  };
+  auto ok = run("[18446744073709551615]");
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  EXPECT_EQ(ok->inputs[0].tensor.values<uint64_t>()[0], std::numeric_limits<uint64_t>::max());
+  auto over = run("[18446744073709551616]");  // 2^64: a double, out of range
+  ASSERT_FALSE(over.ok());
+  EXPECT_HAS(over.status().message(), "out of range [0, 18446744073709551615]");
+  auto frac = run("[2.5]");
+  ASSERT_FALSE(frac.ok());
+  EXPECT_HAS(frac.status().message(), "element 0 is 2.5, expected an integer");
+  auto integral = run("[3e2]");
+  ASSERT_TRUE(integral.ok()) << integral.status().to_string();
+  EXPECT_EQ(integral->inputs[0].tensor.values<uint64_t>()[0], 300u);
+}
+
+TEST(KServeJsonFastPath, InvalidNumbersStillFailAsInvalidJson) {
+  const auto m = single(DType::kFloat32);
+  for (const char* data :
+       {"[01]", "[1,,2]", "[1,]", "[.5]", "[1.]", "[1e]", "[+1]", "[1e400]", "[-]", "[[1]"}) {
+    auto r = parse_infer_request(
+        std::string(R"({"inputs":[{"name":"in","datatype":"FP32","shape":[1],"data":)") + data + "}]}",
+        std::nullopt, m);
+    ASSERT_FALSE(r.ok()) << data;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << data;
+    EXPECT_HAS(r.status().message(), "not valid JSON");
+  }
+}
+
+TEST(KServeJsonFastPath, OnlyInputDataIsRewritten) {
+  // "data" arrays elsewhere (request parameters, nested objects, strings) come through untouched.
+  json r = {{"inputs", multi_inputs()},
+            {"parameters", {{"data", {1, 2}}, {"nested", {{"data", {3}}}}, {"text", "\"data\": [4]"}}}};
+  auto p = parse_infer_request(r.dump(), std::nullopt, multi());
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ(p->parameters, r["parameters"]);
+  auto x = p->inputs[0].tensor.values<float>();
+  EXPECT_EQ(std::vector<float>(x.begin(), x.end()), (std::vector<float>{1, 2, 3}));
+
+  // A client's own null is not data, whatever was pre-scanned elsewhere; with duplicate keys the last
+  // wins, as nlohmann has it.
+  json null_data = multi_inputs();
+  null_data[0]["data"] = nullptr;
+  EXPECT_HAS(error_of({{"inputs", null_data}}, multi()), "\"data\" must be a JSON array, got null");
+  std::string dup = json{{"inputs", multi_inputs()}}.dump();
+  const std::string x_data = "\"data\":[1,2,3]";
+  ASSERT_NE(dup.find(x_data), std::string::npos) << dup;
+  std::string last_null = dup;
+  last_null.replace(last_null.find(x_data), x_data.size(), x_data + ",\"data\":null");
+  auto dn = parse_infer_request(last_null, std::nullopt, multi());
+  ASSERT_FALSE(dn.ok());
+  EXPECT_HAS(dn.status().message(), "\"data\" must be a JSON array, got null");
+  std::string last_array = dup;
+  last_array.replace(last_array.find(x_data), x_data.size(), "\"data\":null," + x_data);
+  auto da = parse_infer_request(last_array, std::nullopt, multi());
+  ASSERT_TRUE(da.ok()) << da.status().to_string();
+  EXPECT_EQ(da->inputs[0].tensor.values<float>()[2], 3.0f);
+
+  // Errors in the rewritten request report the client's text.
+  std::string bad = json{{"inputs", multi_inputs()}}.dump();
+  bad.back() = ',';
+  auto e = parse_infer_request(bad, std::nullopt, multi());
+  ASSERT_FALSE(e.ok());
+  EXPECT_HAS(e.status().message(), "not valid JSON");
+}
+
+TEST(KServeJsonFastPath, DepthAndCountChecksApply) {
+  const auto m = multi();
+  json deep = multi_inputs();
+  deep[0]["data"] = json::parse("[[[1, 2, 3]]]");  // x has rank 2
+  EXPECT_HAS(error_of({{"inputs", deep}}, m), "nested deeper than the shape's rank");
+  json numbers_for_bytes = multi_inputs();
+  numbers_for_bytes[2]["data"] = {5};
+  EXPECT_HAS(error_of({{"inputs", numbers_for_bytes}}, m), "element 0 is 5, expected a string");
+  json empty = multi_inputs();
+  empty[1]["shape"] = {0};
+  empty[1]["data"] = json::array();
+  auto p = parse_infer_request(json{{"inputs", empty}}.dump(), std::nullopt, m);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ(p->inputs[1].tensor.element_count(), 0);
 }
 
 // ---- binary framing -----------------------------------------------------------------------------------

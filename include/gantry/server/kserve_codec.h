@@ -60,8 +60,10 @@ struct InferRequest {
 // (then the first json_length bytes are JSON and the rest is binary tensor data, which must be exactly
 // the sum of the inputs' binary_data_size).
 //
-// Lifetime: binary numeric inputs whose bytes are suitably aligned in `body` are zero-copy views into it,
-// so `body` must outlive the returned tensors (and stay unmodified). Everything else is owned.
+// Lifetime: binary numeric and BOOL inputs whose bytes are aligned to their element size in `body` are
+// zero-copy views into it, so `body` must outlive the returned tensors (and stay unmodified). Where the
+// bytes land depends on the client's JSON length, so a misaligned tensor is copied once instead (typed
+// reads by backends stay well-defined). Everything else is owned.
 // Errors are InvalidArgument naming the tensor, what was expected and what was got. Never reads outside
 // `body`, whatever it holds.
 Result<InferRequest> parse_infer_request(std::string_view body, std::optional<size_t> json_length,
