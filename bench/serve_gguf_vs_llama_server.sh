@@ -31,9 +31,7 @@ GANTRY=$BUILD/bin/gantry
 PROMPT="Write a short story about a lighthouse keeper who finds a message in a bottle."
 PY=/usr/bin/python3
 
-# >>> LEAD: fill in gantry serve's thread-count flag (e.g. "-t" or "--threads"); empty = gantry's default.
-GANTRY_THREADS_FLAG=""
-# <<<
+GANTRY_THREADS_FLAG="--threads"
 
 for f in "$LS" "$MODEL"; do
   [[ -e "$f" ]] || { echo "serve bench: missing $f (run scripts/setup.sh)" >&2; exit 1; }

@@ -5,8 +5,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <iostream>
 #include <thread>
 
@@ -59,8 +59,9 @@ int serve(ServeArgs& a) {
   }
   o.max_body_bytes = *body;
   if (a.drain_timeout_s < 0 || a.max_generation_s <= 0 || a.max_batch_size < 1 || a.max_queue_delay_us < 0) {
-    std::cerr << "gantry serve: --drain-timeout must be >= 0, --max-generation-time > 0, --max-batch-size >= 1 "
-                 "and --max-queue-delay-us >= 0\n";
+    std::cerr
+        << "gantry serve: --drain-timeout must be >= 0, --max-generation-time > 0, --max-batch-size >= 1 "
+           "and --max-queue-delay-us >= 0\n";
     return 2;
   }
   o.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.drain_timeout_s * 1000));
@@ -100,16 +101,16 @@ int serve(ServeArgs& a) {
     std::cerr << "gantry serve: error: " << srv.status().message() << "\n";
     return srv.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
-  std::cout << "gantry serve: listening on " << (*srv)->url() << "  (KServe v2 /v2, OpenAI /v1, metrics /metrics)"
-            << std::endl;
+  std::cout << "gantry serve: listening on " << (*srv)->url()
+            << "  (KServe v2 /v2, OpenAI /v1, metrics /metrics)" << std::endl;
 
   while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  std::cerr << "gantry serve: " << (g_last_signal.load() == SIGINT ? "SIGINT" : "SIGTERM") << ": draining (up to "
-            << a.drain_timeout_s << " s; a second signal exits at once)" << std::endl;
+  std::cerr << "gantry serve: " << (g_last_signal.load() == SIGINT ? "SIGINT" : "SIGTERM")
+            << ": draining (up to " << a.drain_timeout_s << " s; a second signal exits at once)" << std::endl;
   const bool all = (*srv)->drain(o.drain_timeout);
   (*srv)->stop();
-  std::cerr << "gantry serve: " << (all ? "drained, every accepted request answered" : "drain timeout reached")
-            << std::endl;
+  std::cerr << "gantry serve: "
+            << (all ? "drained, every accepted request answered" : "drain timeout reached") << std::endl;
   return 0;
 }
 
@@ -140,10 +141,13 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-queue", o.max_queue, "Requests waiting per model before 429 (default 64)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-body-size", a->max_body, "Largest request body (default 64MiB; larger: 413)");
-  cmd->add_option("--drain-timeout", a->drain_timeout_s, "Seconds to let requests finish on SIGTERM (default 30)");
+  cmd->add_option("--drain-timeout", a->drain_timeout_s,
+                  "Seconds to let requests finish on SIGTERM (default 30)");
   cmd->add_option("--max-generation-time", a->max_generation_s, "Seconds a generation may run (default 600)");
-  cmd->add_option("--cors-origin", o.cors_origins, "Allow browser requests from this origin (or *); repeatable");
-  cmd->add_option("--max-batch-size", a->max_batch_size, "Rows per dynamic batch of ONNX models (default 32)");
+  cmd->add_option("--cors-origin", o.cors_origins,
+                  "Allow browser requests from this origin (or *); repeatable");
+  cmd->add_option("--max-batch-size", a->max_batch_size,
+                  "Rows per dynamic batch of ONNX models (default 32)");
   cmd->add_option("--max-queue-delay-us", a->max_queue_delay_us,
                   "How long a request may wait for a batch to fill (default 1000 us)");
   cmd->add_flag("--no-dynamic-batching", a->no_dynamic_batching, "Run every ONNX request alone");

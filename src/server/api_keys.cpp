@@ -32,8 +32,9 @@ Result<ApiKeys> ApiKeys::from_files(std::span<const std::filesystem::path> files
       keys.keys_.push_back(line.substr(b, e - b + 1));
     }
     if (keys.keys_.size() == before) {
-      return InvalidArgument("--api-key-file " + file.string() +
-                             ": holds no key (write one key per line, e.g. the output of `openssl rand -hex 32`)");
+      return InvalidArgument(
+          "--api-key-file " + file.string() +
+          ": holds no key (write one key per line, e.g. the output of `openssl rand -hex 32`)");
     }
   }
   return keys;

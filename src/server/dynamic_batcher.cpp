@@ -48,8 +48,8 @@ Status DynamicBatcher::submit(Item item) {
     if (stop_) return Unavailable("model '" + name_ + "': the server is shutting down");
     if (queue_.size() >= config_.max_queue) {
       return ResourceExhausted("model '" + name_ + "': " + std::to_string(queue_.size()) +
-                               " requests are already waiting (--max-queue " + std::to_string(config_.max_queue) +
-                               "); retry later");
+                               " requests are already waiting (--max-queue " +
+                               std::to_string(config_.max_queue) + "); retry later");
     }
     queue_.push_back(std::move(q));
   }
@@ -70,7 +70,8 @@ bool DynamicBatcher::compatible(const Queued& a, const Queued& b) const {
   for (size_t i = 0; i < x.size(); ++i) {
     const auto& sx = x[i].tensor.shape();
     const auto& sy = y[i].tensor.shape();
-    if (x[i].name != y[i].name || x[i].tensor.dtype() != y[i].tensor.dtype() || sx.rank() != sy.rank()) return false;
+    if (x[i].name != y[i].name || x[i].tensor.dtype() != y[i].tensor.dtype() || sx.rank() != sy.rank())
+      return false;
     for (size_t d = 1; d < sx.rank(); ++d) {
       if (sx[d] != sy[d]) return false;
     }

@@ -5,6 +5,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <array>
 #include <charconv>
 #include <deque>
 #include <limits>
@@ -25,6 +26,8 @@ using error_code = boost::system::error_code;
 
 constexpr size_t kWatchChunk = 4096;
 constexpr size_t kMaxPipelined = 1 << 20;  // stop watching once a client has queued this much
+constexpr auto kLinger = std::chrono::seconds(2);  // lingering close: how long, and how many bytes, to
+constexpr uint64_t kMaxLingerBytes = 256ull << 20;  // drop from a client still sending an unread body
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -76,27 +79,48 @@ std::optional<std::string_view> HttpRequest::header(std::string_view name) const
 
 std::string_view http_reason(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 411: return "Length Required";
-    case 413: return "Content Too Large";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Content";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 499: return "Client Closed Request";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 204:
+      return "No Content";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Content Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 422:
+      return "Unprocessable Content";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 499:
+      return "Client Closed Request";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "";
   }
 }
 
@@ -114,6 +138,7 @@ struct HttpServer::Impl {
   std::vector<std::thread> threads;
   std::atomic<bool> closing{false};  // stop_accepting() was called: responses close their connection
   std::atomic<uint64_t> served{0};
+  std::atomic<size_t> answering{0};  // sessions whose answer has started and is not fully written
   uint16_t port = 0;
 
   void accept();
@@ -171,6 +196,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void close() {
     if (closed_) return;
     closed_ = true;
+    answer_done();
     error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.socket().close(ec);
@@ -182,7 +208,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // A complete response (or the early answer before the body was read).
   void send_response(HttpResponse r) {
     if (closed_ || answer_started_) return;
-    answer_started_ = true;
+    answer_begins();
     std::string head = status_line(r.status);
     if (!r.content_type.empty()) head += "Content-Type: " + header_safe(r.content_type) + "\r\n";
     head += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
@@ -195,7 +221,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void send_stream_header(int status, std::string content_type, HttpHeaders headers) {
     if (closed_ || answer_started_) return;
-    answer_started_ = true;
+    answer_begins();
     std::string head = status_line(status);
     head += "Content-Type: " + header_safe(content_type) + "\r\n";
     head += "Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\n";
@@ -227,6 +253,22 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   bool keep_alive() const { return keep_alive_ && !server_.closing.load(); }
 
+  // An answer is "in progress" from its first queued byte to its last written one: a drain waits for
+  // these, so closing the server never cuts a response short.
+  void answer_begins() {
+    answer_started_ = true;
+    if (!answering_) {
+      answering_ = true;
+      server_.answering.fetch_add(1);
+    }
+  }
+  void answer_done() {
+    if (answering_) {
+      answering_ = false;
+      server_.answering.fetch_sub(1);
+    }
+  }
+
   void read_header() {
     if (closed_) return;
     parser_.emplace();
@@ -245,8 +287,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_header(error_code ec) {
     if (ec == http::error::header_limit) {
       keep_alive_ = false;
-      send_error(431, "request header larger than " + std::to_string(server_.options.limits.max_header_bytes) +
-                          " bytes");
+      send_error(431, "request header larger than " +
+                          std::to_string(server_.options.limits.max_header_bytes) + " bytes");
       return;
     }
     if (ec) {
@@ -267,8 +309,9 @@ class Session : public std::enable_shared_from_this<Session> {
     req_.path = std::string(target.substr(0, q));
     if (q != std::string_view::npos) req_.query = std::string(target.substr(q + 1));
     for (const auto& field : h) {
-      req_.headers.emplace_back(lower(std::string_view(field.name_string().data(), field.name_string().size())),
-                                std::string(field.value()));
+      req_.headers.emplace_back(
+          lower(std::string_view(field.name_string().data(), field.name_string().size())),
+          std::string(field.value()));
     }
     req_.remote = remote_;
     req_.received = std::chrono::steady_clock::now();
@@ -319,7 +362,7 @@ class Session : public std::enable_shared_from_this<Session> {
     req_.body = std::move(parser_->get().body());
     stream_.expires_never();
     auto ex = std::make_shared<SessionExchange>(weak_from_this());
-    exchange_ = ex;  // weak: the handler owns it; dropping it unanswered sends a 500
+    exchange_ = ex;                   // weak: the handler owns it; dropping it unanswered sends a 500
     self_hold_ = shared_from_this();  // alive while the handler works, even without a pending operation
     responding_ = true;
     watch();
@@ -331,9 +374,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void watch() {
     if (closed_ || watching_ || buffer_.size() >= kMaxPipelined) return;
     watching_ = true;
-    stream_.async_read_some(buffer_.prepare(kWatchChunk), [self = shared_from_this()](error_code ec, size_t n) {
-      self->on_watch(ec, n);
-    });
+    stream_.async_read_some(buffer_.prepare(kWatchChunk),
+                            [self = shared_from_this()](error_code ec, size_t n) { self->on_watch(ec, n); });
   }
 
   void on_watch(error_code ec, size_t n) {
@@ -407,11 +449,16 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void response_complete() {
     server_.served.fetch_add(1, std::memory_order_relaxed);
+    answer_done();
     responding_ = false;
     exchange_.reset();
     auto self = shared_from_this();
     self_hold_.reset();
-    if (close_after_ || !body_read_) {
+    if (!body_read_) {
+      linger_close();
+      return;
+    }
+    if (close_after_) {
       close();
       return;
     }
@@ -422,6 +469,31 @@ class Session : public std::enable_shared_from_this<Session> {
     } else {
       read_header();
     }
+  }
+
+  // After answering before the body was read (401, 413, 429...), the client may still be sending it:
+  // closing now would reset the connection and could destroy our answer in its receive buffer. So stop
+  // sending, read and drop what still arrives (bounded in time and bytes), then close.
+  void linger_close() {
+    error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) {
+      close();
+      return;
+    }
+    stream_.expires_after(kLinger);
+    if (!discard_) discard_ = std::make_unique<std::array<char, 16384>>();
+    discard_more();
+  }
+  void discard_more() {
+    stream_.async_read_some(net::buffer(*discard_), [self = shared_from_this()](error_code ec, size_t n) {
+      self->discarded_ += n;
+      if (ec || self->discarded_ > kMaxLingerBytes) {
+        self->close();
+        return;
+      }
+      self->discard_more();
+    });
   }
 
   struct Out {
@@ -449,6 +521,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool closed_ = false;
   bool gone_ = false;
   bool close_after_ = false;  // the answer said "Connection: close"
+  bool answering_ = false;    // counted in server_.answering
+  std::unique_ptr<std::array<char, 16384>> discard_;
+  uint64_t discarded_ = 0;
 };
 
 SessionExchange::~SessionExchange() {
@@ -464,7 +539,8 @@ SessionExchange::~SessionExchange() {
 
 void SessionExchange::respond(HttpResponse response) {
   if (answered_.exchange(true)) return;
-  if (auto s = session_.lock()) s->post([r = std::move(response)](Session& s) mutable { s.send_response(std::move(r)); });
+  if (auto s = session_.lock())
+    s->post([r = std::move(response)](Session& s) mutable { s.send_response(std::move(r)); });
 }
 
 void SessionExchange::start_stream(int status, std::string content_type, HttpHeaders headers) {
@@ -554,7 +630,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
   const std::string where = impl->options.host + ":" + std::to_string(impl->options.port);
   error_code ec;
   auto address = net::ip::make_address(impl->options.host, ec);
-  if (ec) return InvalidArgument("--host '" + impl->options.host + "' is not an IP address (" + ec.message() + ")");
+  if (ec)
+    return InvalidArgument("--host '" + impl->options.host + "' is not an IP address (" + ec.message() + ")");
   tcp::endpoint endpoint(address, impl->options.port);
   impl->acceptor.open(endpoint.protocol(), ec);
   if (!ec) impl->acceptor.set_option(net::socket_base::reuse_address(true), ec);
@@ -601,5 +678,7 @@ size_t HttpServer::open_connections() const {
 }
 
 uint64_t HttpServer::requests_served() const { return impl_->served.load(); }
+
+size_t HttpServer::answers_in_progress() const { return impl_->answering.load(); }
 
 }  // namespace gantry::server

@@ -38,10 +38,14 @@ void send_outputs(Reply& reply, std::string_view model, const kserve::InferReque
 // Triton's repository states.
 std::string_view repository_state(runtime::ModelState s) {
   switch (s) {
-    case runtime::ModelState::kReady: return "READY";
-    case runtime::ModelState::kLoading: return "LOADING";
-    case runtime::ModelState::kDraining: return "UNLOADING";
-    default: return "UNAVAILABLE";
+    case runtime::ModelState::kReady:
+      return "READY";
+    case runtime::ModelState::kLoading:
+      return "LOADING";
+    case runtime::ModelState::kDraining:
+      return "UNLOADING";
+    default:
+      return "UNAVAILABLE";
   }
 }
 }  // namespace
@@ -83,7 +87,8 @@ void kserve_infer(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest re
       if (timing.batch_requests > 0) s.metrics.batch(name, timing.batch_requests);
       auto result = std::make_shared<Result<std::vector<NamedTensor>>>(std::move(out));
       // Encoding runs on a worker so the batcher goes straight on to its next batch.
-      boost::asio::post(s.workers, [reply, infer, name, result] { send_outputs(*reply, name, *infer, *result); });
+      boost::asio::post(s.workers,
+                        [reply, infer, name, result] { send_outputs(*reply, name, *infer, *result); });
     };
     Status st = batcher->submit(std::move(item));
     if (!st.ok()) reply->error(st);
@@ -106,7 +111,8 @@ void kserve_model_metadata(Server::State& s, std::shared_ptr<Reply> reply, std::
     reply->error(handle.status());
     return;
   }
-  reply->json(200, kserve::model_metadata(name, kVersions, handle->model().metadata()).dump());
+  reply->json(200, kserve::model_metadata(name, kVersions, handle->model().metadata())
+                       .dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 void kserve_model_ready(Server::State& s, std::shared_ptr<Reply> reply, std::string name) {
@@ -117,7 +123,8 @@ void kserve_model_ready(Server::State& s, std::shared_ptr<Reply> reply, std::str
   auto info = s.runtime.manager().info(name);
   const bool ready = info && info->state == runtime::ModelState::kReady;
   if (ready) {
-    reply->json(200, json{{"name", name}, {"ready", true}}.dump());
+    reply->json(200,
+                json{{"name", name}, {"ready", true}}.dump(-1, ' ', false, json::error_handler_t::replace));
   } else {
     std::string state = info ? std::string(runtime::model_state_name(info->state)) : "not loaded";
     reply->error(503, "model '" + name + "' is " + state);
@@ -133,13 +140,14 @@ void kserve_repository_index(Server::State& s, std::shared_ptr<Reply> reply) {
     m["reason"] = info ? info->reason : "not loaded";
     out.push_back(std::move(m));
   }
-  reply->json(200, out.dump());
+  reply->json(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 void kserve_repository_load(Server::State& s, std::shared_ptr<Reply> reply, std::string name, bool load) {
   const RepositoryEntry* entry = s.repository.find(name);
   if (!entry) {
-    reply->error(404, "model '" + name + "' is not in the model repository (POST /v2/repository/index lists it)");
+    reply->error(404,
+                 "model '" + name + "' is not in the model repository (POST /v2/repository/index lists it)");
     return;
   }
   if (load) {

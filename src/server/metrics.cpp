@@ -16,9 +16,10 @@ using prometheus::BuildHistogram;
 using prometheus::Histogram;
 
 // Latency buckets from 1 ms to ~2 min; token timings from 1 ms to 30 s; batch sizes 1..256.
-const Histogram::BucketBoundaries kLatency = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                                              1,     2.5,    5,     10,   30,    60,   120};
-const Histogram::BucketBoundaries kToken = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+const Histogram::BucketBoundaries kLatency = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                              0.5,   1,      2.5,   5,    10,    30,   60,  120};
+const Histogram::BucketBoundaries kToken = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                            0.5,   1,     2.5,  5,     10,   30};
 const Histogram::BucketBoundaries kBatch = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 
 std::string s(std::string_view v) { return std::string(v); }
@@ -46,14 +47,10 @@ struct Metrics::Families {
                   .Name("gantry_batch_size")
                   .Help("Requests per dynamic batch run by a model")
                   .Register(r)),
-        prompt_tokens(BuildCounter()
-                          .Name("gantry_prompt_tokens_total")
-                          .Help("Prompt tokens processed")
-                          .Register(r)),
-        generated_tokens(BuildCounter()
-                             .Name("gantry_generated_tokens_total")
-                             .Help("Tokens generated")
-                             .Register(r)),
+        prompt_tokens(
+            BuildCounter().Name("gantry_prompt_tokens_total").Help("Prompt tokens processed").Register(r)),
+        generated_tokens(
+            BuildCounter().Name("gantry_generated_tokens_total").Help("Tokens generated").Register(r)),
         tokens_per_second(BuildGauge()
                               .Name("gantry_generation_tokens_per_second")
                               .Help("Generation speed of the model's most recent request")
@@ -80,7 +77,8 @@ Metrics::Metrics()
 Metrics::~Metrics() = default;
 
 void Metrics::request(std::string_view model, std::string_view protocol, int status, Seconds latency) {
-  f_->requests.Add({{"model", s(model)}, {"protocol", s(protocol)}, {"code", std::to_string(status)}}).Increment();
+  f_->requests.Add({{"model", s(model)}, {"protocol", s(protocol)}, {"code", std::to_string(status)}})
+      .Increment();
   f_->latency.Add({{"model", s(model)}, {"protocol", s(protocol)}}, kLatency).Observe(latency.count());
 }
 
@@ -100,7 +98,8 @@ void Metrics::tokens(std::string_view model, uint64_t prompt, uint64_t generated
   f_->prompt_tokens.Add({{"model", s(model)}}).Increment(static_cast<double>(prompt));
   f_->generated_tokens.Add({{"model", s(model)}}).Increment(static_cast<double>(generated));
   if (generated > 0 && generation_time.count() > 0) {
-    f_->tokens_per_second.Add({{"model", s(model)}}).Set(static_cast<double>(generated) / generation_time.count());
+    f_->tokens_per_second.Add({{"model", s(model)}})
+        .Set(static_cast<double>(generated) / generation_time.count());
   }
 }
 
@@ -133,7 +132,8 @@ std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauge
       .Register(now)
       .Add({})
       .Set(gauges.ready ? 1 : 0);
-  auto& loaded = BuildGauge().Name("gantry_models_loaded").Help("Models loaded and ready").Register(now).Add({});
+  auto& loaded =
+      BuildGauge().Name("gantry_models_loaded").Help("Models loaded and ready").Register(now).Add({});
   auto& model_mem = BuildGauge()
                         .Name("gantry_model_memory_bytes")
                         .Help("Memory reserved for a model, per device")
@@ -148,7 +148,8 @@ std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauge
   }
   loaded.Set(ready);
   auto& cap = BuildGauge().Name("gantry_memory_budget_bytes").Help("Memory budget per device").Register(now);
-  auto& used = BuildGauge().Name("gantry_memory_used_bytes").Help("Memory budget in use per device").Register(now);
+  auto& used =
+      BuildGauge().Name("gantry_memory_used_bytes").Help("Memory budget in use per device").Register(now);
   for (const auto& b : runtime.budgets()) {
     cap.Add({{"device", b.device}}).Set(static_cast<double>(b.capacity));
     used.Add({{"device", b.device}}).Set(static_cast<double>(b.used));

@@ -34,7 +34,8 @@ Status ModelRepository::add(const fs::path& source) {
   if (it != entries_.end()) {
     if (fs::weakly_canonical(it->second.source) == fs::weakly_canonical(source)) return Status();
     return InvalidArgument("two models are named '" + name + "': " + it->second.source.string() + " and " +
-                           source.string() + " (rename one file or set a different `name` in its gantry.json)");
+                           source.string() +
+                           " (rename one file or set a different `name` in its gantry.json)");
   }
   entries_.emplace(name, std::move(*entry));
   return Status();

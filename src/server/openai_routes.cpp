@@ -46,8 +46,8 @@ struct GenerationCall {
   std::unique_ptr<backend::Generation> generation;
   std::unique_ptr<boost::asio::steady_timer> deadline;
   std::mutex mu;
-  bool started = false;    // generation is set
-  bool finished = false;   // on_done fired
+  bool started = false;   // generation is set
+  bool finished = false;  // on_done fired
   bool cancel_requested = false;
   bool first_text = true;
 
@@ -104,7 +104,10 @@ void openai_models(Server::State& s, std::shared_ptr<Reply> reply) {
   if (reply->model() != "-") {  // GET /v1/models/{model}
     for (const auto& e : entries) {
       if (e.id == reply->model()) {
-        reply->json(200, json{{"id", e.id}, {"object", "model"}, {"created", e.created}, {"owned_by", e.owned_by}}.dump());
+        reply->json(
+            200,
+            json{{"id", e.id}, {"object", "model"}, {"created", e.created}, {"owned_by", e.owned_by}}.dump(
+                -1, ' ', false, json::error_handler_t::replace));
         return;
       }
     }
@@ -115,7 +118,8 @@ void openai_models(Server::State& s, std::shared_ptr<Reply> reply) {
 }
 
 void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, bool chat) {
-  auto parsed = openai::parse_text_request(request.body, chat ? openai::Endpoint::kChat : openai::Endpoint::kCompletion);
+  auto parsed = openai::parse_text_request(request.body,
+                                           chat ? openai::Endpoint::kChat : openai::Endpoint::kCompletion);
   if (auto* e = std::get_if<openai::ApiError>(&parsed)) {
     send_api_error(*reply, *e);
     return;
@@ -136,13 +140,16 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
   backend::Model& model = handle->model();
   const backend::ModelMetadata& md = model.metadata();
   if (md.properties.find("n_ctx") == md.properties.end()) {
-    reply->error(400, "model '" + name + "' does not generate text (" + md.backend +
-                          "); use /v2/models/" + name + "/infer", "model", "model_not_text_generation");
+    reply->error(
+        400,
+        "model '" + name + "' does not generate text (" + md.backend + "); use /v2/models/" + name + "/infer",
+        "model", "model_not_text_generation");
     return;
   }
   if (!s.admit(name, static_cast<size_t>(std::max<int64_t>(1, md.max_batch)))) {
-    reply->error(429, "model '" + name + "' is at capacity (" + std::to_string(md.max_batch) + " generating, " +
-                          std::to_string(s.options.max_queue) + " waiting; --parallel / --max-queue); retry later");
+    reply->error(429, "model '" + name + "' is at capacity (" + std::to_string(md.max_batch) +
+                          " generating, " + std::to_string(s.options.max_queue) +
+                          " waiting; --parallel / --max-queue); retry later");
     return;
   }
   backend::GenerationRequest g = call->request.generation;
@@ -169,8 +176,9 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
         c->first_text = false;
         c->server.metrics.time_to_first_token(c->request.model, Clock::now() - c->reply->received());
       }
-      return c->reply->event(c->chat ? openai::chat_chunk_text(c->id, c->request.model, c->created, text)
-                                     : openai::completion_chunk_text(c->id, c->request.model, c->created, text));
+      return c->reply->event(c->chat
+                                 ? openai::chat_chunk_text(c->id, c->request.model, c->created, text)
+                                 : openai::completion_chunk_text(c->id, c->request.model, c->created, text));
     };
   } else {
     g.on_text = [weak](std::string_view) {

@@ -70,7 +70,7 @@ struct Route {
     kMetrics,
   } kind = kNotFound;
   std::string model;
-  std::string version;  // /versions/{v}, "" when not given
+  std::string version;         // /versions/{v}, "" when not given
   const char* method = "GET";  // the method the route takes
   Protocol protocol = Protocol::kHttp;
 };
@@ -89,12 +89,18 @@ Route route_of(std::string_view path) {
   };
   if (!p.empty() && p[0] == "v2") r.protocol = Protocol::kKserve;
   if (!p.empty() && p[0] == "v1") r.protocol = Protocol::kOpenai;
-  if (is({"v2", "health", "live"})) r.kind = Route::kLive;
-  else if (is({"v2", "health", "ready"})) r.kind = Route::kReady;
-  else if (is({"v2"})) r.kind = Route::kServerMetadata;
-  else if (is({"metrics"})) r.kind = Route::kMetrics;
-  else if (is({"v2", "repository", "index"})) r.kind = Route::kRepoIndex, r.method = "POST";
-  else if (is({"v2", "repository", "models", "*", "load"})) r.kind = Route::kRepoLoad, r.model = p[3], r.method = "POST";
+  if (is({"v2", "health", "live"}))
+    r.kind = Route::kLive;
+  else if (is({"v2", "health", "ready"}))
+    r.kind = Route::kReady;
+  else if (is({"v2"}))
+    r.kind = Route::kServerMetadata;
+  else if (is({"metrics"}))
+    r.kind = Route::kMetrics;
+  else if (is({"v2", "repository", "index"}))
+    r.kind = Route::kRepoIndex, r.method = "POST";
+  else if (is({"v2", "repository", "models", "*", "load"}))
+    r.kind = Route::kRepoLoad, r.model = p[3], r.method = "POST";
   else if (is({"v2", "repository", "models", "*", "unload"}))
     r.kind = Route::kRepoUnload, r.model = p[3], r.method = "POST";
   else if (p.size() >= 3 && p[0] == "v2" && p[1] == "models") {
@@ -104,14 +110,22 @@ Route route_of(std::string_view path) {
       r.version = rest[1];
       rest.erase(rest.begin(), rest.begin() + 2);
     }
-    if (rest.empty()) r.kind = Route::kModelMetadata;
-    else if (rest.size() == 1 && rest[0] == "ready") r.kind = Route::kModelReady;
-    else if (rest.size() == 1 && rest[0] == "infer") r.kind = Route::kInfer, r.method = "POST";
-  } else if (is({"v1", "models"})) r.kind = Route::kOpenaiModels;
-  else if (is({"v1", "models", "*"})) r.kind = Route::kOpenaiModel, r.model = p[2];
-  else if (is({"v1", "chat", "completions"})) r.kind = Route::kChat, r.method = "POST";
-  else if (is({"v1", "completions"})) r.kind = Route::kCompletions, r.method = "POST";
-  else if (is({"v1", "embeddings"})) r.kind = Route::kEmbeddings, r.method = "POST";
+    if (rest.empty())
+      r.kind = Route::kModelMetadata;
+    else if (rest.size() == 1 && rest[0] == "ready")
+      r.kind = Route::kModelReady;
+    else if (rest.size() == 1 && rest[0] == "infer")
+      r.kind = Route::kInfer, r.method = "POST";
+  } else if (is({"v1", "models"}))
+    r.kind = Route::kOpenaiModels;
+  else if (is({"v1", "models", "*"}))
+    r.kind = Route::kOpenaiModel, r.model = p[2];
+  else if (is({"v1", "chat", "completions"}))
+    r.kind = Route::kChat, r.method = "POST";
+  else if (is({"v1", "completions"}))
+    r.kind = Route::kCompletions, r.method = "POST";
+  else if (is({"v1", "embeddings"}))
+    r.kind = Route::kEmbeddings, r.method = "POST";
   return r;
 }
 
@@ -119,7 +133,8 @@ bool is_inference(Route::Kind k) {
   return k == Route::kInfer || k == Route::kChat || k == Route::kCompletions || k == Route::kEmbeddings;
 }
 
-HttpResponse error_response(Protocol protocol, int status, std::string_view message, std::string_view code = {}) {
+HttpResponse error_response(Protocol protocol, int status, std::string_view message,
+                            std::string_view code = {}) {
   HttpResponse r;
   r.status = status;
   if (protocol == Protocol::kOpenai) {
@@ -127,9 +142,10 @@ HttpResponse error_response(Protocol protocol, int status, std::string_view mess
     e.http_status = status;
     e.message = std::string(message);
     e.code = std::string(code);
-    e.type = status == 401 ? "invalid_request_error" : status == 429 ? "rate_limit_error"
-             : status >= 500                          ? "server_error"
-                                                      : "invalid_request_error";
+    e.type = status == 401   ? "invalid_request_error"
+             : status == 429 ? "rate_limit_error"
+             : status >= 500 ? "server_error"
+                             : "invalid_request_error";
     r.body = openai::error_body(e);
   } else {
     r.body = kserve::error_body(message);
@@ -152,13 +168,74 @@ HttpHeaders cors_headers(const ServeOptions& o, const HttpRequest& req) {
   return h;
 }
 
+// The answer a request gets from its header alone (CORS preflight, 401, 405, 503 while draining, 429
+// when full), or nullopt to read its body and route it.
+std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, const Route& r,
+                                         const HttpRequest& req) {
+  if (req.method == "OPTIONS") {
+    HttpResponse pre;
+    pre.status = 204;
+    pre.content_type.clear();
+    pre.headers = cors_headers(s.options, req);
+    if (!pre.headers.empty()) {
+      pre.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      pre.headers.emplace_back(
+          "Access-Control-Allow-Headers",
+          "Authorization, Content-Type, api-key, x-api-key, Inference-Header-Content-Length");
+      pre.headers.emplace_back("Access-Control-Max-Age", "600");
+    }
+    return pre;
+  }
+  if (r.kind == Route::kLive || r.kind == Route::kReady) return std::nullopt;  // probes need no key
+  if (!s.keys.allows(req)) {
+    auto resp =
+        error_response(r.protocol, 401,
+                       "missing or wrong API key: send 'Authorization: Bearer <key>' (or an api-key / "
+                       "x-api-key header)",
+                       "invalid_api_key");
+    resp.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return resp;
+  }
+  if (r.kind == Route::kNotFound) return std::nullopt;  // answered 404 with the body read
+  if (req.method != r.method) {
+    auto resp =
+        error_response(r.protocol, 405, std::string(req.path) + " takes " + r.method + ", not " + req.method);
+    resp.headers.emplace_back("Allow", r.method);
+    return resp;
+  }
+  if (s.draining.load() && r.kind != Route::kMetrics) {
+    auto resp = error_response(r.protocol, 503, "the server is shutting down");
+    resp.headers.emplace_back("Retry-After", "1");
+    return resp;
+  }
+  if (is_inference(r.kind)) {
+    bool full = s.inflight.load() >= global_limit;
+    if (!full && r.kind == Route::kInfer) {
+      std::lock_guard lock(s.mu);
+      auto b = s.batchers.find(r.model);
+      full = b != s.batchers.end() && b->second->depth() >= s.options.max_queue;
+    }
+    if (full) {
+      auto resp = error_response(
+          r.protocol, 429,
+          "the server is at capacity (--max-queue " + std::to_string(s.options.max_queue) + "); retry later");
+      resp.headers.emplace_back("Retry-After", "1");
+      return resp;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string_view protocol_name(Protocol p) {
   switch (p) {
-    case Protocol::kKserve: return "kserve";
-    case Protocol::kOpenai: return "openai";
-    case Protocol::kHttp: return "http";
+    case Protocol::kKserve:
+      return "kserve";
+    case Protocol::kOpenai:
+      return "openai";
+    case Protocol::kHttp:
+      return "http";
   }
   return "http";
 }
@@ -169,21 +246,29 @@ bool is_loopback_host(const std::string& host) {
 
 int http_status_for(const Status& st) {
   switch (st.code()) {
-    case StatusCode::kOk: return 200;
+    case StatusCode::kOk:
+      return 200;
     case StatusCode::kInvalidArgument:
     case StatusCode::kCorrupt:
-    case StatusCode::kUnsupported: return 400;
-    case StatusCode::kNotFound: return 404;
-    case StatusCode::kResourceExhausted: return 429;
+    case StatusCode::kUnsupported:
+      return 400;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kResourceExhausted:
+      return 429;
     case StatusCode::kUnavailable:
-    case StatusCode::kFailedPrecondition: return 503;
-    case StatusCode::kCancelled: return 499;
-    default: return 500;
+    case StatusCode::kFailedPrecondition:
+      return 503;
+    case StatusCode::kCancelled:
+      return 499;
+    default:
+      return 500;
   }
 }
 
 // ------------------------------------------------------------------------------------------ Reply
-Reply::Reply(Server::State& state, std::shared_ptr<Exchange> exchange, Protocol protocol, Clock::time_point received)
+Reply::Reply(Server::State& state, std::shared_ptr<Exchange> exchange, Protocol protocol,
+             Clock::time_point received)
     : state_(state), exchange_(std::move(exchange)), protocol_(protocol), received_(received) {
   state_.inflight.fetch_add(1);
 }
@@ -271,12 +356,14 @@ Result<runtime::ModelHandle> Server::State::model(std::string_view name) {
   if (!options.load_on_demand) {
     std::string state = info ? std::string(runtime::model_state_name(info->state)) : "not loaded";
     std::string why = info && !info->reason.empty() ? " (" + info->reason + ")" : "";
-    return Unavailable("model '" + std::string(name) + "' is " + state + why + "; load it with POST /v2/repository/models/" +
-                       std::string(name) + "/load, or start gantry serve with --load-on-demand");
+    return Unavailable("model '" + std::string(name) + "' is " + state + why +
+                       "; load it with POST /v2/repository/models/" + std::string(name) +
+                       "/load, or start gantry serve with --load-on-demand");
   }
-  if (info && (info->state == runtime::ModelState::kDraining || info->state == runtime::ModelState::kLoading)) {
-    return Unavailable("model '" + std::string(name) + "' is " + std::string(runtime::model_state_name(info->state)) +
-                       "; retry shortly");
+  if (info &&
+      (info->state == runtime::ModelState::kDraining || info->state == runtime::ModelState::kLoading)) {
+    return Unavailable("model '" + std::string(name) + "' is " +
+                       std::string(runtime::model_state_name(info->state)) + "; retry shortly");
   }
   auto loaded = runtime.load(entry->source.string(), load_options(*entry));
   if (!loaded.ok()) {
@@ -302,7 +389,8 @@ void Server::State::release(const std::string& model) {
   if (it != outstanding.end() && it->second > 0) --it->second;
 }
 
-std::shared_ptr<DynamicBatcher> Server::State::batcher(const std::string& name, runtime::ModelHandle& handle) {
+std::shared_ptr<DynamicBatcher> Server::State::batcher(const std::string& name,
+                                                       runtime::ModelHandle& handle) {
   std::lock_guard lock(mu);
   auto it = batchers.find(name);
   if (it != batchers.end() && it->second->model() == &handle.model()) return it->second;
@@ -313,7 +401,8 @@ std::shared_ptr<DynamicBatcher> Server::State::batcher(const std::string& name, 
     const model::DynamicBatching& d = *entry->batching;
     if (d.max_batch_size) config.max_batch_size = *d.max_batch_size;
     if (!d.preferred_batch_size.empty()) config.preferred_batch_sizes = d.preferred_batch_size;
-    if (d.max_queue_delay_microseconds) config.max_queue_delay = std::chrono::microseconds(*d.max_queue_delay_microseconds);
+    if (d.max_queue_delay_microseconds)
+      config.max_queue_delay = std::chrono::microseconds(*d.max_queue_delay_microseconds);
   }
   auto b = std::make_shared<DynamicBatcher>(name, handle.model(), config);
   batchers[name] = b;  // a reloaded model gets a new batcher; the old one ends with its last request
@@ -355,7 +444,8 @@ bool Server::drain(std::chrono::milliseconds timeout) {
   if (!state_->draining.exchange(true)) GANTRY_LOG_INFO("draining: readiness is 503, no new requests");
   if (state_->http) state_->http->stop_accepting();
   const auto deadline = Clock::now() + timeout;
-  while (state_->inflight.load() > 0) {
+  // Answered (inflight 0) is not yet delivered: also wait until every started answer is fully written.
+  while (state_->inflight.load() > 0 || (state_->http && state_->http->answers_in_progress() > 0)) {
     if (Clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -365,6 +455,9 @@ bool Server::drain(std::chrono::milliseconds timeout) {
 void Server::stop() {
   if (!state_->http) return;
   state_->http->stop();
+  // After a drain that timed out, work may still be queued (a long generation's answer): abandon it
+  // rather than wait; its clients are already disconnected.
+  state_->workers.stop();
   state_->workers.join();
   {
     std::lock_guard lock(state_->mu);
@@ -382,12 +475,14 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   }
   if (options.max_queue == 0) return InvalidArgument("--max-queue must be at least 1");
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const size_t workers = options.workers > 0 ? static_cast<size_t>(options.workers) : std::max<size_t>(4, 2 * cores);
+  const size_t workers =
+      options.workers > 0 ? static_cast<size_t>(options.workers) : std::max<size_t>(4, 2 * cores);
   auto state = std::make_unique<State>(runtime, std::move(options), workers);
   const ServeOptions& o = state->options;
   GANTRY_ASSIGN_OR_RETURN(state->keys, ApiKeys::from_files(o.api_key_files));
   for (const auto& m : o.models) GANTRY_RETURN_IF_ERROR(state->repository.add(m));
-  if (!o.model_repository.empty()) GANTRY_RETURN_IF_ERROR(state->repository.add_directory(o.model_repository));
+  if (!o.model_repository.empty())
+    GANTRY_RETURN_IF_ERROR(state->repository.add_directory(o.model_repository));
   if (state->repository.empty()) {
     return InvalidArgument("no models to serve: name model files or packages, or --model-repository DIR");
   }
@@ -407,54 +502,16 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   const size_t global_limit = o.max_queue * (state->repository.entries().size() + 1) + workers;
   hooks.on_header = [s, global_limit](const HttpRequest& req) -> std::optional<HttpResponse> {
     const Route r = route_of(req.path);
-    if (req.method == "OPTIONS") {
-      HttpResponse pre;
-      pre.status = 204;
-      pre.content_type.clear();
-      pre.headers = cors_headers(s->options, req);
-      if (!pre.headers.empty()) {
-        pre.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-        pre.headers.emplace_back("Access-Control-Allow-Headers",
-                                 "Authorization, Content-Type, api-key, x-api-key, Inference-Header-Content-Length");
-        pre.headers.emplace_back("Access-Control-Max-Age", "600");
+    auto early = early_answer(*s, global_limit, r, req);
+    if (early) {
+      if (req.method != "OPTIONS") {
+        auto cors = cors_headers(s->options, req);
+        early->headers.insert(early->headers.end(), cors.begin(), cors.end());
       }
-      return pre;
+      s->metrics.request(r.model.empty() ? "-" : r.model, protocol_name(r.protocol), early->status,
+                         std::chrono::duration<double>(Clock::now() - req.received));
     }
-    if (r.kind == Route::kLive || r.kind == Route::kReady) return std::nullopt;  // probes need no key
-    if (!s->keys.allows(req)) {
-      auto resp = error_response(r.protocol, 401,
-                                 "missing or wrong API key: send 'Authorization: Bearer <key>' (or an api-key / "
-                                 "x-api-key header)",
-                                 "invalid_api_key");
-      resp.headers.emplace_back("WWW-Authenticate", "Bearer");
-      return resp;
-    }
-    if (r.kind == Route::kNotFound) return std::nullopt;  // answered 404 with the body read
-    if (req.method != r.method) {
-      auto resp = error_response(r.protocol, 405, std::string(req.path) + " takes " + r.method + ", not " + req.method);
-      resp.headers.emplace_back("Allow", r.method);
-      return resp;
-    }
-    if (s->draining.load() && r.kind != Route::kMetrics) {
-      auto resp = error_response(r.protocol, 503, "the server is shutting down");
-      resp.headers.emplace_back("Retry-After", "1");
-      return resp;
-    }
-    if (is_inference(r.kind)) {
-      bool full = s->inflight.load() >= global_limit;
-      if (!full && r.kind == Route::kInfer) {
-        std::lock_guard lock(s->mu);
-        auto b = s->batchers.find(r.model);
-        full = b != s->batchers.end() && b->second->depth() >= s->options.max_queue;
-      }
-      if (full) {
-        auto resp = error_response(r.protocol, 429, "the server is at capacity (--max-queue " +
-                                                        std::to_string(s->options.max_queue) + "); retry later");
-        resp.headers.emplace_back("Retry-After", "1");
-        return resp;
-      }
-    }
-    return std::nullopt;
+    return early;
   };
 
   hooks.on_request = [s](HttpRequest&& req, std::shared_ptr<Exchange> ex) {
@@ -463,16 +520,20 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
     if (!r.model.empty()) reply->set_model(r.model);
     reply->add_headers(cors_headers(s->options, req));
     switch (r.kind) {
-      case Route::kLive: reply->json(200, R"({"live":true})"); return;
+      case Route::kLive:
+        reply->json(200, R"({"live":true})");
+        return;
       case Route::kReady:
-        if (s->draining.load()) reply->error(503, "the server is shutting down");
-        else reply->json(200, R"({"ready":true})");
+        if (s->draining.load())
+          reply->error(503, "the server is shutting down");
+        else
+          reply->json(200, R"({"ready":true})");
         return;
       case Route::kServerMetadata:
         reply->json(200, json{{"name", "gantry"},
                               {"version", GANTRY_VERSION_STRING},
                               {"extensions", {"binary_tensor_data", "model_repository"}}}
-                             .dump());
+                             .dump(-1, ' ', false, json::error_handler_t::replace));
         return;
       case Route::kModelMetadata:
       case Route::kModelReady:
@@ -486,7 +547,8 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
         reply->error(404, "no route for " + req.method + " " + req.path +
                               " (KServe v2 under /v2, OpenAI under /v1, metrics at /metrics)");
         return;
-      default: break;
+      default:
+        break;
     }
     auto req_ptr = std::make_shared<HttpRequest>(std::move(req));
     boost::asio::post(s->workers, [s, r, reply, req_ptr]() mutable {
@@ -498,18 +560,42 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
           reply->send(std::move(m));
           return;
         }
-        case Route::kModelMetadata: kserve_model_metadata(*s, reply, r.model); return;
-        case Route::kModelReady: kserve_model_ready(*s, reply, r.model); return;
-        case Route::kInfer: kserve_infer(*s, reply, std::move(*req_ptr), r.model); return;
-        case Route::kRepoIndex: kserve_repository_index(*s, reply); return;
-        case Route::kRepoLoad: kserve_repository_load(*s, reply, r.model, true); return;
-        case Route::kRepoUnload: kserve_repository_load(*s, reply, r.model, false); return;
-        case Route::kOpenaiModels: openai_models(*s, reply); return;
-        case Route::kOpenaiModel: openai_models(*s, reply); return;
-        case Route::kChat: openai_text(*s, reply, std::move(*req_ptr), true); return;
-        case Route::kCompletions: openai_text(*s, reply, std::move(*req_ptr), false); return;
-        case Route::kEmbeddings: openai_embeddings(*s, reply, std::move(*req_ptr)); return;
-        default: reply->error(404, "no route"); return;
+        case Route::kModelMetadata:
+          kserve_model_metadata(*s, reply, r.model);
+          return;
+        case Route::kModelReady:
+          kserve_model_ready(*s, reply, r.model);
+          return;
+        case Route::kInfer:
+          kserve_infer(*s, reply, std::move(*req_ptr), r.model);
+          return;
+        case Route::kRepoIndex:
+          kserve_repository_index(*s, reply);
+          return;
+        case Route::kRepoLoad:
+          kserve_repository_load(*s, reply, r.model, true);
+          return;
+        case Route::kRepoUnload:
+          kserve_repository_load(*s, reply, r.model, false);
+          return;
+        case Route::kOpenaiModels:
+          openai_models(*s, reply);
+          return;
+        case Route::kOpenaiModel:
+          openai_models(*s, reply);
+          return;
+        case Route::kChat:
+          openai_text(*s, reply, std::move(*req_ptr), true);
+          return;
+        case Route::kCompletions:
+          openai_text(*s, reply, std::move(*req_ptr), false);
+          return;
+        case Route::kEmbeddings:
+          openai_embeddings(*s, reply, std::move(*req_ptr));
+          return;
+        default:
+          reply->error(404, "no route");
+          return;
       }
     });
   };

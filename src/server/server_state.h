@@ -70,11 +70,15 @@ struct Server::State {
   ApiKeys keys;
   ModelRepository repository;
   Metrics metrics;
-  boost::asio::thread_pool workers;
-  std::unique_ptr<HttpServer> http;
   std::atomic<bool> draining{false};
   std::atomic<size_t> inflight{0};
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
+  std::mutex mu;  // guards outstanding, batchers
+  std::map<std::string, size_t, std::less<>> outstanding;
+  std::map<std::string, std::shared_ptr<DynamicBatcher>, std::less<>> batchers;
+  // Declared after everything a queued task touches: tasks abandoned at stop() are destroyed with it.
+  boost::asio::thread_pool workers;
+  std::unique_ptr<HttpServer> http;
 
   State(runtime::Runtime& rt, ServeOptions o, size_t n_workers)
       : runtime(rt), options(std::move(o)), workers(n_workers) {}
@@ -91,10 +95,6 @@ struct Server::State {
 
   std::shared_ptr<DynamicBatcher> batcher(const std::string& name, runtime::ModelHandle& handle);
   ServerGauges gauges();
-
-  std::mutex mu;  // guards outstanding, batchers
-  std::map<std::string, size_t, std::less<>> outstanding;
-  std::map<std::string, std::shared_ptr<DynamicBatcher>, std::less<>> batchers;
 };
 
 // Routes (each answers through `reply`; runs on a worker thread).

@@ -33,7 +33,7 @@ start() {
 }
 
 start main "$MODELS/mlp_64_128_10.onnx" "$MODELS/silero_vad_v5.onnx" "$MODELS/tiny-llama.gguf" \
-  --max-body-size 1MiB --ctx 512 --parallel 2 --threads 2
+  --max-body-size 1MiB --ctx 512 --parallel 2 --threads 1
 openssl rand -hex 16 >"$work/key"
 start keyed "$MODELS/silero_vad_v5.onnx" --api-key-file "$work/key"
 

@@ -13,16 +13,8 @@ READY_TIMEOUT_S=60
 
 [[ -x "$GANTRY" ]] || { echo "FAIL: $GANTRY not built"; exit 1; }
 [[ -f "$MODEL" ]] || { echo "FAIL: $MODEL missing (run scripts/setup.sh)"; exit 1; }
-# >>> LEAD: remove this skip once `gantry serve` exists; from then on a missing serve command is a failure.
-# `gantry X --help` exits 0 with the top-level help for an unknown X (CLI11), so look for serve's own usage line.
-serve_help=$("$GANTRY" serve --help 2>/dev/null || true)
-if ! grep -q '^Usage: [^ ]*gantry serve' <<<"$serve_help"; then
-  echo "SKIP: '$GANTRY serve --help' shows no serve usage: gantry serve is not available in this build"
-  exit 77
-fi
-# <<<
-command -v node >/dev/null || { echo "SKIP: node is not installed (scripts/setup.sh installs it)"; exit 77; }
-[[ -d "$CLIENTS/node_modules/openai" ]] || { echo "SKIP: $CLIENTS/node_modules missing (scripts/setup.sh runs npm ci there)"; exit 77; }
+command -v node >/dev/null || { echo "FAIL: node is not installed (scripts/setup.sh installs it)"; exit 1; }
+[[ -d "$CLIENTS/node_modules/openai" ]] || { echo "FAIL: $CLIENTS/node_modules missing (scripts/setup.sh runs npm ci there)"; exit 1; }
 
 tmp=$(mktemp -d)
 pid=""

@@ -78,7 +78,8 @@ TEST(DynamicBatcher, ConcurrentRequestsBatchAndGetTheirOwnRows) {
     ASSERT_EQ(a.shape(), b.shape()) << "request " << i;
     auto av = a.values<float>();
     auto bv = b.values<float>();
-    for (size_t k = 0; k < av.size(); ++k) EXPECT_NEAR(av[k], bv[k], 1e-5f * (1 + std::abs(av[k]))) << i << "/" << k;
+    for (size_t k = 0; k < av.size(); ++k)
+      EXPECT_NEAR(av[k], bv[k], 1e-5f * (1 + std::abs(av[k]))) << i << "/" << k;
   }
   EXPECT_GT(largest_batch, 1u) << "48 concurrent requests never shared a batch";
 }

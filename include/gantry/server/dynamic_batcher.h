@@ -25,7 +25,7 @@ namespace gantry::server {
 
 // Triton's knobs (model config `dynamic_batching`); a package's gantry.json may set them.
 struct BatchingConfig {
-  int64_t max_batch_size = 32;             // rows per batch (capped by the model's own max_batch)
+  int64_t max_batch_size = 32;                 // rows per batch (capped by the model's own max_batch)
   std::vector<int64_t> preferred_batch_sizes;  // a batch this large starts without waiting
   std::chrono::microseconds max_queue_delay{1000};
   size_t max_queue = 64;  // requests waiting; beyond it submit() refuses (the server answers 429)
@@ -41,9 +41,9 @@ class DynamicBatcher {
  public:
   using Done = std::function<void(Result<std::vector<NamedTensor>> outputs, const BatchTiming& timing)>;
   struct Item {
-    std::vector<NamedTensor> inputs;  // validated against the model; batch dim first
-    Done done;                        // called once, on the batcher's thread: keep it short
-    runtime::ModelHandle handle;      // keeps the model loaded while the request waits
+    std::vector<NamedTensor> inputs;         // validated against the model; batch dim first
+    Done done;                               // called once, on the batcher's thread: keep it short
+    runtime::ModelHandle handle;             // keeps the model loaded while the request waits
     std::shared_ptr<const void> keep_alive;  // whatever the inputs borrow from (a request body)
   };
 

@@ -35,7 +35,7 @@ struct HttpRequest {
   std::string query;   // after '?', "" when none
   HttpHeaders headers;
   std::string body;
-  std::string remote;  // peer address
+  std::string remote;                              // peer address
   std::chrono::steady_clock::time_point received;  // when the header was complete
 
   // The first header called `name` (lower case), if any.
@@ -105,6 +105,8 @@ class HttpServer {
   void stop();
   size_t open_connections() const;
   uint64_t requests_served() const;
+  // Answers started and not yet fully written (a drain waits for 0 before stop()).
+  size_t answers_in_progress() const;
 
   struct Impl;
 

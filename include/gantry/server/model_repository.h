@@ -17,7 +17,7 @@ namespace gantry::server {
 
 struct RepositoryEntry {
   std::string name;
-  std::filesystem::path source;  // what Runtime::load gets
+  std::filesystem::path source;                    // what Runtime::load gets
   std::optional<model::DynamicBatching> batching;  // the package manifest's dynamic_batching
 };
 

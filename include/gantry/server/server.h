@@ -36,10 +36,10 @@ struct ServeOptions {
   std::chrono::milliseconds max_generation_time{600'000};
   int max_tokens_default = 1024;  // when a request sets none (capped by the context)
   int http_threads = 2;
-  int workers = 0;  // request workers (parse, encode, unbatched inference); 0: max(4, 2 x cores)
-  BatchingConfig batching;           // defaults for batchable models (a manifest may override)
-  bool dynamic_batching = true;      // false: every ONNX request runs alone (benchmarks compare)
-  runtime::LoadOptions load;         // provider, threads, ctx, parallel, kv type for every model
+  int workers = 0;               // request workers (parse, encode, unbatched inference); 0: max(4, 2 x cores)
+  BatchingConfig batching;       // defaults for batchable models (a manifest may override)
+  bool dynamic_batching = true;  // false: every ONNX request runs alone (benchmarks compare)
+  runtime::LoadOptions load;     // provider, threads, ctx, parallel, kv type for every model
 };
 
 struct ServerGauges;
