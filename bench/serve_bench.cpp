@@ -7,7 +7,10 @@
 // All three measured here, in this run, on the same loaded model. SERVE_BENCH_SECONDS sets the
 // measuring time per case (default 4).
 #include <atomic>
-#include <boost/asio.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
@@ -15,7 +18,6 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
-#include <utility>  // before Boost 1.74's asio.hpp, which uses std::exchange without it
 #include <vector>
 
 #include "gantry/runtime/runtime.h"

@@ -63,6 +63,10 @@ Result<std::string> Model::format_chat(std::span<const ChatMessage>, bool) const
   return Unsupported("model '" + metadata().name + "' (" + metadata().backend + ") has no chat template");
 }
 
+Result<int> Model::token_count(std::string_view) const {
+  return Unsupported("model '" + metadata().name + "' (" + metadata().backend + ") has no tokenizer");
+}
+
 Result<std::vector<std::vector<float>>> Model::embed(std::span<const std::string>, bool) {
   return Unsupported("model '" + metadata().name + "' (" + metadata().backend + ") does not embed text");
 }

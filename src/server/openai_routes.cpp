@@ -262,7 +262,12 @@ void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpReque
     send_api_error(*reply, openai::api_error(vectors.status(), "input"));
     return;
   }
-  reply->json(200, openai::embeddings_response(req.model, *vectors, req.base64, 0));
+  int tokens = 0;
+  for (const auto& text : req.input) {
+    auto n = handle->model().token_count(text);
+    if (n.ok()) tokens += *n;
+  }
+  reply->json(200, openai::embeddings_response(req.model, *vectors, req.base64, tokens));
 }
 
 }  // namespace gantry::server

@@ -251,6 +251,7 @@ class OpenAI(unittest.TestCase):
         self.assertEqual(len(f["data"]), 2)
         vec = f["data"][0]["embedding"]
         self.assertGreater(len(vec), 0)
+        self.assertGreater(f["usage"]["prompt_tokens"], 0)
         status, _, b = get_json("POST", "/v1/embeddings",
                                 {"model": LLAMA, "input": "hello", "encoding_format": "base64"})
         self.assertEqual(status, 200, b)

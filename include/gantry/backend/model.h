@@ -103,6 +103,10 @@ class Model {
   virtual Result<std::vector<std::vector<float>>> embed(std::span<const std::string> texts,
                                                         bool normalize = true);
 
+  // How many tokens `text` becomes in this model's vocabulary (with the special tokens it adds to a
+  // prompt), for usage accounting. The default: Unsupported.
+  virtual Result<int> token_count(std::string_view text) const;
+
   // Prompt and generation tokens/s (see ThroughputOptions). The default: Unsupported.
   virtual Result<std::vector<ThroughputResult>> measure_throughput(const ThroughputOptions& options);
 

@@ -291,6 +291,11 @@ Result<std::string> LlamaModel::format_chat(std::span<const backend::ChatMessage
   return weights_->apply_chat_template(messages, add_assistant_turn);
 }
 
+Result<int> LlamaModel::token_count(std::string_view text) const {
+  GANTRY_ASSIGN_OR_RETURN(auto tokens, weights_->tokenize(text, /*add_special=*/true));
+  return static_cast<int>(tokens.size());
+}
+
 Result<std::vector<std::vector<float>>> LlamaModel::embed(std::span<const std::string> texts,
                                                           bool normalize) {
   auto guard = enter();

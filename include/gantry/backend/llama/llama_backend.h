@@ -41,6 +41,7 @@ class LlamaModel final : public backend::Model {
                                   bool add_assistant_turn) const override;
   // Pooled (the model's pooling, else mean) embeddings from a second context over the same weights,
   // created on first use with the generation context's size; one call at a time.
+  Result<int> token_count(std::string_view text) const override;
   Result<std::vector<std::vector<float>>> embed(std::span<const std::string> texts,
                                                 bool normalize = true) override;
 
