@@ -34,6 +34,17 @@ void send_api_error(Reply& reply, const openai::ApiError& e) {
   reply.send(std::move(r));
 }
 
+// A failed generation: the error body, or (once a stream began) a final error event, then [DONE].
+void send_generation_error(Reply& reply, bool streaming, const openai::ApiError& e) {
+  if (!streaming) {
+    send_api_error(reply, e);
+    return;
+  }
+  reply.event(openai::sse_error(e));
+  reply.event(std::string(openai::sse_done()));
+  reply.end_stream(e.http_status);
+}
+
 // One generation in flight: the handle, and how it ends (whichever of "done" and "started" comes
 // last runs finish()).
 struct GenerationCall {
@@ -65,14 +76,7 @@ struct GenerationCall {
     server.release(request.model);
     const bool stream = request.stream;
     if (!result.ok()) {
-      openai::ApiError e = openai::api_error(result.status());
-      if (stream) {
-        reply->event(openai::sse_error(e));
-        reply->event(std::string(openai::sse_done()));
-        reply->end_stream(e.http_status);
-      } else {
-        send_api_error(*reply, e);
-      }
+      send_generation_error(*reply, stream, openai::api_error(result.status()));
       return;
     }
     const backend::GenerationResult& r = *result;
@@ -212,14 +216,8 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
   if (!gen.ok()) {
     s.release(name);
     // A prompt longer than the context is the request's fault: 400 with both numbers.
-    openai::ApiError e = openai::api_error(gen.status(), chat ? "messages" : "prompt");
-    if (call->request.stream) {
-      reply->event(openai::sse_error(e));
-      reply->event(std::string(openai::sse_done()));
-      reply->end_stream(e.http_status);
-    } else {
-      send_api_error(*reply, e);
-    }
+    send_generation_error(*reply, call->request.stream,
+                          openai::api_error(gen.status(), chat ? "messages" : "prompt"));
     return;
   }
   call->deadline = std::make_unique<boost::asio::steady_timer>(s.workers, s.options.max_generation_time);
