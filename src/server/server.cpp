@@ -133,26 +133,6 @@ bool is_inference(Route::Kind k) {
   return k == Route::kInfer || k == Route::kChat || k == Route::kCompletions || k == Route::kEmbeddings;
 }
 
-HttpResponse error_response(Protocol protocol, int status, std::string_view message,
-                            std::string_view code = {}) {
-  HttpResponse r;
-  r.status = status;
-  if (protocol == Protocol::kOpenai) {
-    openai::ApiError e;
-    e.http_status = status;
-    e.message = std::string(message);
-    e.code = std::string(code);
-    e.type = status == 401   ? "invalid_request_error"
-             : status == 429 ? "rate_limit_error"
-             : status >= 500 ? "server_error"
-                             : "invalid_request_error";
-    r.body = openai::error_body(e);
-  } else {
-    r.body = kserve::error_body(message);
-  }
-  return r;
-}
-
 // CORS headers for `origin` when it is allowed.
 HttpHeaders cors_headers(const ServeOptions& o, const HttpRequest& req) {
   HttpHeaders h;
@@ -192,7 +172,7 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
         error_response(r.protocol, 401,
                        "missing or wrong API key: send 'Authorization: Bearer <key>' (or an api-key / "
                        "x-api-key header)",
-                       "invalid_api_key");
+                       {}, "invalid_api_key");
     resp.headers.emplace_back("WWW-Authenticate", "Bearer");
     return resp;
   }
@@ -204,9 +184,7 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
     return resp;
   }
   if (s.draining.load() && r.kind != Route::kMetrics) {
-    auto resp = error_response(r.protocol, 503, "the server is shutting down");
-    resp.headers.emplace_back("Retry-After", "1");
-    return resp;
+    return error_response(r.protocol, 503, "the server is shutting down");
   }
   if (is_inference(r.kind)) {
     bool full = s.inflight.load() >= global_limit;
@@ -216,11 +194,9 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
       full = b != s.batchers.end() && b->second->depth() >= s.options.max_queue;
     }
     if (full) {
-      auto resp = error_response(
+      return error_response(
           r.protocol, 429,
           "the server is at capacity (--max-queue " + std::to_string(s.options.max_queue) + "); retry later");
-      resp.headers.emplace_back("Retry-After", "1");
-      return resp;
     }
   }
   return std::nullopt;
@@ -242,6 +218,26 @@ std::string_view protocol_name(Protocol p) {
 
 bool is_loopback_host(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+HttpResponse error_response(Protocol protocol, int status, std::string_view message, std::string_view param,
+                            std::string_view code) {
+  HttpResponse r;
+  r.status = status;
+  if (protocol == Protocol::kOpenai) {
+    openai::ApiError e;
+    e.http_status = status;
+    e.message = std::string(message);
+    e.param = std::string(param);
+    e.code = std::string(code);
+    if (status == 429) e.type = "rate_limit_error";
+    if (status >= 500) e.type = "server_error";
+    r.body = openai::error_body(e);
+  } else {
+    r.body = kserve::error_body(message);
+  }
+  if (status == 429 || status == 503) r.headers.emplace_back("Retry-After", "1");
+  return r;
 }
 
 int http_status_for(const Status& st) {
@@ -300,23 +296,7 @@ void Reply::json(int status, std::string body, HttpHeaders headers) {
 }
 
 void Reply::error(int status, std::string_view message, std::string_view param, std::string_view code) {
-  HttpResponse r;
-  if (protocol_ == Protocol::kOpenai) {
-    openai::ApiError e;
-    e.http_status = status;
-    e.message = std::string(message);
-    e.param = std::string(param);
-    e.code = std::string(code);
-    if (status == 404) e.type = "invalid_request_error";
-    if (status == 429) e.type = "rate_limit_error";
-    if (status >= 500) e.type = "server_error";
-    r.body = openai::error_body(e);
-  } else {
-    r.body = kserve::error_body(message);
-  }
-  r.status = status;
-  if (status == 429 || status == 503) r.headers.emplace_back("Retry-After", "1");
-  send(std::move(r));
+  send(error_response(protocol_, status, message, param, code));
 }
 
 void Reply::error(const Status& st) {

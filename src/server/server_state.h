@@ -60,6 +60,11 @@ class Reply {
   bool done_ = false;
 };
 
+// An error in the protocol's shape (KServe {"error": m}; OpenAI {"error": {message, type, param,
+// code}}), with Retry-After on 429 and 503.
+HttpResponse error_response(Protocol protocol, int status, std::string_view message,
+                            std::string_view param = {}, std::string_view code = {});
+
 // HTTP status for an error Status: InvalidArgument/Corrupt 400, NotFound 404, ResourceExhausted 429
 // (queue full) or 400, Unavailable 503, Unsupported 400, Cancelled 499, otherwise 500.
 int http_status_for(const Status& status);
