@@ -2,10 +2,10 @@
 
 #include <sys/resource.h>
 
+#include <array>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <array>
 #include <charconv>
 #include <deque>
 #include <limits>
@@ -25,8 +25,8 @@ using tcp = net::ip::tcp;
 using error_code = boost::system::error_code;
 
 constexpr size_t kWatchChunk = 4096;
-constexpr size_t kMaxPipelined = 1 << 20;  // stop watching once a client has queued this much
-constexpr auto kLinger = std::chrono::seconds(2);  // lingering close: how long, and how many bytes, to
+constexpr size_t kMaxPipelined = 1 << 20;           // stop watching once a client has queued this much
+constexpr auto kLinger = std::chrono::seconds(2);   // lingering close: how long, and how many bytes, to
 constexpr uint64_t kMaxLingerBytes = 256ull << 20;  // drop from a client still sending an unread body
 
 std::string lower(std::string_view s) {
@@ -248,8 +248,6 @@ class Session : public std::enable_shared_from_this<Session> {
     queue("0\r\n\r\n", true);
   }
 
-  bool gone() const { return gone_; }
-
  private:
   bool keep_alive() const { return keep_alive_ && !server_.closing.load(); }
 
@@ -397,7 +395,6 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       return;
     }
-    gone_ = true;
     close();
   }
 
@@ -434,7 +431,6 @@ class Session : public std::enable_shared_from_this<Session> {
     writing_ = false;
     stream_.expires_never();
     if (ec) {
-      gone_ = true;
       close();
       return;
     }
@@ -519,7 +515,6 @@ class Session : public std::enable_shared_from_this<Session> {
   bool final_queued_ = false;
   bool body_read_ = false;
   bool closed_ = false;
-  bool gone_ = false;
   bool close_after_ = false;  // the answer said "Connection: close"
   bool answering_ = false;    // counted in server_.answering
   std::unique_ptr<std::array<char, 16384>> discard_;
@@ -651,7 +646,6 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
 HttpServer::~HttpServer() { stop(); }
 
 uint16_t HttpServer::port() const { return impl_->port; }
-const std::string& HttpServer::host() const { return impl_->options.host; }
 
 void HttpServer::stop_accepting() {
   if (impl_->closing.exchange(true)) return;

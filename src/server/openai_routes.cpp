@@ -64,6 +64,18 @@ struct GenerationCall {
 
   GenerationCall(Server::State& s, std::shared_ptr<Reply> r) : server(s), reply(std::move(r)) {}
 
+  // Each piece of generated text, on the decoding thread: the first one times TTFT; a stream sends
+  // it as an event. False (stop generating) once the client is gone.
+  bool text(std::string_view piece) {
+    if (first_text) {
+      first_text = false;
+      server.metrics.time_to_first_token(request.model, Clock::now() - reply->received());
+    }
+    if (!request.stream) return true;
+    return reply->event(chat ? openai::chat_chunk_text(id, request.model, created, piece)
+                             : openai::completion_chunk_text(id, request.model, created, piece));
+  }
+
   void cancel() {
     std::lock_guard lock(mu);
     cancel_requested = true;
@@ -172,28 +184,10 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
   g.render_special = false;
 
   std::weak_ptr<GenerationCall> weak = call;
-  if (call->request.stream) {
-    g.on_text = [weak](std::string_view text) {
-      auto c = weak.lock();
-      if (!c) return false;
-      if (c->first_text) {
-        c->first_text = false;
-        c->server.metrics.time_to_first_token(c->request.model, Clock::now() - c->reply->received());
-      }
-      return c->reply->event(c->chat
-                                 ? openai::chat_chunk_text(c->id, c->request.model, c->created, text)
-                                 : openai::completion_chunk_text(c->id, c->request.model, c->created, text));
-    };
-  } else {
-    g.on_text = [weak](std::string_view) {
-      auto c = weak.lock();
-      if (c && c->first_text) {
-        c->first_text = false;
-        c->server.metrics.time_to_first_token(c->request.model, Clock::now() - c->reply->received());
-      }
-      return true;
-    };
-  }
+  g.on_text = [weak](std::string_view text) {
+    auto c = weak.lock();
+    return c && c->text(text);
+  };
   // Holds the call until the engine is done with it (the engine drops the request after on_done).
   g.on_done = [call] {
     boost::asio::post(call->server.workers, [call] {

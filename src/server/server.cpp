@@ -287,11 +287,10 @@ void Reply::send(HttpResponse response) {
   exchange_->respond(std::move(response));
 }
 
-void Reply::json(int status, std::string body, HttpHeaders headers) {
+void Reply::json(int status, std::string body) {
   HttpResponse r;
   r.status = status;
   r.body = std::move(body);
-  r.headers = std::move(headers);
   send(std::move(r));
 }
 

@@ -40,7 +40,7 @@ class Reply {
   std::chrono::steady_clock::time_point received() const { return received_; }
 
   void send(HttpResponse response);
-  void json(int status, std::string body, HttpHeaders headers = {});
+  void json(int status, std::string body);
   // The protocol's error shape: KServe {"error": m}; OpenAI {"error": {"message", "type", ...}}.
   void error(int status, std::string_view message, std::string_view param = {}, std::string_view code = {});
   void error(const Status& status);  // HTTP status from the Status code

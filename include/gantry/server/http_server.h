@@ -98,7 +98,6 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   uint16_t port() const;
-  const std::string& host() const;
   // Closes the listening socket; open connections finish their current request and then close.
   void stop_accepting();
   // Closes every connection and joins the I/O threads (pending responses are dropped).

@@ -42,8 +42,6 @@ struct ServeOptions {
   runtime::LoadOptions load;     // provider, threads, ctx, parallel, kv type for every model
 };
 
-struct ServerGauges;
-
 class Server {
  public:
   // Checks the options (non-loopback without a key is refused), loads the models (unless on demand)
