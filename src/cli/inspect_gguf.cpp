@@ -17,8 +17,8 @@ std::optional<uint64_t> max_of(const model::GgufFile& f, const std::string& key)
   if (v == nullptr) return std::nullopt;
   if (const auto* a = v->as_array()) {
     std::optional<uint64_t> best;
-    for (const auto& item : a->items) {
-      if (auto u = item.as_uint()) best = std::max(best.value_or(0), *u);
+    for (uint64_t i = 0; i < a->size(); ++i) {
+      if (auto u = a->at(i).as_uint()) best = std::max(best.value_or(0), *u);
     }
     return best;
   }
@@ -53,7 +53,7 @@ int inspect_gguf(const std::filesystem::path& path, bool json, std::ostream& out
   }
   std::optional<uint64_t> n_vocab;
   if (const auto* tokens = f.find("tokenizer.ggml.tokens"); tokens && tokens->as_array()) {
-    n_vocab = tokens->as_array()->items.size();
+    n_vocab = tokens->as_array()->size();
   } else {
     n_vocab = f.get_uint(f.arch_key("vocab_size"));
   }

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <cstring>
 #include <limits>
 
 #include "gantry/model/gguf.h"
@@ -75,6 +76,76 @@ GgufValue GgufValue::from_array(GgufArray v) {
   return r;
 }
 
+GgufArray GgufArray::of_fixed(GgufType type, uint64_t count, std::span<const uint8_t> elements) {
+  GgufArray a;
+  a.element_type_ = type;
+  a.size_ = count;
+  a.bytes_ = elements;
+  return a;
+}
+
+GgufArray GgufArray::of_strings(std::span<const uint8_t> bytes, std::vector<uint64_t> offsets) {
+  GgufArray a;
+  a.element_type_ = GgufType::kString;
+  a.size_ = offsets.size();
+  a.bytes_ = bytes;
+  a.string_offsets_ = std::move(offsets);
+  return a;
+}
+
+GgufArray GgufArray::of_values(GgufType type, std::vector<GgufValue> values) {
+  GgufArray a;
+  a.element_type_ = type;
+  a.size_ = values.size();
+  a.values_ = std::move(values);
+  return a;
+}
+
+namespace {
+template <typename T>
+T load(std::span<const uint8_t> bytes, uint64_t i) {
+  T v{};
+  std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
+  return v;
+}
+}  // namespace
+
+GgufValue GgufArray::at(uint64_t i) const {
+  const GgufType t = element_type_;
+  switch (t) {
+    case GgufType::kUInt8:
+      return GgufValue::from_uint(t, load<uint8_t>(bytes_, i));
+    case GgufType::kInt8:
+      return GgufValue::from_int(t, load<int8_t>(bytes_, i));
+    case GgufType::kUInt16:
+      return GgufValue::from_uint(t, load<uint16_t>(bytes_, i));
+    case GgufType::kInt16:
+      return GgufValue::from_int(t, load<int16_t>(bytes_, i));
+    case GgufType::kUInt32:
+      return GgufValue::from_uint(t, load<uint32_t>(bytes_, i));
+    case GgufType::kInt32:
+      return GgufValue::from_int(t, load<int32_t>(bytes_, i));
+    case GgufType::kUInt64:
+      return GgufValue::from_uint(t, load<uint64_t>(bytes_, i));
+    case GgufType::kInt64:
+      return GgufValue::from_int(t, load<int64_t>(bytes_, i));
+    case GgufType::kFloat32:
+      return GgufValue::from_float(t, load<float>(bytes_, i));
+    case GgufType::kFloat64:
+      return GgufValue::from_float(t, load<double>(bytes_, i));
+    case GgufType::kBool:
+      return GgufValue::from_bool(load<uint8_t>(bytes_, i) != 0);
+    case GgufType::kString: {
+      const uint64_t at = string_offsets_[i];
+      const auto len = load<uint64_t>(bytes_.subspan(at), 0);
+      return GgufValue::from_string(std::string(reinterpret_cast<const char*>(bytes_.data() + at + 8), len));
+    }
+    case GgufType::kArray:
+      return values_[i];
+  }
+  return {};
+}
+
 std::optional<uint64_t> GgufValue::as_uint() const {
   if (const auto* u = std::get_if<uint64_t>(&v_)) return *u;
   if (const auto* i = std::get_if<int64_t>(&v_); i && *i >= 0) return static_cast<uint64_t>(*i);
@@ -119,12 +190,12 @@ std::string GgufValue::to_string(size_t max_items) const {
     return fmt::format("\"{}\"", shown);
   }
   if (const auto* a = as_array()) {
-    std::string out = fmt::format("[{} x {}: ", a->items.size(), gguf_type_name(a->element_type));
-    for (size_t i = 0; i < a->items.size() && i < max_items; ++i) {
+    std::string out = fmt::format("[{} x {}: ", a->size(), gguf_type_name(a->element_type()));
+    for (uint64_t i = 0; i < a->size() && i < max_items; ++i) {
       if (i) out += ", ";
-      out += a->items[i].to_string(max_items);
+      out += a->at(i).to_string(max_items);
     }
-    if (a->items.size() > max_items) out += ", ...";
+    if (a->size() > max_items) out += ", ...";
     return out + "]";
   }
   if (const auto b = as_bool()) return *b ? "true" : "false";

@@ -6,38 +6,10 @@
 #include <charconv>
 #include <map>
 
+#include "gantry/model/gguf_hparams.h"
+
 namespace gantry::plan {
 namespace {
-
-// A per-layer hyperparameter: a scalar for every layer, or an array with one entry per layer.
-Result<std::vector<uint32_t>> per_layer(const model::GgufFile& f, const std::string& key, uint32_t n_layer,
-                                        std::optional<uint32_t> fallback) {
-  const model::GgufValue* v = f.find(key);
-  if (v == nullptr) {
-    if (!fallback) return InvalidArgument(fmt::format("{}: metadata {} is missing", f.label(), key));
-    return std::vector<uint32_t>(n_layer, *fallback);
-  }
-  if (const model::GgufArray* a = v->as_array()) {
-    if (a->items.size() != n_layer) {
-      return InvalidArgument(fmt::format("{}: metadata {} has {} entries for {} layers", f.label(), key,
-                                         a->items.size(), n_layer));
-    }
-    std::vector<uint32_t> out;
-    for (const auto& item : a->items) {
-      const auto u = item.as_uint();
-      if (!u || *u > UINT32_MAX)
-        return InvalidArgument(fmt::format("{}: metadata {} has a bad entry", f.label(), key));
-      out.push_back(static_cast<uint32_t>(*u));
-    }
-    return out;
-  }
-  const auto u = v->as_uint();
-  if (!u || *u > UINT32_MAX) {
-    return InvalidArgument(
-        fmt::format("{}: metadata {} is not a count ({})", f.label(), key, v->to_string()));
-  }
-  return std::vector<uint32_t>(n_layer, static_cast<uint32_t>(*u));
-}
 
 // Which layers use sliding-window attention: an explicit bool array, a period (llama.cpp's set_swa_pattern:
 // layer il is SWA when il % n < n - 1), or the architecture's built-in pattern.
@@ -46,8 +18,8 @@ std::vector<bool> swa_layers(const model::GgufFile& f, uint32_t n_layer, uint32_
   if (n_swa == 0) return out;
   const model::GgufValue* p = f.find(f.arch_key("attention.sliding_window_pattern"));
   if (p != nullptr) {
-    if (const model::GgufArray* a = p->as_array(); a && a->items.size() == n_layer) {
-      for (uint32_t i = 0; i < n_layer; ++i) out[i] = a->items[i].as_bool().value_or(false);
+    if (const model::GgufArray* a = p->as_array(); a && a->size() == n_layer) {
+      for (uint32_t i = 0; i < n_layer; ++i) out[i] = a->at(i).as_bool().value_or(false);
       return out;
     }
   }
@@ -90,50 +62,26 @@ uint64_t repack_bytes(const model::GgufTensorInfo& t) {
 
 Result<ModelProfile> profile_from_gguf(const model::GgufFile& f) {
   ModelProfile p;
-  p.architecture = f.architecture();
-  if (p.architecture.empty())
-    return InvalidArgument(fmt::format("{}: general.architecture is missing", f.label()));
+  // Every hyperparameter is checked once, where llama.cpp's own load checks it too.
+  GANTRY_ASSIGN_OR_RETURN(model::GgufHyperparameters h, model::read_hyperparameters(f));
+  p.architecture = h.architecture;
   p.name = f.get_string("general.name").value_or(f.label());
   p.file_bytes = f.file_size();
-
-  const auto n_layer = f.get_uint(f.arch_key("block_count"));
-  if (!n_layer || *n_layer == 0 || *n_layer > 4096) {
-    return InvalidArgument(
-        fmt::format("{}: {} is missing or out of range", f.label(), f.arch_key("block_count")));
-  }
-  const auto n_embd = f.get_uint(f.arch_key("embedding_length"));
-  if (!n_embd || *n_embd == 0 || *n_embd > (1u << 20)) {
-    return InvalidArgument(
-        fmt::format("{}: {} is missing or out of range", f.label(), f.arch_key("embedding_length")));
-  }
-  const auto nl = static_cast<uint32_t>(*n_layer);
-  p.n_embd = static_cast<uint32_t>(*n_embd);
-  p.n_ctx_train = static_cast<uint32_t>(
-      std::min<uint64_t>(f.get_uint(f.arch_key("context_length")).value_or(0), UINT32_MAX));
-  p.n_swa = static_cast<uint32_t>(
-      std::min<uint64_t>(f.get_uint(f.arch_key("attention.sliding_window")).value_or(0), UINT32_MAX));
-
-  GANTRY_ASSIGN_OR_RETURN(auto n_head, per_layer(f, f.arch_key("attention.head_count"), nl, std::nullopt));
-  const uint32_t head0 = *std::max_element(n_head.begin(), n_head.end());
-  if (head0 == 0) return InvalidArgument(fmt::format("{}: attention.head_count is 0", f.label()));
-  std::vector<uint32_t> n_head_kv = n_head;  // no GQA unless stated
-  if (f.find(f.arch_key("attention.head_count_kv")) != nullptr) {
-    GANTRY_ASSIGN_OR_RETURN(n_head_kv, per_layer(f, f.arch_key("attention.head_count_kv"), nl, std::nullopt));
-  }
-  const uint32_t head_dim = p.n_embd / head0;
-  GANTRY_ASSIGN_OR_RETURN(auto k_len, per_layer(f, f.arch_key("attention.key_length"), nl, head_dim));
-  GANTRY_ASSIGN_OR_RETURN(auto v_len, per_layer(f, f.arch_key("attention.value_length"), nl, head_dim));
-  GANTRY_ASSIGN_OR_RETURN(auto n_ff, per_layer(f, f.arch_key("feed_forward_length"), nl, 0u));
+  const uint32_t nl = h.n_layer;
+  p.n_embd = h.n_embd;
+  p.n_ctx_train = h.n_ctx_train;
+  p.n_swa = h.n_swa;
+  p.n_vocab = h.n_vocab;
   const std::vector<bool> swa = swa_layers(f, nl, p.n_swa);
 
   p.layers.resize(nl);
   for (uint32_t i = 0; i < nl; ++i) {
     auto& l = p.layers[i];
-    l.n_head = n_head[i];
-    l.n_head_kv = n_head_kv[i];
-    l.n_embd_head_k = k_len[i];
-    l.n_embd_head_v = v_len[i];
-    l.n_ff = n_ff[i];
+    l.n_head = h.n_head[i];
+    l.n_head_kv = h.n_head_kv[i];
+    l.n_embd_head_k = h.n_embd_head_k[i];
+    l.n_embd_head_v = h.n_embd_head_v[i];
+    l.n_ff = h.n_ff[i];
     l.sliding_window = swa[i];
   }
 
@@ -169,13 +117,6 @@ Result<ModelProfile> profile_from_gguf(const model::GgufFile& f) {
         })->first;
   }
 
-  if (const model::GgufValue* tokens = f.find("tokenizer.ggml.tokens"); tokens && tokens->as_array()) {
-    p.n_vocab = static_cast<uint32_t>(tokens->as_array()->items.size());
-  } else if (auto v = f.get_uint(f.arch_key("vocab_size"))) {
-    p.n_vocab = static_cast<uint32_t>(*v);
-  } else if (const auto* embd = f.find_tensor("token_embd.weight"); embd && embd->dims.size() >= 2) {
-    p.n_vocab = static_cast<uint32_t>(embd->dims[1]);
-  }
   return p;
 }
 

@@ -37,9 +37,9 @@ TEST(GgufModels, TinyLlamaMatchesTheGenerator) {
   const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
   ASSERT_NE(tokens, nullptr);
   ASSERT_NE(tokens->as_array(), nullptr);
-  EXPECT_EQ(tokens->as_array()->items.size(), 32000u);
-  EXPECT_EQ(*tokens->as_array()->items[1].as_string(), "<s>");
-  EXPECT_EQ(f.find("tokenizer.ggml.scores")->as_array()->element_type, GgufType::kFloat32);
+  EXPECT_EQ(tokens->as_array()->size(), 32000u);
+  EXPECT_EQ(*tokens->as_array()->at(1).as_string(), "<s>");
+  EXPECT_EQ(f.find("tokenizer.ggml.scores")->as_array()->element_type(), GgufType::kFloat32);
   EXPECT_EQ(f.find("tokenizer.ggml.add_bos_token")->as_bool(), true);
   EXPECT_NE(f.get_string("tokenizer.chat_template")->find("<|im_start|>"), std::string::npos);
 

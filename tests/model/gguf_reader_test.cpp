@@ -67,17 +67,18 @@ TEST(GgufReader, ParsesEveryValueType) {
   EXPECT_EQ(f.get_float("v.f64"), 2.25);
   const GgufArray* strings = f.find("v.strings")->as_array();
   ASSERT_NE(strings, nullptr);
-  ASSERT_EQ(strings->items.size(), 2u);
-  EXPECT_EQ(*strings->items[1].as_string(), "bc");
+  ASSERT_EQ(strings->size(), 2u);
+  EXPECT_EQ(*strings->at(1).as_string(), "bc");
   const GgufArray* nested = f.find("v.nested")->as_array();
   ASSERT_NE(nested, nullptr);
-  EXPECT_EQ(nested->element_type, GgufType::kArray);
-  ASSERT_EQ(nested->items.size(), 2u);
-  const GgufArray* inner = nested->items[1].as_array();
+  EXPECT_EQ(nested->element_type(), GgufType::kArray);
+  ASSERT_EQ(nested->size(), 2u);
+  const GgufValue second = nested->at(1);
+  const GgufArray* inner = second.as_array();
   ASSERT_NE(inner, nullptr);
-  ASSERT_EQ(inner->items.size(), 2u);
-  EXPECT_EQ(inner->items[1].as_int(), 3);
-  EXPECT_EQ(f.find("v.empty")->as_array()->items.size(), 0u);
+  ASSERT_EQ(inner->size(), 2u);
+  EXPECT_EQ(inner->at(1).as_int(), 3);
+  EXPECT_EQ(f.find("v.empty")->as_array()->size(), 0u);
   EXPECT_EQ(f.find("v.nested")->to_string(), "[2 x array: [1 x i32: 1], [2 x i32: 2, 3]]");
 
   ASSERT_EQ(f.tensors().size(), 2u);

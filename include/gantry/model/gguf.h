@@ -44,9 +44,28 @@ std::string_view gguf_type_name(GgufType t);
 
 class GgufValue;
 
-struct GgufArray {
-  GgufType element_type = GgufType::kUInt8;
-  std::vector<GgufValue> items;
+// An array value, decoded on demand. Numbers and bools stay in the parsed bytes and strings are indexed into
+// them (8 bytes per string), so a 100 MB metadata array costs no parsed copy; nested arrays are parsed
+// (their count is bounded by the file). Valid while the GgufFile that parsed it lives.
+class GgufArray {
+ public:
+  // `elements`: count fixed-size elements of `type` back to back (not kString / kArray).
+  static GgufArray of_fixed(GgufType type, uint64_t count, std::span<const uint8_t> elements);
+  // `offsets[i]`: where string i (u64 length + bytes, already bounds-checked) starts in `bytes`.
+  static GgufArray of_strings(std::span<const uint8_t> bytes, std::vector<uint64_t> offsets);
+  static GgufArray of_values(GgufType type, std::vector<GgufValue> values);
+
+  GgufType element_type() const { return element_type_; }
+  uint64_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  GgufValue at(uint64_t i) const;  // requires i < size()
+
+ private:
+  GgufType element_type_ = GgufType::kUInt8;
+  uint64_t size_ = 0;
+  std::span<const uint8_t> bytes_;
+  std::vector<uint64_t> string_offsets_;
+  std::vector<GgufValue> values_;
 };
 
 class GgufValue {
@@ -57,6 +76,7 @@ class GgufValue {
   static GgufValue from_float(GgufType t, double v);
   static GgufValue from_bool(bool v);
   static GgufValue from_string(std::string v);
+  // Arrays are shared, not copied, between copies of a value.
   static GgufValue from_array(GgufArray v);
 
   GgufType type() const { return type_; }

@@ -1,76 +1,32 @@
 #include "gantry/backend/llama/weights.h"
 
-#include <gguf.h>
 #include <llama.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "backend/llama/log_bridge.h"
 #include "backend/llama/runtime_init.h"
 #include "gantry/core/log.h"
+#include "gantry/model/gguf.h"
+#include "gantry/model/gguf_hparams.h"
 
 namespace gantry::llama {
 
 Result<GgufSummary> check_gguf_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return NotFound("GGUF model '" + path + "' does not exist or is not a regular file");
-  }
+  // Our own parser (every count, offset and size bounds-checked) and hyperparameter validator, so that
+  // llama.cpp, which asserts on what it does not expect, only ever sees a file that passed both.
+  GANTRY_ASSIGN_OR_RETURN(model::GgufFile f, model::GgufFile::open(path));
+  GANTRY_ASSIGN_OR_RETURN(model::GgufHyperparameters h, model::read_hyperparameters(f));
   GgufSummary s;
-  s.file_bytes = std::filesystem::file_size(path, ec);
-  if (ec) return IoError("cannot read the size of '" + path + "': " + ec.message());
-  {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return IoError("cannot open '" + path + "' for reading");
-    char head[8] = {};
-    in.read(head, sizeof head);
-    if (in.gcount() < 8) {
-      return Corrupt("'" + path + "' is not a GGUF model: only " + std::to_string(in.gcount()) +
-                     " bytes (truncated or empty file)");
-    }
-    if (std::string_view(head, 4) != "GGUF") {
-      return Corrupt("'" + path + "' is not a GGUF model (bad magic; expected 'GGUF')");
-    }
-    uint32_t version = 0;
-    std::memcpy(&version, head + 4, 4);
-    if (version < 2 || version > 3) {
-      return Corrupt("'" + path + "' has GGUF version " + std::to_string(version) +
-                     "; only 2 and 3 are supported");
-    }
-    s.version = version;
-  }
-  LogCapture capture(/*quiet=*/true);  // gguf explains what it did not like through the log
-  gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
-  gguf_context* g = gguf_init_from_file(path.c_str(), params);
-  if (!g) {
-    std::string why = capture.problems();
-    return Corrupt(
-        "'" + path +
-        "' is a corrupt or truncated GGUF file: its header, metadata or tensor table does not parse" +
-        (why.empty() ? std::string() : " (" + why + ")"));
-  }
-  s.n_tensors = gguf_get_n_tensors(g);
-  const uint64_t data = gguf_get_data_offset(g);
-  s.data_end = data;
-  for (int64_t i = 0; i < s.n_tensors; ++i) {
-    const uint64_t end = data + gguf_get_tensor_offset(g, i) + gguf_get_tensor_size(g, i);
-    if (end > s.data_end) s.data_end = end;
-  }
-  const int64_t k = gguf_find_key(g, "general.architecture");
-  if (k >= 0 && gguf_get_kv_type(g, k) == GGUF_TYPE_STRING) s.architecture = gguf_get_val_str(g, k);
-  gguf_free(g);
-  if (s.data_end > s.file_bytes) {
-    return Corrupt("'" + path + "' is truncated: its tensors need " + std::to_string(s.data_end) +
-                   " bytes but the file has " + std::to_string(s.file_bytes) +
-                   " (re-download or regenerate it)");
-  }
-  if (s.architecture.empty()) {
-    return Corrupt("'" + path +
-                   "' has no general.architecture string, so it is not a model llama.cpp can load");
-  }
+  s.version = f.version();
+  s.architecture = h.architecture;
+  s.n_tensors = static_cast<int64_t>(f.tensors().size());
+  s.file_bytes = f.file_size();
+  s.data_end = f.data_offset();
+  for (const auto& t : f.tensors()) s.data_end = std::max(s.data_end, f.data_offset() + t.offset + t.size_bytes);
   return s;
 }
 
