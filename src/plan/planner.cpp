@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "gantry/core/checked_math.h"
+
 namespace gantry::plan {
 namespace {
 
@@ -37,9 +39,12 @@ ContextShape context_shape(const ModelProfile& m, const PlanOptions& o) {
   const bool any_swa =
       std::any_of(m.layers.begin(), m.layers.end(), [](const LayerProfile& l) { return l.sliding_window; });
   if (any_swa) {
+    // In 64 bits: n_swa comes from the file; the minimum with kv_cells (<= kMaxContext) fits 32 bits.
+    const uint64_t swa_cells = static_cast<uint64_t>(m.n_swa) * (o.kv_unified ? n_seq : 1) + s.n_ubatch;
     s.kv_cells_swa =
         o.swa_full ? s.kv_cells
-                   : std::min(s.kv_cells, pad(m.n_swa * (o.kv_unified ? n_seq : 1) + s.n_ubatch, kCtxPad));
+                   : std::min(s.kv_cells,
+                              pad(static_cast<uint32_t>(std::min<uint64_t>(swa_cells, s.kv_cells)), kCtxPad));
   }
   s.n_tokens = std::min(s.n_ctx, s.n_ubatch);  // worst-case graph reserved by sched_reserve
   s.n_outputs = std::min(s.n_tokens, s.n_batch);
@@ -47,31 +52,39 @@ ContextShape context_shape(const ModelProfile& m, const PlanOptions& o) {
 }
 
 // Peak of the compute graph for the layers in `layers` (plus the output phase when `with_output`).
+// Saturating: hyperparameters come from the file and may be absurd.
 uint64_t compute_bytes(const ModelProfile& m, const PlanOptions& o, const ContextShape& s,
                        const std::vector<uint32_t>& layers, bool with_output) {
   const uint64_t t = s.n_tokens;
   const uint64_t f32 = 4;
   const bool any_swa = s.kv_cells_swa > 0;
   const uint64_t mask_elem = o.flash_attn ? 2 : 4;
+  const uint64_t per_stream_tokens = t / s.n_stream;
   uint64_t peak = 0;
   for (uint32_t il : layers) {
     const LayerProfile& l = m.layers[il];
     const uint64_t cells =
-        (l.sliding_window ? s.kv_cells_swa : s.kv_cells) * static_cast<uint64_t>(s.n_stream);
+        saturating_mul(l.sliding_window ? s.kv_cells_swa : s.kv_cells, static_cast<uint64_t>(s.n_stream));
     // KQ masks: one per stream over its cells, plus the SWA mask when the model has SWA layers.
-    uint64_t masks = static_cast<uint64_t>(s.kv_cells) * s.n_stream * (t / s.n_stream) * mask_elem;
-    if (any_swa) masks += static_cast<uint64_t>(s.kv_cells_swa) * s.n_stream * (t / s.n_stream) * mask_elem;
-    const uint64_t kq = o.flash_attn ? 0 : cells / s.n_stream * t * l.n_head * f32;
-    const uint64_t k_w = static_cast<uint64_t>(l.n_head_kv) * l.n_embd_head_k;
-    const uint64_t v_w = static_cast<uint64_t>(l.n_head_kv) * l.n_embd_head_v;
-    const uint64_t q_w = static_cast<uint64_t>(l.n_head) * std::max(l.n_embd_head_k, l.n_embd_head_v);
-    const uint64_t attn = kq + masks + (4 * m.n_embd + q_w + k_w + v_w) * t * f32;
-    const uint64_t ffn = (3ull * l.n_ff + 2ull * m.n_embd) * t * f32;
+    uint64_t masks = saturating_product(s.kv_cells, s.n_stream, per_stream_tokens, mask_elem);
+    if (any_swa)
+      masks =
+          saturating_add(masks, saturating_product(s.kv_cells_swa, s.n_stream, per_stream_tokens, mask_elem));
+    const uint64_t kq = o.flash_attn ? 0 : saturating_product(cells / s.n_stream, t, l.n_head, f32);
+    const uint64_t k_w = saturating_mul(l.n_head_kv, l.n_embd_head_k);
+    const uint64_t v_w = saturating_mul(l.n_head_kv, l.n_embd_head_v);
+    const uint64_t q_w = saturating_mul(l.n_head, std::max(l.n_embd_head_k, l.n_embd_head_v));
+    const uint64_t widths =
+        saturating_add(saturating_add(saturating_mul(4, m.n_embd), q_w), saturating_add(k_w, v_w));
+    const uint64_t attn = saturating_add(saturating_add(kq, masks), saturating_product(widths, t, f32));
+    const uint64_t ffn =
+        saturating_product(saturating_add(saturating_mul(3, l.n_ff), saturating_mul(2, m.n_embd)), t, f32);
     peak = std::max({peak, attn, ffn});
   }
   if (with_output) {
-    peak = std::max<uint64_t>(peak,
-                              (static_cast<uint64_t>(m.n_vocab) * s.n_outputs + 2ull * m.n_embd * t) * f32);
+    const uint64_t logits = saturating_mul(m.n_vocab, s.n_outputs);
+    const uint64_t embd = saturating_product(2, m.n_embd, t);
+    peak = std::max(peak, saturating_mul(saturating_add(logits, embd), f32));
   }
   return peak;
 }
@@ -83,16 +96,16 @@ Result<uint64_t> layer_kv_bytes(const ModelProfile& m, const PlanOptions& o, con
   const uint64_t cells = static_cast<uint64_t>(l.sliding_window ? s.kv_cells_swa : s.kv_cells) * s.n_stream;
   // llama.cpp quantises the cache per head: a block must divide the head width, not just the row.
   GANTRY_ASSIGN_OR_RETURN(uint64_t k_head, kv_row_bytes(o.kv_type, l.n_embd_head_k));
-  const uint64_t k_row = l.n_head_kv * k_head;
+  const uint64_t k_row = saturating_mul(l.n_head_kv, k_head);
   // Without flash attention V is stored transposed, every layer padded to the widest V.
   uint64_t v_row = 0;
   if (o.flash_attn) {
     GANTRY_ASSIGN_OR_RETURN(uint64_t v_head, kv_row_bytes(o.kv_type, l.n_embd_head_v));
-    v_row = l.n_head_kv * v_head;
+    v_row = saturating_mul(l.n_head_kv, v_head);
   } else {
     GANTRY_ASSIGN_OR_RETURN(v_row, kv_row_bytes(o.kv_type, n_embd_v_max));
   }
-  return (k_row + v_row) * cells;
+  return saturating_mul(saturating_add(k_row, v_row), cells);
 }
 
 Status validate(const ModelProfile& m, const PlanOptions& o, const std::vector<Device>& devices) {
@@ -102,6 +115,16 @@ Status validate(const ModelProfile& m, const PlanOptions& o, const std::vector<D
   }
   if (o.n_ctx == 0 && m.n_ctx_train == 0) {
     return InvalidArgument(fmt::format("model {} does not state its training context; pass --ctx", m.name));
+  }
+  if (o.n_ctx > kMaxContext) {
+    return InvalidArgument(
+        fmt::format("--ctx {} is more than the {} tokens Gantry accepts (llama.cpp counts cells in 32 bits)",
+                    o.n_ctx, kMaxContext));
+  }
+  if (o.n_ctx == 0 && m.n_ctx_train > kMaxContext) {
+    return InvalidArgument(fmt::format(
+        "model {} states a training context of {} tokens, more than the {} the planner accepts; pass --ctx",
+        m.name, m.n_ctx_train, kMaxContext));
   }
   if (o.n_parallel == 0 || o.n_parallel > 256) return InvalidArgument("--parallel must be between 1 and 256");
   if (o.n_batch == 0) return InvalidArgument("--batch must be at least 1");
@@ -117,11 +140,16 @@ Status validate(const ModelProfile& m, const PlanOptions& o, const std::vector<D
   return Status::Ok();
 }
 
+Result<Plan> plan_without_suggestion(const ModelProfile& m, const PlanOptions& o,
+                                     const std::vector<Device>& devices);
+
+// What would make a plan that does not fit fit. Each candidate is planned without a suggestion of its own,
+// so the search is linear: 2 KV types + log2(n_ctx / 512) contexts + 7 quantisations.
 void add_suggestion(const ModelProfile& m, const std::vector<Device>& devices, Plan& plan) {
   if (plan.fits) return;
   std::vector<std::string> ideas;
   auto fits_with = [&](PlanOptions o) {
-    auto p = plan_gguf(m, o, devices);
+    auto p = plan_without_suggestion(m, o, devices);
     return p.ok() && p->fits;
   };
   for (KvType kv : {KvType::kQ8_0, KvType::kQ4_0}) {
@@ -157,7 +185,7 @@ void add_suggestion(const ModelProfile& m, const std::vector<Device>& devices, P
         l.weight_bytes = static_cast<uint64_t>(static_cast<double>(l.weight_bytes) * f);
       q.input_weight_bytes = static_cast<uint64_t>(static_cast<double>(q.input_weight_bytes) * f);
       q.output_weight_bytes = static_cast<uint64_t>(static_cast<double>(q.output_weight_bytes) * f);
-      auto p = plan_gguf(q, plan.options, devices);
+      auto p = plan_without_suggestion(q, plan.options, devices);
       if (p.ok() && p->fits) {
         ideas.push_back(fmt::format("a {} quantisation (about {:.2f} GiB of weights)", qname,
                                     static_cast<double>(q.total_weight_bytes()) / (1ull << 30)));
@@ -173,16 +201,20 @@ void add_suggestion(const ModelProfile& m, const std::vector<Device>& devices, P
 }  // namespace
 
 uint64_t ModelProfile::total_weight_bytes() const {
-  uint64_t total = input_weight_bytes + output_weight_bytes;
-  for (const auto& l : layers) total += l.weight_bytes;
+  uint64_t total = saturating_add(input_weight_bytes, output_weight_bytes);
+  for (const auto& l : layers) total = saturating_add(total, l.weight_bytes);
   return total;
 }
 
+uint64_t MemoryBytes::total() const {
+  return saturating_add(saturating_add(weights, kv_cache), saturating_add(compute, output));
+}
+
 MemoryBytes& MemoryBytes::operator+=(const MemoryBytes& o) {
-  weights += o.weights;
-  kv_cache += o.kv_cache;
-  compute += o.compute;
-  output += o.output;
+  weights = saturating_add(weights, o.weights);
+  kv_cache = saturating_add(kv_cache, o.kv_cache);
+  compute = saturating_add(compute, o.compute);
+  output = saturating_add(output, o.output);
   return *this;
 }
 
@@ -210,6 +242,14 @@ std::vector<int> assign_layers(uint32_t n_layers, int n_gpu_layers, const std::v
 }
 
 Result<Plan> plan_gguf(const ModelProfile& m, const PlanOptions& o, const std::vector<Device>& devices) {
+  GANTRY_ASSIGN_OR_RETURN(Plan plan, plan_without_suggestion(m, o, devices));
+  add_suggestion(m, devices, plan);
+  return plan;
+}
+
+namespace {
+Result<Plan> plan_without_suggestion(const ModelProfile& m, const PlanOptions& o,
+                                     const std::vector<Device>& devices) {
   GANTRY_RETURN_IF_ERROR(validate(m, o, devices));
   const ContextShape s = context_shape(m, o);
 
@@ -258,24 +298,24 @@ Result<Plan> plan_gguf(const ModelProfile& m, const PlanOptions& o, const std::v
   for (uint32_t il = 0; il < m.n_layer(); ++il) {
     DevicePlan& d = plans[device_of(il)];
     d.layers.push_back(il);
-    d.predicted.weights += m.layers[il].weight_bytes;
+    d.predicted.weights = saturating_add(d.predicted.weights, m.layers[il].weight_bytes);
     GANTRY_ASSIGN_OR_RETURN(uint64_t kv, layer_kv_bytes(m, o, s, il, n_embd_v_max));
-    d.predicted.kv_cache += kv;
+    d.predicted.kv_cache = saturating_add(d.predicted.kv_cache, kv);
   }
   const size_t out_dev = device_of(m.n_layer());
   plans[out_dev].has_output_layer = true;
-  plans[out_dev].predicted.weights += m.output_weight_bytes;
-  plans[cpu_idx].predicted.weights += m.input_weight_bytes;
+  plans[out_dev].predicted.weights = saturating_add(plans[out_dev].predicted.weights, m.output_weight_bytes);
+  plans[cpu_idx].predicted.weights = saturating_add(plans[cpu_idx].predicted.weights, m.input_weight_bytes);
   if (o.cpu_repack) {
     uint64_t repack = out_dev == cpu_idx ? m.output_repack_bytes : 0;
-    for (uint32_t il : plans[cpu_idx].layers) repack += m.layers[il].repack_bytes;
+    for (uint32_t il : plans[cpu_idx].layers) repack = saturating_add(repack, m.layers[il].repack_bytes);
     const bool all_on_cpu = plans[cpu_idx].layers.size() == m.n_layer() && out_dev == cpu_idx;
     if (all_on_cpu && m.mapped_span_bytes > 0) plans[cpu_idx].predicted.weights = m.mapped_span_bytes;
-    plans[cpu_idx].predicted.weights += repack;
+    plans[cpu_idx].predicted.weights = saturating_add(plans[cpu_idx].predicted.weights, repack);
   }
   // Logits (and embeddings) for one output per sequence live in host memory.
-  plans[cpu_idx].predicted.output =
-      (static_cast<uint64_t>(m.n_vocab) + (o.embeddings ? m.n_embd : 0)) * std::max(1u, o.n_parallel) * 4;
+  plans[cpu_idx].predicted.output = saturating_product(
+      static_cast<uint64_t>(m.n_vocab) + (o.embeddings ? m.n_embd : 0), std::max(1u, o.n_parallel), 4);
 
   for (size_t i = 0; i < plans.size(); ++i) {
     DevicePlan& d = plans[i];
@@ -298,9 +338,15 @@ Result<Plan> plan_gguf(const ModelProfile& m, const PlanOptions& o, const std::v
     plan.notes.push_back(
         "GPU compute buffers are estimated from the CPU graph; measure with the backend to confirm");
   }
-  add_suggestion(m, devices, plan);
+  if (plan.totals.total() == kSaturated) {
+    return InvalidArgument(fmt::format(
+        "model {} would need more than 2^64 bytes at a context of {} tokens: its hyperparameters or the "
+        "options are out of range; lower --ctx/--batch/--parallel or check the file",
+        m.name, s.n_ctx));
+  }
   return plan;
 }
+}  // namespace
 
 Plan estimate_generic(std::string_view model_name, uint64_t file_bytes, const std::vector<Device>& devices) {
   Plan plan;

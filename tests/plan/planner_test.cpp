@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "gantry/plan/plan_json.h"
 
 namespace gantry::plan {
@@ -278,6 +280,40 @@ TEST(KvTypes, NamesAndSizes) {
   EXPECT_EQ(*kv_row_bytes(KvType::kQ4_0, 128), 4u * 18u);
   EXPECT_EQ(*kv_row_bytes(KvType::kF16, 100), 200u);
   EXPECT_FALSE(kv_row_bytes(KvType::kQ5_0, 100).ok());
+}
+
+TEST(PlannerLimits, ContextsBeyondTheLimitAreRefusedNotWrapped) {
+  // 2^32-1 used to pad to 0 cells and "fit".
+  for (uint32_t ctx : {UINT32_MAX, UINT32_MAX - 255, kMaxContext + 1}) {
+    auto p = plan_gguf(tiny(), ctx_opts(ctx), cpu_only());
+    ASSERT_FALSE(p.ok()) << ctx;
+    EXPECT_NE(p.status().message().find("--ctx"), std::string::npos) << p.status().message();
+  }
+  ModelProfile m = tiny();
+  m.n_ctx_train = UINT32_MAX;  // from the file; --ctx not given
+  auto p = plan_gguf(m, ctx_opts(0), cpu_only());
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("training context"), std::string::npos) << p.status().message();
+}
+
+TEST(PlannerLimits, TheSuggestionSearchIsBoundedAtTheLargestContext) {
+  // At kMaxContext nothing fits 1 GiB; the search used to re-plan recursively (exponential).
+  const auto t0 = std::chrono::steady_clock::now();
+  Plan p = plan_or_die(bench100m(), ctx_opts(kMaxContext), cpu_only(kGiB));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_FALSE(p.fits);
+  EXPECT_FALSE(p.suggestion.empty());
+  EXPECT_NE(p.suggestion.find("--ctx"), std::string::npos) << p.suggestion;
+  EXPECT_LT(s, 1.0);
+}
+
+TEST(PlannerLimits, ByteCountsThatOverflowAreAnErrorNotASmallNumber) {
+  // Absurd (hand-built) hyperparameters: 2^20 heads of width 2^20 at the largest context.
+  ModelProfile m = llama_like(8, 1u << 20, 1u << 20, 1u << 20, 1u << 24, 1);
+  for (auto& l : m.layers) l.n_embd_head_k = l.n_embd_head_v = 1u << 20;
+  auto p = plan_gguf(m, ctx_opts(kMaxContext), cpu_only());
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("2^64"), std::string::npos) << p.status().message();
 }
 
 }  // namespace

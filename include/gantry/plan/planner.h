@@ -56,7 +56,7 @@ struct MemoryBytes {
   uint64_t kv_cache = 0;
   uint64_t compute = 0;
   uint64_t output = 0;
-  uint64_t total() const { return weights + kv_cache + compute + output; }
+  uint64_t total() const;  // saturates at UINT64_MAX (never wraps to a small number)
   MemoryBytes& operator+=(const MemoryBytes& o);
 };
 
@@ -87,8 +87,13 @@ struct Plan {
   std::vector<std::string> notes;
 };
 
+// The largest context the planner (and llama.cpp's 32-bit n_ctx, padded to 256) accepts.
+inline constexpr uint32_t kMaxContext = 1u << 28;
+
 // Plans a GGUF model over `devices` (at least one; the CPU device must be present and is where non-offloaded
-// layers go). Fails on impossible options (zero context, quantised V cache without flash attention, ...).
+// layers go). Fails on impossible options (zero or over-large context, quantised V cache without flash
+// attention, ...) and on a model whose memory does not fit in 64 bits. When it does not fit, `suggestion`
+// comes from a bounded search (a few dozen plans at most, none of them searching again).
 Result<Plan> plan_gguf(const ModelProfile& model, const PlanOptions& options,
                        const std::vector<Device>& devices);
 
