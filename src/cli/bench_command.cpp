@@ -24,6 +24,7 @@ struct BenchArgs {
   std::string kv_type = "f16";
   bool json = false;
   bool threadpool = true;
+  bool no_mmap = false;
 };
 
 // The model is loaded through the Runtime like any other (provider, placement and memory budget), then
@@ -34,7 +35,7 @@ int run_bench(const BenchArgs& a) {
     std::cerr << "gantry bench: error: " << m << "\n";
     return 2;
   };
-  if (a.n_prompt < 0 || a.n_gen < 0 || a.n_prompt + a.n_gen == 0)
+  if (a.n_prompt < 0 || a.n_gen < 0 || (a.n_prompt == 0 && a.n_gen == 0))
     return usage("-p and -n must be >= 0, not both 0");
   if (a.reps < 1) return usage("-r must be >= 1");
   if (a.threads < 0) return usage("-t must be >= 0");
@@ -52,6 +53,7 @@ int run_bench(const BenchArgs& a) {
   lo.factory.intra_op_threads = a.threads;
   lo.gpu_layers = a.n_gpu_layers;
   lo.kv_type = a.kv_type;
+  lo.use_mmap = !a.no_mmap;
   lo.context_size = 256;  // the model's own generation context stays small: the tests make theirs
   lo.parallel = 1;
   auto handle = (*rt)->load(a.model, lo);
@@ -137,6 +139,7 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threadpool", args->threadpool, "Attach a polling ggml threadpool (as llama-bench does)")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print the results as JSON");
+  cmd->add_flag("--no-mmap", args->no_mmap, "Read the weights into memory instead of mapping the file");
   cmd->callback([args, &exit_code] { exit_code = run_bench(*args); });
 }
 

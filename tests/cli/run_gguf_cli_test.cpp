@@ -126,10 +126,12 @@ TEST(RunGgufCli, BadInputGivesClearErrorsAndNoOutput) {
   auto kv = gantry("run " + quote(kModel) +
                    " --ctx 256 --prompt 'Once upon a time' --temperature 0 "
                    "--max-tokens 1000 -t 1");
-  // The generated model is deterministic and never emits end-of-text within 1000 greedy tokens.
-  ASSERT_EQ(kv.code, 1) << "expected the 256-cell cache to fill; stderr: " << kv.err;
-  EXPECT_NE(kv.err.find("out of KV cache space"), std::string::npos) << kv.err;
-  EXPECT_FALSE(kv.out.empty()) << "text generated before the cache filled is still shown";
+  // The generated model is deterministic and never emits end-of-text within 1000 greedy tokens: the
+  // generation stops when the 256-cell context is full (5 prompt tokens + 251), as a length limit.
+  ASSERT_EQ(kv.code, 0) << kv.err;
+  EXPECT_NE(kv.err.find("251 tokens generated"), std::string::npos) << kv.err;
+  EXPECT_NE(kv.err.find("finish: max_tokens"), std::string::npos) << kv.err;
+  EXPECT_FALSE(kv.out.empty());
 }
 
 }  // namespace

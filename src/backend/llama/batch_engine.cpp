@@ -183,6 +183,10 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
   s->result.n_prompt_tokens = static_cast<int>(s->prompt.size());
   s->cancel = std::make_shared<std::atomic<bool>>(false);
   s->req = std::move(request);
+  // A sequence stops at its share of the context (finish reason max_tokens), never runs out of KV cells:
+  // `-n 2147483647 --ctx 64` generates until the context is full.
+  s->req.max_tokens =
+      static_cast<int>(std::min<size_t>(static_cast<size_t>(s->req.max_tokens), cap - s->prompt.size()));
 
   SequenceHandle h;
   h.cancel_ = s->cancel;

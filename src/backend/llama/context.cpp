@@ -1,5 +1,6 @@
 #include "gantry/backend/llama/context.h"
 
+#include <fmt/format.h>
 #include <ggml-backend.h>
 #include <llama.h>
 
@@ -7,7 +8,12 @@
 
 #include "backend/llama/log_bridge.h"
 #include "backend/llama/runtime_init.h"
+#include "gantry/backend/llama/settings.h"
+#include "gantry/backend/threads.h"
+#include "gantry/core/checked_math.h"
 #include "gantry/core/log.h"
+#include "gantry/plan/plan_json.h"
+#include "gantry/plan/planner.h"
 
 namespace gantry::llama {
 namespace {
@@ -86,6 +92,37 @@ ggml_threadpool_t make_threadpool(int n_threads, int poll) {
 
 }  // namespace
 
+namespace {
+// The KV cache llama.cpp is about to allocate for `o` (every layer's K and V rows for n_ctx cells), against
+// what the devices have free: a context of 2^31 tokens (`bench -n 2147483647`) is refused here, before
+// llama.cpp tries to allocate gigabytes and fails (or is killed) half-way.
+Status check_kv_fits(const LlamaWeights& w, const ContextOptions& o) {
+  if (o.n_ctx > plan::kMaxContext) {
+    return InvalidArgument(fmt::format(
+        "a context of {} tokens is more than the {} Gantry accepts (llama.cpp counts cells in 32 bits)",
+        o.n_ctx, plan::kMaxContext));
+  }
+  const llama_model* m = w.raw();
+  const int n_head = llama_model_n_head(m), n_head_kv = llama_model_n_head_kv(m);
+  if (n_head <= 0 || n_head_kv <= 0) return Status::Ok();  // no attention cache (recurrent models)
+  const uint64_t width = static_cast<uint64_t>(llama_model_n_embd(m) / n_head) * n_head_kv;
+  auto k = plan::kv_row_bytes(o.type_k, width);
+  auto v = plan::kv_row_bytes(o.type_v, width);
+  if (!k.ok() || !v.ok()) return Status::Ok();  // llama.cpp explains an unusable type itself
+  const uint64_t need =
+      saturating_product(saturating_add(*k, *v), static_cast<uint64_t>(llama_model_n_layer(m)), o.n_ctx);
+  uint64_t free = 0;
+  for (const auto& d : llama_plan_devices()) free = saturating_add(free, d.free_bytes);
+  if (free > 0 && need > free) {
+    return ResourceExhausted(fmt::format(
+        "a context of {} tokens needs {} of KV cache for '{}', but this machine has {} free; use a smaller "
+        "context (--ctx, or -p/-n for bench)",
+        o.n_ctx, plan::human_bytes(need), w.path(), plan::human_bytes(free)));
+  }
+  return Status::Ok();
+}
+}  // namespace
+
 Result<std::unique_ptr<LlamaContext>> LlamaContext::create(std::shared_ptr<const LlamaWeights> weights,
                                                            const ContextOptions& options) {
   if (!weights) return InvalidArgument("LlamaContext::create: no model");
@@ -93,8 +130,9 @@ Result<std::unique_ptr<LlamaContext>> LlamaContext::create(std::shared_ptr<const
   ContextOptions o = options;
   if (o.n_threads < 0 || o.n_threads_batch < 0)
     return InvalidArgument("thread counts must be >= 0 (0 = default)");
-  if (o.n_threads == 0) o.n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (o.n_threads_batch == 0) o.n_threads_batch = o.n_threads;
+  o.n_threads = o.n_threads == 0 ? backend::hardware_threads() : backend::cap_threads(o.n_threads, "threads");
+  o.n_threads_batch =
+      o.n_threads_batch == 0 ? o.n_threads : backend::cap_threads(o.n_threads_batch, "batch threads");
   if (o.n_batch == 0 || o.n_ubatch == 0) return InvalidArgument("n_batch and n_ubatch must be >= 1");
   if (o.n_ubatch > o.n_batch) o.n_ubatch = o.n_batch;
   if (o.n_seq_max == 0 || o.n_seq_max > llama_max_parallel_sequences()) {
@@ -107,6 +145,8 @@ Result<std::unique_ptr<LlamaContext>> LlamaContext::create(std::shared_ptr<const
     return InvalidArgument("context of " + std::to_string(o.n_ctx) + " cells cannot hold " +
                            std::to_string(o.n_seq_max) + " sequences");
   }
+
+  GANTRY_RETURN_IF_ERROR(check_kv_fits(*weights, o));
 
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = o.n_ctx;

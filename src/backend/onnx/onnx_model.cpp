@@ -6,6 +6,7 @@
 #include "gantry/backend/onnx/ort_env.h"
 #include "gantry/backend/onnx/pool_allocator.h"
 #include "gantry/backend/onnx/providers.h"
+#include "gantry/backend/threads.h"
 #include "gantry/core/log.h"
 #include "gantry/memory/owner_scope.h"
 
@@ -245,8 +246,10 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
                           const std::vector<TensorInfo>* inputs) -> Result<Ort::SessionOptions> {
     Ort::SessionOptions so;
     so.SetGraphOptimizationLevel(ort_level(placement.graph_optimization));
-    if (placement.intra_op_threads > 0) so.SetIntraOpNumThreads(placement.intra_op_threads);
-    if (placement.inter_op_threads > 0) so.SetInterOpNumThreads(placement.inter_op_threads);
+    if (placement.intra_op_threads > 0)
+      so.SetIntraOpNumThreads(backend::cap_threads(placement.intra_op_threads, "intra_op_threads"));
+    if (placement.inter_op_threads > 0)
+      so.SetInterOpNumThreads(backend::cap_threads(placement.inter_op_threads, "inter_op_threads"));
     if (placement.memory_pattern)
       so.EnableMemPattern();
     else
