@@ -13,6 +13,7 @@
 #include "gantry/hw/detect.h"
 #include "gantry/hw/loader.h"
 #include "gantry/hw/machine.h"
+#include "gantry/model/onnx_info.h"
 #include "gantry/model/package.h"
 #include "gantry/plan/gguf_profile.h"
 #include "gantry/plan/plan_json.h"
@@ -39,11 +40,24 @@ struct PlanArgs {
   bool measure = false;
 };
 
-hw::Registry detect_devices(const std::string& sysroot) {
+// The machine to plan for: this one, or one captured under --sysroot. A sysroot that does not exist or
+// lacks the memory figures is an error: planning against "0 B free" would only mislead.
+Result<hw::Registry> detect_devices(const std::string& sysroot) {
   if (sysroot.empty()) return hw::detect_local();
+  std::error_code ec;
+  if (!fs::is_directory(sysroot, ec)) {
+    return NotFound("--sysroot " + sysroot +
+                    " is not a directory (expected a captured machine: proc/, sys/)");
+  }
   auto machine = hw::make_disk_machine(sysroot);
   auto loader = hw::make_null_loader();
-  return hw::detect(*machine, *loader);
+  hw::Registry r = hw::detect(*machine, *loader);
+  if (!r.host.memory_total_bytes) {
+    return InvalidArgument(
+        "--sysroot " + sysroot +
+        " has no readable proc/meminfo, so its memory is unknown and nothing can be planned");
+  }
+  return r;
 }
 
 // Loads the model the way `plan` placed it (through the backend's one Placement translation) and reads
@@ -105,7 +119,12 @@ int run_plan(const PlanArgs& a) {
               << " (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl)\n";
     return 2;
   }
-  const std::vector<plan::Device> devices = plan::devices_from_registry(detect_devices(a.sysroot));
+  auto registry = detect_devices(a.sysroot);
+  if (!registry.ok()) {
+    std::cerr << "gantry: plan: " << registry.status().message() << "\n";
+    return 2;
+  }
+  const std::vector<plan::Device> devices = plan::devices_from_registry(*registry);
 
   plan::Plan result;
   // GGUF by magic, or by extension (then the GGUF reader explains what is wrong with the file).
@@ -132,8 +151,17 @@ int run_plan(const PlanArgs& a) {
     result = std::move(*p);
     result.model = path.filename().string() + " (" + profile->architecture + ", " +
                    std::to_string(profile->n_layer()) + " layers, " + profile->weight_type + ")";
-  } else {
+  } else if (format.ok() && *format == model::ModelFormat::kOnnx) {
+    // An estimate, but only of a model that parses: an empty file or /etc/passwd does not "fit".
+    if (auto info = model::read_onnx_info(path); !info.ok()) {
+      std::cerr << "gantry: plan: " << info.status().to_string() << "\n";
+      return 1;
+    }
     result = plan::estimate_generic(path.filename().string(), fs::file_size(path, ec), devices);
+  } else {
+    std::cerr << "gantry: plan: " << a.model << " is neither a GGUF nor an ONNX model"
+              << (format.ok() ? "" : " (" + format.status().message() + ")") << "\n";
+    return 1;
   }
   std::optional<llama::MemoryMeasurement> measured;
   if (a.measure) {

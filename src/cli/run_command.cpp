@@ -161,6 +161,7 @@ int run_model(RunArgs& a) {
   lo.context_size = a.gguf.ctx;
   lo.parallel = 1;
   lo.gpu_layers = a.gguf.n_gpu_layers;
+  lo.use_mmap = !a.gguf.no_mmap;
   auto handle = (*rt)->load(a.model, lo);
   if (!handle.ok()) {
     std::cerr << "gantry run: error: " << handle.status().message() << "\n";

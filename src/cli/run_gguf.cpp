@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "gantry/core/log.h"
@@ -9,7 +13,15 @@
 namespace gantry::cli {
 
 void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& o) {
-  cmd.add_option("--prompt,-p", o.prompt, "Text to continue (or the user message with --chat)");
+  auto* prompt =
+      cmd.add_option("--prompt,-p", o.prompt, "Text to continue (or the user message with --chat)");
+  cmd.add_option(
+         "--prompt-file", o.prompt_file,
+         "Read the prompt from FILE (- = standard input); for prompts longer than a command line holds")
+      ->excludes(prompt);
+  cmd.add_flag("--no-mmap", o.no_mmap,
+               "Read GGUF weights into memory instead of mapping the file (for files that may change while "
+               "in use: a mapped file overwritten in place ends the process with SIGBUS)");
   cmd.add_option("--max-tokens,-n", o.max_tokens, "Most tokens to generate")->capture_default_str();
   cmd.add_option("--temperature", o.sampling.temperature, "Sampling temperature; 0 = greedy")
       ->capture_default_str();
@@ -31,6 +43,35 @@ void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& o) {
   cmd.add_option("--stop", o.stop, "Stop before this text (repeatable)");
 }
 
+namespace {
+// The prompt from FILE or, for "-", standard input. A pipe or FIFO is fine here (`--prompt-file <(...)`):
+// the user named it; the read is bounded so a endless stream ends in an error, not in exhausted memory.
+Result<std::string> read_prompt_file(const std::string& path) {
+  constexpr size_t kMaxPromptBytes = 64u << 20;
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (path != "-") {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      return InvalidArgument("--prompt-file " + path + " is a directory");
+    file.open(path, std::ios::binary);
+    if (!file) return NotFound("--prompt-file " + path + ": cannot open it (" + std::strerror(errno) + ")");
+    in = &file;
+  }
+  std::string text;
+  char buf[65536];
+  while (in->read(buf, sizeof buf) || in->gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in->gcount()));
+    if (text.size() > kMaxPromptBytes) {
+      return InvalidArgument("--prompt-file " + path +
+                             " holds more than 64 MiB; no context takes that much text");
+    }
+  }
+  if (in->bad()) return IoError("--prompt-file " + path + ": read failed");
+  return text;
+}
+}  // namespace
+
 Status validate_run_gguf_flags(const RunGgufOptions& o) {
   if (o.seed < -1 || o.seed > 0xFFFFFFFELL) return InvalidArgument("--seed must be -1 or in 0..4294967294");
   if (o.threads < 0) return InvalidArgument("--threads must be >= 0");
@@ -44,7 +85,16 @@ int run_generation(backend::Model& model, const RunGgufOptions& o, std::ostream&
     std::cerr << "gantry run: error: " << st.message() << "\n";
     return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
   };
-  if (o.prompt.empty()) return fail(InvalidArgument("--prompt is required for a text-generation model"));
+  std::string prompt = o.prompt;
+  if (!o.prompt_file.empty()) {
+    auto text = read_prompt_file(o.prompt_file);
+    if (!text.ok()) return fail(text.status());
+    prompt = std::move(*text);
+  }
+  if (prompt.empty()) {
+    return fail(
+        InvalidArgument("a text-generation model needs a prompt: --prompt TEXT or --prompt-file FILE"));
+  }
   if (Status st = validate_run_gguf_flags(o); !st.ok()) return fail(st);
   backend::GenerationRequest req;
   req.max_tokens = o.max_tokens;
@@ -54,12 +104,12 @@ int run_generation(backend::Model& model, const RunGgufOptions& o, std::ostream&
   if (o.chat) {
     std::vector<backend::ChatMessage> msgs;
     if (!o.system.empty()) msgs.push_back({"system", o.system});
-    msgs.push_back({"user", o.prompt});
+    msgs.push_back({"user", prompt});
     auto text = model.format_chat(msgs, true);
     if (!text.ok()) return fail(text.status());
     req.prompt = *text;
   } else {
-    req.prompt = o.prompt;
+    req.prompt = prompt;
   }
   req.on_text = [&out](std::string_view t) {
     out << t;

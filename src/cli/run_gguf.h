@@ -16,7 +16,8 @@ namespace gantry::cli {
 
 struct RunGgufOptions {
   std::string prompt;
-  std::string system;  // --system: a system message (with --chat)
+  std::string prompt_file;  // --prompt-file FILE|-: the prompt from a file or stdin (any length)
+  std::string system;       // --system: a system message (with --chat)
   int max_tokens = 128;
   backend::SamplingParams sampling;  // the one definition of the sampling defaults
   int64_t seed = -1;                 // -1: random
@@ -24,10 +25,12 @@ struct RunGgufOptions {
   int threads = 0;                  // 0: all hardware threads
   std::optional<int> n_gpu_layers;  // unset: what the planner says fits on the chosen GPU (0 on the CPU)
   bool chat = false;
+  bool no_mmap = false;  // --no-mmap: read the weights into memory instead of mapping the file
   std::vector<std::string> stop;
 };
 
-// Adds --prompt, --max-tokens, --temperature, --top-k, --top-p, --min-p, --repeat-penalty, --seed,
+// Adds --prompt, --prompt-file, --no-mmap, --max-tokens, --temperature, --top-k, --top-p, --min-p,
+// --repeat-penalty, --seed,
 // --ctx, --threads, --n-gpu-layers, --chat, --system, --stop (repeatable) to `cmd`.
 void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& options);
 
@@ -36,7 +39,8 @@ void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& options);
 Status validate_run_gguf_flags(const RunGgufOptions& options);
 
 // Streams only the generated text to `out` (logs go to stderr). Returns the exit code: 0 success,
-// 1 runtime failure (prompt too long, out of KV space), 2 bad usage; errors are printed to stderr.
+// 1 runtime failure (prompt longer than the context), 2 bad usage; errors are printed to stderr. A
+// generation stops at the end of the context (finish max_tokens) rather than failing.
 int run_generation(backend::Model& model, const RunGgufOptions& options, std::ostream& out);
 
 }  // namespace gantry::cli

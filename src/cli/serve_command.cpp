@@ -43,6 +43,7 @@ struct ServeArgs {
   uint32_t parallel = 4;
   uint32_t ctx = 0;
   std::string kv_type;
+  bool no_mmap = false;
   int64_t max_batch_size = 32;
   int64_t max_queue_delay_us = 1000;
   bool no_dynamic_batching = false;
@@ -80,6 +81,7 @@ int serve(ServeArgs& a) {
   o.load.context_size = a.ctx;
   o.load.parallel = a.parallel;
   o.load.kv_type = a.kv_type;
+  o.load.use_mmap = !a.no_mmap;
 
   // SIGINT/SIGTERM: the first starts the drain, a second exits at once (from the handler: whichever
   // thread the signal lands on, nothing else needs to run).
@@ -134,6 +136,9 @@ void register_serve_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 256));
   cmd->add_option("--ctx", a->ctx, "Context size of text models (default: the planner's)");
   cmd->add_option("--kv-type", a->kv_type, "KV cache type of text models (f16, q8_0, ...)");
+  cmd->add_flag("--no-mmap", a->no_mmap,
+                "Read GGUF weights into memory instead of mapping them (a mapped file overwritten in place "
+                "ends the process with SIGBUS; to update a model, rename a new file over the old one)");
   cmd->add_option("--threads", a->threads, "Inference threads per model (default: the backend's)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--provider", a->provider, "Use only this execution provider (cpu, cuda, ...)");

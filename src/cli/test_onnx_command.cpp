@@ -217,7 +217,8 @@ void register_test_onnx_command(CLI::App& app, int& exit_code) {
   cmd->add_option("dirs", args->dirs, "A test folder (model.onnx + test_data_set_N/) or a folder of them")
       ->required();
   cmd->add_option("--provider", args->provider, "Execution provider (cpu, cuda, ...)");
-  cmd->add_option("--threads", args->threads, "Intra-op threads per session")->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", args->threads, "Intra-op threads per session (0 = ONNX Runtime's default)")
+      ->check(CLI::Range(0, 4096));
   cmd->callback([args, &exit_code] {
     auto tests = collect(args->dirs);
     if (!tests.ok()) {

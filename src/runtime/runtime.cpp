@@ -126,6 +126,7 @@ backend::LoadOptions Runtime::factory_options(const LoadOptions& options) const 
   if (options.parallel > 0) set("parallel", std::to_string(options.parallel));
   if (!options.kv_type.empty()) set("kv_type", options.kv_type);
   if (options.gpu_layers) set("n_gpu_layers", std::to_string(*options.gpu_layers));
+  if (!options.use_mmap) set("mmap", "off");
   return f;
 }
 

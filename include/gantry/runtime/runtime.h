@@ -57,6 +57,9 @@ struct LoadOptions {
   uint32_t parallel = 0;          // sequences decoded together
   std::string kv_type;            // f16, q8_0, ...
   std::optional<int> gpu_layers;  // layers offloaded to GPUs (-1 all); default: what the planner says fits
+  // false: read GGUF weights into memory instead of mapping them (a mapped file overwritten in place
+  // kills the process with SIGBUS; replace model files by renaming a new file over them instead).
+  bool use_mmap = true;
   std::optional<std::chrono::milliseconds> keep_alive;  // default: RuntimeOptions::default_keep_alive
   bool pinned = false;
   bool verify_checksums = true;

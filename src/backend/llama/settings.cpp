@@ -15,9 +15,9 @@
 namespace gantry::llama {
 namespace {
 
-constexpr std::array<std::string_view, 9> kKeys = {"n_ctx",    "parallel",     "n_batch",
-                                                   "n_ubatch", "n_gpu_layers", "tensor_split",
-                                                   "kv_type",  "flash_attn",   "max_tokens"};
+constexpr std::array<std::string_view, 10> kKeys = {"n_ctx",        "parallel",     "n_batch", "n_ubatch",
+                                                    "n_gpu_layers", "tensor_split", "kv_type", "flash_attn",
+                                                    "max_tokens",   "mmap"};
 constexpr uint32_t kDefaultCtx = 2048;
 constexpr uint32_t kDefaultBatch = 512;
 
@@ -183,6 +183,13 @@ Result<LlamaSettings> llama_settings(const backend::Placement& p, const plan::Mo
         fmt::format("a quantised V cache ({}) needs flash attention: use flash_attn=on "
                     "(or auto) or kv_type=f16",
                     plan::kv_type_name(c.type_v)));
+  }
+  // mmap off reads the weights into memory: a file replaced in place while mapped would otherwise end the
+  // process with SIGBUS on the next access.
+  if (auto it = p.options.find("mmap"); it != p.options.end()) {
+    if (it->second != "on" && it->second != "off")
+      return InvalidArgument("placement option mmap='" + it->second + "' must be on or off");
+    s.load.use_mmap = it->second == "on";
   }
   GANTRY_ASSIGN_OR_RETURN(auto max_tokens, int_option(p, "max_tokens", 1, 1 << 24));
   s.max_tokens = max_tokens.value_or(128);

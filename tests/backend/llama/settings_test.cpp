@@ -58,7 +58,8 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
                                             {"tensor_split", "3,1"},
                                             {"kv_type", "q4_1"},
                                             {"flash_attn", "on"},
-                                            {"max_tokens", "9"}});
+                                            {"max_tokens", "9"},
+                                            {"mmap", "off"}});
   p.intra_op_threads = 3;
   p.device_ids = {1};
   auto s = llama_settings(p, tiny_profile(), kCpuOnly);
@@ -75,7 +76,8 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
   EXPECT_EQ(s->load.placement.tensor_split, (std::vector<float>{3, 1}));
   EXPECT_EQ(s->load.placement.main_gpu, 1);
   EXPECT_EQ(s->max_tokens, 9);
-  EXPECT_EQ(llama_placement_keys().size(), 9u);
+  EXPECT_FALSE(s->load.use_mmap);
+  EXPECT_EQ(llama_placement_keys().size(), 10u);
 }
 
 TEST(LlamaSettings, BadOptionsAreRefusedWithTheirName) {

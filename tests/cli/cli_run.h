@@ -1,0 +1,91 @@
+// Runs build/bin/gantry as a child process and reports how it ended, for CLI tests that must prove a bad
+// input ends in a clear error: the exit code (or the signal), stdout, stderr, wall time and peak RSS, with
+// the child killed when it outlives a deadline (so a hang is a test failure, not a stuck suite).
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gantry::testing {
+
+struct CliResult {
+  int exit_code = -1;  // -1 when killed by a signal
+  int signal = 0;      // the signal that ended it (SIGKILL after the deadline)
+  bool timed_out = false;
+  std::string out, err;
+  double seconds = 0;
+  long max_rss_kib = 0;  // peak resident set of the child
+  // For failure messages: how it ended and what it said.
+  std::string describe() const {
+    return "exit " + std::to_string(exit_code) + ", signal " + std::to_string(signal) +
+           (timed_out ? " (timed out)" : "") + ", " + std::to_string(seconds) + " s, " +
+           std::to_string(max_rss_kib / 1024) + " MiB\nstderr: " + err + "\nstdout: " + out.substr(0, 2000);
+  }
+};
+
+inline std::string gantry_binary() { return std::string(GANTRY_BINARY_DIR) + "/bin/gantry"; }
+
+// Runs `gantry args...` (no shell), stdin from /dev/null, killed after `deadline`.
+inline CliResult run_gantry(const std::vector<std::string>& args,
+                            std::chrono::milliseconds deadline = std::chrono::seconds(30)) {
+  CliResult r;
+  char out_tpl[] = "/tmp/gantry-cli-out-XXXXXX";
+  char err_tpl[] = "/tmp/gantry-cli-err-XXXXXX";
+  const int out_fd = ::mkstemp(out_tpl);
+  const int err_fd = ::mkstemp(err_tpl);
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int in = ::open("/dev/null", O_RDONLY);
+    ::dup2(in, 0);
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    std::vector<std::string> argv_s{gantry_binary()};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  struct rusage usage {};
+  while (true) {
+    const pid_t done = ::wait4(pid, &status, WNOHANG, &usage);
+    if (done == pid) break;
+    if (std::chrono::steady_clock::now() - t0 > deadline) {
+      ::kill(pid, SIGKILL);
+      ::wait4(pid, &status, 0, &usage);
+      r.timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.max_rss_kib = usage.ru_maxrss;
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  auto slurp = [](const char* path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  r.out = slurp(out_tpl);
+  r.err = slurp(err_tpl);
+  ::close(out_fd);
+  ::close(err_fd);
+  ::unlink(out_tpl);
+  ::unlink(err_tpl);
+  return r;
+}
+
+}  // namespace gantry::testing
