@@ -10,7 +10,7 @@ JOBS ?= $(shell nproc)
 PRESET ?= default
 BUILD_DIR := $(if $(filter default,$(PRESET)),build,build-$(PRESET))
 
-.PHONY: setup build test run demo bench asan fuzz clean format
+.PHONY: setup build test run demo bench asan fuzz fuzz-smoke clean format
 
 setup:
 	@bash scripts/setup.sh all
@@ -38,6 +38,10 @@ asan:
 # libFuzzer targets; run each with e.g. build-fuzz/bin/manifest_fuzz -max_total_time=60
 fuzz: setup
 	@cmake --preset fuzz >/dev/null && cmake --build --preset fuzz -j $(JOBS)
+
+# Every fuzz target for 60 s (FUZZ_SECONDS=N to change) from its seeds; one line per target: execs, crashes.
+fuzz-smoke: fuzz
+	@scripts/fuzz-smoke.sh $(or $(FUZZ_SECONDS),60)
 
 format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i
