@@ -4,6 +4,7 @@
 #include <prometheus/metric_family.h>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "gantry/build_info.h"
@@ -62,8 +63,8 @@ std::string format_of(const std::string& backend, const std::string& source) {
   if (backend == "llama.cpp") return "gguf";
   if (backend == "onnxruntime") return "onnx";
   auto ends = [&](std::string_view suffix) {
-    return source.size() >= suffix.size() && source.compare(source.size() - suffix.size(), suffix.size(),
-                                                            suffix) == 0;
+    return source.size() >= suffix.size() &&
+           source.compare(source.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   if (ends(".gguf")) return "gguf";
   if (ends(".onnx")) return "onnx";
@@ -237,7 +238,8 @@ void dashboard_pin(Server::State& s, std::shared_ptr<Reply> reply, std::string m
                      : st.message());
     return;
   }
-  reply->json(200, json{{"name", model}, {"pinned", pinned}}.dump(-1, ' ', false, json::error_handler_t::replace));
+  reply->json(200,
+              json{{"name", model}, {"pinned", pinned}}.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 }  // namespace gantry::server

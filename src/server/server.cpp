@@ -541,7 +541,7 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
           return;
         }
         break;
- case Route::kDashboardPage:
+      case Route::kDashboardPage:
       case Route::kDashboardAsset:
         if (auto asset = dashboard_asset(r.asset, req))
           reply->send(std::move(*asset));

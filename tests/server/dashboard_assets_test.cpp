@@ -51,11 +51,16 @@ TEST(DashboardAssets, ContentTypesAndEtags) {
   for (const auto& a : embedded_dashboard_assets()) {
     const std::string name(a.name);
     auto ends = [&](std::string_view s) { return name.size() >= s.size() && name.ends_with(s); };
-    if (ends(".html")) EXPECT_EQ(a.content_type, "text/html; charset=utf-8");
-    else if (ends(".js")) EXPECT_EQ(a.content_type, "text/javascript; charset=utf-8");
-    else if (ends(".css")) EXPECT_EQ(a.content_type, "text/css; charset=utf-8");
-    else if (ends(".svg")) EXPECT_EQ(a.content_type, "image/svg+xml");
-    else ADD_FAILURE() << "no expected content type for " << name;
+    if (ends(".html"))
+      EXPECT_EQ(a.content_type, "text/html; charset=utf-8");
+    else if (ends(".js"))
+      EXPECT_EQ(a.content_type, "text/javascript; charset=utf-8");
+    else if (ends(".css"))
+      EXPECT_EQ(a.content_type, "text/css; charset=utf-8");
+    else if (ends(".svg"))
+      EXPECT_EQ(a.content_type, "image/svg+xml");
+    else
+      ADD_FAILURE() << "no expected content type for " << name;
     ASSERT_EQ(a.etag.size(), 34u) << name;
     EXPECT_EQ(a.etag.front(), '"');
     EXPECT_EQ(a.etag.back(), '"');

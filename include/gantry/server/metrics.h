@@ -15,7 +15,7 @@
 namespace prometheus {
 class Registry;
 struct MetricFamily;
-}
+}  // namespace prometheus
 
 namespace gantry::runtime {
 class Runtime;
