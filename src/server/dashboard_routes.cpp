@@ -216,7 +216,8 @@ void dashboard_status(Server::State& s, std::shared_ptr<Reply> reply) {
       {"budgets", std::move(budgets)},
       {"gauges",
        {{"queue_depth", queued},
-        {"inflight_requests", gauges.inflight_requests},
+        // Not counting this status request itself (every answered request is in flight until then).
+        {"inflight_requests", gauges.inflight_requests > 0 ? gauges.inflight_requests - 1 : 0},
         {"open_connections", gauges.open_connections}}},
       {"totals", totals_json(s.metrics.collect())},
   };

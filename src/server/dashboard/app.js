@@ -4,7 +4,7 @@
 import { api, apiJson, errorMessage, setApiKey, setAuthHandler, AuthError } from './api.js';
 import { Chat } from './chat.js';
 import { OnnxForm } from './onnx.js';
-import { el, setText, bytes, duration, seconds, rate, colourOf } from './util.js';
+import { el, setText, bytes, duration, seconds, rate, colourOf, quantile } from './util.js';
 
 const $ = (id) => document.getElementById(id);
 const POLL_MS = 1000;
@@ -115,7 +115,9 @@ function renderMachine(m) {
         {},
         el('td', { className: 'mono', text: d.id }),
         el('td', { text: d.kind }),
-        el('td', { text: [d.vendor, d.name].filter(Boolean).join(' ') }),
+        el('td', {
+          text: d.name.toLowerCase().includes(d.vendor.toLowerCase()) ? d.name : [d.vendor, d.name].filter(Boolean).join(' '),
+        }),
         el('td', {
           text:
             d.memory_total_bytes === null
@@ -133,25 +135,35 @@ function renderBudgets(budgets) {
     box.replaceChildren(el('p', { className: 'muted', text: 'No device has a memory budget.' }));
     return;
   }
+  const key = JSON.stringify(budgets);
+  if (box.dataset.key === key) return;
+  box.dataset.key = key;
   box.replaceChildren(
     ...budgets.map((b) => {
-      const bar = el('div', { className: 'bar', role: 'img', 'aria-label': `${b.device} budget` });
+      const owners = b.owners.filter((o) => o.bytes > 0);
+      // Two bars: the budget's capacity (what is taken, by model), and the memory in use split by model
+      // (readable even when the models are small next to the budget).
+      const capacity = el('div', { className: 'bar thin', role: 'img', 'aria-label': `${b.device}: share of the budget` });
+      const split = el('div', { className: 'bar', role: 'img', 'aria-label': `${b.device}: memory in use by model` });
       const legend = el('div', { className: 'legend' });
-      for (const o of b.owners) {
-        if (!o.bytes) continue;
-        const seg = el('div', {
-          className: 'segment',
-          title: `${o.owner}: ${bytes(o.bytes)}${o.pinned ? ' (pinned)' : ''}`,
-          dataset: { owner: o.owner },
-        });
-        // CSSOM, not a style attribute: allowed by style-src 'self'.
-        seg.style.width = `${b.capacity ? Math.min(100, (100 * o.bytes) / b.capacity) : 0}%`;
+      const total = owners.reduce((a, o) => a + o.bytes, 0);
+      for (const o of owners) {
+        const title = `${o.owner}: ${bytes(o.bytes)}${o.pinned ? ' (pinned)' : ''}`;
+        // Widths through the CSSOM, not a style attribute: allowed by style-src 'self'.
+        const part = el('div', { className: 'segment', title, dataset: { owner: o.owner } });
+        part.style.width = `${b.capacity ? Math.min(100, (100 * o.bytes) / b.capacity) : 0}%`;
+        part.style.background = colourOf(o.owner);
+        capacity.append(part);
+        const seg = el('div', { className: 'segment', title, dataset: { owner: o.owner } });
+        seg.style.width = `${(100 * o.bytes) / total}%`;
         seg.style.background = colourOf(o.owner);
-        bar.append(seg);
+        if ((100 * o.bytes) / total > 12) seg.append(el('span', { className: 'segment-label', text: o.owner }));
+        split.append(seg);
         const sw = el('span', { className: 'swatch' });
         sw.style.background = colourOf(o.owner);
-        legend.append(el('span', {}, sw, `${o.owner} ${bytes(o.bytes)}${o.pinned ? ' 📌' : ''}`));
+        legend.append(el('span', {}, sw, `${o.owner} ${bytes(o.bytes)}${o.pinned ? ' (pinned)' : ''}`));
       }
+      const pct = b.capacity ? ((100 * b.used) / b.capacity).toFixed(b.used / b.capacity < 0.01 ? 2 : 0) : '0';
       return el(
         'div',
         { className: 'budget', dataset: { device: b.device } },
@@ -159,9 +171,10 @@ function renderBudgets(budgets) {
           'div',
           { className: 'budget-head' },
           el('span', { className: 'mono', text: b.device }),
-          el('span', { text: `${bytes(b.used)} of ${bytes(b.capacity)} used (peak ${bytes(b.peak)})` }),
+          el('span', { text: `${bytes(b.used)} of ${bytes(b.capacity)} used (${pct} %, peak ${bytes(b.peak)})` }),
         ),
-        bar,
+        capacity,
+        owners.length ? split : el('p', { className: 'muted small', text: 'nothing loaded' }),
         legend,
       );
     }),
@@ -287,30 +300,6 @@ function renderLive(s) {
   for (const q of [50, 95, 99]) {
     setText($(`stat-p${q}`), seconds(quantile(q / 100, first.totals.latency_buckets, last.totals.latency_buckets)));
   }
-}
-
-// The q-quantile of the requests between two cumulative histograms (Prometheus' histogram_quantile:
-// linear within the bucket); null when none were answered.
-function quantile(q, before, after) {
-  if (!after || !after.length) return null;
-  const counts = after.map((b, i) => ({
-    le: b.le === '+Inf' ? Infinity : b.le,
-    n: b.count - (before && before[i] ? before[i].count : 0),
-  }));
-  const total = counts[counts.length - 1].n;
-  if (!(total > 0)) return null;
-  const rank = q * total;
-  let prevLe = 0;
-  let prevN = 0;
-  for (const { le, n } of counts) {
-    if (n >= rank) {
-      if (le === Infinity) return prevLe; // beyond the largest bound: report that bound
-      return prevLe + (le - prevLe) * ((rank - prevN) / Math.max(n - prevN, 1e-9));
-    }
-    prevLe = le;
-    prevN = n;
-  }
-  return prevLe;
 }
 
 startPolling();

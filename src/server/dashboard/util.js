@@ -61,3 +61,27 @@ export function colourOf(name) {
   for (const ch of name) h = (h * 31 + ch.codePointAt(0)) >>> 0;
   return `hsl(${h % 360}, 60%, 52%)`;
 }
+
+// The q-quantile of the requests between two cumulative histograms (Prometheus' histogram_quantile:
+// linear within the bucket); null when none were answered.
+export function quantile(q, before, after) {
+  if (!after || !after.length) return null;
+  const counts = after.map((b, i) => ({
+    le: b.le === '+Inf' ? Infinity : b.le,
+    n: b.count - (before && before[i] ? before[i].count : 0),
+  }));
+  const total = counts[counts.length - 1].n;
+  if (!(total > 0)) return null;
+  const rank = q * total;
+  let prevLe = 0;
+  let prevN = 0;
+  for (const { le, n } of counts) {
+    if (n >= rank) {
+      if (le === Infinity) return prevLe; // beyond the largest bound: report that bound
+      return prevLe + (le - prevLe) * ((rank - prevN) / Math.max(n - prevN, 1e-9));
+    }
+    prevLe = le;
+    prevN = n;
+  }
+  return prevLe;
+}
