@@ -225,18 +225,24 @@ void dashboard_status(Server::State& s, std::shared_ptr<Reply> reply) {
 }
 
 void dashboard_pin(Server::State& s, std::shared_ptr<Reply> reply, std::string model, bool pinned) {
-  if (!s.repository.find(model) && !s.runtime.manager().info(model)) {
+  auto info = s.runtime.manager().info(model);
+  if (!s.repository.find(model) && !info) {
     reply->error(404, "model '" + model + "' is not served here (GET /gantry/status lists the models)");
     return;
   }
-  Status st = s.runtime.manager().set_pinned(model, pinned);
+  // A pin belongs to a loaded model (a later load starts from the load options), so pinning one that is
+  // not loaded is refused rather than silently forgotten.
+  if (pinned && (!info || info->state != runtime::ModelState::kReady)) {
+    const std::string state = info ? std::string(runtime::model_state_name(info->state)) : "unloaded";
+    reply->error(409,
+                 "model '" + model + "' is " + state +
+                     " and only a loaded model can be pinned: load it first (POST /v2/repository/models/" +
+                     model + "/load), then pin it");
+    return;
+  }
+  Status st = info ? s.runtime.manager().set_pinned(model, pinned) : Status::Ok();
   if (!st.ok()) {
-    // Pinning applies to a loaded model: say so instead of a bare "not found".
-    reply->error(st.code() == StatusCode::kNotFound ? 409 : http_status_for(st),
-                 st.code() == StatusCode::kNotFound
-                     ? "model '" + model + "' is not loaded; load it first (POST /v2/repository/models/" +
-                           model + "/load), then pin it"
-                     : st.message());
+    reply->error(st);
     return;
   }
   reply->json(200,

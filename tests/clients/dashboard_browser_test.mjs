@@ -229,6 +229,21 @@ await check('unpin, then unload tiny-llama with its button', async () => {
   await page.waitForFunction(() => !document.querySelector('#budgets .segment[data-owner="tiny-llama"]'), null, WAIT);
 });
 
+await check('pinning an unloaded or unknown model is refused with a reason', async () => {
+  const unloaded = await fetch(`${BASE}/gantry/models/tiny-llama/pin`, { method: 'POST', headers: auth });
+  assert.equal(unloaded.status, 409);
+  assert.match((await unloaded.json()).error, /is unloaded and only a loaded model can be pinned: load it first/);
+  const unknown = await fetch(`${BASE}/gantry/models/no-such-model/pin`, { method: 'POST', headers: auth });
+  assert.equal(unknown.status, 404);
+  assert.equal((await fetch(`${BASE}/gantry/models/tiny-llama/pin`, { headers: auth })).status, 405);
+});
+
+await check('load tiny-llama again with its button', async () => {
+  await row('tiny-llama').locator('button[data-action="load"]').click();
+  await page.locator('#model-rows tr[data-model="tiny-llama"][data-state="ready"]').waitFor(WAIT);
+  await page.locator('#budgets .segment[data-owner="tiny-llama"]').first().waitFor(WAIT);
+});
+
 await check('no console errors', async () => {
   assert.deepEqual(consoleErrors, []);
 });
