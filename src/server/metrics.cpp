@@ -103,6 +103,8 @@ void Metrics::tokens(std::string_view model, uint64_t prompt, uint64_t generated
   }
 }
 
+std::vector<prometheus::MetricFamily> Metrics::collect() const { return registry_->Collect(); }
+
 std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauges) {
   std::lock_guard lock(render_mu_);
   const uint64_t ev = runtime.manager().evictions();

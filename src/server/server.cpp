@@ -68,9 +68,15 @@ struct Route {
     kCompletions,
     kEmbeddings,
     kMetrics,
+    kDashboardPage,
+    kDashboardAsset,
+    kGantryStatus,
+    kGantryPin,
+    kGantryUnpin,
   } kind = kNotFound;
   std::string model;
   std::string version;         // /versions/{v}, "" when not given
+  std::string asset;           // /dashboard/{asset}
   const char* method = "GET";  // the method the route takes
   Protocol protocol = Protocol::kHttp;
 };
@@ -97,6 +103,16 @@ Route route_of(std::string_view path) {
     r.kind = Route::kServerMetadata;
   else if (is({"metrics"}))
     r.kind = Route::kMetrics;
+  else if (is({}))
+    r.kind = Route::kDashboardPage, r.asset = "index.html";
+  else if (is({"dashboard", "*"}))
+    r.kind = Route::kDashboardAsset, r.asset = p[1];
+  else if (is({"gantry", "status"}))
+    r.kind = Route::kGantryStatus;
+  else if (is({"gantry", "models", "*", "pin"}))
+    r.kind = Route::kGantryPin, r.model = p[2], r.method = "POST";
+  else if (is({"gantry", "models", "*", "unpin"}))
+    r.kind = Route::kGantryUnpin, r.model = p[2], r.method = "POST";
   else if (is({"v2", "repository", "index"}))
     r.kind = Route::kRepoIndex, r.method = "POST";
   else if (is({"v2", "repository", "models", "*", "load"}))
@@ -167,6 +183,9 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
     return pre;
   }
   if (r.kind == Route::kLive || r.kind == Route::kReady) return std::nullopt;  // probes need no key
+  // The dashboard's page and assets hold no data (it asks for the key itself): no key, GET only.
+  if ((r.kind == Route::kDashboardPage || r.kind == Route::kDashboardAsset) && req.method == "GET")
+    return std::nullopt;
   if (!s.keys.allows(req)) {
     auto resp =
         error_response(r.protocol, 401,
@@ -522,6 +541,13 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
           return;
         }
         break;
+      case Route::kDashboardPage:
+      case Route::kDashboardAsset:
+        if (auto asset = dashboard_asset(r.asset, req))
+          reply->send(std::move(*asset));
+        else
+          reply->error(404, "the dashboard has no asset '" + r.asset + "'");
+        return;
       case Route::kNotFound:
         reply->error(404, "no route for " + req.method + " " + req.path +
                               " (KServe v2 under /v2, OpenAI under /v1, metrics at /metrics)");
@@ -571,6 +597,13 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
           return;
         case Route::kEmbeddings:
           openai_embeddings(*s, reply, std::move(*req_ptr));
+          return;
+        case Route::kGantryStatus:
+          dashboard_status(*s, reply);
+          return;
+        case Route::kGantryPin:
+        case Route::kGantryUnpin:
+          dashboard_pin(*s, reply, r.model, r.kind == Route::kGantryPin);
           return;
         default:
           reply->error(404, "no route");

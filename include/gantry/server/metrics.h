@@ -10,10 +10,12 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace prometheus {
 class Registry;
-}
+struct MetricFamily;
+}  // namespace prometheus
 
 namespace gantry::runtime {
 class Runtime;
@@ -46,6 +48,9 @@ class Metrics {
 
   // The exposition text: everything recorded plus the runtime's and server's state now.
   std::string render(runtime::Runtime& runtime, const ServerGauges& gauges);
+  // What has been recorded so far (request-path families only, no scrape-time state): the dashboard
+  // sums it into totals.
+  std::vector<prometheus::MetricFamily> collect() const;
 
  private:
   struct Families;

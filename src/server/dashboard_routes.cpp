@@ -1,0 +1,252 @@
+// The dashboard's routes: its embedded page and assets (no key: they hold no data), and the JSON it
+// polls (/gantry/status) and its pin buttons (/gantry/models/{name}/pin|unpin), which need the key like
+// every other data route. Load and unload use the KServe repository routes.
+#include <prometheus/metric_family.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "gantry/build_info.h"
+#include "server/dashboard_assets.h"
+#include "server_state.h"
+
+namespace gantry::server {
+namespace {
+using json = nlohmann::json;
+
+template <typename T>
+json opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json machine_json(const hw::Registry& r) {
+  json devices = json::array();
+  for (const auto& d : r.devices) {
+    devices.push_back({{"id", d.id},
+                       {"kind", hw::device_kind_name(d.kind)},
+                       {"family", d.family},
+                       {"vendor", d.vendor},
+                       {"name", d.name},
+                       {"memory_total_bytes", opt(d.memory_total_bytes)},
+                       {"memory_free_bytes", opt(d.memory_free_bytes)},
+                       {"compute_capability", opt(d.compute_capability)},
+                       {"driver_version", opt(d.driver_version)}});
+  }
+  return {{"cpu",
+           {{"vendor", r.cpu.vendor},
+            {"model", r.cpu.model},
+            {"architecture", r.cpu.architecture},
+            {"sockets", r.cpu.sockets},
+            {"physical_cores", r.cpu.physical_cores},
+            {"logical_cores", r.cpu.logical_cores},
+            {"numa_nodes", r.cpu.numa_nodes},
+            {"isa", r.cpu.isa}}},
+          {"host",
+           {{"memory_total_bytes", opt(r.host.memory_total_bytes)},
+            {"memory_available_bytes", opt(r.host.memory_available_bytes)},
+            {"cpu_quota_cores", opt(r.host.cpu_quota_cores)},
+            {"memory_limit_bytes", opt(r.host.memory_limit_bytes)}}},
+          {"environment",
+           {{"container", opt(r.environment.container)},
+            {"orchestrator", opt(r.environment.orchestrator)},
+            {"cloud", opt(r.environment.cloud)},
+            {"product_name", opt(r.environment.product_name)},
+            {"virtualized", r.environment.virtualized}}},
+          {"devices", std::move(devices)},
+          {"warnings", r.warnings}};
+}
+
+// "gguf" / "onnx" from the backend of a loaded model, else from the file name; "" when unknown (a
+// package directory or .tar not loaded yet).
+std::string format_of(const std::string& backend, const std::string& source) {
+  if (backend == "llama.cpp") return "gguf";
+  if (backend == "onnxruntime") return "onnx";
+  auto ends = [&](std::string_view suffix) {
+    return source.size() >= suffix.size() &&
+           source.compare(source.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends(".gguf")) return "gguf";
+  if (ends(".onnx")) return "onnx";
+  return "";
+}
+
+json model_json(const runtime::ModelInfo* info, const std::string& name, const std::string& source,
+                bool in_repository, const ServerGauges& gauges) {
+  const auto now = runtime::Clock::now();
+  json m{{"name", name}, {"source", source}, {"in_repository", in_repository}};
+  m["state"] = info ? std::string(runtime::model_state_name(info->state)) : "unloaded";
+  m["reason"] = info ? info->reason : "not loaded yet";
+  m["backend"] = info ? info->backend : "";
+  m["provider"] = info ? info->provider : "";
+  m["format"] = format_of(info ? info->backend : "", source);
+  json mem = json::object();
+  if (info) {
+    for (const auto& [device, bytes] : info->reserved_bytes) mem[device] = bytes;
+  }
+  m["memory"] = std::move(mem);
+  m["memory_basis"] = info ? info->memory_basis : "";
+  m["pinned"] = info && info->pinned;
+  m["keep_alive_ms"] = info ? json(info->keep_alive.count()) : json(nullptr);  // negative: forever
+  m["handles"] = info ? info->handles : 0;
+  const bool used = info && info->last_used != runtime::Clock::time_point{};
+  m["idle_ms"] =
+      used ? json(std::chrono::duration_cast<std::chrono::milliseconds>(now - info->last_used).count())
+           : json(nullptr);
+  auto q = gauges.queue_depth.find(name);
+  m["queue_depth"] = q == gauges.queue_depth.end() ? 0 : q->second;
+  if (info) {
+    m["stats"] = {{"calls", info->stats.calls},
+                  {"failures", info->stats.failures},
+                  {"in_flight", info->stats.in_flight},
+                  {"prompt_tokens", info->stats.prompt_tokens},
+                  {"generated_tokens", info->stats.generated_tokens}};
+  }
+  return m;
+}
+
+// Cumulative totals the page turns into rates and percentiles (deltas between two polls). Only
+// requests addressed to a model count (protocol kserve/openai, a model label): the page's own polling
+// and probes would otherwise be most of the traffic.
+json totals_json(const std::vector<prometheus::MetricFamily>& families) {
+  double requests = 0, errors = 0, prompt = 0, generated = 0, latency_count = 0, latency_sum = 0;
+  std::vector<std::pair<double, double>> buckets;  // upper bound, cumulative count (summed over series)
+  auto label = [](const prometheus::ClientMetric& m, std::string_view name) -> std::string_view {
+    for (const auto& l : m.label) {
+      if (l.name == name) return l.value;
+    }
+    return {};
+  };
+  auto counted = [&](const prometheus::ClientMetric& m) {
+    return label(m, "protocol") != "http" && !label(m, "model").empty() && label(m, "model") != "-";
+  };
+  for (const auto& f : families) {
+    for (const auto& m : f.metric) {
+      if (f.name == "gantry_requests_total" && counted(m)) {
+        requests += m.counter.value;
+        std::string_view code = label(m, "code");
+        if (!code.empty() && code[0] != '2') errors += m.counter.value;
+      } else if (f.name == "gantry_prompt_tokens_total") {
+        prompt += m.counter.value;
+      } else if (f.name == "gantry_generated_tokens_total") {
+        generated += m.counter.value;
+      } else if (f.name == "gantry_request_duration_seconds" && counted(m)) {
+        latency_count += static_cast<double>(m.histogram.sample_count);
+        latency_sum += m.histogram.sample_sum;
+        for (size_t i = 0; i < m.histogram.bucket.size(); ++i) {
+          const auto& b = m.histogram.bucket[i];
+          if (buckets.size() <= i) buckets.emplace_back(b.upper_bound, 0);
+          buckets[i].second += static_cast<double>(b.cumulative_count);
+        }
+      }
+    }
+  }
+  json le = json::array();
+  for (const auto& [bound, count] : buckets) {
+    le.push_back({{"le", std::isinf(bound) ? json("+Inf") : json(bound)}, {"count", count}});
+  }
+  return {{"requests", requests},
+          {"errors", errors},
+          {"prompt_tokens", prompt},
+          {"generated_tokens", generated},
+          {"latency_count", latency_count},
+          {"latency_sum_s", latency_sum},
+          {"latency_buckets", std::move(le)}};
+}
+}  // namespace
+
+std::optional<HttpResponse> dashboard_asset(std::string_view name, const HttpRequest& request) {
+  const EmbeddedAsset* a = find_dashboard_asset(name);
+  if (!a) return std::nullopt;
+  HttpResponse r;
+  r.content_type = std::string(a->content_type);
+  r.headers = {{"Content-Security-Policy", std::string(kDashboardCsp)},
+               {"X-Content-Type-Options", "nosniff"},
+               {"Referrer-Policy", "no-referrer"},
+               {"ETag", std::string(a->etag)},
+               // Revalidate every time (a 304 is cheap): an upgraded binary is never shown stale.
+               {"Cache-Control", "no-cache"}};
+  auto match = request.header("if-none-match");
+  if (match && match->find(a->etag) != std::string_view::npos) {
+    r.status = 304;
+    r.content_type.clear();
+    return r;
+  }
+  r.body = std::string(a->bytes);
+  return r;
+}
+
+void dashboard_status(Server::State& s, std::shared_ptr<Reply> reply) {
+  const ServerGauges gauges = s.gauges();
+  json models = json::array();
+  std::vector<runtime::ModelInfo> loaded = s.runtime.models();
+  const auto entries = s.repository.entries();
+  for (const auto& e : entries) {
+    auto it = std::find_if(loaded.begin(), loaded.end(), [&](const auto& i) { return i.name == e.name; });
+    models.push_back(model_json(it == loaded.end() ? nullptr : &*it, e.name,
+                                it == loaded.end() ? e.source.string() : it->source, true, gauges));
+  }
+  for (const auto& i : loaded) {  // loaded some other way (none today): still shown
+    if (!s.repository.find(i.name)) models.push_back(model_json(&i, i.name, i.source, false, gauges));
+  }
+  json budgets = json::array();
+  for (const auto& b : s.runtime.budgets()) {
+    json owners = json::array();
+    for (const auto& o : b.owners) {
+      owners.push_back({{"owner", o.owner}, {"bytes", o.footprint()}, {"pinned", o.pinned}});
+    }
+    budgets.push_back({{"device", b.device},
+                       {"capacity", b.capacity},
+                       {"used", b.used},
+                       {"peak", b.peak},
+                       {"owners", std::move(owners)}});
+  }
+  size_t queued = 0;
+  for (const auto& [name, n] : gauges.queue_depth) queued += n;
+  const auto uptime = std::chrono::system_clock::now() - s.started;
+  json out{
+      {"server",
+       {{"version", GANTRY_VERSION_STRING},
+        {"uptime_s", std::chrono::duration<double>(uptime).count()},
+        {"ready", gauges.ready},
+        {"load_on_demand", s.options.load_on_demand},
+        {"api_key_required", !s.keys.empty()}}},
+      {"machine", machine_json(s.runtime.hardware())},
+      {"models", std::move(models)},
+      {"budgets", std::move(budgets)},
+      {"gauges",
+       {{"queue_depth", queued},
+        // Not counting this status request itself (every answered request is in flight until then).
+        {"inflight_requests", gauges.inflight_requests > 0 ? gauges.inflight_requests - 1 : 0},
+        {"open_connections", gauges.open_connections}}},
+      {"totals", totals_json(s.metrics.collect())},
+  };
+  reply->json(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+void dashboard_pin(Server::State& s, std::shared_ptr<Reply> reply, std::string model, bool pinned) {
+  auto info = s.runtime.manager().info(model);
+  if (!s.repository.find(model) && !info) {
+    reply->error(404, "model '" + model + "' is not served here (GET /gantry/status lists the models)");
+    return;
+  }
+  // A pin belongs to a loaded model (a later load starts from the load options), so pinning one that is
+  // not loaded is refused rather than silently forgotten.
+  if (pinned && (!info || info->state != runtime::ModelState::kReady)) {
+    const std::string state = info ? std::string(runtime::model_state_name(info->state)) : "unloaded";
+    reply->error(409,
+                 "model '" + model + "' is " + state +
+                     " and only a loaded model can be pinned: load it first (POST /v2/repository/models/" +
+                     model + "/load), then pin it");
+    return;
+  }
+  Status st = info ? s.runtime.manager().set_pinned(model, pinned) : Status::Ok();
+  if (!st.ok()) {
+    reply->error(st);
+    return;
+  }
+  reply->json(200,
+              json{{"name", model}, {"pinned", pinned}}.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+}  // namespace gantry::server
