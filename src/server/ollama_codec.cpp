@@ -63,8 +63,9 @@ Err read_int(const json& obj, const char* key, std::string_view where, int64_t l
                ", got " + v->dump());
   };
   if (v->is_number_unsigned()) {
-    if (v->get<uint64_t>() > static_cast<uint64_t>(hi)) return range();
-    out = static_cast<int64_t>(v->get<uint64_t>());
+    const uint64_t u = v->get<uint64_t>();
+    if (u > static_cast<uint64_t>(hi) || (lo > 0 && u < static_cast<uint64_t>(lo))) return range();
+    out = static_cast<int64_t>(u);
     return std::nullopt;
   }
   if (v->is_number_integer()) {
@@ -205,7 +206,8 @@ Err read_keep_alive(const json& obj, std::optional<milliseconds>& out) {
 Err refuse_nonempty(const json& obj, const char* key, const char* why) {
   const json* v = field(obj, key);
   if (!v) return std::nullopt;
-  const bool empty = (v->is_array() || v->is_object() || v->is_string()) && v->empty();
+  const bool empty = v->is_string() ? v->get_ref<const std::string&>().empty()
+                                    : (v->is_array() || v->is_object()) && v->empty();
   if (empty) return std::nullopt;
   return bad(std::string("'") + key + "' is not supported: " + why);
 }
