@@ -526,8 +526,8 @@ std::string ps_response(std::span<const ModelEntry> models) {
                     {"digest", m.digest},
                     {"details", details_json(m.details)},
                     {"expires_at", m.expires_at},
-                    {"size_vram", m.size_vram},
-                    {"context_length", m.context_length}});
+                    {"size_vram", m.size_vram}});
+    if (m.context_length > 0) list.back()["context_length"] = m.context_length;
   }
   return dump(json{{"models", std::move(list)}});
 }

@@ -268,7 +268,10 @@ void text(Server::State& s, std::shared_ptr<Reply> reply, const HttpRequest& req
   const int64_t load_ns = ns_since(t0);
   if (!handle.ok()) return send_error(*reply, http_status_for(handle.status()), handle.status().message());
   apply_keep_alive(s, name, req->keep_alive);
-  backend::Model& model = handle->model();
+  // The hooks hold the handle until the generation ends: the model is in use (never evicted or
+  // expired) meanwhile, and keep_alive counts from the answer, as Ollama's does.
+  auto held = std::make_shared<runtime::ModelHandle>(std::move(*handle));
+  backend::Model& model = held->model();
   const backend::ModelMetadata& md = model.metadata();
   if (md.properties.find("n_ctx") == md.properties.end()) {
     return send_error(*reply, 400,
@@ -301,7 +304,7 @@ void text(Server::State& s, std::shared_ptr<Reply> reply, const HttpRequest& req
     const std::string at = ollama::rfc3339(SysClock::now());
     return chat ? ollama::chat_chunk(req->model, at, piece) : ollama::generate_chunk(req->model, at, piece);
   };
-  hooks.done = [req, chat, load_ns](Reply& reply, const backend::GenerationResult& r) {
+  hooks.done = [req, chat, load_ns, held](Reply& reply, const backend::GenerationResult& r) {
     ollama::Timing t;
     t.total_ns = ns_since(reply.received());
     t.load_ns = load_ns;
@@ -315,7 +318,7 @@ void text(Server::State& s, std::shared_ptr<Reply> reply, const HttpRequest& req
     reply.event(std::move(body));
     reply.end_stream(200);
   };
-  hooks.failed = [stream = req->stream](Reply& reply, const Status& st, bool) {
+  hooks.failed = [stream = req->stream, held](Reply& reply, const Status& st, bool) {
     const int code = status_for(st);
     if (!stream) return reply.error(code, st.message());
     reply.event(ollama::stream_error_line(st.message()));

@@ -552,6 +552,13 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
         }
         break;
       case Route::kNotFound:
+        if (r.protocol == Protocol::kOllama) {
+          reply->error(404,
+                       "no route for " + req.method + " " + req.path +
+                           " (the Ollama API here: /api/tags, ps, show, generate, chat, embed, embeddings, "
+                           "version; models are not pulled, created or deleted over it)");
+          return;
+        }
         reply->error(404, "no route for " + req.method + " " + req.path +
                               " (KServe v2 under /v2, OpenAI under /v1, metrics at /metrics)");
         return;

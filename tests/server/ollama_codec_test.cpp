@@ -343,6 +343,10 @@ TEST(OllamaCodec, ListsAndShow) {
   EXPECT_EQ(ps["models"][0]["size_vram"], 0);
   EXPECT_EQ(ps["models"][0]["context_length"], 2048);
   EXPECT_EQ(json::parse(tags_response({}))["models"], json::array());
+  ModelEntry unknown_ctx = e;
+  unknown_ctx.context_length = 0;
+  EXPECT_FALSE(
+      json::parse(ps_response(std::vector<ModelEntry>{unknown_ctx}))["models"][0].contains("context_length"));
 
   ShowInfo info;
   info.modelfile = "FROM tiny-llama\n";

@@ -147,13 +147,13 @@ struct ModelEntry {
   // /api/ps only:
   std::string expires_at;  // RFC 3339
   uint64_t size_vram = 0;
-  int64_t context_length = 0;
+  int64_t context_length = 0;  // 0: unknown (left out)
 };
 
 // {"models":[{name, model, modified_at, size, digest, details{parent_model, format, family, families,
 // parameter_size, quantization_level}}]}
 std::string tags_response(std::span<const ModelEntry> models);
-// {"models":[{name, model, size, digest, details, expires_at, size_vram, context_length}]}
+// {"models":[{name, model, size, digest, details, expires_at, size_vram, context_length (when known)}]}
 std::string ps_response(std::span<const ModelEntry> models);
 
 struct ShowInfo {
