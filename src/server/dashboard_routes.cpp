@@ -106,7 +106,7 @@ json model_json(const runtime::ModelInfo* info, const std::string& name, const s
 }
 
 // Cumulative totals the page turns into rates and percentiles (deltas between two polls). Only
-// requests addressed to a model count (protocol kserve/openai, a model label): the page's own polling
+// requests addressed to a model count (KServe, OpenAI or Ollama, with a model label): the page's own polling
 // and probes would otherwise be most of the traffic.
 json totals_json(const std::vector<prometheus::MetricFamily>& families) {
   double requests = 0, errors = 0, prompt = 0, generated = 0, latency_count = 0, latency_sum = 0;

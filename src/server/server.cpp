@@ -7,6 +7,7 @@
 #include "gantry/build_info.h"
 #include "gantry/core/log.h"
 #include "gantry/server/kserve_codec.h"
+#include "gantry/server/ollama_codec.h"
 #include "gantry/server/openai_codec.h"
 #include "server_state.h"
 
@@ -73,7 +74,9 @@ struct Route {
     kGantryStatus,
     kGantryPin,
     kGantryUnpin,
+    kOllama,  // /api/...: which one in `ollama`
   } kind = kNotFound;
+  OllamaRoute ollama = OllamaRoute::kTags;
   std::string model;
   std::string version;         // /versions/{v}, "" when not given
   std::string asset;           // /dashboard/{asset}
@@ -95,6 +98,7 @@ Route route_of(std::string_view path) {
   };
   if (!p.empty() && p[0] == "v2") r.protocol = Protocol::kKserve;
   if (!p.empty() && p[0] == "v1") r.protocol = Protocol::kOpenai;
+  if (!p.empty() && p[0] == "api") r.protocol = Protocol::kOllama;
   if (is({"v2", "health", "live"}))
     r.kind = Route::kLive;
   else if (is({"v2", "health", "ready"}))
@@ -142,10 +146,29 @@ Route route_of(std::string_view path) {
     r.kind = Route::kCompletions, r.method = "POST";
   else if (is({"v1", "embeddings"}))
     r.kind = Route::kEmbeddings, r.method = "POST";
+  else if (r.protocol == Protocol::kOllama && p.size() == 2) {
+    static const struct {
+      std::string_view path;
+      OllamaRoute route;
+      const char* method;
+    } kOllamaRoutes[] = {
+        {"tags", OllamaRoute::kTags, "GET"},          {"ps", OllamaRoute::kPs, "GET"},
+        {"version", OllamaRoute::kVersion, "GET"},    {"show", OllamaRoute::kShow, "POST"},
+        {"generate", OllamaRoute::kGenerate, "POST"}, {"chat", OllamaRoute::kChat, "POST"},
+        {"embed", OllamaRoute::kEmbed, "POST"},       {"embeddings", OllamaRoute::kEmbeddings, "POST"}};
+    for (const auto& o : kOllamaRoutes) {
+      if (p[1] == o.path) r.kind = Route::kOllama, r.ollama = o.route, r.method = o.method;
+    }
+  }
   return r;
 }
 
-bool is_inference(Route::Kind k) {
+bool is_inference(const Route& r) {
+  const Route::Kind k = r.kind;
+  if (k == Route::kOllama) {
+    return r.ollama == OllamaRoute::kGenerate || r.ollama == OllamaRoute::kChat ||
+           r.ollama == OllamaRoute::kEmbed || r.ollama == OllamaRoute::kEmbeddings;
+  }
   return k == Route::kInfer || k == Route::kChat || k == Route::kCompletions || k == Route::kEmbeddings;
 }
 
@@ -205,7 +228,7 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
   if (s.draining.load() && r.kind != Route::kMetrics) {
     return error_response(r.protocol, 503, "the server is shutting down");
   }
-  if (is_inference(r.kind)) {
+  if (is_inference(r)) {
     bool full = s.inflight.load() >= global_limit;
     if (!full && r.kind == Route::kInfer) {
       std::lock_guard lock(s.mu);
@@ -231,6 +254,8 @@ std::string_view protocol_name(Protocol p) {
       return "openai";
     case Protocol::kHttp:
       return "http";
+    case Protocol::kOllama:
+      return "ollama";
   }
   return "http";
 }
@@ -252,6 +277,8 @@ HttpResponse error_response(Protocol protocol, int status, std::string_view mess
     if (status == 429) e.type = "rate_limit_error";
     if (status >= 500) e.type = "server_error";
     r.body = openai::error_body(e);
+  } else if (protocol == Protocol::kOllama) {
+    r.body = ollama::error_body(message);
   } else {
     r.body = kserve::error_body(message);
   }
@@ -322,7 +349,9 @@ void Reply::error(const Status& st) {
   error(code, st.message(), {}, code == 404 ? "model_not_found" : "");
 }
 
-void Reply::begin_stream() { exchange_->start_stream(200, "text/event-stream", extra_); }
+void Reply::begin_stream(std::string content_type) {
+  exchange_->start_stream(200, std::move(content_type), extra_);
+}
 
 bool Reply::event(std::string data) { return exchange_->write(std::move(data)); }
 
@@ -549,6 +578,13 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
           reply->error(404, "the dashboard has no asset '" + r.asset + "'");
         return;
       case Route::kNotFound:
+        if (r.protocol == Protocol::kOllama) {
+          reply->error(404,
+                       "no route for " + req.method + " " + req.path +
+                           " (the Ollama API here: /api/tags, ps, show, generate, chat, embed, embeddings, "
+                           "version; models are not pulled, created or deleted over it)");
+          return;
+        }
         reply->error(404, "no route for " + req.method + " " + req.path +
                               " (KServe v2 under /v2, OpenAI under /v1, metrics at /metrics)");
         return;
@@ -604,6 +640,9 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
         case Route::kGantryPin:
         case Route::kGantryUnpin:
           dashboard_pin(*s, reply, r.model, r.kind == Route::kGantryPin);
+          return;
+        case Route::kOllama:
+          ollama_route(*s, reply, std::move(*req_ptr), r.ollama);
           return;
         default:
           reply->error(404, "no route");

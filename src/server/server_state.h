@@ -19,8 +19,8 @@
 
 namespace gantry::server {
 
-enum class Protocol { kKserve, kOpenai, kHttp };
-std::string_view protocol_name(Protocol p);  // "kserve", "openai", "http"
+enum class Protocol { kKserve, kOpenai, kHttp, kOllama };
+std::string_view protocol_name(Protocol p);  // "kserve", "openai", "http", "ollama"
 
 // The answer to one accepted request: answers once, records the request's metrics and releases its
 // in-flight count when it does (or, if dropped unanswered, the Exchange sends a 500).
@@ -41,11 +41,11 @@ class Reply {
 
   void send(HttpResponse response);
   void json(int status, std::string body);
-  // The protocol's error shape: KServe {"error": m}; OpenAI {"error": {"message", "type", ...}}.
+  // The protocol's error shape: KServe and Ollama {"error": m}; OpenAI {"error": {"message", "type", ...}}.
   void error(int status, std::string_view message, std::string_view param = {}, std::string_view code = {});
   void error(const Status& status);  // HTTP status from the Status code
-  // Streaming (SSE): begin, events, end. end() records the metrics.
-  void begin_stream();
+  // Streaming (SSE, or NDJSON for Ollama): begin, events, end. end() records the metrics.
+  void begin_stream(std::string content_type = "text/event-stream");
   bool event(std::string data);
   void end_stream(int status_for_metrics = 200);
 
@@ -60,8 +60,8 @@ class Reply {
   bool done_ = false;
 };
 
-// An error in the protocol's shape (KServe {"error": m}; OpenAI {"error": {message, type, param,
-// code}}), with Retry-After on 429 and 503.
+// An error in the protocol's shape (KServe and Ollama {"error": m}; OpenAI {"error": {message, type,
+// param, code}}), with Retry-After on 429 and 503.
 HttpResponse error_response(Protocol protocol, int status, std::string_view message,
                             std::string_view param = {}, std::string_view code = {});
 
@@ -116,5 +116,9 @@ void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpReque
 std::optional<HttpResponse> dashboard_asset(std::string_view name, const HttpRequest& request);
 void dashboard_status(Server::State& s, std::shared_ptr<Reply> reply);
 void dashboard_pin(Server::State& s, std::shared_ptr<Reply> reply, std::string model, bool pinned);
+// Ollama (ollama_routes.cpp): /api/tags, /api/ps, /api/version, /api/show, /api/generate, /api/chat,
+// /api/embed, /api/embeddings.
+enum class OllamaRoute { kTags, kPs, kVersion, kShow, kGenerate, kChat, kEmbed, kEmbeddings };
+void ollama_route(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, OllamaRoute route);
 
 }  // namespace gantry::server

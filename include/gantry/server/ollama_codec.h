@@ -1,0 +1,192 @@
+// The Ollama API's bodies (/api/generate, /api/chat, /api/embed, /api/embeddings, /api/show, /api/tags,
+// /api/ps, /api/version): parses requests into backend requests and writes responses, NDJSON stream
+// lines and errors. Pure functions of their arguments: no I/O, no model (the GGUF helpers read an
+// already parsed file).
+//
+// Compatibility notes (docs/serve-ollama.md has the user-facing version):
+// - `stream` defaults to true, as Ollama's server does; a stream is NDJSON (one object per line).
+// - options: temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed (negative = random),
+//   num_predict (-1/-2 = until the context is full; 0 or absent = the server's default), stop (a string
+//   or an array of strings) are applied; num_ctx is read but not applied (the context is fixed when
+//   the model loads); every other option is ignored. A known option of the wrong type is a 400.
+// - format: "json" (any JSON object) or a JSON schema object; "" means none.
+// - Refused with 400 (the server cannot honour them): non-empty images, suffix, tools, or a non-empty
+//   context (the deprecated token context; this server never returns one). Ignored: template, think,
+//   truncate, logprobs, and unknown fields.
+// - keep_alive: a number of seconds or a duration string ("5m", "1h30m", "300ms", "0", and a bare
+//   number of seconds "300"); negative means forever.
+// - Durations in responses are nanoseconds; created_at is RFC 3339 UTC with nanoseconds.
+// - JSON is written with invalid UTF-8 replaced by U+FFFD (a token may be part of a character).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "gantry/backend/generation.h"
+#include "gantry/core/status.h"
+#include "gantry/model/gguf.h"
+
+namespace gantry::server::ollama {
+
+// An error as Ollama reports it: HTTP status plus {"error": message}.
+struct ApiError {
+  int http_status = 400;
+  std::string message;
+};
+
+// {"error": message}
+std::string error_body(std::string_view message);
+// {"error": message} + "\n": an error in the middle of an NDJSON stream.
+std::string stream_error_line(std::string_view message);
+
+// A keep_alive value: a duration string ("5m", "1h30m", "1.5s", "300ms", "0", "-1m", or a bare number
+// of seconds such as "300" or "-1"). Negative durations mean "forever" and come back as -1 ms.
+Result<std::chrono::milliseconds> parse_duration(std::string_view text);
+
+enum class Endpoint { kGenerate, kChat };
+
+struct TextRequest {
+  Endpoint endpoint = Endpoint::kGenerate;
+  std::string model;
+  // kGenerate: prompt (may be empty: load or unload only), system, raw (no chat template).
+  std::string prompt;
+  std::string system;
+  bool raw = false;
+  // kChat: the conversation (may be empty: load or unload only). content null reads as "".
+  std::vector<backend::ChatMessage> messages;
+  bool stream = true;
+  // keep_alive: nullopt when absent; -1 ms = forever; 0 = unload once idle.
+  std::optional<std::chrono::milliseconds> keep_alive;
+  // options.num_predict: nullopt = the server's default; < 0 = until the context is full; else >= 1.
+  std::optional<int64_t> num_predict;
+  std::optional<int64_t> num_ctx;  // options.num_ctx as given (not applied; see above)
+  // sampling (from options), stop (options.stop), constraint (format). The server fills in the
+  // prompt, max_tokens and the callbacks.
+  backend::GenerationRequest generation;
+};
+
+std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, Endpoint endpoint);
+
+// True for a request that only loads (or, with keep_alive 0, unloads) the model: an empty prompt
+// for /api/generate, no messages for /api/chat.
+bool is_load_only(const TextRequest& request);
+
+struct EmbedRequest {
+  std::string model;
+  // /api/embed: "input", a string or an array of strings (may be empty). /api/embeddings (legacy):
+  // "prompt", one string.
+  std::vector<std::string> input;
+  std::optional<std::chrono::milliseconds> keep_alive;
+  std::optional<int64_t> dimensions;  // >= 1: keep that many leading dimensions (then re-normalise)
+};
+
+std::variant<EmbedRequest, ApiError> parse_embed_request(std::string_view body, bool legacy);
+
+struct ShowRequest {
+  std::string model;  // "model" (or the older "name")
+  bool verbose = false;
+};
+
+std::variant<ShowRequest, ApiError> parse_show_request(std::string_view body);
+
+// Model names: Ollama names are "name:tag" with ":latest" implied. A served model named "x" is listed
+// as "x:latest" and found as "x" or "x:latest".
+std::string tagged_name(std::string_view served_name);
+// The served name a request's model name may mean besides itself: "x:latest" -> "x"; otherwise "".
+std::string untagged_name(std::string_view requested);
+
+// "stop" (end of generation, a stop string, cancelled) or "length" (num_predict / the context).
+std::string_view done_reason(backend::FinishReason r);
+
+// RFC 3339 in UTC with nanoseconds: "2024-06-04T14:38:31.837530123Z".
+std::string rfc3339(std::chrono::system_clock::time_point t);
+
+// The statistics a final response carries, in nanoseconds.
+struct Timing {
+  int64_t total_ns = 0;        // from the request's arrival to the answer
+  int64_t load_ns = 0;         // getting the model (loading it when it was not)
+  int64_t prompt_eval_ns = 0;  // the prompt (from admission to the first generated token)
+  int64_t eval_ns = 0;         // the generated tokens
+};
+
+// Streaming lines (each ends with "\n"): one piece of text, done false.
+std::string generate_chunk(std::string_view model, std::string_view created_at, std::string_view text);
+std::string chat_chunk(std::string_view model, std::string_view created_at, std::string_view text);
+// The final object (done true, done_reason, counts and durations). `text` is the whole response for a
+// plain answer and "" for the last line of a stream. `line` adds the "\n" of an NDJSON line.
+std::string generate_final(std::string_view model, std::string_view created_at,
+                           const backend::GenerationResult& result, const Timing& timing,
+                           std::string_view text, bool line);
+std::string chat_final(std::string_view model, std::string_view created_at,
+                       const backend::GenerationResult& result, const Timing& timing, std::string_view text,
+                       bool line);
+// A load-only request's answer: done true, done_reason `reason` ("load" or "unload"), empty text.
+std::string load_response(Endpoint endpoint, std::string_view model, std::string_view created_at,
+                          std::string_view reason);
+
+// What /api/tags, /api/ps and /api/show say about a model's file.
+struct ModelDetails {
+  std::string format;              // "gguf"
+  std::string family;              // general.architecture
+  std::string parameter_size;      // "8.0B", "137M", "" when unknown
+  std::string quantization_level;  // "Q4_0", "F16", "" when unknown
+};
+
+struct ModelEntry {
+  std::string name;         // "tiny-llama:latest"
+  std::string modified_at;  // RFC 3339
+  uint64_t size = 0;        // bytes: the file (tags), the memory reserved (ps)
+  std::string digest;       // 64 hex digits
+  ModelDetails details;
+  // /api/ps only:
+  std::string expires_at;  // RFC 3339
+  uint64_t size_vram = 0;
+  int64_t context_length = 0;  // 0: unknown (left out)
+};
+
+// {"models":[{name, model, modified_at, size, digest, details{parent_model, format, family, families,
+// parameter_size, quantization_level}}]}
+std::string tags_response(std::span<const ModelEntry> models);
+// {"models":[{name, model, size, digest, details, expires_at, size_vram, context_length (when known)}]}
+std::string ps_response(std::span<const ModelEntry> models);
+
+struct ShowInfo {
+  std::string modelfile;
+  std::string parameters;  // "num_ctx 2048\nstop ..." (Modelfile PARAMETER lines, without the keyword)
+  std::string template_text;
+  ModelDetails details;
+  std::string model_info_json = "{}";  // a JSON object (gguf_model_info)
+  std::vector<std::string> capabilities;
+  std::string modified_at;
+};
+std::string show_response(const ShowInfo& info);
+
+// {"model", "embeddings": [[...]], "total_duration", "load_duration", "prompt_eval_count"}
+std::string embed_response(std::string_view model, const std::vector<std::vector<float>>& vectors,
+                           const Timing& timing, int prompt_tokens);
+// The legacy /api/embeddings answer: {"embedding": [...]}
+std::string embeddings_response(const std::vector<float>& vector);
+// Keeps the first `dimensions` values of each vector and scales it back to unit length.
+void truncate_embeddings(std::vector<std::vector<float>>& vectors, size_t dimensions);
+
+// {"version": version}
+std::string version_response(std::string_view version);
+
+// From a parsed GGUF file: format, family (general.architecture), parameter size (general.parameter_count,
+// else the tensors' elements) and quantization (general.file_type, else the commonest weight type).
+ModelDetails gguf_details(const model::GgufFile& file);
+// Ollama's model_info: the file's metadata as a JSON object; arrays (the vocabulary) are left empty
+// unless `verbose`.
+std::string gguf_model_info(const model::GgufFile& file, bool verbose);
+// 8030261248 -> "8.0B", 137000000 -> "137M", 1240000 -> "1.2M", 12000 -> "12K".
+std::string human_count(uint64_t n);
+// llama.cpp's file type (general.file_type) by number: 2 -> "Q4_0", 15 -> "Q4_K_M"; "" for unknown.
+std::string_view file_type_name(uint64_t file_type);
+
+}  // namespace gantry::server::ollama

@@ -1,0 +1,125 @@
+#include "generation_call.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <mutex>
+
+namespace gantry::server {
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// One generation in flight: the handle, and how it ends (whichever of "done" and "started" comes
+// last runs finish()).
+struct GenerationCall {
+  Server::State& server;
+  std::shared_ptr<Reply> reply;
+  std::string model;
+  bool stream = false;
+  GenerationHooks hooks;
+  std::unique_ptr<backend::Generation> generation;
+  std::unique_ptr<boost::asio::steady_timer> deadline;
+  std::mutex mu;
+  bool started = false;   // generation is set
+  bool finished = false;  // on_done fired
+  bool cancel_requested = false;
+  bool first_text = true;
+
+  GenerationCall(Server::State& s, std::shared_ptr<Reply> r) : server(s), reply(std::move(r)) {}
+
+  // Each piece of generated text, on the decoding thread: the first one times TTFT; a stream sends
+  // it as an event. False (stop generating) once the client is gone.
+  bool text(std::string_view piece) {
+    if (first_text) {
+      first_text = false;
+      server.metrics.time_to_first_token(model, Clock::now() - reply->received());
+    }
+    if (!stream) return true;
+    return reply->event(hooks.text_event(piece));
+  }
+
+  void cancel() {
+    std::lock_guard lock(mu);
+    cancel_requested = true;
+    if (generation) generation->cancel();
+  }
+
+  void finish() {
+    auto result = generation->wait();
+    if (deadline) deadline->cancel();
+    server.release(model);
+    if (!result.ok()) {
+      hooks.failed(*reply, result.status(), false);
+      return;
+    }
+    const backend::GenerationResult& r = *result;
+    server.metrics.tokens(model, static_cast<uint64_t>(r.n_prompt_tokens), r.tokens.size(),
+                          std::chrono::duration<double, std::milli>(r.generation_ms));
+    hooks.done(*reply, r);
+  }
+};
+
+}  // namespace
+
+bool admit_generation(Server::State& s, Reply& reply, const std::string& name,
+                      const backend::ModelMetadata& md) {
+  if (s.admit(name, static_cast<size_t>(std::max<int64_t>(1, md.max_batch)))) return true;
+  reply.error(429, "model '" + name + "' is at capacity (" + std::to_string(md.max_batch) + " generating, " +
+                       std::to_string(s.options.max_queue) +
+                       " waiting; --parallel / --max-queue); retry later");
+  return false;
+}
+
+void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, backend::Model& model,
+                           GenerationStart start, GenerationHooks hooks) {
+  auto call = std::make_shared<GenerationCall>(s, reply);
+  call->model = std::move(start.model);
+  call->stream = start.stream;
+  call->hooks = std::move(hooks);
+  backend::GenerationRequest g = std::move(start.request);
+
+  std::weak_ptr<GenerationCall> weak = call;
+  g.on_text = [weak](std::string_view text) {
+    auto c = weak.lock();
+    return c && c->text(text);
+  };
+  // Holds the call until the engine is done with it (the engine drops the request after on_done).
+  g.on_done = [call] {
+    boost::asio::post(call->server.workers, [call] {
+      {
+        std::lock_guard lock(call->mu);
+        call->finished = true;
+        if (!call->started) return;  // start_generation has not returned yet: it runs finish()
+      }
+      call->finish();
+    });
+  };
+  reply->exchange().on_client_gone([weak] {
+    if (auto c = weak.lock()) c->cancel();
+  });
+  if (call->stream) {
+    reply->begin_stream(start.stream_content_type);
+    if (call->hooks.stream_begun) call->hooks.stream_begun(*reply);
+  }
+  auto gen = model.start_generation(std::move(g));
+  if (!gen.ok()) {
+    s.release(call->model);
+    call->hooks.failed(*reply, gen.status(), true);
+    return;
+  }
+  call->deadline = std::make_unique<boost::asio::steady_timer>(s.workers, s.options.max_generation_time);
+  call->deadline->async_wait([weak](const boost::system::error_code& ec) {
+    if (ec) return;  // cancelled: the generation ended first
+    if (auto c = weak.lock()) c->cancel();
+  });
+  bool run_finish = false;
+  {
+    std::lock_guard lock(call->mu);
+    call->generation = std::move(*gen);
+    call->started = true;
+    if (call->cancel_requested) call->generation->cancel();
+    run_finish = call->finished;
+  }
+  if (run_finish) call->finish();
+}
+
+}  // namespace gantry::server

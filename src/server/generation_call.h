@@ -1,0 +1,55 @@
+// One text generation in flight for an HTTP route (OpenAI, Ollama), private to src/server/.
+//
+// The shared part of every generating route: admission per model, streaming the text as it comes,
+// cancelling when the client goes away or the deadline (--max-generation-time) passes, and answering
+// once the engine is done, on a worker thread, without a thread per request. What the bytes look
+// like (SSE chunks, NDJSON lines, the final body) is the protocol's, given as GenerationHooks.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "gantry/backend/generation.h"
+#include "gantry/backend/model.h"
+#include "server_state.h"
+
+namespace gantry::server {
+
+// What a protocol does with a generation's output. Every hook runs at most once per piece / outcome.
+struct GenerationHooks {
+  // Streaming only, optional: right after the stream's header went out and before the generation
+  // starts (OpenAI's chat role chunk).
+  std::function<void(Reply&)> stream_begun;
+  // Streaming only: the bytes that carry one piece of text (a whole SSE event or NDJSON line).
+  std::function<std::string(std::string_view piece)> text_event;
+  // The generation ended with a result: answer it (the whole body, or the last events and
+  // Reply::end_stream()).
+  std::function<void(Reply&, const backend::GenerationResult&)> done;
+  // It failed: `at_start` when start_generation refused it (a prompt longer than the context, a
+  // schema the backend cannot enforce), else while running. Answer it (an error body, or an error
+  // event and Reply::end_stream() once streaming).
+  std::function<void(Reply&, const Status&, bool at_start)> failed;
+};
+
+struct GenerationStart {
+  std::string model;                   // the served name: admission, metrics
+  backend::GenerationRequest request;  // on_text and on_done are set by start_generation_call
+  bool stream = false;                 // stream the text as it comes
+  std::string stream_content_type = "text/event-stream";
+};
+
+// Admits one generation on model `name` (capacity: its parallel sequences, plus --max-queue
+// waiting). False: `reply` was answered 429. An admitted generation is released by
+// start_generation_call when it ends; a caller that does not get that far calls State::release.
+bool admit_generation(Server::State& s, Reply& reply, const std::string& name,
+                      const backend::ModelMetadata& md);
+
+// Starts an admitted generation on `model` and answers `reply` through `hooks` when it ends (or at
+// once when it cannot start). Streaming begins before the generation is submitted, so a client sees
+// the header at once even when the model is busy.
+void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, backend::Model& model,
+                           GenerationStart start, GenerationHooks hooks);
+
+}  // namespace gantry::server

@@ -1,0 +1,651 @@
+#include "gantry/server/ollama_codec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace gantry::server::ollama {
+
+namespace {
+
+using backend::FinishReason;
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+// Invalid UTF-8 (a token can end inside a character) becomes U+FFFD instead of throwing.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+ApiError bad(std::string message) { return ApiError{400, std::move(message)}; }
+
+std::string type_of(const json& v) { return v.type_name(); }
+
+using Err = std::optional<ApiError>;
+
+#define GANTRY_TRY_FIELD(expr) \
+  if (auto gantry_err_ = (expr)) return *gantry_err_
+
+// The field `key` of `obj`, or nullptr when it is absent or null.
+const json* field(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+Err read_bool(const json& obj, const char* key, bool& out) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) return bad(std::string("'") + key + "' must be a boolean, got " + type_of(*v));
+  out = v->get<bool>();
+  return std::nullopt;
+}
+
+Err read_string(const json& obj, const char* key, std::string& out) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) return bad(std::string("'") + key + "' must be a string, got " + type_of(*v));
+  out = v->get<std::string>();
+  return std::nullopt;
+}
+
+// An integer option: an integer, or a number with no fraction (JavaScript clients send 100.0 as 100,
+// but other clients may not), within [lo, hi].
+Err read_int(const json& obj, const char* key, std::string_view where, int64_t lo, int64_t hi,
+             std::optional<int64_t>& out) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  const std::string name = std::string(where) + key;
+  auto range = [&] {
+    return bad("'" + name + "' must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi) +
+               ", got " + v->dump());
+  };
+  if (v->is_number_unsigned()) {
+    const uint64_t u = v->get<uint64_t>();
+    if (u > static_cast<uint64_t>(hi) || (lo > 0 && u < static_cast<uint64_t>(lo))) return range();
+    out = static_cast<int64_t>(u);
+    return std::nullopt;
+  }
+  if (v->is_number_integer()) {
+    const auto x = v->get<int64_t>();
+    if (x < lo || x > hi) return range();
+    out = x;
+    return std::nullopt;
+  }
+  if (v->is_number_float()) {
+    const double d = v->get<double>();
+    if (!std::isfinite(d) || d != std::trunc(d) || d < static_cast<double>(lo) ||
+        d > static_cast<double>(hi)) {
+      return range();
+    }
+    out = static_cast<int64_t>(d);
+    return std::nullopt;
+  }
+  return bad("'" + name + "' must be an integer, got " + type_of(*v));
+}
+
+// A double as a float; out of float's range becomes +-infinity (which validate() refuses) rather
+// than an undefined conversion.
+float to_float(double x) {
+  if (x > std::numeric_limits<float>::max()) return std::numeric_limits<float>::infinity();
+  if (x < -std::numeric_limits<float>::max()) return -std::numeric_limits<float>::infinity();
+  return static_cast<float>(x);
+}
+
+Err read_float(const json& obj, const char* key, std::string_view where, std::optional<double>& out) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) return bad("'" + std::string(where) + key + "' must be a number, got " + type_of(*v));
+  out = v->get<double>();
+  return std::nullopt;
+}
+
+// A string or an array of strings; empty strings are dropped.
+Err read_stop(const json& obj, std::string_view where, std::vector<std::string>& out) {
+  const json* s = field(obj, "stop");
+  if (!s) return std::nullopt;
+  const std::string name = std::string(where) + "stop";
+  if (s->is_string()) {
+    if (!s->get<std::string>().empty()) out.push_back(s->get<std::string>());
+    return std::nullopt;
+  }
+  if (!s->is_array()) return bad("'" + name + "' must be an array of strings, got " + type_of(*s));
+  for (const auto& x : *s) {
+    if (!x.is_string())
+      return bad("'" + name + "' must be an array of strings, got an element of type " + type_of(x));
+    if (!x.get<std::string>().empty()) out.push_back(x.get<std::string>());
+  }
+  return std::nullopt;
+}
+
+// `options`: the sampling fields, num_predict, num_ctx and stop (see the header); others are ignored.
+Err read_options(const json& obj, TextRequest& r) {
+  const json* o = field(obj, "options");
+  if (!o) return std::nullopt;
+  if (!o->is_object()) return bad("'options' must be an object, got " + type_of(*o));
+  constexpr std::string_view kWhere = "options.";
+  backend::SamplingParams& sp = r.generation.sampling;
+  std::optional<double> f;
+  GANTRY_TRY_FIELD(read_float(*o, "temperature", kWhere, f));
+  if (f) sp.temperature = to_float(*f), f.reset();
+  GANTRY_TRY_FIELD(read_float(*o, "top_p", kWhere, f));
+  if (f) sp.top_p = to_float(*f), f.reset();
+  GANTRY_TRY_FIELD(read_float(*o, "min_p", kWhere, f));
+  if (f) sp.min_p = to_float(*f), f.reset();
+  GANTRY_TRY_FIELD(read_float(*o, "repeat_penalty", kWhere, f));
+  if (f) sp.repeat_penalty = to_float(*f), f.reset();
+  std::optional<int64_t> i;
+  GANTRY_TRY_FIELD(read_int(*o, "top_k", kWhere, 0, std::numeric_limits<int32_t>::max(), i));
+  if (i) sp.top_k = static_cast<int>(*i), i.reset();
+  GANTRY_TRY_FIELD(read_int(*o, "repeat_last_n", kWhere, -1, std::numeric_limits<int32_t>::max(), i));
+  if (i) sp.repeat_last_n = static_cast<int>(*i), i.reset();
+  GANTRY_TRY_FIELD(read_int(*o, "seed", kWhere, std::numeric_limits<int64_t>::min(),
+                            std::numeric_limits<int64_t>::max(), i));
+  if (i) {
+    // Ollama's default seed is -1 (random); others are taken modulo 2^32.
+    sp.seed = *i < 0 ? 0xFFFFFFFFu : static_cast<uint32_t>(static_cast<uint64_t>(*i) & 0xFFFFFFFFu);
+    i.reset();
+  }
+  GANTRY_TRY_FIELD(read_int(*o, "num_predict", kWhere, std::numeric_limits<int32_t>::min(),
+                            std::numeric_limits<int32_t>::max(), i));
+  if (i && *i != 0) r.num_predict = *i;  // 0: the server's default
+  GANTRY_TRY_FIELD(read_int(*o, "num_ctx", kWhere, 0, std::numeric_limits<int32_t>::max(), r.num_ctx));
+  GANTRY_TRY_FIELD(read_stop(*o, kWhere, r.generation.stop));
+  Status st = backend::validate(sp);
+  if (!st.ok()) return bad("options: " + st.message());
+  return std::nullopt;
+}
+
+// `format`: "json", "" (none) or a JSON schema object.
+Err read_format(const json& obj, backend::OutputConstraint& out) {
+  const json* f = field(obj, "format");
+  if (!f) return std::nullopt;
+  using Kind = backend::OutputConstraint::Kind;
+  if (f->is_string()) {
+    const std::string s = f->get<std::string>();
+    if (s.empty()) return std::nullopt;
+    if (s == "json") {
+      out.kind = Kind::kJsonObject;
+      return std::nullopt;
+    }
+    return bad("'format' must be \"json\" or a JSON schema object, got \"" + s + "\"");
+  }
+  if (!f->is_object()) return bad("'format' must be \"json\" or a JSON schema object, got " + type_of(*f));
+  out.kind = Kind::kJsonSchema;
+  out.json_schema = dump(*f);
+  return std::nullopt;
+}
+
+Err read_keep_alive(const json& obj, std::optional<milliseconds>& out) {
+  const json* k = field(obj, "keep_alive");
+  if (!k) return std::nullopt;
+  if (k->is_number()) {
+    const double seconds = k->get<double>();
+    if (!std::isfinite(seconds)) return bad("'keep_alive' must be a finite number of seconds");
+    // Negative: forever. Beyond a century is forever too (and keeps the arithmetic in range).
+    if (seconds < 0 || seconds > 100.0 * 365 * 24 * 3600) {
+      out = milliseconds(-1);
+    } else {
+      out = milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
+    }
+    return std::nullopt;
+  }
+  if (!k->is_string()) {
+    return bad("'keep_alive' must be a duration (\"5m\", \"0\", \"-1\") or a number of seconds, got " +
+               type_of(*k));
+  }
+  auto d = parse_duration(k->get<std::string>());
+  if (!d.ok()) return bad("'keep_alive': " + d.status().message());
+  out = *d;
+  return std::nullopt;
+}
+
+// Fields this server cannot honour: refused rather than silently dropped.
+Err refuse_nonempty(const json& obj, const char* key, const char* why) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  const bool empty = v->is_string() ? v->get_ref<const std::string&>().empty()
+                                    : (v->is_array() || v->is_object()) && v->empty();
+  if (empty) return std::nullopt;
+  return bad(std::string("'") + key + "' is not supported: " + why);
+}
+
+Err read_messages(const json& obj, std::vector<backend::ChatMessage>& out) {
+  const json* m = field(obj, "messages");
+  if (!m) return std::nullopt;  // none: load only
+  if (!m->is_array())
+    return bad("'messages' must be an array of {role, content} objects, got " + type_of(*m));
+  for (size_t i = 0; i < m->size(); ++i) {
+    const json& msg = (*m)[i];
+    const std::string p = "messages[" + std::to_string(i) + "]";
+    if (!msg.is_object()) return bad("'" + p + "' must be an object, got " + type_of(msg));
+    backend::ChatMessage cm;
+    const json* role = field(msg, "role");
+    if (!role || !role->is_string() || role->get<std::string>().empty()) {
+      return bad("'" + p + ".role' must be a non-empty string (system, user, assistant or tool)");
+    }
+    cm.role = role->get<std::string>();
+    const json* content = field(msg, "content");
+    if (content) {
+      if (!content->is_string()) return bad("'" + p + ".content' must be a string, got " + type_of(*content));
+      cm.content = content->get<std::string>();
+    }
+    GANTRY_TRY_FIELD(refuse_nonempty(msg, "images", "this server runs text models only"));
+    out.push_back(std::move(cm));
+  }
+  return std::nullopt;
+}
+
+std::variant<json, ApiError> parse_object(std::string_view body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return bad("the request body is not valid JSON");
+  if (!j.is_object()) return bad("the request body must be a JSON object, got " + type_of(j));
+  return j;
+}
+
+// "model" (required, non-empty); older clients send "name".
+Err read_model(const json& obj, std::string& out) {
+  GANTRY_TRY_FIELD(read_string(obj, "model", out));
+  if (out.empty()) GANTRY_TRY_FIELD(read_string(obj, "name", out));
+  if (out.empty()) return bad("'model' is required: the name of a model (GET /api/tags lists them)");
+  return std::nullopt;
+}
+
+json details_json(const ModelDetails& d) {
+  return {{"parent_model", ""},
+          {"format", d.format},
+          {"family", d.family},
+          {"families", d.family.empty() ? json(nullptr) : json::array({d.family})},
+          {"parameter_size", d.parameter_size},
+          {"quantization_level", d.quantization_level}};
+}
+
+json final_object(std::string_view model, std::string_view created_at, const backend::GenerationResult& r,
+                  const Timing& t) {
+  return {{"model", model},
+          {"created_at", created_at},
+          {"done", true},
+          {"done_reason", done_reason(r.finish)},
+          {"total_duration", t.total_ns},
+          {"load_duration", t.load_ns},
+          {"prompt_eval_count", r.n_prompt_tokens},
+          {"prompt_eval_duration", t.prompt_eval_ns},
+          {"eval_count", static_cast<int64_t>(r.tokens.size())},
+          {"eval_duration", t.eval_ns}};
+}
+
+json message(std::string_view text) { return {{"role", "assistant"}, {"content", text}}; }
+
+// A GGUF metadata value as JSON (arrays: empty unless verbose).
+json gguf_value_json(const model::GgufValue& v, bool verbose) {
+  using T = model::GgufType;
+  switch (v.type()) {
+    case T::kString:
+      return *v.as_string();
+    case T::kBool:
+      return *v.as_bool();
+    case T::kFloat32:
+    case T::kFloat64: {
+      const double d = *v.as_float();
+      return std::isfinite(d) ? json(d) : json(nullptr);
+    }
+    case T::kArray: {
+      json a = json::array();
+      if (!verbose) return a;
+      for (const auto& item : v.as_array()->items) a.push_back(gguf_value_json(item, true));
+      return a;
+    }
+    default:
+      if (auto u = v.as_uint()) return *u;
+      if (auto i = v.as_int()) return *i;
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+std::string error_body(std::string_view message) { return dump(json{{"error", message}}); }
+
+std::string stream_error_line(std::string_view message) { return error_body(message) + "\n"; }
+
+Result<milliseconds> parse_duration(std::string_view text) {
+  const std::string shown = "'" + std::string(text.substr(0, 64)) + "'";
+  auto invalid = [&] {
+    return InvalidArgument("invalid duration " + shown +
+                           ": use a number of seconds or a number with a unit (ns, us, ms, s, m, h), e.g. "
+                           "\"5m\", \"1h30m\", \"0\" or \"-1\"");
+  };
+  std::string_view s = text;
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  if (s.empty()) return invalid();
+  bool negative = false;
+  if (s.front() == '-' || s.front() == '+') {
+    negative = s.front() == '-';
+    s.remove_prefix(1);
+  }
+  if (s.empty()) return invalid();
+  double total_ms = 0;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t start = i;
+    while (i < s.size() && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.')) ++i;
+    if (i == start) return invalid();
+    const std::string number(s.substr(start, i - start));
+    if (std::count(number.begin(), number.end(), '.') > 1 || number == ".") return invalid();
+    const double value = std::strtod(number.c_str(), nullptr);
+    const size_t unit_start = i;
+    while (i < s.size() && !((s[i] >= '0' && s[i] <= '9') || s[i] == '.')) ++i;
+    const std::string_view unit = s.substr(unit_start, i - unit_start);
+    double scale_ms = 0;
+    if (unit.empty()) {
+      if (start != 0 || i != s.size()) return invalid();  // "5m3" has a unit-less tail
+      scale_ms = 1000;
+    } else if (unit == "ns") {
+      scale_ms = 1e-6;
+    } else if (unit == "us" || unit == "\xC2\xB5s" || unit == "\xCE\xBCs") {
+      scale_ms = 1e-3;
+    } else if (unit == "ms") {
+      scale_ms = 1;
+    } else if (unit == "s") {
+      scale_ms = 1000;
+    } else if (unit == "m") {
+      scale_ms = 60'000;
+    } else if (unit == "h") {
+      scale_ms = 3'600'000;
+    } else {
+      return invalid();
+    }
+    total_ms += value * scale_ms;
+  }
+  if (negative && total_ms > 0) return milliseconds(-1);
+  // Beyond a century is forever (and keeps the value far from overflowing).
+  if (!std::isfinite(total_ms) || total_ms > 100.0 * 365 * 24 * 3600 * 1000) return milliseconds(-1);
+  return milliseconds(static_cast<int64_t>(std::llround(total_ms)));
+}
+
+std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, Endpoint endpoint) {
+  auto parsed = parse_object(body);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+  const json& j = std::get<json>(parsed);
+  TextRequest r;
+  r.endpoint = endpoint;
+  GANTRY_TRY_FIELD(read_model(j, r.model));
+  if (endpoint == Endpoint::kGenerate) {
+    GANTRY_TRY_FIELD(read_string(j, "prompt", r.prompt));
+    GANTRY_TRY_FIELD(read_string(j, "system", r.system));
+    GANTRY_TRY_FIELD(read_bool(j, "raw", r.raw));
+    GANTRY_TRY_FIELD(refuse_nonempty(j, "suffix", "fill-in-the-middle is not offered by this server"));
+    GANTRY_TRY_FIELD(refuse_nonempty(j, "images", "this server runs text models only"));
+    GANTRY_TRY_FIELD(refuse_nonempty(j, "context",
+                                     "this server does not return or accept token contexts (deprecated in "
+                                     "Ollama); send the conversation to /api/chat instead"));
+  } else {
+    GANTRY_TRY_FIELD(read_messages(j, r.messages));
+    GANTRY_TRY_FIELD(refuse_nonempty(j, "tools", "this server does not call tools"));
+  }
+  GANTRY_TRY_FIELD(read_bool(j, "stream", r.stream));
+  GANTRY_TRY_FIELD(read_keep_alive(j, r.keep_alive));
+  GANTRY_TRY_FIELD(read_format(j, r.generation.constraint));
+  GANTRY_TRY_FIELD(read_options(j, r));
+  return r;
+}
+
+bool is_load_only(const TextRequest& request) {
+  return request.endpoint == Endpoint::kGenerate ? request.prompt.empty() : request.messages.empty();
+}
+
+std::variant<EmbedRequest, ApiError> parse_embed_request(std::string_view body, bool legacy) {
+  auto parsed = parse_object(body);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+  const json& j = std::get<json>(parsed);
+  EmbedRequest r;
+  GANTRY_TRY_FIELD(read_model(j, r.model));
+  GANTRY_TRY_FIELD(read_keep_alive(j, r.keep_alive));
+  if (legacy) {
+    std::string prompt;
+    GANTRY_TRY_FIELD(read_string(j, "prompt", prompt));
+    r.input.push_back(std::move(prompt));
+    return r;
+  }
+  const json* in = field(j, "input");
+  if (!in) return bad("'input' is required: a string or an array of strings");
+  if (in->is_string()) {
+    r.input.push_back(in->get<std::string>());
+  } else if (in->is_array()) {
+    for (size_t i = 0; i < in->size(); ++i) {
+      if (!(*in)[i].is_string()) {
+        return bad("'input[" + std::to_string(i) + "]' must be a string, got " + type_of((*in)[i]));
+      }
+      r.input.push_back((*in)[i].get<std::string>());
+    }
+  } else {
+    return bad("'input' must be a string or an array of strings, got " + type_of(*in));
+  }
+  GANTRY_TRY_FIELD(read_int(j, "dimensions", "", 1, std::numeric_limits<int32_t>::max(), r.dimensions));
+  return r;
+}
+
+std::variant<ShowRequest, ApiError> parse_show_request(std::string_view body) {
+  auto parsed = parse_object(body);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+  const json& j = std::get<json>(parsed);
+  ShowRequest r;
+  GANTRY_TRY_FIELD(read_model(j, r.model));
+  GANTRY_TRY_FIELD(read_bool(j, "verbose", r.verbose));
+  return r;
+}
+
+std::string tagged_name(std::string_view served_name) {
+  if (served_name.find(':') != std::string_view::npos) return std::string(served_name);
+  return std::string(served_name) + ":latest";
+}
+
+std::string untagged_name(std::string_view requested) {
+  constexpr std::string_view kLatest = ":latest";
+  if (requested.size() > kLatest.size() && requested.ends_with(kLatest)) {
+    return std::string(requested.substr(0, requested.size() - kLatest.size()));
+  }
+  return "";
+}
+
+std::string_view done_reason(FinishReason r) { return r == FinishReason::kMaxTokens ? "length" : "stop"; }
+
+std::string rfc3339(std::chrono::system_clock::time_point t) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  int64_t secs = ns / 1'000'000'000;
+  int64_t frac = ns % 1'000'000'000;
+  if (frac < 0) frac += 1'000'000'000, --secs;
+  const std::time_t tt = static_cast<std::time_t>(secs);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(frac));
+  return buf;
+}
+
+std::string generate_chunk(std::string_view model, std::string_view created_at, std::string_view text) {
+  return dump(json{{"model", model}, {"created_at", created_at}, {"response", text}, {"done", false}}) + "\n";
+}
+
+std::string chat_chunk(std::string_view model, std::string_view created_at, std::string_view text) {
+  return dump(json{
+             {"model", model}, {"created_at", created_at}, {"message", message(text)}, {"done", false}}) +
+         "\n";
+}
+
+std::string generate_final(std::string_view model, std::string_view created_at,
+                           const backend::GenerationResult& result, const Timing& timing,
+                           std::string_view text, bool line) {
+  json j = final_object(model, created_at, result, timing);
+  j["response"] = text;
+  return dump(j) + (line ? "\n" : "");
+}
+
+std::string chat_final(std::string_view model, std::string_view created_at,
+                       const backend::GenerationResult& result, const Timing& timing, std::string_view text,
+                       bool line) {
+  json j = final_object(model, created_at, result, timing);
+  j["message"] = message(text);
+  return dump(j) + (line ? "\n" : "");
+}
+
+std::string load_response(Endpoint endpoint, std::string_view model, std::string_view created_at,
+                          std::string_view reason) {
+  json j = {{"model", model}, {"created_at", created_at}, {"done", true}, {"done_reason", reason}};
+  if (endpoint == Endpoint::kGenerate) {
+    j["response"] = "";
+  } else {
+    j["message"] = message("");
+  }
+  return dump(j);
+}
+
+std::string tags_response(std::span<const ModelEntry> models) {
+  json list = json::array();
+  for (const auto& m : models) {
+    list.push_back({{"name", m.name},
+                    {"model", m.name},
+                    {"modified_at", m.modified_at},
+                    {"size", m.size},
+                    {"digest", m.digest},
+                    {"details", details_json(m.details)}});
+  }
+  return dump(json{{"models", std::move(list)}});
+}
+
+std::string ps_response(std::span<const ModelEntry> models) {
+  json list = json::array();
+  for (const auto& m : models) {
+    list.push_back({{"name", m.name},
+                    {"model", m.name},
+                    {"size", m.size},
+                    {"digest", m.digest},
+                    {"details", details_json(m.details)},
+                    {"expires_at", m.expires_at},
+                    {"size_vram", m.size_vram}});
+    if (m.context_length > 0) list.back()["context_length"] = m.context_length;
+  }
+  return dump(json{{"models", std::move(list)}});
+}
+
+std::string show_response(const ShowInfo& info) {
+  json model_info = json::parse(info.model_info_json, nullptr, false);
+  if (model_info.is_discarded() || !model_info.is_object()) model_info = json::object();
+  return dump(json{{"license", ""},
+                   {"modelfile", info.modelfile},
+                   {"parameters", info.parameters},
+                   {"template", info.template_text},
+                   {"details", details_json(info.details)},
+                   {"model_info", std::move(model_info)},
+                   {"capabilities", info.capabilities},
+                   {"modified_at", info.modified_at}});
+}
+
+std::string embed_response(std::string_view model, const std::vector<std::vector<float>>& vectors,
+                           const Timing& timing, int prompt_tokens) {
+  json embeddings = json::array();
+  for (const auto& v : vectors) embeddings.push_back(v);
+  return dump(json{{"model", model},
+                   {"embeddings", std::move(embeddings)},
+                   {"total_duration", timing.total_ns},
+                   {"load_duration", timing.load_ns},
+                   {"prompt_eval_count", prompt_tokens}});
+}
+
+std::string embeddings_response(const std::vector<float>& vector) {
+  return dump(json{{"embedding", vector}});
+}
+
+void truncate_embeddings(std::vector<std::vector<float>>& vectors, size_t dimensions) {
+  for (auto& v : vectors) {
+    if (dimensions >= v.size()) continue;
+    v.resize(dimensions);
+    double norm = 0;
+    for (float x : v) norm += static_cast<double>(x) * x;
+    norm = std::sqrt(norm);
+    if (norm > 0) {
+      for (float& x : v) x = static_cast<float>(x / norm);
+    }
+  }
+}
+
+std::string version_response(std::string_view version) { return dump(json{{"version", version}}); }
+
+std::string human_count(uint64_t n) {
+  struct Scale {
+    double value;
+    const char* suffix;
+  };
+  static constexpr Scale kScales[] = {{1e12, "T"}, {1e9, "B"}, {1e6, "M"}};
+  for (const auto& s : kScales) {
+    if (static_cast<double>(n) >= s.value) {
+      const double x = static_cast<double>(n) / s.value;
+      char buf[32];
+      std::snprintf(buf, sizeof buf, x >= 100 ? "%.0f%s" : "%.1f%s", x, s.suffix);
+      return buf;
+    }
+  }
+  if (n >= 1000) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0fK", static_cast<double>(n) / 1e3);
+    return buf;
+  }
+  return std::to_string(n);
+}
+
+std::string_view file_type_name(uint64_t file_type) {
+  // llama.cpp's llama_ftype numbering (the gaps are types it removed).
+  static const std::map<uint64_t, std::string_view> kNames = {
+      {0, "F32"},     {1, "F16"},     {2, "Q4_0"},     {3, "Q4_1"},    {7, "Q8_0"},     {8, "Q5_0"},
+      {9, "Q5_1"},    {10, "Q2_K"},   {11, "Q3_K_S"},  {12, "Q3_K_M"}, {13, "Q3_K_L"},  {14, "Q4_K_S"},
+      {15, "Q4_K_M"}, {16, "Q5_K_S"}, {17, "Q5_K_M"},  {18, "Q6_K"},   {19, "IQ2_XXS"}, {20, "IQ2_XS"},
+      {21, "Q2_K_S"}, {22, "IQ3_XS"}, {23, "IQ3_XXS"}, {24, "IQ1_S"},  {25, "IQ4_NL"},  {26, "IQ3_S"},
+      {27, "IQ3_M"},  {28, "IQ2_S"},  {29, "IQ2_M"},   {30, "IQ4_XS"}, {31, "IQ1_M"},   {32, "BF16"},
+      {36, "TQ1_0"},  {37, "TQ2_0"},  {38, "MXFP4"}};
+  auto it = kNames.find(file_type);
+  return it == kNames.end() ? std::string_view() : it->second;
+}
+
+ModelDetails gguf_details(const model::GgufFile& file) {
+  ModelDetails d;
+  d.format = "gguf";
+  d.family = file.architecture();
+  uint64_t params = file.get_uint("general.parameter_count").value_or(0);
+  if (params == 0) {
+    for (const auto& t : file.tensors()) params += t.n_elements;
+  }
+  if (params > 0) d.parameter_size = human_count(params);
+  if (auto ft = file.get_uint("general.file_type")) d.quantization_level = std::string(file_type_name(*ft));
+  if (d.quantization_level.empty()) {
+    // The type holding the most weight bytes among the matrices (1-D tensors stay F32 in any file).
+    std::map<std::string, uint64_t> bytes;
+    for (const auto& t : file.tensors()) {
+      if (t.dims.size() >= 2) bytes[std::string(t.type.name)] += t.size_bytes;
+    }
+    auto best = std::max_element(bytes.begin(), bytes.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (best != bytes.end()) {
+      d.quantization_level = best->first;
+      for (char& c : d.quantization_level) {
+        if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+      }
+    }
+  }
+  return d;
+}
+
+std::string gguf_model_info(const model::GgufFile& file, bool verbose) {
+  json info = json::object();
+  for (const auto& [key, value] : file.metadata()) {
+    // The chat template is /api/show's "template"; Ollama leaves it out of model_info too.
+    if (key == "tokenizer.chat_template") continue;
+    info[key] = gguf_value_json(value, verbose);
+  }
+  return dump(info);
+}
+
+}  // namespace gantry::server::ollama

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# `gantry serve` passes the official `ollama` npm client's checks (tests/clients/ollama_client_test.mjs):
+# version, list, show, generate (plain, json and a schema), chat streamed, embed, ps, keep_alive (load,
+# unload, forever) and unknown-model 404s, against tiny-llama.gguf served as "tiny-llama" and loaded on
+# demand; then, with --api-key-file, that a client sending the key works and one without gets 401.
+# Usage: serve_ollama_client.sh BUILD_DIR   (run from the source dir; exit 77 = skipped, with the reason)
+set -uo pipefail
+BUILD=${1:?usage: serve_ollama_client.sh BUILD_DIR}
+DEPS=${GANTRY_DEPS_DIR:-$(pwd)/.cache}
+GANTRY=$BUILD/bin/gantry
+MODEL=$DEPS/models/tiny-llama.gguf
+CLIENTS=tests/clients
+READY_TIMEOUT_S=60
+
+[[ -x "$GANTRY" ]] || { echo "FAIL: $GANTRY not built"; exit 1; }
+[[ -f "$MODEL" ]] || { echo "FAIL: $MODEL missing (run scripts/setup.sh)"; exit 1; }
+command -v node >/dev/null || { echo "FAIL: node is not installed (scripts/setup.sh installs it)"; exit 1; }
+[[ -d "$CLIENTS/node_modules/ollama" ]] || { echo "FAIL: $CLIENTS/node_modules/ollama missing (scripts/setup.sh runs npm ci there)"; exit 1; }
+
+tmp=$(mktemp -d)
+pid=""
+stop_server() {
+  [[ -n "$pid" ]] || return 0
+  kill -TERM "$pid" 2>/dev/null
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "FAIL: gantry serve did not exit within 10 s of SIGTERM; killing it"
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    pid=""
+    return 1
+  fi
+  wait "$pid" 2>/dev/null
+  pid=""
+}
+trap 'stop_server; rm -rf "$tmp"' EXIT
+
+# start_server LOG ARGS...: starts gantry serve on a free port and waits until it is ready; sets $base.
+start_server() {
+  local log=$1; shift
+  local port
+  port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  base="http://127.0.0.1:$port"
+  "$GANTRY" serve "$MODEL" --host 127.0.0.1 --port "$port" "$@" >"$log" 2>&1 &
+  pid=$!
+  local deadline=$((SECONDS + READY_TIMEOUT_S))
+  while ((SECONDS < deadline)); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "FAIL: gantry serve exited before it was ready:"; tail -20 "$log"; pid=""; return 1
+    fi
+    if [[ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$base/v2/health/ready")" == 200 ]]; then return 0; fi
+    sleep 0.25
+  done
+  echo "FAIL: $base/v2/health/ready not 200 within ${READY_TIMEOUT_S} s:"; tail -20 "$log"
+  return 1
+}
+
+status=0
+# 1. Every check, on a server that loads on demand (keep_alive applies there).
+start_server "$tmp/server.log" --load-on-demand || exit 1
+env -u API_KEY -u KEEP_ALIVE HOST="$base" MODEL=tiny-llama TEST_TIMEOUT_S=90 \
+  timeout 120 node "$CLIENTS/ollama_client_test.mjs" || status=1
+stop_server || status=1
+if ((status)); then
+  echo "--- gantry serve log (tail)"; tail -30 "$tmp/server.log"
+fi
+
+# 2. Authentication: the key as a bearer token works; no key or a wrong one is 401.
+echo "test-key-$RANDOM$RANDOM" >"$tmp/key.txt"
+if start_server "$tmp/server-auth.log" --api-key-file "$tmp/key.txt"; then
+  HOST="$base" MODEL=tiny-llama API_KEY="$(cat "$tmp/key.txt")" TEST_TIMEOUT_S=60 \
+    timeout 90 node "$CLIENTS/ollama_client_test.mjs" || { status=1; tail -30 "$tmp/server-auth.log"; }
+  stop_server || status=1
+else
+  status=1
+fi
+
+((status)) && echo "FAIL: the ollama client checks failed against gantry serve"
+exit $status

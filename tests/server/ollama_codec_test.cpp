@@ -1,0 +1,438 @@
+// The Ollama codec: request fields and their errors (options, format, keep_alive, refused fields),
+// durations, model names, NDJSON lines and response shapes, and what a GGUF file says about a model.
+#include "gantry/server/ollama_codec.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+namespace gantry::server::ollama {
+namespace {
+
+using backend::FinishReason;
+using nlohmann::json;
+using std::chrono::milliseconds;
+using Kind = backend::OutputConstraint::Kind;
+
+TextRequest ok(const std::string& body, Endpoint endpoint = Endpoint::kGenerate) {
+  auto r = parse_text_request(body, endpoint);
+  if (auto* e = std::get_if<ApiError>(&r)) {
+    ADD_FAILURE() << "unexpected error for " << body << ": " << e->message;
+    return {};
+  }
+  return std::get<TextRequest>(r);
+}
+
+// Asserts a 400 whose message contains `phrase`.
+void error(const std::string& body, const std::string& phrase, Endpoint endpoint = Endpoint::kGenerate) {
+  SCOPED_TRACE(body);
+  auto r = parse_text_request(body, endpoint);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(r)) << "expected an error containing '" << phrase << "'";
+  const auto& e = std::get<ApiError>(r);
+  EXPECT_EQ(e.http_status, 400);
+  EXPECT_NE(e.message.find(phrase), std::string::npos) << "message: " << e.message;
+}
+
+std::string gen(const std::string& extra) {
+  return R"({"model":"m","prompt":"hi")" + (extra.empty() ? "" : "," + extra) + "}";
+}
+
+TEST(OllamaCodec, GenerateDefaults) {
+  TextRequest r = ok(R"({"model":"tiny","prompt":"Why?"})");
+  EXPECT_EQ(r.endpoint, Endpoint::kGenerate);
+  EXPECT_EQ(r.model, "tiny");
+  EXPECT_EQ(r.prompt, "Why?");
+  EXPECT_TRUE(r.stream) << "Ollama streams unless told not to";
+  EXPECT_FALSE(r.raw);
+  EXPECT_FALSE(r.keep_alive.has_value());
+  EXPECT_FALSE(r.num_predict.has_value());
+  EXPECT_EQ(r.generation.constraint.kind, Kind::kNone);
+  const backend::SamplingParams defaults;
+  EXPECT_EQ(r.generation.sampling.temperature, defaults.temperature);
+  EXPECT_EQ(r.generation.sampling.seed, defaults.seed);
+  EXPECT_FALSE(is_load_only(r));
+}
+
+TEST(OllamaCodec, GenerateFields) {
+  TextRequest r = ok(gen(R"("system":"be brief","raw":true,"stream":false,"template":"{{ .Prompt }}",)"
+                         R"("think":false,"context":[],"images":[],"suffix":"")"));
+  EXPECT_EQ(r.system, "be brief");
+  EXPECT_TRUE(r.raw);
+  EXPECT_FALSE(r.stream);
+  // The older "name" names the model when "model" is absent.
+  EXPECT_EQ(ok(R"({"name":"old","prompt":""})").model, "old");
+}
+
+TEST(OllamaCodec, Options) {
+  TextRequest r = ok(gen(R"("options":{"temperature":0,"top_k":20,"top_p":0.9,"min_p":0.1,)"
+                         R"("repeat_penalty":1.2,"repeat_last_n":33,"seed":42,"num_predict":100,)"
+                         R"("num_ctx":4096,"stop":["\n","user:",""],"mirostat":1,"num_thread":8})"));
+  const auto& sp = r.generation.sampling;
+  EXPECT_EQ(sp.temperature, 0.0f);
+  EXPECT_EQ(sp.top_k, 20);
+  EXPECT_FLOAT_EQ(sp.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(sp.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(sp.repeat_penalty, 1.2f);
+  EXPECT_EQ(sp.repeat_last_n, 33);
+  EXPECT_EQ(sp.seed, 42u);
+  EXPECT_EQ(r.num_predict, 100);
+  EXPECT_EQ(r.num_ctx, 4096);
+  EXPECT_EQ(r.generation.stop, (std::vector<std::string>{"\n", "user:"}));
+
+  EXPECT_EQ(ok(gen(R"("options":{"seed":-1})")).generation.sampling.seed, 0xFFFFFFFFu) << "-1: random";
+  EXPECT_EQ(ok(gen(R"("options":{"seed":4294967297})")).generation.sampling.seed, 1u) << "modulo 2^32";
+  EXPECT_EQ(ok(gen(R"("options":{"num_predict":-1})")).num_predict, -1);
+  EXPECT_EQ(ok(gen(R"("options":{"num_predict":-2})")).num_predict, -2);
+  EXPECT_FALSE(ok(gen(R"("options":{"num_predict":0})")).num_predict.has_value()) << "0: the default";
+  EXPECT_EQ(ok(gen(R"("options":{"num_predict":64.0})")).num_predict, 64) << "an integral float";
+  EXPECT_EQ(ok(gen(R"("options":{"stop":"END"})")).generation.stop, (std::vector<std::string>{"END"}));
+  EXPECT_EQ(ok(gen(R"("options":null)")).num_predict, std::nullopt);
+}
+
+TEST(OllamaCodec, OptionErrorsNameTheOption) {
+  error(gen(R"("options":[])"), "'options' must be an object");
+  error(gen(R"("options":{"temperature":"hot"})"), "'options.temperature' must be a number");
+  error(gen(R"("options":{"temperature":-1})"), "temperature");
+  error(gen(R"("options":{"top_p":0})"), "top_p");
+  error(gen(R"("options":{"top_k":-3})"), "'options.top_k' must be an integer in 0..");
+  error(gen(R"("options":{"num_predict":1.5})"), "'options.num_predict' must be an integer");
+  error(gen(R"("options":{"num_predict":"10"})"), "'options.num_predict' must be an integer");
+  error(gen(R"("options":{"num_predict":1e300})"), "'options.num_predict' must be an integer");
+  error(gen(R"("options":{"seed":1.25})"), "'options.seed'");
+  error(gen(R"("options":{"stop":[1]})"), "'options.stop' must be an array of strings");
+  error(gen(R"("options":{"stop":{}})"), "'options.stop' must be an array of strings");
+  error(gen(R"("options":{"num_ctx":-5})"), "'options.num_ctx'");
+}
+
+TEST(OllamaCodec, Format) {
+  EXPECT_EQ(ok(gen(R"("format":"json")")).generation.constraint.kind, Kind::kJsonObject);
+  EXPECT_EQ(ok(gen(R"("format":"")")).generation.constraint.kind, Kind::kNone);
+  TextRequest s =
+      ok(gen(R"("format":{"type":"object","properties":{"age":{"type":"integer"}},"required":["age"]})"));
+  EXPECT_EQ(s.generation.constraint.kind, Kind::kJsonSchema);
+  const json schema = json::parse(s.generation.constraint.json_schema);
+  EXPECT_EQ(schema["properties"]["age"]["type"], "integer");
+  error(gen(R"("format":"yaml")"), "'format' must be \"json\" or a JSON schema object");
+  error(gen(R"("format":3)"), "'format' must be \"json\" or a JSON schema object");
+}
+
+TEST(OllamaCodec, KeepAlive) {
+  EXPECT_EQ(ok(gen(R"("keep_alive":"5m")")).keep_alive, milliseconds(300'000));
+  EXPECT_EQ(ok(gen(R"("keep_alive":0)")).keep_alive, milliseconds(0));
+  EXPECT_EQ(ok(gen(R"("keep_alive":"0")")).keep_alive, milliseconds(0));
+  EXPECT_EQ(ok(gen(R"("keep_alive":-1)")).keep_alive, milliseconds(-1)) << "negative: forever";
+  EXPECT_EQ(ok(gen(R"("keep_alive":"-1")")).keep_alive, milliseconds(-1));
+  EXPECT_EQ(ok(gen(R"("keep_alive":"-1m")")).keep_alive, milliseconds(-1));
+  EXPECT_EQ(ok(gen(R"("keep_alive":30)")).keep_alive, milliseconds(30'000)) << "a number is seconds";
+  EXPECT_EQ(ok(gen(R"("keep_alive":1.5)")).keep_alive, milliseconds(1'500));
+  EXPECT_EQ(ok(gen(R"("keep_alive":1e30)")).keep_alive, milliseconds(-1)) << "beyond a century: forever";
+  error(gen(R"("keep_alive":"soon")"), "'keep_alive': invalid duration 'soon'");
+  error(gen(R"("keep_alive":true)"), "'keep_alive' must be a duration");
+}
+
+TEST(OllamaCodec, Durations) {
+  struct Case {
+    const char* text;
+    int64_t ms;
+  } cases[] = {{"0", 0},        {"300", 300'000}, {"5m", 300'000},   {"1h30m", 5'400'000},
+               {"1.5s", 1'500}, {"300ms", 300},   {"2h", 7'200'000}, {"+10s", 10'000},
+               {"1500us", 2},   {"1000000ns", 1}, {" 10s ", 10'000}, {"-5m", -1},
+               {"-0", 0},       {"-1", -1},       {".5s", 500},      {"1m0.5s", 60'500}};
+  for (const auto& c : cases) {
+    auto d = parse_duration(c.text);
+    ASSERT_TRUE(d.ok()) << c.text << ": " << d.status().to_string();
+    EXPECT_EQ(d->count(), c.ms) << c.text;
+  }
+  for (const char* bad : {"", "-", "m", "5x", "5m3", "1..5s", ".s", "s5", "five", "5 m", "1e3s"}) {
+    auto d = parse_duration(bad);
+    EXPECT_FALSE(d.ok()) << "'" << bad << "' was accepted as " << (d.ok() ? d->count() : 0) << " ms";
+  }
+}
+
+TEST(OllamaCodec, RefusedFields) {
+  error(gen(R"("images":["aGVsbG8="])"), "'images' is not supported");
+  error(gen(R"("suffix":"    return result")"), "'suffix' is not supported");
+  error(gen(R"("context":[1,2,3])"), "'context' is not supported");
+  error(R"({"model":"m","messages":[],"tools":[{"type":"function"}]})", "'tools' is not supported",
+        Endpoint::kChat);
+  error(R"({"model":"m","messages":[{"role":"user","content":"x","images":["aGk="]}]})",
+        "'images' is not supported", Endpoint::kChat);
+}
+
+TEST(OllamaCodec, BadBodies) {
+  error("", "not valid JSON");
+  error("{", "not valid JSON");
+  error("[1]", "must be a JSON object");
+  error(R"({"prompt":"x"})", "'model' is required");
+  error(R"({"model":""})", "'model' is required");
+  error(R"({"model":3})", "'model' must be a string");
+  error(gen(R"("stream":"yes")"), "'stream' must be a boolean");
+  error(R"({"model":"m","prompt":5})", "'prompt' must be a string");
+}
+
+TEST(OllamaCodec, Chat) {
+  TextRequest r = ok(R"({"model":"m","messages":[{"role":"system","content":"be brief"},)"
+                     R"({"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[]}],)"
+                     R"("stream":false,"format":"json","options":{"temperature":0.5}})",
+                     Endpoint::kChat);
+  EXPECT_EQ(r.endpoint, Endpoint::kChat);
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[1].content, "hi");
+  EXPECT_EQ(r.messages[2].content, "") << "null content reads as empty";
+  EXPECT_FALSE(r.stream);
+  EXPECT_EQ(r.generation.constraint.kind, Kind::kJsonObject);
+  EXPECT_FLOAT_EQ(r.generation.sampling.temperature, 0.5f);
+  EXPECT_FALSE(is_load_only(r));
+
+  EXPECT_TRUE(is_load_only(ok(R"({"model":"m","messages":[]})", Endpoint::kChat)));
+  EXPECT_TRUE(is_load_only(ok(R"({"model":"m"})", Endpoint::kChat)));
+  EXPECT_TRUE(is_load_only(ok(R"({"model":"m","keep_alive":0})")));
+  error(R"({"model":"m","messages":{}})", "'messages' must be an array", Endpoint::kChat);
+  error(R"({"model":"m","messages":[{"content":"x"}]})", "'messages[0].role'", Endpoint::kChat);
+  error(R"({"model":"m","messages":[{"role":"user","content":[1]}]})",
+        "'messages[0].content' must be a string", Endpoint::kChat);
+  error(R"({"model":"m","messages":["hi"]})", "'messages[0]' must be an object", Endpoint::kChat);
+}
+
+TEST(OllamaCodec, Embed) {
+  auto one = parse_embed_request(R"({"model":"e","input":"Why is the sky blue?","keep_alive":"1m"})", false);
+  ASSERT_TRUE(std::holds_alternative<EmbedRequest>(one));
+  EXPECT_EQ(std::get<EmbedRequest>(one).input, (std::vector<std::string>{"Why is the sky blue?"}));
+  EXPECT_EQ(std::get<EmbedRequest>(one).keep_alive, milliseconds(60'000));
+  auto two = parse_embed_request(R"({"model":"e","input":["a","b"],"dimensions":8,"truncate":true})", false);
+  ASSERT_TRUE(std::holds_alternative<EmbedRequest>(two));
+  EXPECT_EQ(std::get<EmbedRequest>(two).input.size(), 2u);
+  EXPECT_EQ(std::get<EmbedRequest>(two).dimensions, 8);
+  auto none = parse_embed_request(R"({"model":"e","input":[]})", false);
+  ASSERT_TRUE(std::holds_alternative<EmbedRequest>(none));
+  EXPECT_TRUE(std::get<EmbedRequest>(none).input.empty());
+  auto legacy = parse_embed_request(R"({"model":"e","prompt":"hello"})", true);
+  ASSERT_TRUE(std::holds_alternative<EmbedRequest>(legacy));
+  EXPECT_EQ(std::get<EmbedRequest>(legacy).input, (std::vector<std::string>{"hello"}));
+
+  auto expect_bad = [](const std::string& body, const std::string& phrase) {
+    auto r = parse_embed_request(body, false);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(r)) << body;
+    EXPECT_NE(std::get<ApiError>(r).message.find(phrase), std::string::npos) << std::get<ApiError>(r).message;
+  };
+  expect_bad(R"({"model":"e"})", "'input' is required");
+  expect_bad(R"({"model":"e","input":3})", "'input' must be a string or an array");
+  expect_bad(R"({"model":"e","input":["a",2]})", "'input[1]' must be a string");
+  expect_bad(R"({"model":"e","input":"a","dimensions":0})", "'dimensions'");
+  expect_bad(R"({"input":"a"})", "'model' is required");
+}
+
+TEST(OllamaCodec, Show) {
+  auto r = parse_show_request(R"({"model":"tiny:latest","verbose":true})");
+  ASSERT_TRUE(std::holds_alternative<ShowRequest>(r));
+  EXPECT_EQ(std::get<ShowRequest>(r).model, "tiny:latest");
+  EXPECT_TRUE(std::get<ShowRequest>(r).verbose);
+  auto old = parse_show_request(R"({"name":"tiny"})");
+  ASSERT_TRUE(std::holds_alternative<ShowRequest>(old));
+  EXPECT_EQ(std::get<ShowRequest>(old).model, "tiny");
+  EXPECT_TRUE(std::holds_alternative<ApiError>(parse_show_request("{}")));
+}
+
+TEST(OllamaCodec, Names) {
+  EXPECT_EQ(tagged_name("tiny-llama"), "tiny-llama:latest");
+  EXPECT_EQ(tagged_name("llama3:8b"), "llama3:8b");
+  EXPECT_EQ(untagged_name("tiny-llama:latest"), "tiny-llama");
+  EXPECT_EQ(untagged_name("tiny-llama"), "");
+  EXPECT_EQ(untagged_name(":latest"), "");
+  EXPECT_EQ(untagged_name("x:8b"), "");
+  // Round trip: what /api/tags lists finds the served name again.
+  EXPECT_EQ(untagged_name(tagged_name("tiny-llama")), "tiny-llama");
+}
+
+TEST(OllamaCodec, DoneReasonAndTime) {
+  EXPECT_EQ(done_reason(FinishReason::kEndOfGeneration), "stop");
+  EXPECT_EQ(done_reason(FinishReason::kStopString), "stop");
+  EXPECT_EQ(done_reason(FinishReason::kCancelled), "stop");
+  EXPECT_EQ(done_reason(FinishReason::kMaxTokens), "length");
+  using namespace std::chrono;
+  EXPECT_EQ(rfc3339(system_clock::time_point{}), "1970-01-01T00:00:00.000000000Z");
+  const auto t = system_clock::time_point{
+      duration_cast<system_clock::duration>(seconds(1'700'000'000) + nanoseconds(123'456'789))};
+  EXPECT_EQ(rfc3339(t), "2023-11-14T22:13:20.123456789Z");
+}
+
+backend::GenerationResult result() {
+  backend::GenerationResult r;
+  r.text = "Hello";
+  r.tokens = {1, 2, 3};
+  r.n_prompt_tokens = 7;
+  r.finish = FinishReason::kMaxTokens;
+  return r;
+}
+
+TEST(OllamaCodec, StreamLinesAndFinals) {
+  const std::string chunk = generate_chunk("m:latest", "2024-01-01T00:00:00Z", "Hel");
+  ASSERT_EQ(chunk.back(), '\n');
+  EXPECT_EQ(chunk.find('\n'), chunk.size() - 1) << "one line";
+  json c = json::parse(chunk);
+  EXPECT_EQ(c["model"], "m:latest");
+  EXPECT_EQ(c["response"], "Hel");
+  EXPECT_EQ(c["done"], false);
+  json cc = json::parse(chat_chunk("m", "t", "lo"));
+  EXPECT_EQ(cc["message"]["role"], "assistant");
+  EXPECT_EQ(cc["message"]["content"], "lo");
+  EXPECT_EQ(cc["done"], false);
+
+  Timing t{5'000'000, 1'000, 2'000, 3'000};
+  const std::string fin = generate_final("m", "t", result(), t, "Hello", false);
+  EXPECT_NE(fin.back(), '\n');
+  json f = json::parse(fin);
+  EXPECT_EQ(f["done"], true);
+  EXPECT_EQ(f["done_reason"], "length");
+  EXPECT_EQ(f["response"], "Hello");
+  EXPECT_EQ(f["total_duration"], 5'000'000);
+  EXPECT_EQ(f["load_duration"], 1'000);
+  EXPECT_EQ(f["prompt_eval_count"], 7);
+  EXPECT_EQ(f["prompt_eval_duration"], 2'000);
+  EXPECT_EQ(f["eval_count"], 3);
+  EXPECT_EQ(f["eval_duration"], 3'000);
+  const std::string line = chat_final("m", "t", result(), t, "", true);
+  ASSERT_EQ(line.back(), '\n');
+  json cf = json::parse(line);
+  EXPECT_EQ(cf["message"]["content"], "");
+  EXPECT_EQ(cf["eval_count"], 3);
+
+  // A token may end inside a UTF-8 character: replaced, never thrown.
+  EXPECT_NO_THROW(json::parse(generate_chunk("m", "t", "\xE2\x82")));
+
+  json load = json::parse(load_response(Endpoint::kChat, "m", "t", "load"));
+  EXPECT_EQ(load["done_reason"], "load");
+  EXPECT_EQ(load["message"]["content"], "");
+  json unload = json::parse(load_response(Endpoint::kGenerate, "m", "t", "unload"));
+  EXPECT_EQ(unload["done_reason"], "unload");
+  EXPECT_EQ(unload["response"], "");
+  EXPECT_EQ(unload["done"], true);
+
+  EXPECT_EQ(json::parse(error_body("model 'x' not found"))["error"], "model 'x' not found");
+  const std::string err_line = stream_error_line("boom");
+  EXPECT_EQ(err_line.back(), '\n');
+  EXPECT_EQ(json::parse(err_line)["error"], "boom");
+}
+
+TEST(OllamaCodec, ListsAndShow) {
+  ModelEntry e;
+  e.name = "tiny-llama:latest";
+  e.modified_at = "2024-01-01T00:00:00.000000000Z";
+  e.size = 9066112;
+  e.digest = std::string(64, 'a');
+  e.details = {"gguf", "llama", "8.3M", "F16"};
+  e.expires_at = "2024-01-01T00:05:00.000000000Z";
+  e.size_vram = 0;
+  e.context_length = 2048;
+  const std::vector<ModelEntry> models = {e};
+  json tags = json::parse(tags_response(models));
+  ASSERT_EQ(tags["models"].size(), 1u);
+  const json& m = tags["models"][0];
+  EXPECT_EQ(m["name"], "tiny-llama:latest");
+  EXPECT_EQ(m["model"], "tiny-llama:latest");
+  EXPECT_EQ(m["size"], 9066112);
+  EXPECT_EQ(m["details"]["format"], "gguf");
+  EXPECT_EQ(m["details"]["families"], json::array({"llama"}));
+  EXPECT_EQ(m["details"]["quantization_level"], "F16");
+  EXPECT_FALSE(m.contains("expires_at"));
+  json ps = json::parse(ps_response(models));
+  EXPECT_EQ(ps["models"][0]["expires_at"], e.expires_at);
+  EXPECT_EQ(ps["models"][0]["size_vram"], 0);
+  EXPECT_EQ(ps["models"][0]["context_length"], 2048);
+  EXPECT_EQ(json::parse(tags_response({}))["models"], json::array());
+  ModelEntry unknown_ctx = e;
+  unknown_ctx.context_length = 0;
+  EXPECT_FALSE(
+      json::parse(ps_response(std::vector<ModelEntry>{unknown_ctx}))["models"][0].contains("context_length"));
+
+  ShowInfo info;
+  info.modelfile = "FROM tiny-llama\n";
+  info.parameters = "num_ctx 2048\n";
+  info.template_text = "{{ .Prompt }}";
+  info.details = e.details;
+  info.model_info_json = R"({"general.architecture":"llama"})";
+  info.capabilities = {"completion"};
+  json show = json::parse(show_response(info));
+  EXPECT_EQ(show["model_info"]["general.architecture"], "llama");
+  EXPECT_EQ(show["capabilities"], json::array({"completion"}));
+  EXPECT_EQ(show["details"]["family"], "llama");
+  EXPECT_EQ(show["parameters"], "num_ctx 2048\n");
+  info.model_info_json = "not json";
+  EXPECT_EQ(json::parse(show_response(info))["model_info"], json::object());
+
+  EXPECT_EQ(json::parse(version_response("0.6.0"))["version"], "0.6.0");
+}
+
+TEST(OllamaCodec, Embeddings) {
+  std::vector<std::vector<float>> v = {{3, 4, 12}, {1, 0, 0}};
+  Timing t{10, 2, 0, 0};
+  json e = json::parse(embed_response("e", v, t, 5));
+  ASSERT_EQ(e["embeddings"].size(), 2u);
+  EXPECT_EQ(e["embeddings"][0].size(), 3u);
+  EXPECT_EQ(e["prompt_eval_count"], 5);
+  EXPECT_EQ(e["total_duration"], 10);
+  EXPECT_EQ(e["load_duration"], 2);
+  EXPECT_EQ(json::parse(embeddings_response({1.5f, 2}))["embedding"], json::array({1.5, 2.0}));
+
+  truncate_embeddings(v, 2);
+  ASSERT_EQ(v[0].size(), 2u);
+  EXPECT_FLOAT_EQ(v[0][0], 0.6f);
+  EXPECT_FLOAT_EQ(v[0][1], 0.8f);
+  EXPECT_FLOAT_EQ(v[1][0], 1.0f);
+  truncate_embeddings(v, 10);  // more than there are: unchanged
+  EXPECT_EQ(v[0].size(), 2u);
+}
+
+TEST(OllamaCodec, HumanCountsAndFileTypes) {
+  EXPECT_EQ(human_count(8'030'261'248), "8.0B");
+  EXPECT_EQ(human_count(137'000'000), "137M");
+  EXPECT_EQ(human_count(1'240'000), "1.2M");
+  EXPECT_EQ(human_count(27'200'000'000), "27.2B");
+  EXPECT_EQ(human_count(12'000), "12K");
+  EXPECT_EQ(human_count(999), "999");
+  EXPECT_EQ(human_count(1'500'000'000'000), "1.5T");
+  EXPECT_EQ(file_type_name(0), "F32");
+  EXPECT_EQ(file_type_name(2), "Q4_0");
+  EXPECT_EQ(file_type_name(7), "Q8_0");
+  EXPECT_EQ(file_type_name(15), "Q4_K_M");
+  EXPECT_EQ(file_type_name(32), "BF16");
+  EXPECT_EQ(file_type_name(4), "") << "removed types are unknown";
+  EXPECT_EQ(file_type_name(9999), "");
+}
+
+// What the repository's tiny GGUF (scripts/models/gguf_llama.py) says through the codec.
+TEST(OllamaCodec, GgufDetailsOfTinyLlama) {
+  const std::string path = GANTRY_DEPS_DIR "/models/tiny-llama.gguf";
+  if (!std::filesystem::exists(path)) FAIL() << path << " is missing: run 'make setup' to generate it";
+  auto f = model::GgufFile::open(path);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  const ModelDetails d = gguf_details(*f);
+  EXPECT_EQ(d.format, "gguf");
+  EXPECT_EQ(d.family, "llama");
+  uint64_t params = f->get_uint("general.parameter_count").value_or(0);
+  if (params == 0) {
+    for (const auto& t : f->tensors()) params += t.n_elements;
+  }
+  ASSERT_GT(params, 0u);
+  EXPECT_EQ(d.parameter_size, human_count(params));
+  if (auto ft = f->get_uint("general.file_type")) {
+    EXPECT_EQ(d.quantization_level, file_type_name(*ft));
+  } else {
+    EXPECT_EQ(d.quantization_level, "F16") << "token_embd and the matrices are F16 in the generated file";
+  }
+  json info = json::parse(gguf_model_info(*f, false));
+  EXPECT_EQ(info["general.architecture"], "llama");
+  EXPECT_EQ(info["llama.context_length"], 2048);
+  EXPECT_EQ(info["llama.block_count"], 2);
+  EXPECT_EQ(info["tokenizer.ggml.tokens"], json::array()) << "arrays stay empty unless verbose";
+  EXPECT_FALSE(info.contains("tokenizer.chat_template"));
+  json verbose = json::parse(gguf_model_info(*f, true));
+  EXPECT_EQ(verbose["tokenizer.ggml.tokens"].size(), 32000u);
+  EXPECT_EQ(verbose["tokenizer.ggml.tokens"][1], "<s>");
+}
+
+}  // namespace
+}  // namespace gantry::server::ollama
