@@ -1,0 +1,178 @@
+// Hostile files, tried as an attacker would (issue 13): the real CLI on FIFOs, planted symlinks, sparse
+// archives, huge manifests and odd names. Every case must end in bounded time with exit code 1 or 2 (never
+// a signal), a message naming the file and the problem, and nothing changed outside the destination.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/temp_dir.h"
+#include "gantry/core/npy.h"
+#include "gantry/core/tensor.h"
+#include "gantry/model/tensor_proto.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kGantry = fs::path(GANTRY_BINARY_DIR) / "bin" / "gantry";
+const fs::path kModels = fs::path(GANTRY_DEPS_DIR) / "models";
+const fs::path kMlp = kModels / "mlp_64_128_10.onnx";
+constexpr double kBoundSeconds = 10.0;
+
+struct Run {
+  int code = -1;  // the exit status, or 128 + the signal that ended it
+  std::string out;
+  std::string err;
+  double seconds = 0;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs gantry with a hard kill after 30 s, so that a regression to "hangs forever" fails instead of
+// stalling the suite.
+Run gantry(const std::vector<std::string>& args, const fs::path& scratch, const std::string& env = "") {
+  std::string cmd = "GANTRY_LOG_LEVEL=off " + env + " timeout -s KILL 30 " + quote(kGantry.string());
+  for (const auto& a : args) cmd += " " + quote(a);
+  const fs::path out = scratch / "stdout.txt", err = scratch / "stderr.txt";
+  cmd += " </dev/null >" + quote(out.string()) + " 2>" + quote(err.string());
+  const auto t0 = std::chrono::steady_clock::now();
+  const int status = std::system(cmd.c_str());
+  Run r;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::error_code ec;
+  fs::remove(out, ec);
+  fs::remove(err, ec);
+  return r;
+}
+
+// Every file under `dir` (relative path -> size and content), to prove nothing changed.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
+    const auto st = it->symlink_status();
+    std::string what;
+    if (fs::is_symlink(st))
+      what = "-> " + fs::read_symlink(it->path()).string();
+    else if (fs::is_regular_file(st))
+      what = slurp(it->path());
+    else
+      what = "type " + std::to_string(static_cast<int>(st.type()));
+    files[fs::relative(it->path(), dir).string()] = what;
+  }
+  return files;
+}
+
+// The contract every hostile case shares: a clean failure (1 or 2), quickly, naming `file` and `problem`.
+void expect_clean_failure(const Run& r, const std::string& file, const std::string& problem) {
+  EXPECT_TRUE(r.code == 1 || r.code == 2)
+      << "exit code " << r.code << "\nstdout: " << r.out << "\nstderr: " << r.err;
+  EXPECT_LT(r.seconds, kBoundSeconds);
+  const std::string all = r.out + r.err;
+  EXPECT_NE(all.find(file), std::string::npos) << "message does not name " << file << ":\n" << all;
+  EXPECT_NE(all.find(problem), std::string::npos) << "message does not say '" << problem << "':\n" << all;
+}
+
+void make_fifo(const fs::path& p) { ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0) << p; }
+
+gantry::Tensor mlp_input() {
+  auto x = gantry::Tensor::allocate(gantry::DType::kFloat32, gantry::Shape({3, 64})).value();
+  for (size_t i = 0; i < 192; ++i) x.values<float>()[i] = static_cast<float>(i % 17) / 17.0f - 0.5f;
+  return x;
+}
+
+class HostileFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kGantry)) FAIL() << kGantry << " not built";
+    if (!fs::exists(kMlp)) FAIL() << kMlp << " missing: run 'make setup'";
+  }
+  fs::path p(const std::string& rel) const { return dir_.path() / rel; }
+  gantry::test_util::TempDir dir_;
+};
+
+// ---- Class 4: special files must not hang any reader ----
+
+TEST_F(HostileFiles, FifoAsRunInputIsRefused) {
+  make_fifo(p("x.npy"));
+  const auto before = snapshot(dir_.path());
+  auto r =
+      gantry({"run", kMlp.string(), "--provider", "cpu", "-i", "input=" + p("x.npy").string()}, dir_.path());
+  expect_clean_failure(r, p("x.npy").string(), "is a FIFO, not a regular file");
+  EXPECT_EQ(snapshot(dir_.path()), before);
+}
+
+TEST_F(HostileFiles, FifoAsManifestIsRefused) {
+  fs::create_directories(p("pkg"));
+  fs::copy_file(kMlp, p("pkg/m.onnx"));
+  make_fifo(p("pkg/gantry.json"));
+  const auto before = snapshot(dir_.path());
+  for (const char* cmd : {"inspect", "run"}) {
+    auto r = gantry({cmd, p("pkg").string()}, dir_.path());
+    expect_clean_failure(r, "gantry.json", "is a FIFO, not a regular file");
+  }
+  // pack reads a gantry.json already in the source directory too.
+  auto r = gantry({"pack", p("pkg").string(), "-o", p("out").string()}, dir_.path());
+  expect_clean_failure(r, "gantry.json", "is a FIFO, not a regular file");
+  EXPECT_FALSE(fs::exists(p("out/m.onnx")));
+  fs::remove_all(p("out"));
+  EXPECT_EQ(snapshot(dir_.path()), before);
+}
+
+TEST_F(HostileFiles, FifoAsTestOnnxTensorIsRefused) {
+  const fs::path set = p("t/test_data_set_0");
+  fs::create_directories(set);
+  fs::copy_file(kMlp, p("t/model.onnx"));
+  make_fifo(set / "input_0.pb");
+  ASSERT_TRUE(gantry::model::write_tensor_proto(set / "output_0.pb", mlp_input(), "logits").ok());
+  auto r = gantry({"test-onnx", p("t").string()}, dir_.path());
+  EXPECT_LT(r.seconds, kBoundSeconds);
+  EXPECT_NE(r.out.find("input_0.pb: is a FIFO, not a regular file"), std::string::npos) << r.out;
+}
+
+TEST_F(HostileFiles, FifoAsModelIsRefused) {
+  make_fifo(p("m.onnx"));
+  for (const char* cmd : {"inspect", "run"}) {
+    auto r = gantry({cmd, p("m.onnx").string()}, dir_.path());
+    expect_clean_failure(r, p("m.onnx").string(), "not a regular file");
+  }
+}
+
+TEST_F(HostileFiles, FifoUnderSysrootIsReportedNotWaitedOn) {
+  const fs::path root = p("root");
+  fs::copy(fs::path(GANTRY_SOURCE_DIR) / "tests/fixtures/hw/container-cgroup2", root,
+           fs::copy_options::recursive);
+  ASSERT_TRUE(fs::exists(root / "proc/meminfo"));
+  fs::remove(root / "proc/meminfo");
+  make_fifo(root / "proc/meminfo");
+  auto r = gantry({"detect", "--sysroot", root.string()}, dir_.path());
+  EXPECT_LT(r.seconds, kBoundSeconds);
+  EXPECT_LT(r.code, 128) << r.err;
+  EXPECT_NE((r.out + r.err).find("is a FIFO, not a regular file"), std::string::npos) << r.out << r.err;
+}
+
+}  // namespace
