@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "gantry/build_info.h"
+#include "gantry/core/cleanup_registry.h"
 
 extern "C" __attribute__((visibility("default"))) int gantry_engine_main(int argc, char** argv) {
   CLI::App app{"Gantry " GANTRY_VERSION_STRING
@@ -11,6 +12,10 @@ extern "C" __attribute__((visibility("default"))) int gantry_engine_main(int arg
                "gantry"};
   app.require_subcommand(1);
   app.set_version_flag("--version", GANTRY_VERSION_STRING);
+
+  // Temporary files and extraction directories go away on Ctrl-C/SIGTERM too (serve replaces the handler
+  // with its drain, where the owners' destructors clean up).
+  gantry::install_cleanup_signal_handlers();
 
   int exit_code = 0;
   gantry::cli::register_version_command(app, exit_code);

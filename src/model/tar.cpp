@@ -2,13 +2,17 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <memory>
 #include <vector>
 
+#include "gantry/core/file_io.h"
 #include "gantry/model/manifest.h"
 
 namespace gantry::model {
@@ -34,22 +38,26 @@ std::string archive_message(archive* a) {
 Status write_tar(const std::filesystem::path& path, const std::vector<TarMember>& members) {
   std::unique_ptr<archive, WriteDeleter> a(archive_write_new());
   if (!a) return Internal("libarchive could not create a writer");
+  // Written to a fresh temporary beside `path` and renamed over it: never through a planted symlink or
+  // a stale '.partial' file, and no half-written archive is left at `path`.
+  GANTRY_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::create(path));
   if (archive_write_set_format_pax_restricted(a.get()) != ARCHIVE_OK ||
-      archive_write_open_filename(a.get(), path.c_str()) != ARCHIVE_OK)
+      archive_write_set_bytes_in_last_block(a.get(), 1) != ARCHIVE_OK ||
+      archive_write_open_fd(a.get(), file.fd()) != ARCHIVE_OK)
     return IoError(path.string() + ": cannot create archive: " + archive_message(a.get()));
-  std::vector<char> buf(1 << 20);
+  std::vector<std::byte> buf(1 << 20);
   for (const auto& m : members) {
     GANTRY_RETURN_IF_ERROR(check_relative_package_path(m.name, path.string()));
-    std::ifstream in;
+    UniqueFd in;
     uint64_t size = 0;
     if (m.contents) {
       size = m.contents->size();
     } else {
-      std::error_code ec;
-      size = std::filesystem::file_size(m.source, ec);
-      if (ec) return IoError(m.source.string() + ": " + ec.message());
-      in.open(m.source, std::ios::binary);
-      if (!in) return IoError(m.source.string() + ": cannot open: " + std::strerror(errno));
+      GANTRY_ASSIGN_OR_RETURN(in, open_for_read(m.source));
+      struct stat st {};
+      if (::fstat(in.get(), &st) != 0)
+        return IoError(m.source.string() + ": cannot stat: " + std::strerror(errno));
+      size = static_cast<uint64_t>(st.st_size);
     }
     std::unique_ptr<archive_entry, EntryDeleter> e(archive_entry_new());
     archive_entry_set_pathname(e.get(), m.name.c_str());
@@ -63,18 +71,21 @@ Status write_tar(const std::filesystem::path& path, const std::vector<TarMember>
       if (archive_write_data(a.get(), m.contents->data(), m.contents->size()) < 0)
         return IoError(path.string() + ": writing '" + m.name + "': " + archive_message(a.get()));
     } else {
-      while (in) {
-        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-        const auto got = in.gcount();
-        if (got > 0 && archive_write_data(a.get(), buf.data(), static_cast<size_t>(got)) < 0)
+      uint64_t left = size;  // exactly the size in the header, even if the file changes meanwhile
+      while (left > 0) {
+        const size_t want = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
+        GANTRY_ASSIGN_OR_RETURN(size_t got,
+                                read_some(in.get(), std::span(buf.data(), want), m.source.string()));
+        if (got == 0) return IoError(m.source.string() + ": the file shrank while it was being archived");
+        if (archive_write_data(a.get(), buf.data(), got) < 0)
           return IoError(path.string() + ": writing '" + m.name + "': " + archive_message(a.get()));
+        left -= got;
       }
-      if (in.bad()) return IoError(m.source.string() + ": read failed");
     }
   }
   if (archive_write_close(a.get()) != ARCHIVE_OK)
     return IoError(path.string() + ": cannot finish archive: " + archive_message(a.get()));
-  return Status::Ok();
+  return file.commit();
 }
 
 Status extract_tar(const std::filesystem::path& path, const std::filesystem::path& destination) {
@@ -119,16 +130,23 @@ Status extract_tar(const std::filesystem::path& path, const std::filesystem::pat
     }
     std::filesystem::create_directories(target.parent_path(), ec);
     if (ec) return IoError(entry + ": cannot create directory: " + ec.message());
-    if (std::filesystem::exists(std::filesystem::symlink_status(target, ec)))
-      return InvalidArgument(entry + " appears twice in the archive");
-    std::ofstream out(target, std::ios::binary | std::ios::trunc);
-    if (!out) return IoError(entry + ": cannot create: " + std::strerror(errno));
+    // O_EXCL|O_NOFOLLOW: a second entry with the same name (or a symlink in its way) is refused.
+    auto out = create_new_file(target, 0644);
+    if (!out.ok()) {
+      if (out.status().code() == StatusCode::kInvalidArgument)
+        return InvalidArgument(entry + " appears twice in the archive");
+      return out.status().with_context(entry);
+    }
     while (true) {
       const la_ssize_t got = archive_read_data(a.get(), buf.data(), buf.size());
       if (got < 0) return Corrupt(entry + ": truncated or corrupt data: " + archive_message(a.get()));
       if (got == 0) break;
-      out.write(buf.data(), got);
-      if (!out) return IoError(entry + ": write failed: " + std::strerror(errno));
+      for (la_ssize_t done = 0; done < got;) {
+        const ssize_t n = ::write(out->get(), buf.data() + done, static_cast<size_t>(got - done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return IoError(entry + ": write failed: " + std::strerror(errno));
+        done += n;
+      }
     }
   }
   if (entries == 0) return Corrupt(label + ": empty tar archive");

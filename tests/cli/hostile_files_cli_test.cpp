@@ -175,4 +175,79 @@ TEST_F(HostileFiles, FifoUnderSysrootIsReportedNotWaitedOn) {
   EXPECT_NE((r.out + r.err).find("is a FIFO, not a regular file"), std::string::npos) << r.out << r.err;
 }
 
+// ---- Class 5: the write path never follows planted symlinks and never collides ----
+
+TEST_F(HostileFiles, RunOutputsReplacePlantedSymlinks) {
+  ASSERT_TRUE(gantry::write_npy(p("x.npy"), mlp_input()).ok());
+  { std::ofstream(p("victim")) << "precious"; }
+  fs::create_directories(p("d"));
+  fs::create_symlink("../victim", p("d/logits.npy.tmp"));  // the old fixed temporary name
+  auto r = gantry({"run", kMlp.string(), "--provider", "cpu", "-i", "input=" + p("x.npy").string(), "-o",
+                   p("d").string()},
+                  dir_.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(slurp(p("victim")), "precious");
+  EXPECT_TRUE(fs::is_symlink(p("d/logits.npy.tmp")));
+  EXPECT_TRUE(gantry::read_npy(p("d/logits.npy")).ok());
+
+  fs::remove(p("d/logits.npy"));
+  fs::create_symlink("../victim", p("d/logits.npy"));  // the target itself
+  r = gantry({"run", kMlp.string(), "--provider", "cpu", "-i", "input=" + p("x.npy").string(), "-o",
+              p("d").string()},
+             dir_.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(slurp(p("victim")), "precious");
+  EXPECT_FALSE(fs::is_symlink(p("d/logits.npy")));
+  EXPECT_TRUE(gantry::read_npy(p("d/logits.npy")).ok());
+  EXPECT_EQ(std::distance(fs::directory_iterator(p("d")), fs::directory_iterator()), 2);  // no temporaries
+}
+
+TEST_F(HostileFiles, PackTarIgnoresPlantedPartialFile) {
+  { std::ofstream(p("victim")) << "precious"; }
+  fs::create_directories(p("o"));
+  fs::create_symlink("../victim", p("o/out.tar.partial"));
+  auto r = gantry({"pack", kMlp.string(), "-o", p("o/out.tar").string()}, dir_.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(slurp(p("victim")), "precious");
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(p("o/out.tar"))));
+  auto i = gantry({"inspect", p("o/out.tar").string()}, dir_.path());
+  EXPECT_EQ(i.code, 0) << i.err;
+
+  // --force over a symlink replaces the link, not what it points to.
+  fs::remove(p("o/out.tar"));
+  fs::create_symlink("../victim", p("o/out.tar"));
+  r = gantry({"pack", kMlp.string(), "-o", p("o/out.tar").string(), "--force"}, dir_.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(slurp(p("victim")), "precious");
+  EXPECT_FALSE(fs::is_symlink(p("o/out.tar")));
+
+  // A package directory: planted symlinks at the files it writes are replaced as well.
+  fs::create_directories(p("pkg"));
+  fs::create_symlink("../victim", p("pkg/mlp_64_128_10.onnx"));
+  fs::create_symlink("../victim", p("pkg/gantry.json"));
+  r = gantry({"pack", kMlp.string(), "-o", p("pkg").string(), "--force"}, dir_.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(slurp(p("victim")), "precious");
+  EXPECT_FALSE(fs::is_symlink(p("pkg/gantry.json")));
+  EXPECT_FALSE(fs::is_symlink(p("pkg/mlp_64_128_10.onnx")));
+}
+
+TEST_F(HostileFiles, EightConcurrentRunsIntoOneDirectoryAllSucceed) {
+  ASSERT_TRUE(gantry::write_npy(p("x.npy"), mlp_input()).ok());
+  fs::create_directories(p("d"));
+  std::string cmd;
+  for (int i = 0; i < 8; ++i)
+    cmd += "( GANTRY_LOG_LEVEL=off timeout -s KILL 60 " + quote(kGantry.string()) + " run " +
+           quote(kMlp.string()) + " --provider cpu --threads 1 -i input=" + quote(p("x.npy").string()) +
+           " -o " + quote(p("d").string()) + " >/dev/null 2>" + quote(p("err" + std::to_string(i)).string()) +
+           "; echo $? >" + quote(p("rc" + std::to_string(i)).string()) + " ) & ";
+  cmd += "wait";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(slurp(p("rc" + std::to_string(i))), "0\n") << slurp(p("err" + std::to_string(i)));
+  }
+  EXPECT_TRUE(gantry::read_npy(p("d/logits.npy")).ok());
+  EXPECT_EQ(std::distance(fs::directory_iterator(p("d")), fs::directory_iterator()), 1);
+}
+
 }  // namespace
