@@ -95,6 +95,14 @@ Status extract_tar(const std::filesystem::path& path, const std::filesystem::pat
   const std::string label = path.string();
   if (archive_read_open_filename(a.get(), path.c_str(), 1 << 16) != ARCHIVE_OK)
     return Corrupt(label + ": not a readable tar archive: " + archive_message(a.get()));
+  // An uncompressed tar cannot hold more file bytes than its own size, except through a sparse entry's
+  // holes (3 GB extracted from a 51 KB archive) or a lying header. Sparse entries are refused below, and
+  // this bound catches anything else that would expand.
+  struct stat archive_stat {};
+  if (::stat(path.c_str(), &archive_stat) != 0)
+    return IoError(label + ": cannot stat: " + std::strerror(errno));
+  const uint64_t limit = static_cast<uint64_t>(archive_stat.st_size);
+  uint64_t extracted = 0;
   std::vector<char> buf(1 << 16);
   size_t entries = 0;
   while (true) {
@@ -121,6 +129,9 @@ Status extract_tar(const std::filesystem::path& path, const std::filesystem::pat
       return InvalidArgument(entry + " is a symlink; package archives may hold only files and directories");
     if (type != AE_IFDIR && type != AE_IFREG)
       return InvalidArgument(entry + " is not a regular file or directory");
+    if (archive_entry_sparse_count(e) > 0)
+      return InvalidArgument(entry + " is a sparse file (its holes would expand on extraction); package " +
+                             "archives may hold only plain files: create the archive without --sparse");
     const auto target = destination / name;
     std::error_code ec;
     if (type == AE_IFDIR) {
@@ -141,6 +152,10 @@ Status extract_tar(const std::filesystem::path& path, const std::filesystem::pat
       const la_ssize_t got = archive_read_data(a.get(), buf.data(), buf.size());
       if (got < 0) return Corrupt(entry + ": truncated or corrupt data: " + archive_message(a.get()));
       if (got == 0) break;
+      extracted += static_cast<uint64_t>(got);
+      if (extracted > limit)
+        return InvalidArgument(entry + ": extracting would write more than the archive's own " +
+                               std::to_string(limit) + " bytes (a sparse or malformed entry); refused");
       for (la_ssize_t done = 0; done < got;) {
         const ssize_t n = ::write(out->get(), buf.data() + done, static_cast<size_t>(got - done));
         if (n < 0 && errno == EINTR) continue;

@@ -250,4 +250,22 @@ TEST_F(HostileFiles, EightConcurrentRunsIntoOneDirectoryAllSucceed) {
   EXPECT_EQ(std::distance(fs::directory_iterator(p("d")), fs::directory_iterator()), 1);
 }
 
+// ---- Class 6: a sparse tar must not expand into gigabytes ----
+
+TEST_F(HostileFiles, SparseTarIsRefusedBeforeExpanding) {
+  if (std::system("tar --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "GNU tar is not installed";
+  ASSERT_EQ(gantry({"pack", kMlp.string(), "-o", p("pkg").string()}, dir_.path()).code, 0);
+  { std::ofstream hole(p("pkg/hole.bin")); }
+  fs::resize_file(p("pkg/hole.bin"), 3ull << 30);  // 3 GB of holes, no data blocks
+  const std::string tar = "cd " + quote(p("pkg").string()) + " && tar --sparse -cf " +
+                          quote(p("x.tar").string()) + " gantry.json mlp_64_128_10.onnx hole.bin";
+  ASSERT_EQ(std::system(tar.c_str()), 0);
+  fs::remove(p("pkg/hole.bin"));
+  ASSERT_LT(fs::file_size(p("x.tar")), 1u << 20);
+  fs::create_directories(p("tmp"));
+  auto r = gantry({"inspect", p("x.tar").string()}, dir_.path(), "TMPDIR=" + p("tmp").string());
+  expect_clean_failure(r, "hole.bin", "is a sparse file");
+  EXPECT_TRUE(fs::is_empty(p("tmp"))) << "the extraction directory was left behind";
+}
+
 }  // namespace
