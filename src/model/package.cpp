@@ -62,11 +62,14 @@ Status load_directory(const fs::path& dir, const LoadOptions& options, Manifest&
   std::error_code ec;
   root = fs::canonical(dir, ec);
   if (ec) return IoError("cannot resolve the package directory: " + ec.message());
-  const fs::path manifest_path = root / std::string(kManifestFileName);
-  if (!fs::exists(manifest_path))
+  // Resolved like every file the manifest names: a gantry.json that is a symlink out of the package is
+  // refused.
+  auto manifest_path = resolve_package_file(root, kManifestFileName, kManifestFileName);
+  if (!manifest_path.ok() && manifest_path.status().code() == StatusCode::kNotFound)
     return NotFound("no " + std::string(kManifestFileName) +
                     " in the package; create one with 'gantry pack <model> -o <package>'");
-  GANTRY_ASSIGN_OR_RETURN(manifest, read_manifest(manifest_path));
+  if (!manifest_path.ok()) return manifest_path.status();
+  GANTRY_ASSIGN_OR_RETURN(manifest, read_manifest(*manifest_path));
   GANTRY_ASSIGN_OR_RETURN(auto model_path, resolve_package_file(root, manifest.model_file, "model_file"));
   GANTRY_RETURN_IF_ERROR(check_format_matches(manifest, model_path));
   if (options.verify_checksums) GANTRY_RETURN_IF_ERROR(verify_checksums(manifest, root));
@@ -102,10 +105,13 @@ Result<std::vector<std::pair<std::string, fs::path>>> collect_files(const fs::pa
 
 // A gantry.json already in the source directory: its fields are kept; the sha256 table may be missing.
 Result<std::optional<Manifest>> read_base_manifest(const fs::path& src_dir) {
+  auto resolved =
+      resolve_package_file(src_dir, kManifestFileName, (src_dir / std::string(kManifestFileName)).string());
+  if (!resolved.ok() && resolved.status().code() == StatusCode::kNotFound) return std::optional<Manifest>();
+  if (!resolved.ok()) return resolved.status();
   const fs::path path = src_dir / std::string(kManifestFileName);
-  if (!fs::exists(path)) return std::optional<Manifest>();
-  GANTRY_ASSIGN_OR_RETURN(auto text, read_file(path, 16 << 20));
-  auto parsed = parse_json<nlohmann::ordered_json>(text, path.string());
+  GANTRY_ASSIGN_OR_RETURN(auto text, read_file(*resolved, 16 << 20));
+  auto parsed = parse_json_unique_keys<nlohmann::json>(text, path.string());
   if (parsed.ok()) {  // a parse error is reported by parse_manifest below
     auto& j = *parsed;
     if (j.is_object() && !j.contains("sha256") && j.contains("model_file") && j["model_file"].is_string()) {

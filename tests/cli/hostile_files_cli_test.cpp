@@ -268,4 +268,27 @@ TEST_F(HostileFiles, SparseTarIsRefusedBeforeExpanding) {
   EXPECT_TRUE(fs::is_empty(p("tmp"))) << "the extraction directory was left behind";
 }
 
+// ---- Class 7: manifests: duplicate keys, size, symlinks out of the package ----
+
+TEST_F(HostileFiles, ManifestSymlinkLeavingThePackageIsRefused) {
+  ASSERT_EQ(gantry({"pack", kMlp.string(), "-o", p("pkg").string()}, dir_.path()).code, 0);
+  fs::rename(p("pkg/gantry.json"), p("outside.json"));
+  fs::create_symlink("../outside.json", p("pkg/gantry.json"));
+  const auto before = snapshot(dir_.path());
+  for (const char* cmd : {"inspect", "run"}) {
+    auto r = gantry({cmd, p("pkg").string()}, dir_.path());
+    expect_clean_failure(r, "gantry.json", "outside the package directory");
+  }
+  EXPECT_EQ(snapshot(dir_.path()), before);
+}
+
+TEST_F(HostileFiles, ManifestDuplicateKeyIsNamed) {
+  ASSERT_EQ(gantry({"pack", kMlp.string(), "-o", p("pkg").string()}, dir_.path()).code, 0);
+  std::string text = slurp(p("pkg/gantry.json"));
+  text.insert(text.find('{') + 1, "\"model_file\": \"../../etc/passwd\",");
+  { std::ofstream(p("pkg/gantry.json"), std::ios::binary) << text; }
+  auto r = gantry({"inspect", p("pkg").string()}, dir_.path());
+  expect_clean_failure(r, "gantry.json", "duplicate key 'model_file'");
+}
+
 }  // namespace
