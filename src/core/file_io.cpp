@@ -284,4 +284,14 @@ Status copy_regular_file(const fs::path& from, const fs::path& to) {
   return out.commit();
 }
 
+std::string safe_file_name(std::string_view name) {
+  std::string s;
+  for (char c : name.substr(0, 200)) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_' || (c == '.' && !s.empty());
+    s += keep ? c : '_';
+  }
+  return s.empty() ? "output" : s;
+}
+
 }  // namespace gantry

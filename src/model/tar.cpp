@@ -60,7 +60,11 @@ Status write_tar(const std::filesystem::path& path, const std::vector<TarMember>
       size = static_cast<uint64_t>(st.st_size);
     }
     std::unique_ptr<archive_entry, EntryDeleter> e(archive_entry_new());
-    archive_entry_set_pathname(e.get(), m.name.c_str());
+    // The UTF-8 setter: names are stored as UTF-8 whatever the process locale ("C" cannot translate them).
+    archive_entry_set_pathname_utf8(e.get(), m.name.c_str());
+    if (archive_entry_pathname(e.get()) == nullptr)  // libarchive would crash on it in the pax writer
+      return InvalidArgument(path.string() + ": '" + m.name +
+                             "' cannot be stored in the current locale; run with LC_ALL=C.UTF-8");
     archive_entry_set_size(e.get(), static_cast<la_int64_t>(size));
     archive_entry_set_filetype(e.get(), AE_IFREG);
     archive_entry_set_perm(e.get(), 0644);
@@ -112,7 +116,8 @@ Status extract_tar(const std::filesystem::path& path, const std::filesystem::pat
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
       return Corrupt(label + ": corrupt or truncated tar archive: " + archive_message(a.get()));
     ++entries;
-    const char* raw_name = archive_entry_pathname(e);
+    const char* raw_name = archive_entry_pathname_utf8(e);  // locale-independent, like write_tar
+    if (raw_name == nullptr) raw_name = archive_entry_pathname(e);
     std::string name = raw_name ? raw_name : "";
     while (name.starts_with("./")) name.erase(0, 2);
     while (name.size() > 1 && name.back() == '/') name.pop_back();

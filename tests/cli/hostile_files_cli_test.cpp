@@ -291,4 +291,105 @@ TEST_F(HostileFiles, ManifestDuplicateKeyIsNamed) {
   expect_clean_failure(r, "gantry.json", "duplicate key 'model_file'");
 }
 
+// ---- Class 8: numbers, broken expected outputs, output names, symlink loops, non-ASCII names ----
+
+void make_test_set(const fs::path& dir) {
+  fs::create_directories(dir / "test_data_set_0");
+  fs::copy_file(kMlp, dir / "model.onnx");
+  ASSERT_TRUE(
+      gantry::model::write_tensor_proto(dir / "test_data_set_0/input_0.pb", mlp_input(), "input").ok());
+}
+
+TEST_F(HostileFiles, TestOnnxHugeIndexIsAClearFailure) {
+  make_test_set(p("t"));
+  fs::rename(p("t/test_data_set_0/input_0.pb"), p("t/test_data_set_0/input_99999999999999999999.pb"));
+  auto r = gantry({"test-onnx", p("t").string()}, dir_.path());
+  expect_clean_failure(r, "input_99999999999999999999.pb", "is out of range");
+  EXPECT_NE(r.out.find("FAIL t"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("stoi"), std::string::npos) << r.err;
+}
+
+TEST_F(HostileFiles, TestOnnxBrokenExpectedOutputFails) {
+  make_test_set(p("t"));
+  for (const std::string& bytes : {std::string(), std::string("\xff\xff\xff garbage")}) {
+    { std::ofstream(p("t/test_data_set_0/output_0.pb"), std::ios::binary) << bytes; }
+    auto r = gantry({"test-onnx", p("t").string()}, dir_.path());
+    expect_clean_failure(r, "output_0.pb", "expected output");
+    EXPECT_NE(r.out.find("FAIL t"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("0 passed, 1 failed, 0 skipped"), std::string::npos) << r.out;
+  }
+}
+
+TEST_F(HostileFiles, OutputNamesBecomeSafeVisibleFiles) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("names");
+  const std::vector<std::string> outs = {"../../x", ".hidden", "..", "a/b"};
+  for (const auto& o : outs) {
+    auto* n = g->add_node();
+    n->set_op_type("Identity");
+    n->add_input("x");
+    n->add_output(o);
+  }
+  std::vector<std::string> io = {"x"};
+  io.insert(io.end(), outs.begin(), outs.end());
+  for (const auto& name : io) {
+    auto* v = name == "x" ? g->add_input() : g->add_output();
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_value(2);
+  }
+  { std::ofstream(p("names.onnx"), std::ios::binary) << m.SerializeAsString(); }
+  auto x = gantry::Tensor::allocate(gantry::DType::kFloat32, gantry::Shape({2})).value();
+  ASSERT_TRUE(gantry::write_npy(p("x.npy"), x).ok());
+  fs::create_directories(p("a/b/d"));
+  const auto before = snapshot(dir_.path());
+  auto r = gantry({"run", p("names.onnx").string(), "--provider", "cpu", "-i", "x=" + p("x.npy").string(),
+                   "-o", p("a/b/d").string()},
+                  dir_.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::set<std::string> written;
+  for (const auto& e : fs::directory_iterator(p("a/b/d"))) written.insert(e.path().filename().string());
+  EXPECT_EQ(written, (std::set<std::string>{"_._.._x.npy", "_hidden.npy", "_..npy", "a_b.npy"}));
+  auto after = snapshot(dir_.path());
+  for (const auto& f : written) after.erase("a/b/d/" + f);
+  EXPECT_EQ(after, before);  // nothing outside the destination (no ../../x.npy, no hidden file)
+}
+
+TEST_F(HostileFiles, SymlinkLoopIsAStatusNotAnException) {
+  fs::create_symlink("loop", p("loop"));
+  for (const char* cmd : {"inspect", "run"}) {
+    auto r = gantry({cmd, p("loop").string()}, dir_.path());
+    expect_clean_failure(r, p("loop").string(), "too many levels of symbolic links");
+    EXPECT_EQ((r.out + r.err).find("filesystem error"), std::string::npos) << r.err;
+  }
+  auto t = gantry({"test-onnx", p("loop").string()}, dir_.path());
+  expect_clean_failure(t, p("loop").string(), "too many levels of symbolic links");
+  fs::create_directories(p("src"));
+  fs::copy_file(kMlp, p("src/m.onnx"));
+  fs::create_symlink("loop2", p("src/loop2"));
+  auto pk = gantry({"pack", p("src").string(), "-o", p("out").string()}, dir_.path());
+  expect_clean_failure(pk, "loop2", "levels of symbolic links");
+  EXPECT_EQ((pk.out + pk.err).find("filesystem error"), std::string::npos) << pk.err;
+  fs::remove(p("src/loop2"));
+  fs::create_symlink("gantry.json", p("src/gantry.json"));
+  pk = gantry({"pack", p("src").string(), "-o", p("out").string()}, dir_.path());
+  expect_clean_failure(pk, "gantry.json", "levels of symbolic links");
+}
+
+TEST_F(HostileFiles, NonAsciiFileNamesPackIntoATar) {
+  const std::string name = "mlp ünï cødé 模型.onnx";
+  fs::copy_file(kMlp, p(name));
+  auto r = gantry({"pack", p(name).string(), "-o", p("out.tar").string()}, dir_.path(), "LC_ALL=C");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto i = gantry({"inspect", p("out.tar").string()}, dir_.path(), "LC_ALL=C");
+  ASSERT_EQ(i.code, 0) << i.err;
+  EXPECT_NE(i.out.find(name), std::string::npos) << i.out;
+}
+
 }  // namespace

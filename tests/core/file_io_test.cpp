@@ -231,5 +231,18 @@ TEST_F(FileIo, SignalRemovesRegisteredPaths) {
   EXPECT_TRUE(fs::exists(p("keep")));
 }
 
+TEST(SafeFileName, VisibleAndInsideTheDirectory) {
+  EXPECT_EQ(safe_file_name("logits"), "logits");
+  EXPECT_EQ(safe_file_name("../../x"), "_._.._x");
+  EXPECT_EQ(safe_file_name(".hidden"), "_hidden");
+  EXPECT_EQ(safe_file_name(".."), "_.");
+  EXPECT_EQ(safe_file_name("."), "_");
+  EXPECT_EQ(safe_file_name("a/b\\c:d"), "a_b_c_d");
+  EXPECT_EQ(safe_file_name(""), "output");
+  EXPECT_EQ(safe_file_name(std::string(1000, 'a')).size(), 200u);
+  EXPECT_EQ(safe_file_name("模型"), "______");
+  EXPECT_EQ(safe_file_name(std::string("a\0b", 3)), "a_b");
+}
+
 }  // namespace
 }  // namespace gantry

@@ -113,4 +113,9 @@ Status write_file(const std::filesystem::path& path, std::string_view bytes);
 // Copies the regular file `from` to `to` through an AtomicFile (a symlink at `to` is replaced).
 Status copy_regular_file(const std::filesystem::path& from, const std::filesystem::path& to);
 
+// A safe, visible file name for an untrusted name (e.g. a model's output name): ASCII letters, digits,
+// '-', '_' and '.' are kept, every other byte becomes '_', a leading '.' becomes '_' (no hidden files,
+// no '.' or '..'), at most 200 bytes, "output" when empty.
+std::string safe_file_name(std::string_view name);
+
 }  // namespace gantry
