@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "gantry/core/enum_names.h"
+#include "gantry/core/file_io.h"
 #include "gantry/core/json.h"
 #include "gantry/core/log.h"
 
@@ -223,10 +224,10 @@ std::string VerdictCache::key(std::string_view model_sha256, std::string_view de
 }
 
 std::optional<double> VerdictCache::get(const std::string& key) const {
-  std::ifstream in(std::filesystem::path(dir_) / (fnv1a_hex(key) + ".json"));
-  if (!in) return std::nullopt;
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto parsed = parse_json(text, dir_);
+  // The cache may live in a shared temp dir: read it like any untrusted file (no FIFO hangs, bounded).
+  auto text = read_file(std::filesystem::path(dir_) / (fnv1a_hex(key) + ".json"), 64 << 10);
+  if (!text.ok()) return std::nullopt;
+  auto parsed = parse_json(*text, dir_);
   if (!parsed.ok()) return std::nullopt;  // a damaged file: measure again
   const nlohmann::json& j = *parsed;
   if (!j.is_object() || !j.contains("key") || !j["key"].is_string() || j["key"].get<std::string>() != key ||
@@ -241,15 +242,7 @@ Status VerdictCache::put(const std::string& key, double median_us) const {
   fs::create_directories(dir_, ec);
   if (ec) return IoError("cannot create the verdict cache directory " + dir_ + ": " + ec.message());
   const fs::path final_path = fs::path(dir_) / (fnv1a_hex(key) + ".json");
-  const fs::path tmp = final_path.string() + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp);
-    out << nlohmann::json{{"key", key}, {"median_us", median_us}}.dump() << "\n";
-    if (!out) return IoError("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, final_path, ec);
-  if (ec) return IoError("cannot move " + tmp.string() + " to " + final_path.string() + ": " + ec.message());
-  return Status::Ok();
+  return write_file(final_path, nlohmann::json{{"key", key}, {"median_us", median_us}}.dump() + "\n");
 }
 
 void measure_candidates(ProviderChoice& choice, const MachineView& machine, const MeasureContext& ctx) {

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 
 namespace gantry::cli {
@@ -27,6 +28,9 @@ inline int parse_and_run(CLI::App& app, int argc, char** argv, const int& exit_c
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
+  } catch (const std::filesystem::filesystem_error& e) {  // a safety net: readers return Status instead
+    std::cerr << "gantry: error: " << e.path1().string() << ": " << e.code().message() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "gantry: error: " << e.what() << "\n";
     return 1;

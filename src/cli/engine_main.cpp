@@ -2,15 +2,41 @@
 // module that the `gantry` front end (main.cpp) loads only for commands that need it, so that
 // `gantry detect` starts without loading the inference runtimes.
 
+#include <langinfo.h>
+
+#include <clocale>
+#include <cstring>
+
 #include "cli/commands.h"
 #include "gantry/build_info.h"
+#include "gantry/core/cleanup_registry.h"
+
+namespace {
+
+// File names are UTF-8 bytes; libarchive converts them through the C library's character type, which in
+// the default "C" locale cannot represent "模型.onnx". Only LC_CTYPE is set (numbers keep the "C" format):
+// the user's locale when it is UTF-8, else C.UTF-8.
+void use_utf8_character_type() {
+  const char* set = std::setlocale(LC_CTYPE, "");
+  const char* codeset = set ? nl_langinfo(CODESET) : nullptr;
+  if (codeset == nullptr || std::strcmp(codeset, "UTF-8") != 0) {
+    if (std::setlocale(LC_CTYPE, "C.UTF-8") == nullptr) std::setlocale(LC_CTYPE, "C");
+  }
+}
+
+}  // namespace
 
 extern "C" __attribute__((visibility("default"))) int gantry_engine_main(int argc, char** argv) {
+  use_utf8_character_type();
   CLI::App app{"Gantry " GANTRY_VERSION_STRING
                " - finds the best hardware on this machine, proves a model fits, and runs it",
                "gantry"};
   app.require_subcommand(1);
   app.set_version_flag("--version", GANTRY_VERSION_STRING);
+
+  // Temporary files and extraction directories go away on Ctrl-C/SIGTERM too (serve replaces the handler
+  // with its drain, where the owners' destructors clean up).
+  gantry::install_cleanup_signal_handlers();
 
   int exit_code = 0;
   gantry::cli::register_version_command(app, exit_code);

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/inspect_gguf.h"
+#include "gantry/core/file_io.h"
 #include "gantry/model/onnx_info.h"
 #include "gantry/model/package.h"
 
@@ -151,9 +152,8 @@ void print_onnx(std::ostream& out, const model::OnnxModelInfo& info) {
 
 int inspect(const InspectArgs& args) {
   const fs::path path = args.path;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) {
-    std::cerr << "gantry inspect: " << path.string() << ": no such file or directory\n";
+  if (auto type = file_type_of(path); !type.ok()) {  // missing, a symlink loop, no permission: named
+    std::cerr << "gantry inspect: " << type.status().message() << "\n";
     return 1;
   }
   if (looks_like_gguf(path)) return run_gguf(path, args.json, std::cout);

@@ -5,10 +5,12 @@
 // gantry run MODEL.gguf --prompt TEXT [sampling flags]: streams generated text (see run_gguf.h).
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "cli/run_gguf.h"
+#include "gantry/core/file_io.h"
 #include "gantry/core/npy.h"
 #include "gantry/model/tensor_proto.h"
 #include "gantry/runtime/runtime.h"
@@ -71,13 +73,6 @@ std::string preview(const Tensor& t, size_t max_values = 6) {
   return s.str();
 }
 
-std::string file_name_for(const std::string& output) {
-  std::string s = output;
-  for (char& c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '_';
-  return s.empty() ? "output" : s;
-}
-
 struct RunArgs {
   std::string model;
   std::vector<std::string> inputs;
@@ -123,11 +118,15 @@ int run_tensors(runtime::ModelHandle& handle, const RunArgs& a, const std::strin
     if (ec) return fail(IoError("cannot create output directory " + a.output_dir + ": " + ec.message()));
   }
   std::cout << "model " << meta.name << " on " << meta.provider << " (" << backend_version << ")\n";
+  std::set<std::string> used;  // two outputs whose names map to one file get NAME_2.npy, ...
   for (const auto& o : *outputs) {
     std::cout << o.name << " " << dtype_name(o.tensor.dtype()) << " " << o.tensor.shape().to_string() << " "
               << preview(o.tensor) << "\n";
     if (!a.output_dir.empty()) {
-      const fs::path file = fs::path(a.output_dir) / (file_name_for(o.name) + ".npy");
+      const std::string stem = safe_file_name(o.name);
+      std::string name = stem;
+      for (int k = 2; !used.insert(name).second; ++k) name = stem + "_" + std::to_string(k);
+      const fs::path file = fs::path(a.output_dir) / (name + ".npy");
       if (Status s = write_npy(file, o.tensor); !s.ok()) return fail(s);
     }
   }
@@ -184,7 +183,10 @@ void register_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("model", args->model, "Model file (.onnx or .gguf) or package (directory or .tar)")
       ->required();
   cmd->add_option("--input,-i", args->inputs, "NAME=FILE (.npy or .pb); repeat per input");
-  cmd->add_option("--output-dir,-o", args->output_dir, "Write one NAME.npy per output here");
+  cmd->add_option(
+      "--output-dir,-o", args->output_dir,
+      "Write one NAME.npy per output here (NAME: the output's name with every character other than "
+      "A-Z a-z 0-9 - _ . and a leading '.' replaced by '_'; _2, _3... when two names collide)");
   cmd->add_option("--provider", args->provider, "Use only this execution provider (cpu, cuda, ...)");
   cmd->add_option("--provider-policy", args->policy,
                   "fastest|manifest|measured (default: $GANTRY_PROVIDER_POLICY or fastest)");

@@ -2,6 +2,7 @@
 // test_data_set_N/{input,output}_K.pb) through Gantry's ONNX backend and compares with ONNX's own
 // tolerances (onnx.backend.test: rtol 1e-3, atol 1e-7, NaN equals NaN, exact for integers and strings).
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "gantry/core/file_io.h"
 #include "gantry/core/log.h"
 #include "gantry/model/tensor_proto.h"
 #include "gantry/runtime/runtime.h"
@@ -117,16 +119,26 @@ std::string compare(const Tensor& want, const Tensor& got) {
   return s.str();
 }
 
-std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix, const std::string& ext) {
-  std::vector<std::pair<int, fs::path>> found;
+// <prefix><N><ext> files in `dir`, ordered by N. N is parsed with a checked from_chars: a number that does
+// not fit (input_99999999999999999999.pb) is an error naming the file, not an exception.
+Result<std::vector<fs::path>> numbered(const fs::path& dir, const std::string& prefix,
+                                       const std::string& ext) {
+  std::vector<std::pair<uint32_t, fs::path>> found;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind(prefix, 0) != 0 || !name.ends_with(ext)) continue;
-    const std::string num = name.substr(prefix.size(), name.size() - prefix.size() - ext.size());
-    if (num.empty() || !std::all_of(num.begin(), num.end(), ::isdigit)) continue;
-    found.emplace_back(std::stoi(num), e.path());
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || !name.ends_with(ext) || name.size() <= prefix.size() + ext.size())
+      continue;
+    const std::string_view num(name.data() + prefix.size(), name.size() - prefix.size() - ext.size());
+    if (!std::all_of(num.begin(), num.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    uint32_t n = 0;
+    const auto [end, err] = std::from_chars(num.data(), num.data() + num.size(), n);
+    if (err != std::errc() || end != num.data() + num.size() || n > 100000)
+      return InvalidArgument(it->path().string() + ": the index " + std::string(num) +
+                             " is out of range (at most 100000)");
+    found.emplace_back(n, it->path());
   }
+  if (ec) return IoError(dir.string() + ": cannot list: " + ec.message());
   std::sort(found.begin(), found.end());
   std::vector<fs::path> out;
   for (auto& [_, p] : found) out.push_back(p);
@@ -148,32 +160,38 @@ Outcome run_test(runtime::Runtime& rt, const fs::path& dir, const runtime::LoadO
   const auto& meta = (*model)->metadata();
   std::vector<fs::path> sets;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)
-      sets.push_back(e.path());
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    if (it->is_directory(ec) && it->path().filename().string().rfind("test_data_set_", 0) == 0)
+      sets.push_back(it->path());
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return {Verdict::kSkip, "no test_data_set_* folders"};
   for (const auto& set : sets) {
     const std::string where = set.filename().string();
     std::vector<backend::NamedTensor> inputs;
-    auto in_files = numbered(set, "input_", ".pb");
+    auto listed_inputs = numbered(set, "input_", ".pb");
+    if (!listed_inputs.ok()) return {Verdict::kFail, where + ": " + listed_inputs.status().message()};
+    const auto& in_files = *listed_inputs;
     if (in_files.size() > meta.inputs.size())
       return {Verdict::kFail, where + ": " + std::to_string(in_files.size()) +
                                   " inputs given, the model takes " + std::to_string(meta.inputs.size())};
     for (size_t i = 0; i < in_files.size(); ++i) {
       auto t = model::read_tensor_proto(in_files[i]);
-      if (!t.ok()) return {Verdict::kSkip, where + ": " + t.status().message()};
+      // An unreadable or corrupt input is a broken test: it fails (a skip would let a broken set pass).
+      if (!t.ok()) return {Verdict::kFail, where + ": " + t.status().message()};
       inputs.push_back({meta.inputs[i].name, std::move(t->tensor)});
     }
     auto out = (*model)->infer_one(inputs);
     if (!out.ok()) return {Verdict::kFail, where + ": " + out.status().to_string()};
-    auto out_files = numbered(set, "output_", ".pb");
+    auto listed_outputs = numbered(set, "output_", ".pb");
+    if (!listed_outputs.ok()) return {Verdict::kFail, where + ": " + listed_outputs.status().message()};
+    const auto& out_files = *listed_outputs;
     if (out_files.size() != out->size())
       return {Verdict::kFail, where + ": model returned " + std::to_string(out->size()) +
                                   " outputs, expected " + std::to_string(out_files.size())};
     for (size_t o = 0; o < out_files.size(); ++o) {
       auto want = model::read_tensor_proto(out_files[o]);
-      if (!want.ok()) return {Verdict::kSkip, where + ": " + want.status().message()};
+      // A corrupt or empty expected output cannot be compared against: the test fails.
+      if (!want.ok()) return {Verdict::kFail, where + ": expected output: " + want.status().message()};
       std::string diff = compare(want->tensor, (*out)[o].tensor);
       if (!diff.empty()) return {Verdict::kFail, where + ": output '" + (*out)[o].name + "': " + diff};
     }
@@ -187,15 +205,16 @@ Result<std::vector<fs::path>> collect(const std::vector<std::string>& dirs) {
   for (const auto& d : dirs) {
     const fs::path p(d);
     std::error_code ec;
-    if (!fs::is_directory(p, ec))
-      return NotFound("test folder " + d + " does not exist or is not a directory");
-    if (fs::exists(p / "model.onnx")) {
+    auto type = file_type_of(p);
+    if (!type.ok()) return type.status().with_context("test folder");
+    if (*type != fs::file_type::directory) return NotFound("test folder " + d + " is not a directory");
+    if (fs::exists(p / "model.onnx", ec)) {
       tests.push_back(p);
       continue;
     }
     std::vector<fs::path> sub;
-    for (const auto& e : fs::directory_iterator(p, ec))
-      if (e.is_directory() && fs::exists(e.path() / "model.onnx")) sub.push_back(e.path());
+    for (auto it = fs::directory_iterator(p, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+      if (it->is_directory(ec) && fs::exists(it->path() / "model.onnx", ec)) sub.push_back(it->path());
     if (sub.empty()) return NotFound(d + " holds neither model.onnx nor test folders with one");
     std::sort(sub.begin(), sub.end());
     tests.insert(tests.end(), sub.begin(), sub.end());

@@ -350,7 +350,11 @@ Result<Tensor> read_npy(const std::filesystem::path& path) {
   return t;
 }
 
-Result<std::string> serialize_npy(const Tensor& tensor) {
+namespace {
+
+// The .npy header, followed for string tensors by their (converted) payload; numeric payloads are the
+// tensor's own bytes, appended by the caller without another copy.
+Result<std::string> npy_header(const Tensor& tensor) {
   if (tensor.memory_class() == MemoryClass::kDevice)
     return InvalidArgument("cannot write a tensor in device memory as .npy; copy it to the host first");
   if (tensor.shape().is_dynamic()) return InvalidArgument("cannot write a tensor of dynamic shape as .npy");
@@ -410,16 +414,29 @@ Result<std::string> serialize_npy(const Tensor& tensor) {
         out.append(b, 4);
       }
     }
-  } else if (tensor.byte_size() > 0) {
-    out.append(static_cast<const char*>(tensor.data()), tensor.byte_size());
   }
   return out;
 }
 
+}  // namespace
+
+Result<std::string> serialize_npy(const Tensor& tensor) {
+  GANTRY_ASSIGN_OR_RETURN(std::string out, npy_header(tensor));
+  if (tensor.dtype() != DType::kString && tensor.byte_size() > 0)
+    out.append(static_cast<const char*>(tensor.data()), tensor.byte_size());
+  return out;
+}
+
+// Written straight from the tensor's buffer: a multi-GB output is not copied first.
 Status write_npy(const std::filesystem::path& path, const Tensor& tensor) {
-  auto bytes = serialize_npy(tensor);
-  if (!bytes.ok()) return bytes.status().with_context(path.string());
-  return write_file(path, *bytes);
+  auto header = npy_header(tensor);
+  if (!header.ok()) return header.status().with_context(path.string());
+  GANTRY_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::create(path));
+  GANTRY_RETURN_IF_ERROR(f.write(*header));
+  if (tensor.dtype() != DType::kString && tensor.byte_size() > 0)
+    GANTRY_RETURN_IF_ERROR(
+        f.write(std::span(static_cast<const std::byte*>(tensor.data()), tensor.byte_size())));
+  return f.commit();
 }
 
 }  // namespace gantry

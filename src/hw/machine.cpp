@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "gantry/core/file_io.h"
+
 namespace gantry::hw {
 namespace {
 
@@ -20,26 +22,13 @@ class DiskMachine final : public Machine {
     if (root_.empty()) root_ = "/";
   }
 
+  // Through the one reader of untrusted paths: a FIFO or socket planted under --sysroot is refused rather
+  // than blocking the probe; character devices are allowed (sysfs/procfs files are regular in practice).
   Result<std::string> read_file(std::string_view path) const override {
     const std::string full = resolve(path);
-    const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return error_for(errno, "cannot open", path);
-    std::string out;
-    char buf[16384];
-    for (;;) {
-      const ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        const int err = errno;
-        ::close(fd);
-        return error_for(err, "cannot read", path);
-      }
-      if (n == 0) break;
-      out.append(buf, static_cast<size_t>(n));
-      if (out.size() > (16u << 20)) break;  // no sysfs/procfs file we read is anywhere near this
-    }
-    ::close(fd);
-    return out;
+    auto r = gantry::read_file(full, ReadOptions{.max_bytes = 16u << 20, .allow_char_device = true});
+    if (r.ok() || root_ == "/") return r;
+    return Status(r.status().code(), r.status().message() + " (under sysroot " + root_ + ")");
   }
 
   Result<std::vector<std::string>> list_dir(std::string_view path) const override {

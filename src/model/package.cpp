@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "gantry/core/cleanup_registry.h"
 #include "gantry/core/file_io.h"
 #include "gantry/core/json.h"
 #include "gantry/core/log.h"
@@ -18,17 +19,9 @@ namespace gantry::model {
 namespace fs = std::filesystem;
 namespace {
 
-std::string read_prefix(const fs::path& path, size_t n) {
-  std::ifstream in(path, std::ios::binary);
-  std::string out(n, '\0');
-  in.read(out.data(), static_cast<std::streamsize>(n));
-  out.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
-  return out;
-}
-
-bool is_tar_file(const fs::path& path) {
+Result<bool> is_tar_file(const fs::path& path) {
   if (path.extension() == ".tar") return true;
-  const std::string head = read_prefix(path, 262);
+  GANTRY_ASSIGN_OR_RETURN(const std::string head, read_prefix(path, 262));
   return head.size() == 262 && head.compare(257, 5, "ustar") == 0;
 }
 
@@ -39,9 +32,12 @@ Result<std::shared_ptr<const fs::path>> make_temp_dir() {
   std::string tmpl = (fs::temp_directory_path() / "gantry-package-XXXXXX").string();
   if (mkdtemp(tmpl.data()) == nullptr)
     return IoError("cannot create a temporary directory in " + fs::temp_directory_path().string());
-  return std::shared_ptr<const fs::path>(new fs::path(tmpl), [](const fs::path* p) {
+  // Registered for removal on SIGINT/SIGTERM too: an interrupted extraction leaves nothing in /tmp.
+  const int slot = register_cleanup_path(tmpl);
+  return std::shared_ptr<const fs::path>(new fs::path(tmpl), [slot](const fs::path* p) {
     std::error_code ec;
     fs::remove_all(*p, ec);
+    unregister_cleanup_path(slot);
     delete p;
   });
 }
@@ -52,7 +48,8 @@ bool inside(const fs::path& canonical_root, const fs::path& canonical_path) {
 }
 
 Status check_format_matches(const Manifest& m, const fs::path& model_path) {
-  const bool gguf_magic = read_prefix(model_path, 4) == "GGUF";
+  GANTRY_ASSIGN_OR_RETURN(const std::string magic, read_prefix(model_path, 4));
+  const bool gguf_magic = magic == "GGUF";
   if (m.format == ModelFormat::kGguf && !gguf_magic)
     return InvalidArgument("format: the manifest says gguf but " + m.model_file +
                            " does not start with the GGUF magic");
@@ -65,11 +62,14 @@ Status load_directory(const fs::path& dir, const LoadOptions& options, Manifest&
   std::error_code ec;
   root = fs::canonical(dir, ec);
   if (ec) return IoError("cannot resolve the package directory: " + ec.message());
-  const fs::path manifest_path = root / std::string(kManifestFileName);
-  if (!fs::exists(manifest_path))
+  // Resolved like every file the manifest names: a gantry.json that is a symlink out of the package is
+  // refused.
+  auto manifest_path = resolve_package_file(root, kManifestFileName, kManifestFileName);
+  if (!manifest_path.ok() && manifest_path.status().code() == StatusCode::kNotFound)
     return NotFound("no " + std::string(kManifestFileName) +
                     " in the package; create one with 'gantry pack <model> -o <package>'");
-  GANTRY_ASSIGN_OR_RETURN(manifest, read_manifest(manifest_path));
+  if (!manifest_path.ok()) return manifest_path.status();
+  GANTRY_ASSIGN_OR_RETURN(manifest, read_manifest(*manifest_path));
   GANTRY_ASSIGN_OR_RETURN(auto model_path, resolve_package_file(root, manifest.model_file, "model_file"));
   GANTRY_RETURN_IF_ERROR(check_format_matches(manifest, model_path));
   if (options.verify_checksums) GANTRY_RETURN_IF_ERROR(verify_checksums(manifest, root));
@@ -85,7 +85,8 @@ Result<std::vector<std::pair<std::string, fs::path>>> collect_files(const fs::pa
   for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
     const auto& p = it->path();
-    if (it->is_directory()) continue;
+    if (it->is_directory(ec)) continue;
+    if (ec) return IoError(p.string() + ": " + ec.message());
     const std::string rel = p.lexically_relative(root).generic_string();
     if (rel == kManifestFileName) continue;
     const fs::path real = fs::canonical(p, ec);
@@ -104,10 +105,13 @@ Result<std::vector<std::pair<std::string, fs::path>>> collect_files(const fs::pa
 
 // A gantry.json already in the source directory: its fields are kept; the sha256 table may be missing.
 Result<std::optional<Manifest>> read_base_manifest(const fs::path& src_dir) {
+  auto resolved =
+      resolve_package_file(src_dir, kManifestFileName, (src_dir / std::string(kManifestFileName)).string());
+  if (!resolved.ok() && resolved.status().code() == StatusCode::kNotFound) return std::optional<Manifest>();
+  if (!resolved.ok()) return resolved.status();
   const fs::path path = src_dir / std::string(kManifestFileName);
-  if (!fs::exists(path)) return std::optional<Manifest>();
-  GANTRY_ASSIGN_OR_RETURN(auto text, read_file(path, 16 << 20));
-  auto parsed = parse_json<nlohmann::ordered_json>(text, path.string());
+  GANTRY_ASSIGN_OR_RETURN(auto text, read_file(*resolved, 16 << 20));
+  auto parsed = parse_json_unique_keys<nlohmann::json>(text, path.string());
   if (parsed.ok()) {  // a parse error is reported by parse_manifest below
     auto& j = *parsed;
     if (j.is_object() && !j.contains("sha256") && j.contains("model_file") && j["model_file"].is_string()) {
@@ -161,12 +165,8 @@ const std::string& Package::model_sha256() const {
 }
 
 Result<ModelFormat> detect_model_format(const fs::path& model_file) {
-  std::error_code ec;
-  if (!fs::exists(model_file, ec)) return NotFound(model_file.string() + ": no such file");
-  if (!fs::is_regular_file(model_file, ec))
-    return InvalidArgument(model_file.string() + ": not a regular file");
-  if (fs::file_size(model_file, ec) == 0) return Corrupt(model_file.string() + ": empty file, not a model");
-  const std::string magic = read_prefix(model_file, 4);
+  GANTRY_ASSIGN_OR_RETURN(const std::string magic, read_prefix(model_file, 4));
+  if (magic.empty()) return Corrupt(model_file.string() + ": empty file, not a model");
   if (magic == "GGUF") return ModelFormat::kGguf;
   const auto ext = model_file.extension().string();
   if (ext == ".gguf")
@@ -196,16 +196,19 @@ Result<fs::path> resolve_package_file(const fs::path& root, std::string_view rel
   const fs::path real_root = fs::canonical(root, ec);
   if (ec) return IoError(root.string() + ": " + ec.message());
   const fs::path p = real_root / std::string(relative);
-  if (!fs::exists(p, ec))
+  auto type = file_type_of(p);
+  if (!type.ok() && type.status().code() == StatusCode::kNotFound)
     return NotFound(std::string(field) + ": '" + std::string(relative) + "' is not in the package (" +
                     real_root.string() + ")");
+  if (!type.ok()) return type.status().with_context(field);
   const fs::path real = fs::canonical(p, ec);
   if (ec) return IoError(p.string() + ": " + ec.message());
   if (!inside(real_root, real))
     return InvalidArgument(std::string(field) + ": '" + std::string(relative) + "' resolves to " +
                            real.string() + ", outside the package directory (a symlink escapes it)");
-  if (!fs::is_regular_file(real))
-    return InvalidArgument(std::string(field) + ": '" + std::string(relative) + "' is not a regular file");
+  if (*type != fs::file_type::regular)
+    return InvalidArgument(std::string(field) + ": '" + std::string(relative) + "' " +
+                           std::string(file_type_name(*type)) + ", not a regular file");
   return real;
 }
 
@@ -223,18 +226,19 @@ Status verify_checksums(const Manifest& manifest, const fs::path& root) {
 Result<Package> load_package(const fs::path& path, const LoadOptions& options) {
   const std::string ctx = "package " + path.string();
   std::error_code ec;
-  const auto st = fs::status(path, ec);
-  if (!fs::exists(st)) return NotFound(path.string() + ": no such file or directory");
+  GANTRY_ASSIGN_OR_RETURN(const fs::file_type type, file_type_of(path));
   Package pkg;
   pkg.source_ = path;
-  if (fs::is_directory(st)) {
+  if (type == fs::file_type::directory) {
     pkg.kind_ = PackageKind::kDirectory;
     auto s = load_directory(path, options, pkg.manifest_, pkg.root_);
     if (!s.ok()) return s.with_context(ctx);
     return pkg;
   }
-  if (!fs::is_regular_file(st)) return InvalidArgument(path.string() + ": not a file or directory");
-  if (is_tar_file(path)) {
+  if (type != fs::file_type::regular)
+    return InvalidArgument(path.string() + ": not a regular file or directory (a FIFO, socket or device?)");
+  GANTRY_ASSIGN_OR_RETURN(const bool is_tar, is_tar_file(path));
+  if (is_tar) {
     pkg.kind_ = PackageKind::kTar;
     GANTRY_ASSIGN_OR_RETURN(pkg.temp_dir_, make_temp_dir());
     auto s = extract_tar(path, *pkg.temp_dir_);
@@ -331,18 +335,10 @@ Result<Manifest> pack_package(const fs::path& source, const fs::path& destinatio
       fs::create_directories(destination.parent_path(), ec);
       if (ec) return IoError(destination.parent_path().string() + ": cannot create: " + ec.message());
     }
-    fs::path tmp = destination;
-    tmp += ".partial";
     std::vector<TarMember> members;
     members.push_back({std::string(kManifestFileName), {}, json});
     for (const auto& [rel, real] : files) members.push_back({rel, real, std::nullopt});
-    auto s = write_tar(tmp, members);
-    if (!s.ok()) {
-      fs::remove(tmp, ec);
-      return s;
-    }
-    fs::rename(tmp, destination, ec);
-    if (ec) return IoError(destination.string() + ": " + ec.message());
+    GANTRY_RETURN_IF_ERROR(write_tar(destination, members));  // atomic: a temporary renamed over it
     return m;
   }
   if (exists) {
@@ -357,8 +353,8 @@ Result<Manifest> pack_package(const fs::path& source, const fs::path& destinatio
   for (const auto& [rel, real] : files) {
     const fs::path target = destination / rel;
     fs::create_directories(target.parent_path(), ec);
-    if (!ec) fs::copy_file(real, target, fs::copy_options::overwrite_existing, ec);
-    if (ec) return IoError(target.string() + ": cannot copy " + real.string() + ": " + ec.message());
+    if (ec) return IoError(target.parent_path().string() + ": cannot create: " + ec.message());
+    GANTRY_RETURN_IF_ERROR(copy_regular_file(real, target));
   }
   GANTRY_RETURN_IF_ERROR(write_file(destination / std::string(kManifestFileName), json));
   GANTRY_LOG_DEBUG("packed {} ({} files) into {}", m.name, files.size(), destination.string());

@@ -2,11 +2,10 @@
 
 #include <openssl/evp.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <memory>
 #include <vector>
+
+#include "gantry/core/file_io.h"
 
 namespace gantry::model {
 namespace {
@@ -46,22 +45,16 @@ std::string sha256_hex(std::string_view bytes) {
 }
 
 Result<std::string> sha256_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return NotFound(path.string() + ": no such file");
-  if (std::filesystem::is_directory(path, ec))
-    return InvalidArgument(path.string() + ": is a directory, not a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return IoError(path.string() + ": cannot open: " + std::strerror(errno));
+  GANTRY_ASSIGN_OR_RETURN(UniqueFd fd, open_for_read(path));
   auto ctx = new_ctx();
   if (!ctx) return Internal("OpenSSL could not create a SHA-256 context");
-  std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    const auto got = in.gcount();
-    if (got > 0 && EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(got)) != 1)
+  std::vector<std::byte> buf(1 << 20);
+  while (true) {
+    GANTRY_ASSIGN_OR_RETURN(size_t got, read_some(fd.get(), buf, path.string()));
+    if (got > 0 && EVP_DigestUpdate(ctx.get(), buf.data(), got) != 1)
       return Internal("OpenSSL SHA-256 update failed");
+    if (got < buf.size()) break;
   }
-  if (in.bad()) return IoError(path.string() + ": read failed");
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned len = 0;
   if (EVP_DigestFinal_ex(ctx.get(), digest, &len) != 1) return Internal("OpenSSL SHA-256 final failed");

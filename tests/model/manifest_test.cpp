@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include <tuple>
-
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "core/temp_dir.h"
 
@@ -115,7 +115,8 @@ TEST(Manifest, DynamicBatchingKnobs) {
     j["dynamic_batching"][field] = Json::parse(value);
     auto bad = parse_manifest(j.dump());
     ASSERT_FALSE(bad.ok()) << field << "=" << value;
-    EXPECT_NE(bad.status().message().find("dynamic_batching." + field), std::string::npos) << bad.status().message();
+    EXPECT_NE(bad.status().message().find("dynamic_batching." + field), std::string::npos)
+        << bad.status().message();
     EXPECT_NE(bad.status().message().find(phrase), std::string::npos) << bad.status().message();
   }
 }
@@ -307,6 +308,48 @@ TEST(Manifest, NumberOverflowIsAClearErrorNotACrash) {  // found by manifest_fuz
     EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(m.status().message().find("gantry.json"), std::string::npos) << m.status().message();
   }
+}
+
+// Issue 13: a repeated key is an error naming it (the last one no longer wins silently), at any depth.
+TEST(Manifest, DuplicateKeysAreRejectedByName) {
+  const std::string base = full_manifest().dump();
+  auto top = parse_manifest("{\"name\": \"evil\", " + base.substr(1), "dup.json");
+  ASSERT_FALSE(top.ok());
+  EXPECT_EQ(top.status().message(),
+            "dup.json: duplicate key 'name' (a key may appear only once in an object)");
+  std::string nested = base;
+  const auto at = nested.find("\"min_memory_mb\"");
+  ASSERT_NE(at, std::string::npos);
+  nested.insert(at, "\"min_memory_mb\": 1, ");
+  auto inner = parse_manifest(nested, "dup.json");
+  ASSERT_FALSE(inner.ok());
+  EXPECT_NE(inner.status().message().find("duplicate key 'min_memory_mb'"), std::string::npos)
+      << inner.status().message();
+  // The same key in two different objects is fine.
+  EXPECT_TRUE(parse_manifest(base).ok());
+}
+
+// Issue 13: 160k keys (1.6 MB) took 22 s; parsing is linear now.
+TEST(Manifest, HugeManifestParsesInLinearTime) {
+  auto big = [](size_t n) {
+    std::string s = R"({"name":"m","version":"1.0.0","format":"onnx","model_file":"m.onnx","sha256":{)";
+    for (size_t i = 0; i < n; ++i) s += "\"f" + std::to_string(i) + "\":\"" + std::string(64, 'a') + "\",";
+    s += "\"m.onnx\":\"" + std::string(64, 'a') + "\"}}";
+    return s;
+  };
+  const std::string text = big(160000);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto m = parse_manifest(text, "big.json");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->sha256.size(), 160001u);
+  EXPECT_LT(seconds, 3.0) << "parsing " << text.size() << " bytes took " << seconds << " s";
+  // A duplicate at the very end of a huge object is still found.
+  std::string dup = text;
+  dup.insert(dup.size() - 2, ",\"f7\":\"" + std::string(64, 'b') + "\"");
+  auto d = parse_manifest(dup, "big.json");
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("duplicate key 'f7'"), std::string::npos) << d.status().message();
 }
 
 }  // namespace
