@@ -60,15 +60,9 @@ class Cursor {
   }
 
   Status read_string(std::string& out, std::string_view what) {
-    const uint64_t at = pos_;
-    uint64_t len = 0;
-    GANTRY_RETURN_IF_ERROR(read(len, fmt::format("the length of {}", what)));
-    if (len > remaining()) {
-      return error(at,
-                   fmt::format("{} claims {} bytes but only {} remain in the file", what, len, remaining()));
-    }
-    out.assign(reinterpret_cast<const char*>(bytes_.data() + pos_), len);
-    pos_ += len;
+    const uint64_t start = pos_ + sizeof(uint64_t);
+    GANTRY_RETURN_IF_ERROR(skip_string(what));
+    out.assign(reinterpret_cast<const char*>(bytes_.data() + start), pos_ - start);
     return Status::Ok();
   }
 

@@ -35,9 +35,11 @@ struct CliResult {
 
 inline std::string gantry_binary() { return std::string(GANTRY_BINARY_DIR) + "/bin/gantry"; }
 
-// Runs `gantry args...` (no shell), stdin from /dev/null, killed after `deadline`.
+// Runs `gantry args...` (no shell), stdin from /dev/null, killed after `deadline`; `env` adds "NAME=VALUE"
+// entries to the child's environment.
 inline CliResult run_gantry(const std::vector<std::string>& args,
-                            std::chrono::milliseconds deadline = std::chrono::seconds(30)) {
+                            std::chrono::milliseconds deadline = std::chrono::seconds(30),
+                            const std::vector<std::string>& env = {}) {
   CliResult r;
   char out_tpl[] = "/tmp/gantry-cli-out-XXXXXX";
   char err_tpl[] = "/tmp/gantry-cli-err-XXXXXX";
@@ -46,6 +48,10 @@ inline CliResult run_gantry(const std::vector<std::string>& args,
   const auto t0 = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid == 0) {
+    for (const auto& e : env) {
+      const auto eq = e.find('=');
+      if (eq != std::string::npos) ::setenv(e.substr(0, eq).c_str(), e.substr(eq + 1).c_str(), 1);
+    }
     const int in = ::open("/dev/null", O_RDONLY);
     ::dup2(in, 0);
     ::dup2(out_fd, 1);

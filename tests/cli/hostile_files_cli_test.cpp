@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_run.h"
 #include "core/temp_dir.h"
 #include "gantry/core/npy.h"
 #include "gantry/core/tensor.h"
@@ -51,23 +52,12 @@ std::string quote(const std::string& s) {
 }
 
 // Runs gantry with a hard kill after 30 s, so that a regression to "hangs forever" fails instead of
-// stalling the suite.
-Run gantry(const std::vector<std::string>& args, const fs::path& scratch, const std::string& env = "") {
-  std::string cmd = "GANTRY_LOG_LEVEL=off " + env + " timeout -s KILL 30 " + quote(kGantry.string());
-  for (const auto& a : args) cmd += " " + quote(a);
-  const fs::path out = scratch / "stdout.txt", err = scratch / "stderr.txt";
-  cmd += " </dev/null >" + quote(out.string()) + " 2>" + quote(err.string());
-  const auto t0 = std::chrono::steady_clock::now();
-  const int status = std::system(cmd.c_str());
-  Run r;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::error_code ec;
-  fs::remove(out, ec);
-  fs::remove(err, ec);
-  return r;
+// stalling the suite. `env`: one extra "NAME=VALUE" for the child.
+Run gantry(const std::vector<std::string>& args, const std::string& env = "") {
+  std::vector<std::string> e{"GANTRY_LOG_LEVEL=off"};
+  if (!env.empty()) e.push_back(env);
+  const gantry::testing::CliResult c = gantry::testing::run_gantry(args, std::chrono::seconds(30), e);
+  return {c.signal ? 128 + c.signal : c.exit_code, c.out, c.err, c.seconds};
 }
 
 // Every file under `dir` (relative path -> size and content), to prove nothing changed.
@@ -120,8 +110,7 @@ class HostileFiles : public ::testing::Test {
 TEST_F(HostileFiles, FifoAsRunInputIsRefused) {
   make_fifo(p("x.npy"));
   const auto before = snapshot(dir_.path());
-  auto r =
-      gantry({"run", kMlp.string(), "--provider", "cpu", "-i", "input=" + p("x.npy").string()}, dir_.path());
+  auto r = gantry({"run", kMlp.string(), "--provider", "cpu", "-i", "input=" + p("x.npy").string()});
   expect_clean_failure(r, p("x.npy").string(), "is a FIFO, not a regular file");
   EXPECT_EQ(snapshot(dir_.path()), before);
 }
@@ -132,11 +121,11 @@ TEST_F(HostileFiles, FifoAsManifestIsRefused) {
   make_fifo(p("pkg/gantry.json"));
   const auto before = snapshot(dir_.path());
   for (const char* cmd : {"inspect", "run"}) {
-    auto r = gantry({cmd, p("pkg").string()}, dir_.path());
+    auto r = gantry({cmd, p("pkg").string()});
     expect_clean_failure(r, "gantry.json", "is a FIFO, not a regular file");
   }
   // pack reads a gantry.json already in the source directory too.
-  auto r = gantry({"pack", p("pkg").string(), "-o", p("out").string()}, dir_.path());
+  auto r = gantry({"pack", p("pkg").string(), "-o", p("out").string()});
   expect_clean_failure(r, "gantry.json", "is a FIFO, not a regular file");
   EXPECT_FALSE(fs::exists(p("out/m.onnx")));
   fs::remove_all(p("out"));
@@ -149,7 +138,7 @@ TEST_F(HostileFiles, FifoAsTestOnnxTensorIsRefused) {
   fs::copy_file(kMlp, p("t/model.onnx"));
   make_fifo(set / "input_0.pb");
   ASSERT_TRUE(gantry::model::write_tensor_proto(set / "output_0.pb", mlp_input(), "logits").ok());
-  auto r = gantry({"test-onnx", p("t").string()}, dir_.path());
+  auto r = gantry({"test-onnx", p("t").string()});
   EXPECT_LT(r.seconds, kBoundSeconds);
   EXPECT_NE(r.out.find("input_0.pb: is a FIFO, not a regular file"), std::string::npos) << r.out;
 }
@@ -157,7 +146,7 @@ TEST_F(HostileFiles, FifoAsTestOnnxTensorIsRefused) {
 TEST_F(HostileFiles, FifoAsModelIsRefused) {
   make_fifo(p("m.onnx"));
   for (const char* cmd : {"inspect", "run"}) {
-    auto r = gantry({cmd, p("m.onnx").string()}, dir_.path());
+    auto r = gantry({cmd, p("m.onnx").string()});
     expect_clean_failure(r, p("m.onnx").string(), "not a regular file");
   }
 }
@@ -169,7 +158,7 @@ TEST_F(HostileFiles, FifoUnderSysrootIsReportedNotWaitedOn) {
   ASSERT_TRUE(fs::exists(root / "proc/meminfo"));
   fs::remove(root / "proc/meminfo");
   make_fifo(root / "proc/meminfo");
-  auto r = gantry({"detect", "--sysroot", root.string()}, dir_.path());
+  auto r = gantry({"detect", "--sysroot", root.string()});
   EXPECT_LT(r.seconds, kBoundSeconds);
   EXPECT_LT(r.code, 128) << r.err;
   EXPECT_NE((r.out + r.err).find("is a FIFO, not a regular file"), std::string::npos) << r.out << r.err;
@@ -183,8 +172,7 @@ TEST_F(HostileFiles, RunOutputsReplacePlantedSymlinks) {
   fs::create_directories(p("d"));
   fs::create_symlink("../victim", p("d/logits.npy.tmp"));  // the old fixed temporary name
   auto r = gantry({"run", kMlp.string(), "--provider", "cpu", "-i", "input=" + p("x.npy").string(), "-o",
-                   p("d").string()},
-                  dir_.path());
+                   p("d").string()});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(slurp(p("victim")), "precious");
   EXPECT_TRUE(fs::is_symlink(p("d/logits.npy.tmp")));
@@ -193,8 +181,7 @@ TEST_F(HostileFiles, RunOutputsReplacePlantedSymlinks) {
   fs::remove(p("d/logits.npy"));
   fs::create_symlink("../victim", p("d/logits.npy"));  // the target itself
   r = gantry({"run", kMlp.string(), "--provider", "cpu", "-i", "input=" + p("x.npy").string(), "-o",
-              p("d").string()},
-             dir_.path());
+              p("d").string()});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(slurp(p("victim")), "precious");
   EXPECT_FALSE(fs::is_symlink(p("d/logits.npy")));
@@ -206,17 +193,17 @@ TEST_F(HostileFiles, PackTarIgnoresPlantedPartialFile) {
   { std::ofstream(p("victim")) << "precious"; }
   fs::create_directories(p("o"));
   fs::create_symlink("../victim", p("o/out.tar.partial"));
-  auto r = gantry({"pack", kMlp.string(), "-o", p("o/out.tar").string()}, dir_.path());
+  auto r = gantry({"pack", kMlp.string(), "-o", p("o/out.tar").string()});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(slurp(p("victim")), "precious");
   EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(p("o/out.tar"))));
-  auto i = gantry({"inspect", p("o/out.tar").string()}, dir_.path());
+  auto i = gantry({"inspect", p("o/out.tar").string()});
   EXPECT_EQ(i.code, 0) << i.err;
 
   // --force over a symlink replaces the link, not what it points to.
   fs::remove(p("o/out.tar"));
   fs::create_symlink("../victim", p("o/out.tar"));
-  r = gantry({"pack", kMlp.string(), "-o", p("o/out.tar").string(), "--force"}, dir_.path());
+  r = gantry({"pack", kMlp.string(), "-o", p("o/out.tar").string(), "--force"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(slurp(p("victim")), "precious");
   EXPECT_FALSE(fs::is_symlink(p("o/out.tar")));
@@ -225,7 +212,7 @@ TEST_F(HostileFiles, PackTarIgnoresPlantedPartialFile) {
   fs::create_directories(p("pkg"));
   fs::create_symlink("../victim", p("pkg/mlp_64_128_10.onnx"));
   fs::create_symlink("../victim", p("pkg/gantry.json"));
-  r = gantry({"pack", kMlp.string(), "-o", p("pkg").string(), "--force"}, dir_.path());
+  r = gantry({"pack", kMlp.string(), "-o", p("pkg").string(), "--force"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(slurp(p("victim")), "precious");
   EXPECT_FALSE(fs::is_symlink(p("pkg/gantry.json")));
@@ -254,7 +241,7 @@ TEST_F(HostileFiles, EightConcurrentRunsIntoOneDirectoryAllSucceed) {
 
 TEST_F(HostileFiles, SparseTarIsRefusedBeforeExpanding) {
   if (std::system("tar --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "GNU tar is not installed";
-  ASSERT_EQ(gantry({"pack", kMlp.string(), "-o", p("pkg").string()}, dir_.path()).code, 0);
+  ASSERT_EQ(gantry({"pack", kMlp.string(), "-o", p("pkg").string()}).code, 0);
   { std::ofstream hole(p("pkg/hole.bin")); }
   fs::resize_file(p("pkg/hole.bin"), 3ull << 30);  // 3 GB of holes, no data blocks
   const std::string tar = "cd " + quote(p("pkg").string()) + " && tar --sparse -cf " +
@@ -263,7 +250,7 @@ TEST_F(HostileFiles, SparseTarIsRefusedBeforeExpanding) {
   fs::remove(p("pkg/hole.bin"));
   ASSERT_LT(fs::file_size(p("x.tar")), 1u << 20);
   fs::create_directories(p("tmp"));
-  auto r = gantry({"inspect", p("x.tar").string()}, dir_.path(), "TMPDIR=" + p("tmp").string());
+  auto r = gantry({"inspect", p("x.tar").string()}, "TMPDIR=" + p("tmp").string());
   expect_clean_failure(r, "hole.bin", "is a sparse file");
   EXPECT_TRUE(fs::is_empty(p("tmp"))) << "the extraction directory was left behind";
 }
@@ -271,23 +258,23 @@ TEST_F(HostileFiles, SparseTarIsRefusedBeforeExpanding) {
 // ---- Class 7: manifests: duplicate keys, size, symlinks out of the package ----
 
 TEST_F(HostileFiles, ManifestSymlinkLeavingThePackageIsRefused) {
-  ASSERT_EQ(gantry({"pack", kMlp.string(), "-o", p("pkg").string()}, dir_.path()).code, 0);
+  ASSERT_EQ(gantry({"pack", kMlp.string(), "-o", p("pkg").string()}).code, 0);
   fs::rename(p("pkg/gantry.json"), p("outside.json"));
   fs::create_symlink("../outside.json", p("pkg/gantry.json"));
   const auto before = snapshot(dir_.path());
   for (const char* cmd : {"inspect", "run"}) {
-    auto r = gantry({cmd, p("pkg").string()}, dir_.path());
+    auto r = gantry({cmd, p("pkg").string()});
     expect_clean_failure(r, "gantry.json", "outside the package directory");
   }
   EXPECT_EQ(snapshot(dir_.path()), before);
 }
 
 TEST_F(HostileFiles, ManifestDuplicateKeyIsNamed) {
-  ASSERT_EQ(gantry({"pack", kMlp.string(), "-o", p("pkg").string()}, dir_.path()).code, 0);
+  ASSERT_EQ(gantry({"pack", kMlp.string(), "-o", p("pkg").string()}).code, 0);
   std::string text = slurp(p("pkg/gantry.json"));
   text.insert(text.find('{') + 1, "\"model_file\": \"../../etc/passwd\",");
   { std::ofstream(p("pkg/gantry.json"), std::ios::binary) << text; }
-  auto r = gantry({"inspect", p("pkg").string()}, dir_.path());
+  auto r = gantry({"inspect", p("pkg").string()});
   expect_clean_failure(r, "gantry.json", "duplicate key 'model_file'");
 }
 
@@ -303,7 +290,7 @@ void make_test_set(const fs::path& dir) {
 TEST_F(HostileFiles, TestOnnxHugeIndexIsAClearFailure) {
   make_test_set(p("t"));
   fs::rename(p("t/test_data_set_0/input_0.pb"), p("t/test_data_set_0/input_99999999999999999999.pb"));
-  auto r = gantry({"test-onnx", p("t").string()}, dir_.path());
+  auto r = gantry({"test-onnx", p("t").string()});
   expect_clean_failure(r, "input_99999999999999999999.pb", "is out of range");
   EXPECT_NE(r.out.find("FAIL t"), std::string::npos) << r.out;
   EXPECT_EQ(r.err.find("stoi"), std::string::npos) << r.err;
@@ -313,7 +300,7 @@ TEST_F(HostileFiles, TestOnnxBrokenExpectedOutputFails) {
   make_test_set(p("t"));
   for (const std::string& bytes : {std::string(), std::string("\xff\xff\xff garbage")}) {
     { std::ofstream(p("t/test_data_set_0/output_0.pb"), std::ios::binary) << bytes; }
-    auto r = gantry({"test-onnx", p("t").string()}, dir_.path());
+    auto r = gantry({"test-onnx", p("t").string()});
     expect_clean_failure(r, "output_0.pb", "expected output");
     EXPECT_NE(r.out.find("FAIL t"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("0 passed, 1 failed, 0 skipped"), std::string::npos) << r.out;
@@ -350,8 +337,7 @@ TEST_F(HostileFiles, OutputNamesBecomeSafeVisibleFiles) {
   fs::create_directories(p("a/b/d"));
   const auto before = snapshot(dir_.path());
   auto r = gantry({"run", p("names.onnx").string(), "--provider", "cpu", "-i", "x=" + p("x.npy").string(),
-                   "-o", p("a/b/d").string()},
-                  dir_.path());
+                   "-o", p("a/b/d").string()});
   ASSERT_EQ(r.code, 0) << r.err;
   std::set<std::string> written;
   for (const auto& e : fs::directory_iterator(p("a/b/d"))) written.insert(e.path().filename().string());
@@ -364,30 +350,30 @@ TEST_F(HostileFiles, OutputNamesBecomeSafeVisibleFiles) {
 TEST_F(HostileFiles, SymlinkLoopIsAStatusNotAnException) {
   fs::create_symlink("loop", p("loop"));
   for (const char* cmd : {"inspect", "run"}) {
-    auto r = gantry({cmd, p("loop").string()}, dir_.path());
+    auto r = gantry({cmd, p("loop").string()});
     expect_clean_failure(r, p("loop").string(), "too many levels of symbolic links");
     EXPECT_EQ((r.out + r.err).find("filesystem error"), std::string::npos) << r.err;
   }
-  auto t = gantry({"test-onnx", p("loop").string()}, dir_.path());
+  auto t = gantry({"test-onnx", p("loop").string()});
   expect_clean_failure(t, p("loop").string(), "too many levels of symbolic links");
   fs::create_directories(p("src"));
   fs::copy_file(kMlp, p("src/m.onnx"));
   fs::create_symlink("loop2", p("src/loop2"));
-  auto pk = gantry({"pack", p("src").string(), "-o", p("out").string()}, dir_.path());
+  auto pk = gantry({"pack", p("src").string(), "-o", p("out").string()});
   expect_clean_failure(pk, "loop2", "levels of symbolic links");
   EXPECT_EQ((pk.out + pk.err).find("filesystem error"), std::string::npos) << pk.err;
   fs::remove(p("src/loop2"));
   fs::create_symlink("gantry.json", p("src/gantry.json"));
-  pk = gantry({"pack", p("src").string(), "-o", p("out").string()}, dir_.path());
+  pk = gantry({"pack", p("src").string(), "-o", p("out").string()});
   expect_clean_failure(pk, "gantry.json", "levels of symbolic links");
 }
 
 TEST_F(HostileFiles, NonAsciiFileNamesPackIntoATar) {
   const std::string name = "mlp ünï cødé 模型.onnx";
   fs::copy_file(kMlp, p(name));
-  auto r = gantry({"pack", p(name).string(), "-o", p("out.tar").string()}, dir_.path(), "LC_ALL=C");
+  auto r = gantry({"pack", p(name).string(), "-o", p("out.tar").string()}, "LC_ALL=C");
   ASSERT_EQ(r.code, 0) << r.err;
-  auto i = gantry({"inspect", p("out.tar").string()}, dir_.path(), "LC_ALL=C");
+  auto i = gantry({"inspect", p("out.tar").string()}, "LC_ALL=C");
   ASSERT_EQ(i.code, 0) << i.err;
   EXPECT_NE(i.out.find(name), std::string::npos) << i.out;
 }
