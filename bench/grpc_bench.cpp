@@ -1,12 +1,14 @@
 // gantry serve's KServe v2 gRPC front end against its HTTP one, on the MLP (mlp_64_128_10), 32
 // concurrent clients sending one-row infer requests back to back:
 //   BENCH grpc-vs-http-infer  requests/s over gRPC (ModelInfer, raw_input_contents, 32 concurrent
-//                             streams on one channel) / over HTTP (KServe v2 binary tensors, 32
-//                             keep-alive connections); goal >= 1
-// Both measured in this run on one server (same model, batcher and workers). GRPC_BENCH_SECONDS sets
-// the measuring time per protocol (default 4).
+//                             streams on one channel, each call issued when the previous one of its
+//                             stream completes) / over HTTP (KServe v2 binary tensors, 32 keep-alive
+//                             connections, one blocking client thread each); goal >= 1
+// Both measured in this run on one server (same model, batcher and workers), in alternating slices.
+// GRPC_BENCH_SECONDS sets the measuring time per protocol (default 4).
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -19,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -178,9 +181,17 @@ int main() {
   const std::string input = handle->model().metadata().inputs.at(0).name;
   const std::string output = handle->model().metadata().outputs.at(0).name;
   const uint16_t port = (*srv)->port();
-  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string((*srv)->grpc_port()),
-                                     grpc::InsecureChannelCredentials());
-  auto stub = inference::GRPCInferenceService::NewStub(channel);
+  // GRPC_BENCH_CHANNELS (default 1) spreads the streams over that many connections.
+  const int channels = std::clamp(
+      std::getenv("GRPC_BENCH_CHANNELS") ? std::atoi(std::getenv("GRPC_BENCH_CHANNELS")) : 1, 1, kClients);
+  std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> stubs;
+  for (int i = 0; i < channels; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // its own connection
+    stubs.push_back(inference::GRPCInferenceService::NewStub(grpc::CreateCustomChannel(
+        "127.0.0.1:" + std::to_string((*srv)->grpc_port()), grpc::InsecureChannelCredentials(), args)));
+  }
+  auto& stub = stubs[0];
 
   // Both protocols give the same numbers for the same row.
   HttpClient check(port, input, output, 5);
@@ -191,28 +202,59 @@ int main() {
   }
 
   const double secs = seconds_per_case();
-  const Load over_http = drive(
-      [&](int c, const std::atomic<bool>& stop, const std::atomic<bool>& measuring, std::atomic<uint64_t>& ok,
-          std::atomic<uint64_t>& failed) {
-        HttpClient client(port, input, output, c);
-        while (!stop.load()) {
-          const bool good = !client.infer().empty();
+  const Client http_client = [&](int c, const std::atomic<bool>& stop, const std::atomic<bool>& measuring,
+                                 std::atomic<uint64_t>& ok, std::atomic<uint64_t>& failed) {
+    HttpClient client(port, input, output, c);
+    while (!stop.load()) {
+      const bool good = !client.infer().empty();
+      if (measuring.load()) (good ? ok : failed).fetch_add(1);
+      if (!good) return;
+    }
+  };
+  const Client grpc_client = [&](int c, const std::atomic<bool>& stop, const std::atomic<bool>& measuring,
+                                 std::atomic<uint64_t>& ok, std::atomic<uint64_t>& failed) {
+    // One stream: the next call starts from the previous one's completion (the callback API, so
+    // the client holds no thread per call in flight, as a real asynchronous client would).
+    const auto req = grpc_request(input, c);
+    std::promise<void> ended;
+    struct Loop {
+      inference::GRPCInferenceService::Stub& stub;
+      const inference::ModelInferRequest& req;
+      const std::atomic<bool>& stop;
+      const std::atomic<bool>& measuring;
+      std::atomic<uint64_t>& ok;
+      std::atomic<uint64_t>& failed;
+      std::promise<void>& ended;
+      std::unique_ptr<grpc::ClientContext> ctx;
+      inference::ModelInferResponse resp;
+      void next() {
+        ctx = std::make_unique<grpc::ClientContext>();
+        resp.Clear();
+        stub.async()->ModelInfer(ctx.get(), &req, &resp, [this](grpc::Status st) {
+          const bool good = st.ok() && resp.raw_output_contents_size() == 1;
           if (measuring.load()) (good ? ok : failed).fetch_add(1);
-          if (!good) return;
-        }
-      },
-      1.0, secs);
-  const Load over_grpc = drive(
-      [&](int c, const std::atomic<bool>& stop, const std::atomic<bool>& measuring, std::atomic<uint64_t>& ok,
-          std::atomic<uint64_t>& failed) {
-        const auto req = grpc_request(input, c);
-        while (!stop.load()) {
-          const bool good = !grpc_infer(*stub, req).empty();
-          if (measuring.load()) (good ? ok : failed).fetch_add(1);
-          if (!good) return;
-        }
-      },
-      1.0, secs);
+          if (!good || stop.load())
+            ended.set_value();
+          else
+            next();
+        });
+      }
+    } loop{*stubs[static_cast<size_t>(c % channels)], req, stop, measuring, ok, failed, ended, nullptr, {}};
+    loop.next();
+    ended.get_future().wait();
+  };
+  // Side by side: kRounds alternating slices of each, so a change in the machine's load (it may be
+  // shared) weighs on both alike.
+  constexpr int kRounds = 4;
+  Load over_http, over_grpc;
+  for (int r = 0; r < kRounds; ++r) {
+    for (auto [client, total] : {std::pair{&http_client, &over_http}, std::pair{&grpc_client, &over_grpc}}) {
+      const Load l = drive(*client, 0.3, secs / kRounds);
+      total->ok += l.ok;
+      total->failed += l.failed;
+      total->seconds += l.seconds;
+    }
+  }
   (*srv)->drain(std::chrono::seconds(30));
   (*srv)->stop();
 

@@ -127,6 +127,16 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     if (refused(*call, ctx, request->model_name()) ||
         unknown_version(*call, request->model_name(), request->model_version()))
       return call->reactor();
+    // A loaded batchable model: validating and queueing is cheap (raw contents are not even copied),
+    // so it happens here, saving the hop to a worker; the batcher's answer is encoded on a worker.
+    // Anything that may take long (a load on demand, an unbatched inference) goes to a worker.
+    if (s_.options.dynamic_batching) {
+      auto loaded = s_.runtime.get(request->model_name());
+      if (loaded.ok() && loaded->model().metadata().batchable) {
+        infer(call, *request, *response);
+        return call->reactor();
+      }
+    }
     boost::asio::post(s_.workers, [this, call, request, response] { infer(call, *request, *response); });
     return call->reactor();
   }
