@@ -13,6 +13,8 @@ find_package(ONNX REQUIRED)
 # gantry serve: Boost.Beast/Asio (header-only) for HTTP, prometheus-cpp for the metrics registry.
 find_package(Boost 1.74 REQUIRED)
 find_package(prometheus-cpp CONFIG REQUIRED)
+# gantry serve --grpc-port: gRPC C++ (Debian's libgrpc++-dev) and its protoc plugin.
+find_package(gRPC CONFIG REQUIRED)
 if(GANTRY_BUILD_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)

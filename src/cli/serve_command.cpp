@@ -1,7 +1,7 @@
 // gantry serve [MODEL|PKG]... [--model-repository DIR] [--host H] [--port P] [--api-key-file F]...
-//   Serves models over HTTP: KServe v2 (/v2), OpenAI (/v1), Prometheus (/metrics). Runs until SIGINT or
-//   SIGTERM, then drains: readiness turns 503, accepted requests finish (up to --drain-timeout), exit 0.
-//   A second signal exits at once.
+//   Serves models over HTTP: KServe v2 (/v2), OpenAI (/v1), Prometheus (/metrics); and KServe v2 over
+//   gRPC (--grpc-port, default 8001). Runs until SIGINT or SIGTERM, then drains: readiness turns 503,
+//   accepted requests finish (up to --drain-timeout), exit 0. A second signal exits at once.
 #include <signal.h>
 #include <unistd.h>
 
@@ -35,6 +35,7 @@ struct ServeArgs {
   server::ServeOptions options;
   std::vector<std::string> api_key_files;
   std::string memory_budget;
+  int grpc_port = server::kDefaultGrpcPort;
   std::string max_body = "64MiB";
   double drain_timeout_s = 30;
   std::string provider;
@@ -105,6 +106,8 @@ int serve(ServeArgs& a) {
   }
   std::cout << "gantry serve: listening on " << (*srv)->url()
             << "  (KServe v2 /v2, OpenAI /v1, metrics /metrics)" << std::endl;
+  if ((*srv)->grpc_port() != 0)
+    std::cout << "gantry serve: KServe v2 gRPC on port " << (*srv)->grpc_port() << std::endl;
 
   while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::cerr << "gantry serve: " << (g_last_signal.load() == SIGINT ? "SIGINT" : "SIGTERM")
@@ -128,6 +131,12 @@ void register_serve_command(CLI::App& app, int& exit_code) {
                 "Load models on their first request (then idle ones unload after their keep-alive)");
   cmd->add_option("--host", o.host, "Address to listen on (default 127.0.0.1; others need an API key)");
   cmd->add_option("--port", o.port, "Port (default 8080; 0 picks a free one)");
+  auto* grpc_port =
+      cmd->add_option(
+             "--grpc-port", a->grpc_port,
+             "KServe v2 gRPC port on --host (default 8001, skipped with a warning when taken; 0 picks "
+             "a free one; -1 turns gRPC off)")
+          ->check(CLI::Range(-1, 65535));
   cmd->add_option("--api-key-file", a->api_key_files, "File with API keys, one per line; repeatable");
   cmd->add_flag("--insecure-no-auth", o.insecure_no_auth, "Allow a non-loopback --host without an API key");
   cmd->add_option("--memory-budget", a->memory_budget,
@@ -159,7 +168,10 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--http-threads", o.http_threads, "I/O threads (default 2)")->check(CLI::Range(1, 64));
   cmd->add_option("--workers", o.workers, "Request worker threads (default max(4, 2 x cores))")
       ->check(CLI::Range(0, 1024));
-  cmd->callback([a, &exit_code] { exit_code = serve(*a); });
+  cmd->callback([a, grpc_port, &exit_code] {
+    if (grpc_port->count() > 0) a->options.grpc_port = a->grpc_port;  // given: required
+    exit_code = serve(*a);
+  });
 }
 
 }  // namespace gantry::cli

@@ -47,9 +47,13 @@ ApiKeys ApiKeys::from_keys(std::vector<std::string> keys) {
 }
 
 bool ApiKeys::allows(const HttpRequest& request) const {
+  return allows([&request](std::string_view name) { return request.header(name); });
+}
+
+bool ApiKeys::allows(const HeaderLookup& header) const {
   if (keys_.empty()) return true;
   std::string_view offered;
-  if (auto auth = request.header("authorization")) {
+  if (auto auth = header("authorization")) {
     std::string_view v = *auth;
     constexpr std::string_view kBearer = "bearer ";
     if (v.size() > kBearer.size()) {
@@ -61,10 +65,10 @@ bool ApiKeys::allows(const HttpRequest& request) const {
     }
   }
   if (offered.empty()) {
-    if (auto k = request.header("api-key")) offered = *k;
+    if (auto k = header("api-key")) offered = *k;
   }
   if (offered.empty()) {
-    if (auto k = request.header("x-api-key")) offered = *k;
+    if (auto k = header("x-api-key")) offered = *k;
   }
   if (offered.empty()) return false;
   bool ok = false;

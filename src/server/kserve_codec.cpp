@@ -520,15 +520,6 @@ Result<Shape> parse_shape(const json& input) {
   return shape;
 }
 
-Status check_shape(const Shape& got, const backend::TensorInfo& info) {
-  bool ok = got.rank() == info.shape.rank();
-  for (size_t d = 0; ok && d < got.rank(); ++d) ok = info.shape[d] < 0 || info.shape[d] == got[d];
-  if (ok) return Status::Ok();
-  return InvalidArgument("shape " + got.to_string() + " does not match the model's " +
-                         info.shape.to_string() + " (rank " + std::to_string(info.shape.rank()) +
-                         ", '?' = any size)");
-}
-
 // Splits BYTES binary data (4-byte little-endian length, then the bytes, per element).
 Result<std::vector<std::string>> parse_binary_strings(std::string_view bytes, int64_t expected) {
   std::vector<std::string> out;
@@ -565,34 +556,6 @@ struct PendingInput {
   Shape shape;
   std::optional<uint64_t> binary_size;  // set for binary inputs
 };
-
-Result<Tensor> tensor_from_binary(const PendingInput& in, DType dtype, std::string_view bytes) {
-  const int64_t count = *in.shape.element_count();
-  if (dtype == DType::kString) {
-    GANTRY_ASSIGN_OR_RETURN(auto strings, parse_binary_strings(bytes, count));
-    return Tensor::from_strings(in.shape, std::move(strings));
-  }
-  const size_t elem = dtype_size(dtype);
-  if (static_cast<uint64_t>(count) > std::numeric_limits<uint64_t>::max() / elem ||
-      static_cast<uint64_t>(count) * elem != bytes.size())
-    return InvalidArgument(str(datatype_name(dtype)) + " shape " + in.shape.to_string() + " needs " +
-                           (static_cast<uint64_t>(count) > std::numeric_limits<uint64_t>::max() / elem
-                                ? std::string("more than 2^64")
-                                : std::to_string(static_cast<uint64_t>(count) * elem)) +
-                           " bytes but binary_data_size is " + std::to_string(bytes.size()));
-  if (dtype == DType::kBool)
-    for (size_t i = 0; i < bytes.size(); ++i)
-      if (static_cast<uint8_t>(bytes[i]) > 1)
-        return InvalidArgument("BOOL element " + std::to_string(i) + " is byte " +
-                               std::to_string(static_cast<uint8_t>(bytes[i])) + ", expected 0 or 1");
-  // Zero-copy when the bytes are aligned for the element type (they follow a JSON header of any length,
-  // so often they are not: then one copy, which keeps typed access by backends well-defined).
-  auto* data = const_cast<char*>(bytes.data());  // the tensor is an input: backends only read it
-  if (reinterpret_cast<uintptr_t>(data) % elem == 0) return Tensor::view(dtype, in.shape, data, bytes.size());
-  GANTRY_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, in.shape));
-  std::memcpy(t.data(), data, bytes.size());
-  return t;
-}
 
 Result<Tensor> tensor_from_json(const PendingInput& in, DType dtype, const Prescan& prescan) {
   auto it = in.object->find("data");
@@ -795,7 +758,51 @@ void append_numbers(std::string& out, const Tensor& t) {
   out.resize(static_cast<size_t>(p - out.data()));
 }
 
-void append_binary(std::string& out, const Tensor& t) {
+size_t binary_size(const Tensor& t) {
+  return t.dtype() == DType::kString ? t.byte_size() + 4 * t.strings().size() : t.byte_size();
+}
+
+}  // namespace
+
+Status check_shape(const Shape& got, const backend::TensorInfo& info) {
+  bool ok = got.rank() == info.shape.rank();
+  for (size_t d = 0; ok && d < got.rank(); ++d) ok = info.shape[d] < 0 || info.shape[d] == got[d];
+  if (ok) return Status::Ok();
+  return InvalidArgument("shape " + got.to_string() + " does not match the model's " +
+                         info.shape.to_string() + " (rank " + std::to_string(info.shape.rank()) +
+                         ", '?' = any size)");
+}
+
+Result<Tensor> tensor_from_bytes(DType dtype, const Shape& shape, std::string_view bytes,
+                                 std::string_view size_name) {
+  const int64_t count = shape.element_count().value_or(0);
+  if (dtype == DType::kString) {
+    GANTRY_ASSIGN_OR_RETURN(auto strings, parse_binary_strings(bytes, count));
+    return Tensor::from_strings(shape, std::move(strings));
+  }
+  const size_t elem = dtype_size(dtype);
+  if (static_cast<uint64_t>(count) > std::numeric_limits<uint64_t>::max() / elem ||
+      static_cast<uint64_t>(count) * elem != bytes.size())
+    return InvalidArgument(str(datatype_name(dtype)) + " shape " + shape.to_string() + " needs " +
+                           (static_cast<uint64_t>(count) > std::numeric_limits<uint64_t>::max() / elem
+                                ? std::string("more than 2^64")
+                                : std::to_string(static_cast<uint64_t>(count) * elem)) +
+                           " bytes but " + str(size_name) + " is " + std::to_string(bytes.size()));
+  if (dtype == DType::kBool)
+    for (size_t i = 0; i < bytes.size(); ++i)
+      if (static_cast<uint8_t>(bytes[i]) > 1)
+        return InvalidArgument("BOOL element " + std::to_string(i) + " is byte " +
+                               std::to_string(static_cast<uint8_t>(bytes[i])) + ", expected 0 or 1");
+  // Zero-copy when the bytes are aligned for the element type (they follow a JSON header of any length,
+  // so often they are not: then one copy, which keeps typed access by backends well-defined).
+  auto* data = const_cast<char*>(bytes.data());  // the tensor is an input: backends only read it
+  if (reinterpret_cast<uintptr_t>(data) % elem == 0) return Tensor::view(dtype, shape, data, bytes.size());
+  GANTRY_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, shape));
+  std::memcpy(t.data(), data, bytes.size());
+  return t;
+}
+
+void append_tensor_bytes(std::string& out, const Tensor& t) {
   if (t.dtype() == DType::kString) {
     for (const std::string& s : t.strings()) {
       const auto len = static_cast<uint32_t>(s.size());
@@ -811,12 +818,6 @@ void append_binary(std::string& out, const Tensor& t) {
   }
   if (t.byte_size() > 0) out.append(static_cast<const char*>(t.data()), t.byte_size());
 }
-
-size_t binary_size(const Tensor& t) {
-  return t.dtype() == DType::kString ? t.byte_size() + 4 * t.strings().size() : t.byte_size();
-}
-
-}  // namespace
 
 std::string_view datatype_name(DType t) {
   for (const auto& d : kDatatypes)
@@ -956,7 +957,7 @@ Result<InferRequest> parse_infer_request(std::string_view body, std::optional<si
   for (size_t i = 0; i < pending.size(); ++i) {
     const PendingInput& p = pending[i];
     const backend::TensorInfo& info = model.inputs[p.model_index];
-    auto t = p.binary_size ? tensor_from_binary(p, info.dtype, slices[i])
+    auto t = p.binary_size ? tensor_from_bytes(info.dtype, p.shape, slices[i])
                            : tensor_from_json(p, info.dtype, prescan);
     if (!t.ok()) return t.status().with_context("input '" + info.name + "'");
     out.inputs[p.model_index] = NamedTensor{info.name, std::move(*t)};
@@ -1057,7 +1058,7 @@ Result<EncodedResponse> encode_infer_response(std::string_view model_name, std::
   if (any_binary) {
     response.json_length = out.size();
     for (const Selected& s : selected)
-      if (s.binary) append_binary(out, s.tensor->tensor);
+      if (s.binary) append_tensor_bytes(out, s.tensor->tensor);
   }
   return response;
 }

@@ -75,34 +75,42 @@ void kserve_infer(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest re
     return;
   }
   auto infer = std::make_shared<kserve::InferRequest>(std::move(*parsed));
+  run_inference(s, name, std::move(*handle), infer->inputs, body, reply->received(),
+                [reply, infer, name](Result<std::vector<NamedTensor>> out) {
+                  send_outputs(*reply, name, *infer, out);  // a full queue: 429
+                });
+}
 
-  if (s.options.dynamic_batching && md.batchable) {
-    auto batcher = s.batcher(name, *handle);
+void run_inference(Server::State& s, const std::string& name, runtime::ModelHandle handle,
+                   std::vector<NamedTensor> inputs, std::shared_ptr<const void> keep_alive,
+                   Clock::time_point received, InferenceDone done) {
+  if (s.options.dynamic_batching && handle.model().metadata().batchable) {
+    auto batcher = s.batcher(name, handle);
     DynamicBatcher::Item item;
-    item.inputs = infer->inputs;  // tensors share their bytes
-    item.handle = std::move(*handle);
-    item.keep_alive = body;
-    item.done = [&s, reply, infer, name](Result<std::vector<NamedTensor>> out, const BatchTiming& timing) {
+    item.inputs = std::move(inputs);  // tensors share their bytes
+    item.handle = std::move(handle);
+    item.keep_alive = std::move(keep_alive);
+    auto shared_done = std::make_shared<InferenceDone>(std::move(done));
+    item.done = [&s, name, shared_done](Result<std::vector<NamedTensor>> out, const BatchTiming& timing) {
       s.metrics.queue_time(name, timing.queued);
       if (timing.batch_requests > 0) s.metrics.batch(name, timing.batch_requests);
       auto result = std::make_shared<Result<std::vector<NamedTensor>>>(std::move(out));
       // Encoding runs on a worker so the batcher goes straight on to its next batch.
-      boost::asio::post(s.workers,
-                        [reply, infer, name, result] { send_outputs(*reply, name, *infer, *result); });
+      boost::asio::post(s.workers, [shared_done, result] { (*shared_done)(std::move(*result)); });
     };
     Status st = batcher->submit(std::move(item));
-    if (!st.ok()) reply->error(st);
+    if (!st.ok()) (*shared_done)(st);  // not queued: the item's done is never called
     return;
   }
   if (!s.admit(name, 1)) {
-    reply->error(429, "model '" + name + "' has " + std::to_string(s.options.max_queue) +
-                          " requests waiting (--max-queue); retry later");
+    done(ResourceExhausted("model '" + name + "' has " + std::to_string(s.options.max_queue) +
+                           " requests waiting (--max-queue); retry later"));
     return;
   }
-  s.metrics.queue_time(name, Clock::now() - reply->received());
-  auto out = handle->model().infer_one(infer->inputs);
+  s.metrics.queue_time(name, Clock::now() - received);
+  auto out = handle.model().infer_one(inputs);
   s.release(name);
-  send_outputs(*reply, name, *infer, out);
+  done(std::move(out));
 }
 
 void kserve_model_metadata(Server::State& s, std::shared_ptr<Reply> reply, std::string name) {
@@ -131,42 +139,49 @@ void kserve_model_ready(Server::State& s, std::shared_ptr<Reply> reply, std::str
   }
 }
 
-void kserve_repository_index(Server::State& s, std::shared_ptr<Reply> reply) {
-  json out = json::array();
+std::vector<RepositoryModel> repository_index(Server::State& s) {
+  std::vector<RepositoryModel> out;
   for (const auto& e : s.repository.entries()) {
-    json m{{"name", e.name}, {"version", kVersions[0]}};
     auto info = s.runtime.manager().info(e.name);
-    m["state"] = info ? repository_state(info->state) : "UNAVAILABLE";
-    m["reason"] = info ? info->reason : "not loaded";
-    out.push_back(std::move(m));
+    out.push_back({e.name, kVersions[0], std::string(info ? repository_state(info->state) : "UNAVAILABLE"),
+                   info ? info->reason : "not loaded"});
   }
-  reply->json(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
+  return out;
 }
 
-void kserve_repository_load(Server::State& s, std::shared_ptr<Reply> reply, std::string name, bool load) {
+Status repository_load(Server::State& s, const std::string& name, bool load) {
   const RepositoryEntry* entry = s.repository.find(name);
-  if (!entry) {
-    reply->error(404,
-                 "model '" + name + "' is not in the model repository (POST /v2/repository/index lists it)");
-    return;
-  }
+  if (!entry) return NotFound("model '" + name + "' is not in the model repository (the index lists it)");
   if (load) {
     auto h = s.runtime.load(entry->source.string(), s.load_options(*entry));
-    if (!h.ok()) {
-      const Status& st = h.status();
-      reply->error(st.code() == StatusCode::kResourceExhausted ? 503 : http_status_for(st), st.message());
-      return;
-    }
-    reply->json(200, "{}");
-    return;
+    if (!h.ok() && h.status().code() == StatusCode::kResourceExhausted)
+      return Unavailable(h.status().message());  // memory, not a full queue
+    return h.ok() ? Status::Ok() : h.status();
   }
   {
     std::lock_guard lock(s.mu);
     s.batchers.erase(name);  // its queued requests hold the model; unload waits for them
   }
   Status st = s.runtime.unload(name);
+  if (st.code() == StatusCode::kNotFound) return InvalidArgument(st.message());  // known, not loaded
+  return st;
+}
+
+void kserve_repository_index(Server::State& s, std::shared_ptr<Reply> reply) {
+  json out = json::array();
+  for (const RepositoryModel& m : repository_index(s))
+    out.push_back({{"name", m.name}, {"version", m.version}, {"state", m.state}, {"reason", m.reason}});
+  reply->json(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+void kserve_repository_load(Server::State& s, std::shared_ptr<Reply> reply, std::string name, bool load) {
+  Status st = repository_load(s, name, load);
   if (!st.ok()) {
-    reply->error(st.code() == StatusCode::kNotFound ? 400 : http_status_for(st), st.message());
+    reply->error(http_status_for(st), st.code() == StatusCode::kNotFound
+                                          ? "model '" + name +
+                                                "' is not in the model repository (POST /v2/repository/index "
+                                                "lists it)"
+                                          : st.message());
     return;
   }
   reply->json(200, "{}");

@@ -256,6 +256,8 @@ std::string_view protocol_name(Protocol p) {
       return "http";
     case Protocol::kOllama:
       return "ollama";
+    case Protocol::kGrpc:
+      return "grpc";
   }
   return "http";
 }
@@ -461,6 +463,8 @@ Server::~Server() {
 
 uint16_t Server::port() const { return state_->http->port(); }
 
+uint16_t Server::grpc_port() const { return state_->grpc ? state_->grpc->port() : 0; }
+
 std::string Server::url() const {
   std::string host = state_->options.host;
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
@@ -481,6 +485,7 @@ bool Server::drain(std::chrono::milliseconds timeout) {
 
 void Server::stop() {
   if (!state_->http) return;
+  if (state_->grpc) state_->grpc->stop();  // first: its calls in progress need the workers
   state_->http->stop();
   // After a drain that timed out, work may still be queued (a long generation's answer): abandon it
   // rather than wait; its clients are already disconnected.
@@ -657,6 +662,15 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   http.io_threads = o.http_threads;
   http.limits.max_body_bytes = o.max_body_bytes;
   GANTRY_ASSIGN_OR_RETURN(state->http, HttpServer::start(http, std::move(hooks)));
+  if (const int grpc_port = o.grpc_port.value_or(kDefaultGrpcPort); grpc_port >= 0) {
+    auto grpc = GrpcServer::start(*state, grpc_port, global_limit);
+    if (grpc.ok())
+      state->grpc = std::move(*grpc);
+    else if (o.grpc_port)  // asked for: a failure
+      return grpc.status();
+    else  // the default port, taken (e.g. by another server on this machine)
+      GANTRY_LOG_WARN("{}; serving without gRPC", grpc.status().message());
+  }
   return std::unique_ptr<Server>(new Server(std::move(state)));
 }
 

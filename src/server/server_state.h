@@ -4,6 +4,7 @@
 #include <atomic>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,11 +17,12 @@
 #include "gantry/server/metrics.h"
 #include "gantry/server/model_repository.h"
 #include "gantry/server/server.h"
+#include "grpc_service.h"
 
 namespace gantry::server {
 
-enum class Protocol { kKserve, kOpenai, kHttp, kOllama };
-std::string_view protocol_name(Protocol p);  // "kserve", "openai", "http", "ollama"
+enum class Protocol { kKserve, kOpenai, kHttp, kOllama, kGrpc };
+std::string_view protocol_name(Protocol p);  // "kserve", "openai", "http", "ollama", "grpc"
 
 // The answer to one accepted request: answers once, records the request's metrics and releases its
 // in-flight count when it does (or, if dropped unanswered, the Exchange sends a 500).
@@ -84,6 +86,7 @@ struct Server::State {
   // Declared after everything a queued task touches: tasks abandoned at stop() are destroyed with it.
   boost::asio::thread_pool workers;
   std::unique_ptr<HttpServer> http;
+  std::unique_ptr<GrpcServer> grpc;  // null with --grpc-port -1
 
   State(runtime::Runtime& rt, ServeOptions o, size_t n_workers)
       : runtime(rt), options(std::move(o)), workers(n_workers) {}
@@ -101,6 +104,24 @@ struct Server::State {
   std::shared_ptr<DynamicBatcher> batcher(const std::string& name, runtime::ModelHandle& handle);
   ServerGauges gauges();
 };
+
+// Inference shared by KServe over HTTP and gRPC: runs the validated `inputs` on model `name` through
+// its DynamicBatcher when it has one (and batching is on), else alone under admit(). `done` is called
+// exactly once, on a worker thread: ResourceExhausted when the queue is full, else the outputs.
+// `keep_alive` holds whatever the inputs borrow from until then.
+using InferenceDone = std::function<void(Result<std::vector<NamedTensor>>)>;
+void run_inference(Server::State& s, const std::string& name, runtime::ModelHandle handle,
+                   std::vector<NamedTensor> inputs, std::shared_ptr<const void> keep_alive,
+                   std::chrono::steady_clock::time_point received, InferenceDone done);
+
+// The model repository extension, shared by HTTP and gRPC.
+struct RepositoryModel {
+  std::string name, version, state, reason;  // Triton's states: READY, LOADING, UNLOADING, UNAVAILABLE
+};
+std::vector<RepositoryModel> repository_index(Server::State& s);
+// Loads (or unloads) a model of the repository. NotFound for a name the repository lacks, Unavailable
+// when memory is short, InvalidArgument when unloading a model that is not loaded.
+Status repository_load(Server::State& s, const std::string& name, bool load);
 
 // Routes (each answers through `reply`; runs on a worker thread).
 void kserve_infer(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, std::string model);

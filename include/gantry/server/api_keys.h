@@ -4,6 +4,8 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,6 +27,10 @@ class ApiKeys {
   size_t size() const { return keys_.size(); }
   // True when no key is configured or the request carries one of the keys.
   bool allows(const HttpRequest& request) const;
+  // The same for any protocol: `header` returns the value of a (lower-case) header or metadata key
+  // (gRPC metadata carries the same three names).
+  using HeaderLookup = std::function<std::optional<std::string_view>(std::string_view name)>;
+  bool allows(const HeaderLookup& header) const;
 
  private:
   std::vector<std::string> keys_;

@@ -41,6 +41,20 @@ std::string_view datatype_name(DType t);
 // Inverse of datatype_name (case-sensitive, as the protocol says); nullopt for anything else.
 std::optional<DType> parse_datatype(std::string_view name);
 
+// Pieces the gRPC front end shares (its raw_input_contents / raw_output_contents use the binary
+// extension's byte layout).
+
+// InvalidArgument unless `got` has the rank of `info` and matches each of its fixed dimensions.
+Status check_shape(const Shape& got, const backend::TensorInfo& info);
+// A tensor of `dtype` and `shape` from its little-endian, row-major bytes (BYTES: per element a 4-byte
+// little-endian length then the bytes; BOOL: one byte 0 or 1). InvalidArgument when the size or the
+// content does not fit. Numeric bytes aligned to the element size become a zero-copy view (`bytes`
+// must then outlive the tensor); otherwise they are copied once. `size_name` names the size in errors.
+Result<Tensor> tensor_from_bytes(DType dtype, const Shape& shape, std::string_view bytes,
+                                 std::string_view size_name = "binary_data_size");
+// Appends the host tensor `t` to `out` in that byte layout.
+void append_tensor_bytes(std::string& out, const Tensor& t);
+
 struct RequestedOutput {
   std::string name;
   bool binary = false;  // its "binary_data" parameter, else the request's binary_data_output

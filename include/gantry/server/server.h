@@ -1,5 +1,6 @@
 // Server: `gantry serve`. Serves the models of a ModelRepository, loaded through the Runtime, over
-// HTTP: KServe v2 / Open Inference Protocol (/v2/...), OpenAI (/v1/...), Prometheus (/metrics).
+// HTTP: KServe v2 / Open Inference Protocol (/v2/...), OpenAI (/v1/...), Prometheus (/metrics); and
+// KServe v2 over gRPC (inference.GRPCInferenceService) on a port of its own.
 //
 // Requests never name paths, only models. ONNX models with a batch dimension go through a
 // DynamicBatcher; text generation goes to the model's continuous-batching engine (llama.cpp). Every
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,12 +23,17 @@
 
 namespace gantry::server {
 
+inline constexpr int kDefaultGrpcPort = 8001;  // Triton's and KServe's
+
 struct ServeOptions {
   std::vector<std::string> models;  // MODEL|PKG arguments
   std::string model_repository;     // a directory of models and packages
   bool load_on_demand = false;      // load on first request instead of at start (then keep-alive applies)
   std::string host = "127.0.0.1";
   uint16_t port = 8080;  // 0: any free port
+  // KServe v2 gRPC, on the same host. Unset: kDefaultGrpcPort, or no gRPC (with a warning) when that
+  // port is taken; set: that port (a taken one fails start), 0 any free port, -1 no gRPC.
+  std::optional<int> grpc_port;
   std::vector<std::filesystem::path> api_key_files;
   bool insecure_no_auth = false;  // allow a non-loopback --host without a key
   size_t max_queue = 64;          // requests waiting per model before 429
@@ -52,7 +59,8 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   uint16_t port() const;
-  std::string url() const;  // "http://127.0.0.1:8080"
+  uint16_t grpc_port() const;  // 0 when gRPC is off
+  std::string url() const;     // "http://127.0.0.1:8080"
   // Stops accepting and turns readiness to 503; then waits (up to `timeout`) for every accepted
   // request to be answered. True when all were.
   bool drain(std::chrono::milliseconds timeout);

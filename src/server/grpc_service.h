@@ -1,0 +1,41 @@
+// The KServe v2 / Open Inference Protocol gRPC service of `gantry serve` (inference.GRPCInferenceService
+// from proto/grpc_predict_v2.proto, with Triton's repository extension), on its own port. Private to
+// src/server/: it lives inside Server and uses Server::State like the HTTP routes.
+//
+// Calls go the HTTP routes' ways: the same API keys (metadata `authorization: Bearer <key>`, `api-key`
+// or `x-api-key`; ServerLive and ServerReady need none), the same model lookup and load on demand
+// (State::model), the same DynamicBatcher and admission (run_inference), the same request metrics
+// (protocol "grpc"), and the same in-flight count, so Server::drain waits for gRPC calls too. While
+// draining, ServerReady answers false and every other call but ServerLive UNAVAILABLE.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "gantry/core/status.h"
+#include "gantry/server/server.h"
+
+namespace gantry::server {
+
+class GrpcServer {
+ public:
+  // Listens on state.options.host:`port` (0: any free port). `global_limit` is the number of requests
+  // in flight (both protocols) beyond which inference answers RESOURCE_EXHAUSTED.
+  static Result<std::unique_ptr<GrpcServer>> start(Server::State& state, int port, size_t global_limit);
+  ~GrpcServer();  // stop()
+  GrpcServer(const GrpcServer&) = delete;
+  GrpcServer& operator=(const GrpcServer&) = delete;
+
+  uint16_t port() const;
+  // Stops listening and waits for the calls in progress to be answered (they still need the workers
+  // and batchers: stop this first), cancelling those still open after a short grace period.
+  void stop();
+
+  struct Impl;
+
+ private:
+  explicit GrpcServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gantry::server
