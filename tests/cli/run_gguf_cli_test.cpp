@@ -23,10 +23,12 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-Run gantry(const std::string& args) {
+// `env`: "NAME=VALUE ..." put before the command (the shell runs it).
+Run gantry(const std::string& args, const std::string& env = "") {
   const auto err_file =
       std::filesystem::temp_directory_path() / ("gantry-run-err-" + std::to_string(::getpid()));
-  const std::string cmd = std::string(GANTRY_BINARY_DIR) + "/bin/gantry " + args + " 2>" + err_file.string();
+  const std::string cmd =
+      env + " " + std::string(GANTRY_BINARY_DIR) + "/bin/gantry " + args + " 2>" + err_file.string();
   Run r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -124,8 +126,9 @@ TEST(RunGgufCli, BadInputGivesClearErrorsAndNoOutput) {
   std::filesystem::remove(trunc);
 
   auto kv = gantry("run " + quote(kModel) +
-                   " --ctx 256 --prompt 'Once upon a time' --temperature 0 "
-                   "--max-tokens 1000 -t 1");
+                       " --ctx 256 --prompt 'Once upon a time' --temperature 0 "
+                       "--max-tokens 1000 -t 1",
+                   "GANTRY_LOG_LEVEL=info");  // the summary line is an info log
   // The generated model is deterministic and never emits end-of-text within 1000 greedy tokens: the
   // generation stops when the 256-cell context is full (5 prompt tokens + 251), as a length limit.
   ASSERT_EQ(kv.code, 0) << kv.err;
