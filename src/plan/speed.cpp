@@ -62,7 +62,7 @@ Result<SpeedPrediction> predict_speed(const ModelProfile& m, const Plan& plan,
         const double mem =
             static_cast<double>(p.bytes_per_token) / (s.memory_bandwidth * s.bandwidth_efficiency);
         const double comp = n_seq * p.flops_per_token / (s.flops * s.compute_efficiency);
-        p.generation_seconds_per_step = std::max(mem, comp);
+        p.generation_seconds_per_step = s.overlap ? std::max(mem, comp) : mem + comp;
         const double ubatch = std::max(1u, plan.n_ubatch);
         p.prompt_seconds_per_token =
             std::max(p.flops_per_token / (s.flops * s.compute_efficiency),
@@ -86,6 +86,9 @@ Result<SpeedPrediction> predict_speed(const ModelProfile& m, const Plan& plan,
       "generation is memory-bound: each step reads every offloaded layer's weights once plus the KV cache of "
       "a full context ({} cells per sequence, {} sequences); tokens/s = sequences / step time",
       plan.kv_cells, plan.n_stream));
+  a.push_back(
+      "a GPU overlaps memory reads and arithmetic (step time = the larger); a CPU does not (step time = the "
+      "sum): its few threads issue the loads and do the arithmetic");
   a.push_back(fmt::format(
       "efficiency: {:.0f}% of datasheet bandwidth, {:.0f}% of measured bandwidth, {:.0f}% of peak FLOP/s "
       "(round figures, not fitted; BENCH predicted-tg-error checks them)",
@@ -127,6 +130,7 @@ DeviceSpeed cpu_speed(const hw::CpuInfo& cpu, int threads, double ghz, double me
   s.memory_bandwidth = measured_bandwidth;
   s.bandwidth_efficiency = kMeasuredBandwidthEfficiency;
   s.bandwidth_source = measured_bandwidth > 0 ? "measured" : "";
+  s.overlap = false;
   s.description =
       fmt::format("{} threads x {:.2f} GHz x {} fp32 FLOP/cycle from the ISA (an estimate){}", threads, ghz,
                   fpc, measured_bandwidth > 0 ? "; bandwidth from a triad on this machine" : "");

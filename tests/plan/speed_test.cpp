@@ -63,6 +63,16 @@ TEST(Speed, CpuOnlyByHand) {
   EXPECT_FALSE(s->assumptions.empty());
 }
 
+TEST(Speed, WithoutOverlapMemoryAndComputeAdd) {
+  const ModelProfile m = two_layers();
+  const Plan p = plan_for(m, 256, 1, kCpu);
+  DeviceSpeed cpu = speed(10e9, 1e12);
+  cpu.overlap = false;
+  auto s = predict_speed(m, p, {cpu}, 0);
+  ASSERT_TRUE(s.ok());
+  EXPECT_NEAR(s->generation_tokens_per_s, 1.0 / (4'065'536.0 / 5e9 + 8'131'072.0 / 5e11), 1e-6);
+}
+
 TEST(Speed, ParallelSequencesShareTheWeightReads) {
   const ModelProfile m = two_layers();
   const Plan p = plan_for(m, 1024, 4, kCpu);  // 4 streams of 256 cells
@@ -121,6 +131,8 @@ TEST(Speed, CpuFiguresFromTheIsa) {
   EXPECT_EQ(s.flops_source, "estimated");
   EXPECT_EQ(s.bandwidth_source, "measured");
   EXPECT_DOUBLE_EQ(s.bandwidth_efficiency, kMeasuredBandwidthEfficiency);
+  EXPECT_FALSE(s.overlap);
+  EXPECT_TRUE(gpu_speed(1000, 100, "G").overlap);
   EXPECT_EQ(cpu_speed(cpu, 2, 2.5, 0).bandwidth_source, "");
 }
 

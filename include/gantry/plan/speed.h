@@ -30,6 +30,10 @@ struct DeviceSpeed {
   double memory_bandwidth = 0;      // peak bytes/s; 0: unknown
   double bandwidth_efficiency = 0;  // fraction of memory_bandwidth reached while generating
   double compute_efficiency = kComputeEfficiency;
+  // Whether memory reads and arithmetic overlap (a step takes the larger of the two) or follow each other
+  // (the sum). GPUs hide memory latency behind thousands of threads: overlap. A CPU decoding on a few threads
+  // issues the loads from the same cores that compute: no overlap (cpu_speed sets false).
+  bool overlap = true;
   std::string flops_source;      // "catalogue", "estimated"
   std::string bandwidth_source;  // "catalogue", "measured"
   std::string description;       // e.g. "2 threads x 2.0 GHz x 64 FLOP/cycle (AVX-512 FMA)"
@@ -54,9 +58,10 @@ struct SpeedPrediction {
 
 // `speeds` matches plan.devices one to one. `storage_bytes_per_s` 0: load time unknown.
 // Generation: per decoding step every device reads its bytes once for all n_parallel sequences (plus each
-// sequence's KV); its time is the larger of bytes / (bandwidth x efficiency) and FLOPs / (FLOP/s x
-// efficiency); devices run their layers one after another, so their times add. Prompt: FLOPs per token /
-// (FLOP/s x efficiency), at least the weights read once per ubatch. Fails when sizes disagree.
+// sequence's KV); its time is the larger (DeviceSpeed::overlap) or the sum of bytes / (bandwidth x
+// efficiency) and FLOPs / (FLOP/s x efficiency); devices run their layers one after another, so their times
+// add. Prompt: FLOPs per token / (FLOP/s x efficiency), at least the weights read once per ubatch. Fails when
+// sizes disagree.
 Result<SpeedPrediction> predict_speed(const ModelProfile& model, const Plan& plan,
                                       const std::vector<DeviceSpeed>& speeds, double storage_bytes_per_s);
 
