@@ -18,6 +18,8 @@ THREADS=${THREADS:-2}; REPS=${REPS:-3}; NGEN=${NGEN:-64}; ROUNDS=${ROUNDS:-3}
 MODELS=(tiny-llama bench-100m-q8_0 bench-100m-q4_0)
 [[ -x "$BUILD/bin/gantry" ]] || { echo "predicted-tg bench: missing $BUILD/bin/gantry (build it)" >&2; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# Other processes on the machine make llama.cpp's spinning threads wait for each other: say how busy it was.
+load_before=$(cut -d' ' -f1 /proc/loadavg)
 for ((r = 1; r <= ROUNDS; r++)); do
   for m in "${MODELS[@]}"; do
     f=$DEPS/models/$m.gguf
@@ -28,6 +30,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
       2>"$tmp/err" || { echo "gantry bench failed for $m: $(tail -3 "$tmp/err")" >&2; exit 1; }
   done
 done
+echo "predicted-tg: load average ${load_before} before, $(cut -d' ' -f1 /proc/loadavg) after, on $(nproc) CPUs"
 /usr/bin/python3 - "$tmp" "$THREADS" "$ROUNDS" "${MODELS[@]}" <<'PY'
 import json, statistics, sys
 tmp, threads, rounds, models = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
