@@ -83,7 +83,7 @@ Result<SpeedPrediction> predict_speed(const ModelProfile& m, const Plan& plan,
 
   auto& a = out.assumptions;
   a.push_back(fmt::format(
-      "generation is memory-bound: each step reads every offloaded layer's weights once plus the KV cache of "
+      "generation: each step reads every layer's weights once (memory-bound) plus the KV cache of "
       "a full context ({} cells per sequence, {} sequences); tokens/s = sequences / step time",
       plan.kv_cells, plan.n_stream));
   a.push_back(
