@@ -9,6 +9,8 @@
 #include <memory>
 #include <thread>
 
+#include "gantry/plan/plan_json.h"
+
 namespace gantry::plan {
 namespace {
 
@@ -68,6 +70,12 @@ Result<SpeedPrediction> predict_speed(const ModelProfile& m, const Plan& plan,
             std::max(p.flops_per_token / (s.flops * s.compute_efficiency),
                      static_cast<double>(weights) / ubatch / (s.memory_bandwidth * s.bandwidth_efficiency));
       }
+    }
+    if (p.bytes_per_token > 0 && p.bytes_per_token <= s.cache_bytes) {
+      out.assumptions.push_back(fmt::format(
+          "{}: the {} read per token fit in its {} cache, so per-token overhead (graph, thread "
+          "synchronisation), which this model ignores, limits generation: the figure is an upper bound",
+          p.id, human_bytes(p.bytes_per_token), human_bytes(s.cache_bytes)));
     }
     gen_step += p.generation_seconds_per_step;
     prompt_token += p.prompt_seconds_per_token;
@@ -131,6 +139,7 @@ DeviceSpeed cpu_speed(const hw::CpuInfo& cpu, int threads, double ghz, double me
   s.bandwidth_efficiency = kMeasuredBandwidthEfficiency;
   s.bandwidth_source = measured_bandwidth > 0 ? "measured" : "";
   s.overlap = false;
+  s.cache_bytes = cpu.cache.l3_bytes.value_or(cpu.cache.l2_bytes.value_or(0));
   s.description =
       fmt::format("{} threads x {:.2f} GHz x {} fp32 FLOP/cycle from the ISA (an estimate){}", threads, ghz,
                   fpc, measured_bandwidth > 0 ? "; bandwidth from a triad on this machine" : "");

@@ -73,6 +73,24 @@ TEST(Speed, WithoutOverlapMemoryAndComputeAdd) {
   EXPECT_NEAR(s->generation_tokens_per_s, 1.0 / (4'065'536.0 / 5e9 + 8'131'072.0 / 5e11), 1e-6);
 }
 
+TEST(Speed, ModelsThatFitInCacheAreFlagged) {
+  const ModelProfile m = two_layers();
+  const Plan p = plan_for(m, 256, 1, kCpu);
+  DeviceSpeed cpu = speed(10e9, 1e12);
+  auto flagged = [&](uint64_t cache) {
+    cpu.cache_bytes = cache;
+    auto s = predict_speed(m, p, {cpu}, 0);
+    EXPECT_TRUE(s.ok());
+    for (const auto& a : s->assumptions) {
+      if (a.find("upper bound") != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(flagged(8ull << 20));   // 4 MB read per token, 8 MiB cache
+  EXPECT_FALSE(flagged(2ull << 20));  // 2 MiB cache
+  EXPECT_FALSE(flagged(0));           // unknown
+}
+
 TEST(Speed, ParallelSequencesShareTheWeightReads) {
   const ModelProfile m = two_layers();
   const Plan p = plan_for(m, 1024, 4, kCpu);  // 4 streams of 256 cells
