@@ -32,7 +32,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 echo "predicted-tg: load average ${load_before} before, $(cut -d' ' -f1 /proc/loadavg) after, on $(nproc) CPUs"
 /usr/bin/python3 - "$tmp" "$THREADS" "$ROUNDS" "${MODELS[@]}" <<'PY'
-import json, statistics, sys
+import json, re, statistics, sys
 tmp, threads, rounds, models = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 worst = 0.0
 for m in models:
@@ -42,7 +42,7 @@ for m in models:
         if speed["generation_tokens_per_s"] is None:
             sys.exit(f"predicted-tg bench: no prediction for {m} (a device lacks a bandwidth or FLOP/s figure)")
         preds.append(speed["generation_tokens_per_s"])
-        bws += [a.split(" GB/s")[0].split(": ")[1] for a in speed["assumptions"] if a.startswith("cpu:")]
+        bws += [m_.group(1) for a in speed["assumptions"] if (m_ := re.match(r"cpu: ([0-9.]+) GB/s", a))]
         rows = json.load(open(f"{tmp}/{m}.bench.{r}.json"))["results"]
         samples += [s for row in rows if row["test"].startswith("tg") for s in row["samples_ts"]]
     pred, meas = statistics.median(preds), statistics.median(samples)

@@ -71,9 +71,10 @@ Result<SpeedPrediction> predict_speed(const ModelProfile& m, const Plan& plan,
                      static_cast<double>(weights) / ubatch / (s.memory_bandwidth * s.bandwidth_efficiency));
       }
     }
-    if (p.bytes_per_token > 0 && p.bytes_per_token <= s.cache_bytes) {
+    // Half the cache: the rest holds activations, the KV cache and other tenants of a shared cache.
+    if (p.bytes_per_token > 0 && p.bytes_per_token <= s.cache_bytes / 2) {
       out.assumptions.push_back(fmt::format(
-          "{}: the {} read per token fit in its {} cache, so per-token overhead (graph, thread "
+          "{}: the {} read per token fit in half its {} cache, so per-token overhead (graph, thread "
           "synchronisation), which this model ignores, limits generation: the figure is an upper bound",
           p.id, human_bytes(p.bytes_per_token), human_bytes(s.cache_bytes)));
     }

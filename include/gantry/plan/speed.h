@@ -34,7 +34,7 @@ struct DeviceSpeed {
   // (the sum). GPUs hide memory latency behind thousands of threads: overlap. A CPU decoding on a few threads
   // issues the loads from the same cores that compute: no overlap (cpu_speed sets false).
   bool overlap = true;
-  // The last-level cache (bytes; 0: unknown). A device whose bytes per token fit in it is limited by
+  // The last-level cache (bytes; 0: unknown). A device whose bytes per token fit in half of it is limited by
   // per-token overhead (graph, thread synchronisation), which the model ignores: said in the assumptions.
   uint64_t cache_bytes = 0;
   std::string flops_source;      // "catalogue", "estimated"
