@@ -4,6 +4,8 @@
 // with llama.cpp and reports the bytes it really allocated next to the prediction.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <iostream>
 #include <optional>
 
@@ -18,6 +20,8 @@
 #include "gantry/plan/gguf_profile.h"
 #include "gantry/plan/plan_json.h"
 #include "gantry/plan/planner.h"
+#include "gantry/plan/speed.h"
+#include "gantry/plan/what_if.h"
 
 namespace gantry::cli {
 namespace {
@@ -38,7 +42,39 @@ struct PlanArgs {
   bool explain = false;
   std::string provider_policy;
   bool measure = false;
+  bool speed = false;
+  std::string what_if;
+  std::string catalogue;
+  int threads = 0;
 };
+
+// This machine as a what-if target: the registry's devices, its CPU's ISA-derived FLOP/s with a measured
+// (triad) memory bandwidth when planning for the local machine, catalogue figures for GPUs it recognises.
+plan::WhatIfTarget this_machine(const hw::Registry& r, const std::vector<plan::Device>& devices,
+                                const plan::Catalogue* catalogue, int threads, bool local) {
+  plan::WhatIfTarget t;
+  t.id = "this";
+  t.description = "this machine: " + (r.cpu.model.empty() ? std::string("CPU") : r.cpu.model);
+  t.devices = devices;
+  const double bandwidth = local ? plan::measure_memory_bandwidth(threads) : 0;
+  const double ghz = plan::cpu_ghz(r.environment.sysroot).value_or(0);
+  for (const auto& d : devices) {
+    if (!d.is_gpu) {
+      t.speeds.push_back(plan::cpu_speed(r.cpu, threads, ghz, bandwidth));
+      continue;
+    }
+    t.description += ", " + d.name;
+    const plan::Accelerator* a = catalogue ? catalogue->match_device(d.name) : nullptr;
+    t.speeds.push_back(a ? plan::gpu_speed(a->memory_bandwidth_gb_s, a->fp16_dense_tflops, a->name)
+                         : plan::DeviceSpeed{});
+  }
+  return t;
+}
+
+bool mentions_this(std::string spec) {
+  std::transform(spec.begin(), spec.end(), spec.begin(), [](unsigned char c) { return std::tolower(c); });
+  return spec.find("this") != std::string::npos || spec.find("all") != std::string::npos;
+}
 
 // The machine to plan for: this one, or one captured under --sysroot. A sysroot that does not exist or
 // lacks the memory figures is an error: planning against "0 B free" would only mislead.
@@ -125,6 +161,23 @@ int run_plan(const PlanArgs& a) {
     return 2;
   }
   const std::vector<plan::Device> devices = plan::devices_from_registry(*registry);
+  const int threads = a.threads > 0
+                          ? a.threads
+                          : std::max(1, registry->cpu.physical_cores > 0 ? registry->cpu.physical_cores
+                                                                         : registry->cpu.logical_cores);
+  std::optional<plan::Catalogue> catalogue;
+  const bool any_gpu =
+      std::any_of(devices.begin(), devices.end(), [](const plan::Device& d) { return d.is_gpu; });
+  if (!a.what_if.empty() || !a.catalogue.empty() || (a.speed && any_gpu)) {
+    auto c =
+        plan::load_catalogue(a.catalogue.empty() ? plan::default_catalogue_path() : fs::path(a.catalogue));
+    if (!c.ok()) {
+      std::cerr << "gantry: plan: " << c.status().message() << "\n";
+      return 2;
+    }
+    catalogue = std::move(*c);
+  }
+  std::optional<plan::ModelProfile> gguf_profile;
 
   plan::Plan result;
   // GGUF by magic, or by extension (then the GGUF reader explains what is wrong with the file).
@@ -149,6 +202,7 @@ int run_plan(const PlanArgs& a) {
       return p.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
     }
     result = std::move(*p);
+    gguf_profile = *profile;
     result.model = path.filename().string() + " (" + profile->architecture + ", " +
                    std::to_string(profile->n_layer()) + " layers, " + profile->weight_type + ")";
   } else if (format.ok() && *format == model::ModelFormat::kOnnx) {
@@ -162,6 +216,41 @@ int run_plan(const PlanArgs& a) {
     std::cerr << "gantry: plan: " << a.model << " is neither a GGUF nor an ONNX model"
               << (format.ok() ? "" : " (" + format.status().message() + ")") << "\n";
     return 1;
+  }
+  if ((a.speed || !a.what_if.empty()) && !gguf_profile) {
+    std::cerr << "gantry: plan: --speed and --what-if need a GGUF model (ONNX plans are estimates)\n";
+    return 2;
+  }
+  if (!a.what_if.empty()) {
+    std::optional<plan::WhatIfTarget> self;
+    if (mentions_this(a.what_if)) {
+      self = this_machine(*registry, devices, &*catalogue, threads, a.sysroot.empty());
+    }
+    auto targets = plan::resolve_targets(*catalogue, a.what_if, self);
+    if (!targets.ok()) {
+      std::cerr << "gantry: plan: " << targets.status().message() << "\n";
+      return 2;
+    }
+    plan::PlanOptions o = result.options;
+    gguf_profile->name = path.filename().string();
+    auto report = plan::what_if(*gguf_profile, o, *catalogue, *targets);
+    if (!report.ok()) {
+      std::cerr << "gantry: plan: " << report.status().to_string() << "\n";
+      return 2;
+    }
+    std::cout << (a.json ? plan::what_if_to_json(*report).dump(2) + "\n" : plan::what_if_to_text(*report));
+    return 0;
+  }
+  std::optional<plan::SpeedPrediction> speed;
+  if (a.speed) {
+    const plan::WhatIfTarget self =
+        this_machine(*registry, devices, catalogue ? &*catalogue : nullptr, threads, a.sysroot.empty());
+    auto s = plan::predict_speed(*gguf_profile, result, self.speeds, 0);
+    if (!s.ok()) {
+      std::cerr << "gantry: plan: --speed: " << s.status().to_string() << "\n";
+      return 1;
+    }
+    speed = std::move(*s);
   }
   std::optional<llama::MemoryMeasurement> measured;
   if (a.measure) {
@@ -179,10 +268,12 @@ int run_plan(const PlanArgs& a) {
   if (a.json) {
     nlohmann::json j = plan::plan_to_json(result);
     if (measured) j["measured"] = measurement_to_json(*measured);
+    if (speed) j["speed"] = plan::speed_to_json(*speed);
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << plan::plan_to_text(result);
     if (measured) std::cout << measurement_to_text(*measured, result.totals.total());
+    if (speed) std::cout << plan::speed_to_text(*speed);
   }
   return 0;
 }
@@ -214,6 +305,17 @@ void register_plan_command(CLI::App& app, int& exit_code) {
                   "With --explain: fastest|manifest|measured (default: $GANTRY_PROVIDER_POLICY or fastest)");
   cmd->add_flag("--measure", args->measure,
                 "Also load the GGUF model with this plan and report llama.cpp's real allocations");
+  cmd->add_flag("--speed", args->speed,
+                "Also predict prompt/generation tokens/s on this machine (times a ~150 ms memory triad)");
+  cmd->add_option(
+      "--what-if", args->what_if,
+      "Plan for catalogue hardware: comma-separated ids (h100-80gb,8xa100-80gb,aws-g6.xlarge,this) "
+      "or all; prints fit, quantisation, split, tokens/s and $ per million tokens");
+  cmd->add_option("--catalogue", args->catalogue,
+                  "Accelerator and instance catalogue (default: data/catalogue.json or $GANTRY_CATALOGUE)");
+  cmd->add_option("--threads", args->threads,
+                  "CPU threads the speed prediction assumes (default: physical cores)")
+      ->check(CLI::Range(1, 4096));
   cmd->callback([args, &exit_code] { exit_code = run_plan(*args); });
 }
 

@@ -1,0 +1,88 @@
+// Predicted speed of a planned GGUF model: prompt tokens/s (compute-bound: FLOPs per token against each
+// device's throughput), generation tokens/s (memory-bound: bytes read per token against each device's
+// memory bandwidth) and load time (file bytes against storage bandwidth). A roofline model: every figure
+// rests on the assumptions returned with it, and the efficiency factors below are those assumptions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gantry/core/status.h"
+#include "gantry/hw/registry.h"
+#include "gantry/plan/model_profile.h"
+#include "gantry/plan/planner.h"
+
+namespace gantry::plan {
+
+// Fractions of a device's figures llama.cpp reaches. Not fitted to one machine: round numbers from the
+// usual observation that token generation reaches 60-80% of a GPU's datasheet bandwidth and most of a
+// STREAM-style measured bandwidth on CPUs, and quantised matrix multiplication about half of peak FLOPs.
+// `make bench` (BENCH predicted-tg-error) reports how far they are off on the machine it runs on.
+inline constexpr double kPeakBandwidthEfficiency = 0.7;       // of a datasheet (catalogue) bandwidth
+inline constexpr double kMeasuredBandwidthEfficiency = 0.85;  // of a measured (triad) bandwidth
+inline constexpr double kComputeEfficiency = 0.5;             // of a datasheet or ISA-derived peak FLOP/s
+
+// One device's throughput. `source` says where the figures come from: "catalogue" (vendor datasheet),
+// "measured" (timed on this machine), "estimated" (derived from cores, ISA and clock).
+struct DeviceSpeed {
+  double flops = 0;                 // peak FLOP/s; 0: unknown
+  double memory_bandwidth = 0;      // peak bytes/s; 0: unknown
+  double bandwidth_efficiency = 0;  // fraction of memory_bandwidth reached while generating
+  double compute_efficiency = kComputeEfficiency;
+  // Whether memory reads and arithmetic overlap (a step takes the larger of the two) or follow each other
+  // (the sum). GPUs hide memory latency behind thousands of threads: overlap. A CPU decoding on a few threads
+  // issues the loads from the same cores that compute: no overlap (cpu_speed sets false).
+  bool overlap = true;
+  // The last-level cache (bytes; 0: unknown). A device whose bytes per token fit in half of it is limited by
+  // per-token overhead (graph, thread synchronisation), which the model ignores: said in the assumptions.
+  uint64_t cache_bytes = 0;
+  std::string flops_source;      // "catalogue", "estimated"
+  std::string bandwidth_source;  // "catalogue", "measured"
+  std::string description;       // e.g. "2 threads x 2.0 GHz x 64 FLOP/cycle (AVX-512 FMA)"
+};
+
+struct DeviceSpeedPrediction {
+  std::string id;
+  uint64_t bytes_per_token = 0;  // weights of its layers (+ output layer) + KV cache read at the full context
+  double flops_per_token = 0;    // 2 x weights (parameters) + attention over the full context
+  double generation_seconds_per_step = 0;
+  double prompt_seconds_per_token = 0;
+};
+
+struct SpeedPrediction {
+  bool known = false;  // false when a device with layers has no bandwidth/FLOP figure
+  double prompt_tokens_per_s = 0;
+  double generation_tokens_per_s = 0;  // all n_parallel sequences together
+  double load_seconds = 0;             // 0 when the storage bandwidth is unknown
+  std::vector<DeviceSpeedPrediction> devices;
+  std::vector<std::string> assumptions;
+};
+
+// `speeds` matches plan.devices one to one. `storage_bytes_per_s` 0: load time unknown.
+// Generation: per decoding step every device reads its bytes once for all n_parallel sequences (plus each
+// sequence's KV); its time is the larger (DeviceSpeed::overlap) or the sum of bytes / (bandwidth x
+// efficiency) and FLOPs / (FLOP/s x efficiency); devices run their layers one after another, so their times
+// add. Prompt: FLOPs per token / (FLOP/s x efficiency), at least the weights read once per ubatch. Fails when
+// sizes disagree.
+Result<SpeedPrediction> predict_speed(const ModelProfile& model, const Plan& plan,
+                                      const std::vector<DeviceSpeed>& speeds, double storage_bytes_per_s);
+
+// FLOP/cycle per core for fp32 FMA from the ISA list: 64 with avx512f, 32 with avx2+fma, 16 with neon/asimd
+// (2 units x 4 lanes x 2), else 8.
+int flops_per_cycle(const std::vector<std::string>& isa);
+// This machine's CPU: `threads` x `ghz` x flops_per_cycle ("estimated"), bandwidth from
+// `measured_bandwidth` bytes/s ("measured"; 0: unknown).
+DeviceSpeed cpu_speed(const hw::CpuInfo& cpu, int threads, double ghz, double measured_bandwidth);
+// A catalogue GPU: datasheet bandwidth (GB/s) and FP16 dense TFLOPS ("catalogue").
+DeviceSpeed gpu_speed(double bandwidth_gb_s, double fp16_tflops, const std::string& name);
+
+// The CPU clock in GHz from /proc/cpuinfo ("cpu MHz" of the first processor) under `sysroot`; nullopt when
+// absent.
+std::optional<double> cpu_ghz(const std::string& sysroot = "/");
+
+// A STREAM-style triad (a[i] = b[i] + s*c[i], 3 x 128 MiB of doubles, larger than typical L3) on `threads`
+// threads, repeated for about `budget_ms`; returns the best pass in bytes/s (counting 3 arrays moved).
+double measure_memory_bandwidth(int threads, int budget_ms = 150);
+
+}  // namespace gantry::plan

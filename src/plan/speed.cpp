@@ -1,0 +1,211 @@
+#include "gantry/plan/speed.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "gantry/plan/plan_json.h"
+
+namespace gantry::plan {
+namespace {
+
+bool has(const std::vector<std::string>& isa, std::string_view f) {
+  return std::find(isa.begin(), isa.end(), f) != isa.end();
+}
+
+// Attention FLOPs per token for one layer at `cells` KV cells: QK^T and softmax(..)V, 2 FLOPs per MAC.
+double attention_flops(const LayerProfile& l, uint64_t cells) {
+  return 2.0 * static_cast<double>(cells) * l.n_head * (l.n_embd_head_k + l.n_embd_head_v);
+}
+
+}  // namespace
+
+Result<SpeedPrediction> predict_speed(const ModelProfile& m, const Plan& plan,
+                                      const std::vector<DeviceSpeed>& speeds, double storage_bytes_per_s) {
+  if (speeds.size() != plan.devices.size()) {
+    return InvalidArgument(fmt::format("speed prediction: {} device speeds for a plan over {} devices",
+                                       speeds.size(), plan.devices.size()));
+  }
+  if (plan.estimate) return InvalidArgument("speed prediction needs a GGUF plan, not a generic estimate");
+  SpeedPrediction out;
+  out.known = true;
+  const double n_seq = std::max(1u, plan.options.n_parallel);
+  const double total_w = static_cast<double>(m.total_weight_bytes());
+  // Parameters per weight byte: spreads n_params over the devices by the bytes their layers hold.
+  const double params_per_byte = total_w > 0 ? static_cast<double>(m.n_params) / total_w : 0;
+  double gen_step = 0, prompt_token = 0;
+  for (size_t i = 0; i < plan.devices.size(); ++i) {
+    const DevicePlan& d = plan.devices[i];
+    const DeviceSpeed& s = speeds[i];
+    DeviceSpeedPrediction p;
+    p.id = d.device.id;
+    uint64_t weights = 0;
+    double attn = 0;
+    for (uint32_t il : d.layers) {
+      weights += m.layers[il].weight_bytes;
+      const uint32_t cells = m.layers[il].sliding_window ? plan.kv_cells_swa : plan.kv_cells;
+      attn += attention_flops(m.layers[il], cells);
+    }
+    if (d.has_output_layer) weights += m.output_weight_bytes;
+    // Token embeddings are a row lookup (get_rows), not a read of the whole matrix.
+    p.bytes_per_token = weights + d.predicted.kv_cache;
+    p.flops_per_token = 2.0 * params_per_byte * static_cast<double>(weights) + attn;
+    if (p.bytes_per_token > 0) {
+      if (s.memory_bandwidth <= 0 || s.bandwidth_efficiency <= 0 || s.flops <= 0) {
+        out.known = false;
+        out.assumptions.push_back(fmt::format("{}: no bandwidth or FLOP/s figure, so no speed", p.id));
+      } else {
+        // KV is per sequence (already all streams in predicted.kv_cache); weights are read once per step.
+        const double mem =
+            static_cast<double>(p.bytes_per_token) / (s.memory_bandwidth * s.bandwidth_efficiency);
+        const double comp = n_seq * p.flops_per_token / (s.flops * s.compute_efficiency);
+        p.generation_seconds_per_step = s.overlap ? std::max(mem, comp) : mem + comp;
+        const double ubatch = std::max(1u, plan.n_ubatch);
+        p.prompt_seconds_per_token =
+            std::max(p.flops_per_token / (s.flops * s.compute_efficiency),
+                     static_cast<double>(weights) / ubatch / (s.memory_bandwidth * s.bandwidth_efficiency));
+      }
+    }
+    // Half the cache: the rest holds activations, the KV cache and other tenants of a shared cache.
+    if (p.bytes_per_token > 0 && p.bytes_per_token <= s.cache_bytes / 2) {
+      out.assumptions.push_back(fmt::format(
+          "{}: the {} read per token fit in half its {} cache, so per-token overhead (graph, thread "
+          "synchronisation), which this model ignores, limits generation: the figure is an upper bound",
+          p.id, human_bytes(p.bytes_per_token), human_bytes(s.cache_bytes)));
+    }
+    gen_step += p.generation_seconds_per_step;
+    prompt_token += p.prompt_seconds_per_token;
+    out.devices.push_back(std::move(p));
+  }
+  if (out.known && gen_step > 0) {
+    out.generation_tokens_per_s = n_seq / gen_step;
+    out.prompt_tokens_per_s = 1.0 / prompt_token;
+  } else {
+    out.known = false;
+  }
+  if (storage_bytes_per_s > 0) out.load_seconds = static_cast<double>(m.file_bytes) / storage_bytes_per_s;
+
+  auto& a = out.assumptions;
+  a.push_back(fmt::format(
+      "generation: each step reads every layer's weights once (memory-bound) plus the KV cache of "
+      "a full context ({} cells per sequence, {} sequences); tokens/s = sequences / step time",
+      plan.kv_cells, plan.n_stream));
+  a.push_back(
+      "a GPU overlaps memory reads and arithmetic (step time = the larger); a CPU does not (step time = the "
+      "sum): its few threads issue the loads and do the arithmetic");
+  a.push_back(fmt::format(
+      "efficiency: {:.0f}% of datasheet bandwidth, {:.0f}% of measured bandwidth, {:.0f}% of peak FLOP/s "
+      "(round figures, not fitted; BENCH predicted-tg-error checks them)",
+      100 * kPeakBandwidthEfficiency, 100 * kMeasuredBandwidthEfficiency, 100 * kComputeEfficiency));
+  a.push_back(
+      "prompt processing is compute-bound: 2 FLOPs per parameter per token plus attention over the full "
+      "context, at least the weights read once per ubatch");
+  a.push_back(
+      "layers split over devices run one after another (pipeline, one sequence): device times add; "
+      "interconnect transfers of activations and per-token framework overhead are ignored");
+  a.push_back(storage_bytes_per_s > 0
+                  ? fmt::format("load time: the file read once at {:.2f} GB/s storage bandwidth",
+                                storage_bytes_per_s / 1e9)
+                  : "load time unknown: no storage bandwidth figure");
+  for (size_t i = 0; i < speeds.size(); ++i) {
+    const DeviceSpeed& s = speeds[i];
+    if (s.description.empty() && s.flops <= 0) continue;
+    a.push_back(fmt::format("{}: {:.1f} GB/s ({}), {:.2f} TFLOP/s ({}){}", plan.devices[i].device.id,
+                            s.memory_bandwidth / 1e9,
+                            s.bandwidth_source.empty() ? "unknown" : s.bandwidth_source, s.flops / 1e12,
+                            s.flops_source.empty() ? "unknown" : s.flops_source,
+                            s.description.empty() ? "" : ": " + s.description));
+  }
+  return out;
+}
+
+int flops_per_cycle(const std::vector<std::string>& isa) {
+  if (has(isa, "avx512f")) return 64;                    // 2 FMA units x 16 fp32 lanes x 2
+  if (has(isa, "avx2") && has(isa, "fma")) return 32;    // 2 x 8 x 2
+  if (has(isa, "asimd") || has(isa, "neon")) return 16;  // 2 x 4 x 2
+  return 8;
+}
+
+DeviceSpeed cpu_speed(const hw::CpuInfo& cpu, int threads, double ghz, double measured_bandwidth) {
+  DeviceSpeed s;
+  const int fpc = flops_per_cycle(cpu.isa);
+  s.flops = static_cast<double>(threads) * ghz * 1e9 * fpc;
+  s.flops_source = "estimated";
+  s.memory_bandwidth = measured_bandwidth;
+  s.bandwidth_efficiency = kMeasuredBandwidthEfficiency;
+  s.bandwidth_source = measured_bandwidth > 0 ? "measured" : "";
+  s.overlap = false;
+  s.cache_bytes = cpu.cache.l3_bytes.value_or(cpu.cache.l2_bytes.value_or(0));
+  s.description =
+      fmt::format("{} threads x {:.2f} GHz x {} fp32 FLOP/cycle from the ISA (an estimate){}", threads, ghz,
+                  fpc, measured_bandwidth > 0 ? "; bandwidth from a triad on this machine" : "");
+  return s;
+}
+
+DeviceSpeed gpu_speed(double bandwidth_gb_s, double fp16_tflops, const std::string& name) {
+  DeviceSpeed s;
+  s.flops = fp16_tflops * 1e12;
+  s.memory_bandwidth = bandwidth_gb_s * 1e9;
+  s.bandwidth_efficiency = kPeakBandwidthEfficiency;
+  s.flops_source = "catalogue";
+  s.bandwidth_source = "catalogue";
+  s.description = name + " datasheet (FP16 dense)";
+  return s;
+}
+
+std::optional<double> cpu_ghz(const std::string& sysroot) {
+  std::ifstream in(std::filesystem::path(sysroot) / "proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("cpu MHz", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    try {
+      const double mhz = std::stod(line.substr(colon + 1));
+      if (mhz > 0) return mhz / 1000.0;
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+double measure_memory_bandwidth(int threads, int budget_ms) {
+  threads = std::max(1, threads);
+  constexpr size_t kElems = (64u << 20) / sizeof(double);  // 64 MiB per array
+  std::unique_ptr<double[]> a(new double[kElems]), b(new double[kElems]), c(new double[kElems]);
+  auto run = [&](bool init) {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        const size_t lo = kElems * t / threads, hi = kElems * (t + 1) / threads;
+        if (init) {
+          for (size_t i = lo; i < hi; ++i) a[i] = 0, b[i] = 1.0, c[i] = 2.0;
+        } else {
+          for (size_t i = lo; i < hi; ++i) a[i] = b[i] + 3.0 * c[i];
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+  };
+  run(true);  // first touch, outside the timing
+  double best = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int pass = 0; pass < 50; ++pass) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run(false);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s > 0) best = std::max(best, 3.0 * kElems * sizeof(double) / s);
+    if (pass >= 1 && std::chrono::steady_clock::now() - start > std::chrono::milliseconds(budget_ms)) break;
+  }
+  volatile double sink = a[kElems / 2];  // keeps the stores observable
+  (void)sink;
+  return best;
+}
+
+}  // namespace gantry::plan
