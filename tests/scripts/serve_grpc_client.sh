@@ -23,23 +23,9 @@ command -v node >/dev/null || { echo "FAIL: node is not installed (scripts/setup
 
 tmp=$(mktemp -d)
 pid=""
-stop_server() {
-  [[ -n "$pid" ]] || return 0
-  kill -TERM "$pid" 2>/dev/null
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "FAIL: gantry serve did not exit within 10 s of SIGTERM; killing it"
-    kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    pid=""
-    return 1
-  fi
-  wait "$pid" 2>/dev/null
-  pid=""
-}
+source "$(dirname "$0")/lib/serve_common.sh"  # free_port, stop_server, wait_ready
 trap 'stop_server; rm -rf "$tmp"' EXIT
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(free_port)
 gport=$(free_port)
 base="http://127.0.0.1:$port"

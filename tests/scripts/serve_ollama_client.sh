@@ -19,40 +19,16 @@ command -v node >/dev/null || { echo "FAIL: node is not installed (scripts/setup
 
 tmp=$(mktemp -d)
 pid=""
-stop_server() {
-  [[ -n "$pid" ]] || return 0
-  kill -TERM "$pid" 2>/dev/null
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "FAIL: gantry serve did not exit within 10 s of SIGTERM; killing it"
-    kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    pid=""
-    return 1
-  fi
-  wait "$pid" 2>/dev/null
-  pid=""
-}
+source "$(dirname "$0")/lib/serve_common.sh"  # free_port, stop_server, wait_ready
 trap 'stop_server; rm -rf "$tmp"' EXIT
 
 # start_server LOG ARGS...: starts gantry serve on a free port and waits until it is ready; sets $base.
 start_server() {
   local log=$1; shift
-  local port
-  port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  base="http://127.0.0.1:$port"
-  "$GANTRY" serve "$MODEL" --host 127.0.0.1 --port "$port" "$@" >"$log" 2>&1 &
+  base="http://127.0.0.1:$(free_port)"
+  "$GANTRY" serve "$MODEL" --host 127.0.0.1 --port "${base##*:}" "$@" >"$log" 2>&1 &
   pid=$!
-  local deadline=$((SECONDS + READY_TIMEOUT_S))
-  while ((SECONDS < deadline)); do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      echo "FAIL: gantry serve exited before it was ready:"; tail -20 "$log"; pid=""; return 1
-    fi
-    if [[ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$base/v2/health/ready")" == 200 ]]; then return 0; fi
-    sleep 0.25
-  done
-  echo "FAIL: $base/v2/health/ready not 200 within ${READY_TIMEOUT_S} s:"; tail -20 "$log"
-  return 1
+  wait_ready "$base" "$log" "$READY_TIMEOUT_S"
 }
 
 status=0

@@ -18,37 +18,15 @@ command -v node >/dev/null || { echo "FAIL: node is not installed (scripts/setup
 
 tmp=$(mktemp -d)
 pid=""
-stop_server() {
-  [[ -n "$pid" ]] || return 0
-  kill -TERM "$pid" 2>/dev/null
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "FAIL: gantry serve did not exit within 10 s of SIGTERM; killing it"
-    kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    pid=""
-    return 1
-  fi
-  wait "$pid" 2>/dev/null
-  pid=""
-}
+source "$(dirname "$0")/lib/serve_common.sh"  # free_port, stop_server, wait_ready
 trap 'stop_server; rm -rf "$tmp"' EXIT
 
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 base="http://127.0.0.1:$port"
 "$GANTRY" serve "$MODEL" --host 127.0.0.1 --port "$port" >"$tmp/server.log" 2>&1 &
 pid=$!
 
-ready=0
-deadline=$((SECONDS + READY_TIMEOUT_S))
-while ((SECONDS < deadline)); do
-  if ! kill -0 "$pid" 2>/dev/null; then
-    echo "FAIL: gantry serve exited before it was ready:"; tail -20 "$tmp/server.log"; pid=""; exit 1
-  fi
-  if [[ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$base/v2/health/ready")" == 200 ]]; then ready=1; break; fi
-  sleep 0.25
-done
-((ready)) || { echo "FAIL: $base/v2/health/ready not 200 within ${READY_TIMEOUT_S} s:"; tail -20 "$tmp/server.log"; exit 1; }
+wait_ready "$base" "$tmp/server.log" "$READY_TIMEOUT_S" || exit 1
 
 status=0
 # The validation-only switches of the .mjs (ONLY, ANY_MODEL_OK) are cleared: every check must run.
