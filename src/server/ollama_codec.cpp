@@ -294,7 +294,8 @@ json gguf_value_json(const model::GgufValue& v, bool verbose) {
     case T::kArray: {
       json a = json::array();
       if (!verbose) return a;
-      for (const auto& item : v.as_array()->items) a.push_back(gguf_value_json(item, true));
+      const model::GgufArray& items = *v.as_array();
+      for (uint64_t i = 0; i < items.size(); ++i) a.push_back(gguf_value_json(items.at(i), true));
       return a;
     }
     default:
