@@ -8,54 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include "gantry/build_info.h"
+#include "gantry/hw/registry_json.h"
 #include "server/dashboard_assets.h"
 #include "server_state.h"
 
 namespace gantry::server {
 namespace {
 using json = nlohmann::json;
-
-template <typename T>
-json opt(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-
-json machine_json(const hw::Registry& r) {
-  json devices = json::array();
-  for (const auto& d : r.devices) {
-    devices.push_back({{"id", d.id},
-                       {"kind", hw::device_kind_name(d.kind)},
-                       {"family", d.family},
-                       {"vendor", d.vendor},
-                       {"name", d.name},
-                       {"memory_total_bytes", opt(d.memory_total_bytes)},
-                       {"memory_free_bytes", opt(d.memory_free_bytes)},
-                       {"compute_capability", opt(d.compute_capability)},
-                       {"driver_version", opt(d.driver_version)}});
-  }
-  return {{"cpu",
-           {{"vendor", r.cpu.vendor},
-            {"model", r.cpu.model},
-            {"architecture", r.cpu.architecture},
-            {"sockets", r.cpu.sockets},
-            {"physical_cores", r.cpu.physical_cores},
-            {"logical_cores", r.cpu.logical_cores},
-            {"numa_nodes", r.cpu.numa_nodes},
-            {"isa", r.cpu.isa}}},
-          {"host",
-           {{"memory_total_bytes", opt(r.host.memory_total_bytes)},
-            {"memory_available_bytes", opt(r.host.memory_available_bytes)},
-            {"cpu_quota_cores", opt(r.host.cpu_quota_cores)},
-            {"memory_limit_bytes", opt(r.host.memory_limit_bytes)}}},
-          {"environment",
-           {{"container", opt(r.environment.container)},
-            {"orchestrator", opt(r.environment.orchestrator)},
-            {"cloud", opt(r.environment.cloud)},
-            {"product_name", opt(r.environment.product_name)},
-            {"virtualized", r.environment.virtualized}}},
-          {"devices", std::move(devices)},
-          {"warnings", r.warnings}};
-}
 
 // "gguf" / "onnx" from the backend of a loaded model, else from the file name; "" when unknown (a
 // package directory or .tar not loaded yet).
@@ -211,7 +170,7 @@ void dashboard_status(Server::State& s, std::shared_ptr<Reply> reply) {
         {"ready", gauges.ready},
         {"load_on_demand", s.options.load_on_demand},
         {"api_key_required", !s.keys.empty()}}},
-      {"machine", machine_json(s.runtime.hardware())},
+      {"machine", hw::registry_to_json(s.runtime.hardware())},  // the `gantry detect --json` document
       {"models", std::move(models)},
       {"budgets", std::move(budgets)},
       {"gauges",

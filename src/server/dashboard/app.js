@@ -98,7 +98,7 @@ function renderMachine(m) {
   ];
   if (m.host.cpu_quota_cores !== null) rows.push(['CPU quota', `${m.host.cpu_quota_cores} cores`]);
   if (m.host.memory_limit_bytes !== null) rows.push(['memory limit', bytes(m.host.memory_limit_bytes)]);
-  const env = [m.environment.container, m.environment.orchestrator, m.environment.cloud, m.environment.product_name]
+  const env = [m.environment.container, m.environment.orchestrator, m.environment.cloud, (m.environment.dmi || {}).product_name]
     .filter(Boolean)
     .join(', ');
   if (env || m.environment.virtualized) rows.push(['environment', `${env}${m.environment.virtualized ? ' (virtualized)' : ''}`]);
