@@ -28,8 +28,8 @@ constexpr OnnxType kOnnxTypes[] = {
     {10, DType::kFloat16, "FLOAT16"},     {11, DType::kFloat64, "DOUBLE"},
     {12, DType::kUInt32, "UINT32"},       {13, DType::kUInt64, "UINT64"},
     {14, std::nullopt, "COMPLEX64"},      {15, std::nullopt, "COMPLEX128"},
-    {16, DType::kBFloat16, "BFLOAT16"},   {17, std::nullopt, "FLOAT8E4M3FN"},
-    {18, std::nullopt, "FLOAT8E4M3FNUZ"}, {19, std::nullopt, "FLOAT8E5M2"},
+    {16, DType::kBFloat16, "BFLOAT16"},   {17, DType::kFloat8E4M3, "FLOAT8E4M3FN"},
+    {18, std::nullopt, "FLOAT8E4M3FNUZ"}, {19, DType::kFloat8E5M2, "FLOAT8E5M2"},
     {20, std::nullopt, "FLOAT8E5M2FNUZ"}, {21, std::nullopt, "UINT4"},
     {22, std::nullopt, "INT4"},           {23, std::nullopt, "FLOAT4E2M1"},
 };
@@ -179,6 +179,8 @@ Result<NamedTensor> from_proto(const TensorProto& p) {
       copy_narrowing<uint16_t>(p.int32_data(), *t);
       break;
     case DType::kUInt8:
+    case DType::kFloat8E4M3:  // ONNX stores FP8 bit patterns one per int32_data entry
+    case DType::kFloat8E5M2:
       copy_narrowing<uint8_t>(p.int32_data(), *t);
       break;
     case DType::kBool: {

@@ -277,6 +277,8 @@ Status fill_elements(Each&& each, DType dtype, Tensor& t) {
         return Status::Ok();
       });
     }
+    case DType::kFloat8E4M3:  // KServe v2 has no FP8 datatype: never parsed, refused on output
+    case DType::kFloat8E5M2:
     case DType::kString:
       break;
   }
@@ -752,6 +754,8 @@ void append_numbers(std::string& out, const Tensor& t) {
       });
       break;
     }
+    case DType::kFloat8E4M3:  // KServe v2 has no FP8 datatype: never parsed, refused on output
+    case DType::kFloat8E5M2:
     case DType::kString:
       break;
   }

@@ -148,6 +148,10 @@ int ort_element_type(DType dtype) {
       return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64;
     case DType::kBool:
       return ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL;
+    case DType::kFloat8E4M3:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT8E4M3FN;
+    case DType::kFloat8E5M2:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT8E5M2;
     case DType::kString:
       return ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING;
   }
@@ -182,6 +186,10 @@ std::optional<DType> dtype_from_ort(int t) {
       return DType::kUInt64;
     case ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL:
       return DType::kBool;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT8E4M3FN:
+      return DType::kFloat8E4M3;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT8E5M2:
+      return DType::kFloat8E5M2;
     case ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING:
       return DType::kString;
     default:
