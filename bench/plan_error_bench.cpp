@@ -87,7 +87,8 @@ int main() {
       po.kv_unified = c.unified;
       po.flash_attn = c.flash;
       po.n_gpu_layers = 0;
-      auto p = gantry::plan::plan_gguf(*profile, po, {{"cpu", "CPU", false, 1ull << 40, 1ull << 40}});
+      auto p = gantry::plan::plan_gguf(
+          *profile, po, {gantry::plan::memory_target("cpu", "CPU", false, 1ull << 40, 1ull << 40)});
       if (!p.ok()) {
         std::fprintf(stderr, "plan_error_bench: planning %s: %s\n", name, p.status().to_string().c_str());
         return 1;

@@ -21,14 +21,13 @@ std::vector<std::string> mismatches(const Capabilities& caps, const Requirements
   }
   for (DType t : req.dtypes)
     if (!contains(caps.dtypes, t)) out.push_back("does not support dtype " + std::string(dtype_name(t)));
-  if (!req.device_kinds.empty()) {
+  if (!req.families.empty()) {
     bool any = false;
-    for (DeviceKind k : req.device_kinds) any = any || contains(caps.device_kinds, k);
+    for (const auto& f : req.families) any = any || contains(caps.families, f);
     if (!any) {
       std::string want;
-      for (DeviceKind k : req.device_kinds)
-        want += (want.empty() ? "" : "|") + std::string(device_kind_name(k));
-      out.push_back("cannot run on device kind " + want);
+      for (const auto& f : req.families) want += (want.empty() ? "" : "|") + f;
+      out.push_back("cannot run on " + want + " devices");
     }
   }
   if (req.batch > 0 && caps.max_batch > 0 && req.batch > caps.max_batch)

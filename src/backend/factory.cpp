@@ -15,6 +15,7 @@
 #include "gantry/core/file_io.h"
 #include "gantry/core/json.h"
 #include "gantry/core/log.h"
+#include "gantry/hw/query.h"
 
 namespace gantry::backend {
 
@@ -52,6 +53,14 @@ std::string canonical_provider(std::string_view name) {
 
 namespace {
 
+constexpr uint64_t kMiB = 1024 * 1024;
+
+std::optional<Version> version_of(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  auto v = Version::parse(*text);
+  return v.ok() ? std::optional<Version>(*v) : std::nullopt;
+}
+
 std::string join_ids(const std::vector<int>& ids) {
   std::string s;
   for (int i : ids) s += (s.empty() ? "" : ",") + std::to_string(i);
@@ -59,31 +68,31 @@ std::string join_ids(const std::vector<int>& ids) {
 }
 
 // Checks one non-CPU candidate's devices; returns the rejection reason or "" when they fit.
-std::string check_devices(const ProviderRequest& req, const MachineView& machine, DeviceKind kind,
+std::string check_devices(const ProviderRequest& req, const hw::Registry& machine, const std::string& family,
                           const std::vector<int>& ids, const Backend& backend) {
-  const std::string kname(device_kind_name(kind));
-  auto present = machine.all_of(kind);
-  if (present.empty()) return "no " + kname + " device on this machine";
+  auto present = hw::family_devices(machine, family);
+  if (present.empty()) return "no " + family + " device on this machine";
   for (int id : ids) {
-    const DeviceInfo* d = machine.find(kind, id);
+    const hw::Device* d = hw::find_device(machine, family, id);
     if (!d)
       return "device id " + std::to_string(id) + " requested but this machine has " +
-             std::to_string(present.size()) + " " + kname + " device(s) (ids 0.." +
+             std::to_string(present.size()) + " " + family + " device(s) (ids 0.." +
              std::to_string(present.size() - 1) + ")";
     if (req.min_vram_mb > 0) {
-      const uint64_t have = d->free_memory_mb > 0 ? d->free_memory_mb : d->total_memory_mb;
+      const uint64_t free_mb = d->memory_free_bytes.value_or(0) / kMiB;
+      const uint64_t have = free_mb > 0 ? free_mb : d->memory_total_bytes.value_or(0) / kMiB;
       if (have < req.min_vram_mb)
-        return "needs " + std::to_string(req.min_vram_mb) + " MB of VRAM, " + kname + ":" +
-               std::to_string(id) + " has " + std::to_string(have) + " MB " +
-               (d->free_memory_mb > 0 ? "free" : "in total");
+        return "needs " + std::to_string(req.min_vram_mb) + " MB of VRAM, " + d->id + " has " +
+               std::to_string(have) + " MB " + (free_mb > 0 ? "free" : "in total");
     }
-    if (kind == DeviceKind::kNvidiaGpu && req.min_cuda_version) {
-      if (!d->cuda_version)
+    if (family == hw::kFamilyCuda && req.min_cuda_version) {
+      const auto cuda = version_of(d->cuda_driver_version);
+      if (!cuda)
         return "needs CUDA >= " + req.min_cuda_version->to_string() + " but the driver's CUDA version on " +
-               kname + ":" + std::to_string(id) + " is unknown";
-      if (*d->cuda_version < *req.min_cuda_version)
+               d->id + " is unknown";
+      if (*cuda < *req.min_cuda_version)
         return "needs CUDA >= " + req.min_cuda_version->to_string() + ", the driver supports CUDA " +
-               d->cuda_version->to_string();
+               cuda->to_string();
     }
   }
   const bool split = req.strategy == "pipeline" || req.strategy == "tensor-parallel";
@@ -97,7 +106,7 @@ std::string check_devices(const ProviderRequest& req, const MachineView& machine
 
 }  // namespace
 
-ProviderChoice check_candidates(const ProviderRequest& req, const MachineView& machine,
+ProviderChoice check_candidates(const ProviderRequest& req, const hw::Registry& machine,
                                 const Backend& backend, ProviderPolicy policy) {
   ProviderChoice choice;
   choice.policy = policy;
@@ -114,37 +123,36 @@ ProviderChoice check_candidates(const ProviderRequest& req, const MachineView& m
   for (const auto& f : req.fallback_providers) add(f, "manifest fallback");
   if (policy != ProviderPolicy::kManifest) {
     for (const auto& p : backend.providers()) {  // the backend's own preference order
-      DeviceKind k = backend.provider_device_kind(p);
-      if (k != DeviceKind::kCpu && machine.has(k)) add(p, "machine");
+      const std::string_view family = backend.provider_family(p);
+      if (family != hw::kFamilyCpu && !hw::family_devices(machine, family).empty()) add(p, "machine");
     }
     add("cpu", "default");
   } else if (choice.candidates.empty()) {
     add("cpu", "default");  // the manifest names no provider at all
   }
 
-  const DeviceInfo* cpu = machine.find(DeviceKind::kCpu, 0);
+  const hw::Device* cpu = hw::find_device(machine, hw::kFamilyCpu, 0);
+  const uint64_t host_mb = cpu ? cpu->memory_total_bytes.value_or(0) / kMiB : 0;
   for (auto& c : choice.candidates) {
-    const DeviceKind kind = backend.provider_device_kind(c.provider);
-    c.device_kind = kind;
+    c.family = std::string(backend.provider_family(c.provider));
     Support avail = backend.provider_available(c.provider);
     if (!avail.ok) {
       c.reason = avail.reason;
       continue;
     }
-    if (req.min_memory_mb > 0 && cpu && cpu->total_memory_mb > 0 &&
-        cpu->total_memory_mb < req.min_memory_mb) {
+    if (req.min_memory_mb > 0 && host_mb > 0 && host_mb < req.min_memory_mb) {
       c.reason = "needs " + std::to_string(req.min_memory_mb) + " MB of host memory, this machine has " +
-                 std::to_string(cpu->total_memory_mb) + " MB";
+                 std::to_string(host_mb) + " MB";
       continue;
     }
-    if (kind == DeviceKind::kCpu) {
+    if (c.family == hw::kFamilyCpu) {
       c.viable = true;
       c.reason = avail.reason.empty() ? "runs on the host CPU" : avail.reason;
       continue;
     }
     std::vector<int> ids = req.gpu_device_ids;
     if (ids.empty()) ids.push_back(req.device_id.value_or(0));
-    const DeviceInfo* first = machine.find(kind, ids.front());
+    const hw::Device* first = hw::find_device(machine, c.family, ids.front());
     if (first) {
       Support s = backend.supports(*first);
       if (!s.ok) {
@@ -152,15 +160,14 @@ ProviderChoice check_candidates(const ProviderRequest& req, const MachineView& m
         continue;
       }
     }
-    std::string why = check_devices(req, machine, kind, ids, backend);
+    std::string why = check_devices(req, machine, c.family, ids, backend);
     if (!why.empty()) {
       c.reason = why;
       continue;
     }
     c.viable = true;
     c.device_ids = ids;
-    c.reason = (avail.reason.empty() ? "" : avail.reason + "; ") + "device " +
-               std::string(device_kind_name(kind)) + ":" + join_ids(ids);
+    c.reason = (avail.reason.empty() ? "" : avail.reason + "; ") + "device " + c.family + ":" + join_ids(ids);
   }
   for (size_t i = 0; i < choice.candidates.size(); ++i)
     if (choice.candidates[i].viable) {
@@ -176,15 +183,16 @@ ProviderChoice check_candidates(const ProviderRequest& req, const MachineView& m
   return choice;
 }
 
-std::string device_label(const MachineView& machine, DeviceKind kind, const std::vector<int>& ids) {
-  std::string label(device_kind_name(kind));
-  if (kind == DeviceKind::kCpu) {
-    if (const auto* d = machine.find(kind, 0); d && !d->name.empty()) label += " " + d->name;
+std::string device_label(const hw::Registry& machine, std::string_view family, const std::vector<int>& ids) {
+  std::string label(family);
+  if (family == hw::kFamilyCpu) {
+    if (const auto* d = hw::find_device(machine, family, 0); d && !d->name.empty()) label += " " + d->name;
     return label;
   }
   label += ":" + join_ids(ids);
   if (!ids.empty())
-    if (const auto* d = machine.find(kind, ids.front()); d && !d->name.empty()) label += " " + d->name;
+    if (const auto* d = hw::find_device(machine, family, ids.front()); d && !d->name.empty())
+      label += " " + d->name;
   return label;
 }
 
@@ -245,7 +253,7 @@ Status VerdictCache::put(const std::string& key, double median_us) const {
   return write_file(final_path, nlohmann::json{{"key", key}, {"median_us", median_us}}.dump() + "\n");
 }
 
-void measure_candidates(ProviderChoice& choice, const MachineView& machine, const MeasureContext& ctx) {
+void measure_candidates(ProviderChoice& choice, const hw::Registry& machine, const MeasureContext& ctx) {
   std::vector<size_t> viable;
   for (size_t i = 0; i < choice.candidates.size(); ++i)
     if (choice.candidates[i].viable) viable.push_back(i);
@@ -259,7 +267,7 @@ void measure_candidates(ProviderChoice& choice, const MachineView& machine, cons
     Placement p = choice.placement;
     p.provider = c.provider;
     p.device_ids = c.device_ids;
-    const std::string device = device_label(machine, c.device_kind, c.device_ids);
+    const std::string device = device_label(machine, c.family, c.device_ids);
     const std::string key = VerdictCache::key(ctx.model_sha256, device, c.provider, ctx.runtime_version);
     std::optional<double> median = ctx.cache ? ctx.cache->get(key) : std::nullopt;
     if (median) {

@@ -47,7 +47,7 @@ ProviderRequest request_for(const model::Package& package, const LoadOptions& op
 
 }  // namespace
 
-ProviderChoice choose_provider(Backend& backend, const model::Package& package, const MachineView& machine,
+ProviderChoice choose_provider(Backend& backend, const model::Package& package, const hw::Registry& machine,
                                const LoadOptions& options) {
   ProviderPolicy policy = options.policy;
   ProviderRequest req = request_for(package, options, policy);
@@ -68,7 +68,7 @@ ProviderChoice choose_provider(Backend& backend, const model::Package& package, 
   return choice;
 }
 
-Result<LoadedModel> load_model(Backend& backend, const model::Package& package, const MachineView& machine,
+Result<LoadedModel> load_model(Backend& backend, const model::Package& package, const hw::Registry& machine,
                                const LoadOptions& options, const LoadFn& load) {
   LoadedModel out;
   out.choice = choose_provider(backend, package, machine, options);
@@ -103,60 +103,10 @@ Result<LoadedModel> load_model(Backend& backend, const model::Package& package, 
   return all_out_of_memory ? ResourceExhausted(msg) : Unavailable(msg);
 }
 
-MachineView host_only_machine() {
-  // hw's CPU probe (its /proc/cpuinfo and /proc/meminfo parsers), without the accelerator probes.
-  return machine_view(hw::detect_local_host());
-}
-
-namespace {
-
-DeviceKind kind_of(const hw::Device& d) {
-  if (d.kind == hw::DeviceKind::kCpu) return DeviceKind::kCpu;
-  if (d.family == hw::kFamilyCuda) return DeviceKind::kNvidiaGpu;
-  if (d.family == hw::kFamilyRocm) return DeviceKind::kAmdGpu;
-  if (d.family == hw::kFamilyIntelGpu) return DeviceKind::kIntelGpu;
-  if (d.kind == hw::DeviceKind::kNpu) return DeviceKind::kNpu;
-  return DeviceKind::kOther;
-}
-
-std::optional<Version> version_of(const std::optional<std::string>& text) {
-  if (!text) return std::nullopt;
-  auto v = Version::parse(*text);
-  return v.ok() ? std::optional<Version>(*v) : std::nullopt;
-}
-
-}  // namespace
-
-MachineView machine_view(const hw::Registry& registry) {
-  MachineView m;
-  DeviceInfo cpu;
-  cpu.kind = DeviceKind::kCpu;
-  cpu.name = registry.cpu.model;
-  cpu.total_memory_mb = registry.host.memory_total_bytes.value_or(0) / (1024 * 1024);
-  cpu.free_memory_mb = registry.host.memory_available_bytes.value_or(0) / (1024 * 1024);
-  m.devices.push_back(cpu);
-  std::map<DeviceKind, int> next;
-  for (const auto& d : registry.devices) {
-    const DeviceKind k = kind_of(d);
-    if (k == DeviceKind::kCpu) continue;
-    DeviceInfo info;
-    info.kind = k;
-    info.index = next[k]++;
-    info.name = d.name;
-    info.total_memory_mb = d.memory_total_bytes.value_or(0) / (1024 * 1024);
-    info.free_memory_mb = d.memory_free_bytes.value_or(0) / (1024 * 1024);
-    info.cuda_version = version_of(d.cuda_driver_version);
-    info.driver_version = version_of(d.driver_version);
-    info.compute_capability = version_of(d.compute_capability);
-    m.devices.push_back(std::move(info));
-  }
-  return m;
-}
-
-MachineView local_machine() {
+hw::Registry local_machine() {
   hw::DetectOptions options;
   options.use_vulkan = false;
-  return machine_view(hw::detect_local(options));
+  return hw::detect_local(options);
 }
 
 }  // namespace gantry::backend

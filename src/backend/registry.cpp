@@ -69,7 +69,8 @@ Result<MemoryEstimate> Backend::estimate_memory(const model::Package& package, c
   const uint64_t file = std::filesystem::file_size(package.model_path(), ec);
   if (ec) return IoError("cannot size " + package.model_path().string() + ": " + ec.message());
   MemoryEstimate e;
-  e.bytes[device_id(provider_device_kind(placement.provider), placement.primary_device())] = file + file / 4;
+  e.bytes[hw::memory_device_id(provider_family(placement.provider), placement.primary_device())] =
+      file + file / 4;
   e.basis = "estimate: model file size + 25% for activations";
   return e;
 }

@@ -59,7 +59,7 @@ plan::WhatIfTarget this_machine(const hw::Registry& r, const std::vector<plan::D
   const double bandwidth = local ? plan::measure_memory_bandwidth(threads) : 0;
   const double ghz = plan::cpu_ghz(r.environment.sysroot).value_or(0);
   for (const auto& d : devices) {
-    if (!d.is_gpu) {
+    if (!plan::is_gpu(d)) {
       t.speeds.push_back(plan::cpu_speed(r.cpu, threads, ghz, bandwidth));
       continue;
     }
@@ -167,7 +167,7 @@ int run_plan(const PlanArgs& a) {
                                                                          : registry->cpu.logical_cores);
   std::optional<plan::Catalogue> catalogue;
   const bool any_gpu =
-      std::any_of(devices.begin(), devices.end(), [](const plan::Device& d) { return d.is_gpu; });
+      std::any_of(devices.begin(), devices.end(), [](const plan::Device& d) { return plan::is_gpu(d); });
   if (!a.what_if.empty() || !a.catalogue.empty() || (a.speed && any_gpu)) {
     auto c =
         plan::load_catalogue(a.catalogue.empty() ? plan::default_catalogue_path() : fs::path(a.catalogue));

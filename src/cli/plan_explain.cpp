@@ -7,6 +7,18 @@
 #include "gantry/runtime/runtime.h"
 
 namespace gantry::cli {
+namespace {
+
+// `device_kind` predates device families in this JSON; scripts read it, so it keeps its old spellings.
+std::string legacy_device_kind(std::string_view family) {
+  if (family == hw::kFamilyCuda) return "nvidia-gpu";
+  if (family == hw::kFamilyRocm) return "amd-gpu";
+  if (family == hw::kFamilyApple) return "apple-gpu";
+  if (family == hw::kFamilyCpu || family == hw::kFamilyIntelGpu) return std::string(family);
+  return "other";
+}
+
+}  // namespace
 
 int run_plan_explain(const std::string& model_path, bool json, const std::string& provider_policy,
                      std::ostream& out) {
@@ -46,7 +58,8 @@ int run_plan_explain(const std::string& model_path, bool json, const std::string
                        {"viable", c.viable},
                        {"reason", c.reason},
                        {"device_ids", c.device_ids},
-                       {"device_kind", std::string(backend::device_kind_name(c.device_kind))}};
+                       {"family", c.family},
+                       {"device_kind", legacy_device_kind(c.family)}};
       e["median_us"] = c.median_us ? nlohmann::json(*c.median_us) : nlohmann::json();
       e["from_cache"] = c.from_cache;
       j["candidates"].push_back(std::move(e));

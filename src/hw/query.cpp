@@ -40,6 +40,19 @@ double device_rank(const Device& d) {
   return rank;
 }
 
+std::vector<const Device*> family_devices(const Registry& registry, std::string_view family) {
+  std::vector<const Device*> out;
+  for (const auto& d : registry.devices)
+    if (d.family == family) out.push_back(&d);
+  return out;
+}
+
+const Device* find_device(const Registry& registry, std::string_view family, int index) {
+  for (const auto& d : registry.devices)
+    if (d.family == family && family_index(d) == index) return &d;
+  return nullptr;
+}
+
 const Device* best_device(const Registry& registry) {
   const Device* best = nullptr;
   for (const Device& d : registry.devices) {

@@ -127,26 +127,16 @@ Result<ModelProfile> profile_from_gguf(const std::filesystem::path& path) {
 
 std::vector<Device> devices_from_registry(const hw::Registry& registry) {
   std::vector<Device> out;
-  Device cpu;
-  cpu.id = "cpu";
-  cpu.name = registry.cpu.model.empty() ? "CPU" : registry.cpu.model;
-  cpu.total_bytes = registry.host.memory_total_bytes.value_or(0);
-  cpu.free_bytes = registry.host.memory_available_bytes.value_or(cpu.total_bytes);
+  uint64_t cpu_total = registry.host.memory_total_bytes.value_or(0);
+  uint64_t cpu_free = registry.host.memory_available_bytes.value_or(cpu_total);
   if (registry.host.memory_limit_bytes) {
-    cpu.total_bytes = std::min(cpu.total_bytes, *registry.host.memory_limit_bytes);
-    cpu.free_bytes = std::min(cpu.free_bytes, *registry.host.memory_limit_bytes);
+    cpu_total = std::min(cpu_total, *registry.host.memory_limit_bytes);
+    cpu_free = std::min(cpu_free, *registry.host.memory_limit_bytes);
   }
-  out.push_back(cpu);
-  for (const auto& d : registry.devices) {
-    if (d.kind != hw::DeviceKind::kGpu || !d.memory_total_bytes) continue;
-    Device g;
-    g.id = d.id;
-    g.name = d.name;
-    g.is_gpu = true;
-    g.total_bytes = *d.memory_total_bytes;
-    g.free_bytes = d.memory_free_bytes.value_or(*d.memory_total_bytes);
-    out.push_back(g);
-  }
+  out.push_back(memory_target("cpu", registry.cpu.model.empty() ? "CPU" : registry.cpu.model, false, cpu_free,
+                              cpu_total));
+  for (const auto& d : registry.devices)
+    if (d.kind == hw::DeviceKind::kGpu && d.memory_total_bytes) out.push_back(d);  // free: total if unknown
   return out;
 }
 

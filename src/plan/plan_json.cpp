@@ -56,14 +56,14 @@ nlohmann::json plan_to_json(const Plan& plan) {
   }
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& d : plan.devices) {
-    devices.push_back({{"id", d.device.id},
+    devices.push_back({{"id", hw::memory_device_id(d.device)},
                        {"name", d.device.name},
-                       {"gpu", d.device.is_gpu},
+                       {"gpu", is_gpu(d.device)},
                        {"layers", d.layers},
                        {"output_layer", d.has_output_layer},
                        {"predicted_bytes", memory_to_json(d.predicted)},
-                       {"free_bytes", d.device.free_bytes},
-                       {"total_bytes", d.device.total_bytes},
+                       {"free_bytes", device_free_bytes(d.device)},
+                       {"total_bytes", device_total_bytes(d.device)},
                        {"fits", d.fits}});
   }
   j["devices"] = devices;
@@ -96,11 +96,11 @@ std::string plan_to_text(const Plan& plan) {
     const std::string layers =
         d.layers.empty() ? (d.has_output_layer ? "out" : "-")
                          : fmt::format("{}{}", layer_ranges(d.layers), d.has_output_layer ? "+out" : "");
-    out += fmt::format("{:<10} {:<10} {:>10} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n", d.device.id, layers,
-                       human_bytes(d.predicted.weights), human_bytes(d.predicted.kv_cache),
-                       human_bytes(d.predicted.compute), human_bytes(d.predicted.output),
-                       human_bytes(d.predicted.total()), human_bytes(d.device.free_bytes),
-                       d.fits ? "yes" : "NO");
+    out += fmt::format("{:<10} {:<10} {:>10} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n",
+                       hw::memory_device_id(d.device), layers, human_bytes(d.predicted.weights),
+                       human_bytes(d.predicted.kv_cache), human_bytes(d.predicted.compute),
+                       human_bytes(d.predicted.output), human_bytes(d.predicted.total()),
+                       human_bytes(device_free_bytes(d.device)), d.fits ? "yes" : "NO");
   }
   out += fmt::format("{:<10} {:<10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", "total", "",
                      human_bytes(plan.totals.weights), human_bytes(plan.totals.kv_cache),

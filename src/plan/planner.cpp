@@ -134,7 +134,7 @@ Status validate(const ModelProfile& m, const PlanOptions& o, const std::vector<D
                     "--kv-type f16",
                     kv_type_name(o.kv_type)));
   }
-  if (std::none_of(devices.begin(), devices.end(), [](const Device& d) { return !d.is_gpu; })) {
+  if (std::none_of(devices.begin(), devices.end(), [](const Device& d) { return !is_gpu(d); })) {
     return InvalidArgument("the device list has no CPU device");
   }
   return Status::Ok();
@@ -241,6 +241,25 @@ std::vector<int> assign_layers(uint32_t n_layers, int n_gpu_layers, const std::v
   return out;
 }
 
+uint64_t device_total_bytes(const Device& d) { return d.memory_total_bytes.value_or(0); }
+
+uint64_t device_free_bytes(const Device& d) { return d.memory_free_bytes.value_or(device_total_bytes(d)); }
+
+bool is_gpu(const Device& d) { return d.kind != hw::DeviceKind::kCpu; }
+
+Device memory_target(std::string_view id, std::string name, bool gpu, uint64_t free_bytes,
+                     uint64_t total_bytes) {
+  Device d;
+  const auto colon = id.find(':');
+  d.kind = gpu ? hw::DeviceKind::kGpu : hw::DeviceKind::kCpu;
+  d.family = gpu ? std::string(id.substr(0, colon)) : std::string(hw::kFamilyCpu);
+  d.id = gpu ? std::string(id) : "cpu:0";
+  d.name = std::move(name);
+  d.memory_free_bytes = free_bytes;
+  d.memory_total_bytes = total_bytes;
+  return d;
+}
+
 Result<Plan> plan_gguf(const ModelProfile& m, const PlanOptions& o, const std::vector<Device>& devices) {
   GANTRY_ASSIGN_OR_RETURN(Plan plan, plan_without_suggestion(m, o, devices));
   add_suggestion(m, devices, plan);
@@ -268,10 +287,10 @@ Result<Plan> plan_without_suggestion(const ModelProfile& m, const PlanOptions& o
   std::vector<size_t> gpu_idx;
   size_t cpu_idx = 0;
   for (size_t i = 0; i < devices.size(); ++i) {
-    if (devices[i].is_gpu) gpu_idx.push_back(i);
+    if (is_gpu(devices[i])) gpu_idx.push_back(i);
   }
   for (size_t i = 0; i < devices.size(); ++i) {
-    if (!devices[i].is_gpu) {
+    if (!is_gpu(devices[i])) {
       cpu_idx = i;
       break;
     }
@@ -284,7 +303,7 @@ Result<Plan> plan_without_suggestion(const ModelProfile& m, const PlanOptions& o
     }
     weights.assign(o.tensor_split.begin(), o.tensor_split.end());
   } else {
-    for (size_t g : gpu_idx) weights.push_back(static_cast<double>(devices[g].free_bytes));
+    for (size_t g : gpu_idx) weights.push_back(static_cast<double>(device_free_bytes(devices[g])));
   }
   const std::vector<int> where = assign_layers(m.n_layer(), o.n_gpu_layers, weights);
 
@@ -325,7 +344,7 @@ Result<Plan> plan_without_suggestion(const ModelProfile& m, const PlanOptions& o
     } else if (i == cpu_idx) {
       d.predicted.compute = static_cast<uint64_t>(m.n_embd) * s.n_tokens * 4;  // input embeddings
     }
-    d.fits = d.predicted.total() <= d.device.free_bytes;
+    d.fits = d.predicted.total() <= device_free_bytes(d.device);
     plan.totals += d.predicted;
   }
   plan.fits = std::all_of(plans.begin(), plans.end(), [](const DevicePlan& d) { return d.fits; });
@@ -356,14 +375,14 @@ Plan estimate_generic(std::string_view model_name, uint64_t file_bytes, const st
   // that for typical vision/audio models, with a 16 MiB floor.
   DevicePlan d;
   for (const auto& dev : devices) {
-    if (!dev.is_gpu) {
+    if (!is_gpu(dev)) {
       d.device = dev;
       break;
     }
   }
   d.predicted.weights = file_bytes;
   d.predicted.compute = std::max<uint64_t>(file_bytes / 2, 16ull << 20);
-  d.fits = d.predicted.total() <= d.device.free_bytes;
+  d.fits = d.predicted.total() <= device_free_bytes(d.device);
   plan.totals = d.predicted;
   plan.fits = d.fits;
   plan.devices.push_back(std::move(d));

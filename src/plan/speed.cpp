@@ -43,7 +43,7 @@ Result<SpeedPrediction> predict_speed(const ModelProfile& m, const Plan& plan,
     const DevicePlan& d = plan.devices[i];
     const DeviceSpeed& s = speeds[i];
     DeviceSpeedPrediction p;
-    p.id = d.device.id;
+    p.id = hw::memory_device_id(d.device);
     uint64_t weights = 0;
     double attn = 0;
     for (uint32_t il : d.layers) {
@@ -115,8 +115,8 @@ Result<SpeedPrediction> predict_speed(const ModelProfile& m, const Plan& plan,
   for (size_t i = 0; i < speeds.size(); ++i) {
     const DeviceSpeed& s = speeds[i];
     if (s.description.empty() && s.flops <= 0) continue;
-    a.push_back(fmt::format("{}: {:.1f} GB/s ({}), {:.2f} TFLOP/s ({}){}", plan.devices[i].device.id,
-                            s.memory_bandwidth / 1e9,
+    a.push_back(fmt::format("{}: {:.1f} GB/s ({}), {:.2f} TFLOP/s ({}){}",
+                            hw::memory_device_id(plan.devices[i].device), s.memory_bandwidth / 1e9,
                             s.bandwidth_source.empty() ? "unknown" : s.bandwidth_source, s.flops / 1e12,
                             s.flops_source.empty() ? "unknown" : s.flops_source,
                             s.description.empty() ? "" : ": " + s.description));

@@ -21,24 +21,17 @@ std::string trim(std::string_view s) {
 }
 
 Device gpu_device(const Accelerator& a, int index) {
-  Device d;
-  d.id = fmt::format("gpu:{}", index);
-  d.name = a.name;
-  d.is_gpu = true;
-  d.total_bytes = static_cast<uint64_t>(a.memory_gib * kGiB);
-  d.free_bytes = d.total_bytes > kGpuReserveBytes ? d.total_bytes - kGpuReserveBytes : 0;
-  return d;
+  const auto total = static_cast<uint64_t>(a.memory_gib * kGiB);
+  const uint64_t free = total > kGpuReserveBytes ? total - kGpuReserveBytes : 0;
+  return memory_target(fmt::format("gpu:{}", index), a.name, true, free, total);
 }
 
 WhatIfTarget gpu_target(const std::string& id, const Accelerator& a, int count, double host_gib) {
   WhatIfTarget t;
   t.id = id;
   t.description = fmt::format("{} x {}", count, a.name);
-  Device host;
-  host.id = "cpu";
-  host.name = "host";
-  host.total_bytes = host.free_bytes = static_cast<uint64_t>(host_gib * kGiB);
-  t.devices.push_back(host);
+  const auto host_bytes = static_cast<uint64_t>(host_gib * kGiB);
+  t.devices.push_back(memory_target("cpu", "host", false, host_bytes, host_bytes));
   t.speeds.push_back(DeviceSpeed{});  // the host holds no layers when everything is offloaded
   for (int i = 0; i < count; ++i) {
     t.devices.push_back(gpu_device(a, i));
@@ -105,9 +98,10 @@ std::string shortfall(const Plan& p) {
   std::vector<std::string> parts;
   for (const auto& d : p.devices) {
     if (d.fits) continue;
-    parts.push_back(fmt::format("{} needs {} more (has {} free, the plan needs {})", d.device.id,
-                                human_bytes(d.predicted.total() - d.device.free_bytes),
-                                human_bytes(d.device.free_bytes), human_bytes(d.predicted.total())));
+    parts.push_back(fmt::format("{} needs {} more (has {} free, the plan needs {})",
+                                hw::memory_device_id(d.device),
+                                human_bytes(d.predicted.total() - device_free_bytes(d.device)),
+                                human_bytes(device_free_bytes(d.device)), human_bytes(d.predicted.total())));
   }
   return fmt::format("{}", fmt::join(parts, "; "));
 }
@@ -115,7 +109,7 @@ std::string shortfall(const Plan& p) {
 uint64_t shortfall_bytes(const Plan& p) {
   uint64_t s = 0;
   for (const auto& d : p.devices) {
-    if (!d.fits) s += d.predicted.total() - d.device.free_bytes;
+    if (!d.fits) s += d.predicted.total() - device_free_bytes(d.device);
   }
   return s;
 }

@@ -18,7 +18,7 @@ std::string split_text(const Plan& p) {
   std::vector<std::string> parts;
   for (const auto& d : p.devices) {
     if (d.layers.empty() && !d.has_output_layer) continue;
-    std::string s = d.device.id + " ";
+    std::string s = hw::memory_device_id(d.device) + " ";
     if (!d.layers.empty()) s += fmt::format("{}-{}", d.layers.front(), d.layers.back());
     if (d.has_output_layer) s += d.layers.empty() ? "out" : "+out";
     parts.push_back(s);
@@ -69,21 +69,21 @@ json what_if_to_json(const WhatIfReport& r) {
     json split = json::array();
     for (const auto& d : x.plan.devices) {
       if (d.layers.empty() && !d.has_output_layer) continue;
-      split.push_back({{"id", d.device.id},
+      split.push_back({{"id", hw::memory_device_id(d.device)},
                        {"name", d.device.name},
                        {"layers", d.layers.size()},
                        {"first_layer", d.layers.empty() ? json(nullptr) : json(d.layers.front())},
                        {"last_layer", d.layers.empty() ? json(nullptr) : json(d.layers.back())},
                        {"output_layer", d.has_output_layer},
                        {"predicted_bytes", d.predicted.total()},
-                       {"free_bytes", d.device.free_bytes}});
+                       {"free_bytes", device_free_bytes(d.device)}});
     }
     const auto& t = x.target;
     targets.push_back(
         {{"target", t.id},
          {"description", t.description},
          {"gpus",
-          std::count_if(t.devices.begin(), t.devices.end(), [](const Device& d) { return d.is_gpu; })},
+          std::count_if(t.devices.begin(), t.devices.end(), [](const Device& d) { return is_gpu(d); })},
          {"interconnect", t.interconnect},
          {"fits", x.fits},
          {"quantization", x.quantisation.empty() ? json(nullptr) : json(x.quantisation)},

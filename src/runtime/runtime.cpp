@@ -63,7 +63,6 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
     d.use_vulkan = false;  // slow, and no backend here runs on Vulkan
     rt->hardware_ = hw::detect_local(d);
   }
-  rt->machine_ = backend::machine_view(rt->hardware_);
   GANTRY_ASSIGN_OR_RETURN(rt->budgets_, make_budgets(rt->hardware_, options.memory_budget));
 
   if (options.verdict_cache_dir != "none") {
@@ -109,7 +108,6 @@ void Runtime::refresh_hardware() {
   hw::DetectOptions d;
   d.use_vulkan = false;
   if (!options_.hardware) hardware_ = hw::detect_local(d);
-  machine_ = backend::machine_view(hardware_);
 }
 
 Result<backend::Backend*> Runtime::backend_for(model::ModelFormat format) {
@@ -176,7 +174,7 @@ Result<ModelHandle> Runtime::load_package(std::shared_ptr<const model::Package> 
     if (!m.ok()) admission.release_reservation();
     return m;
   };
-  auto loaded = backend::load_model(*be, *package, machine_, fo, reserve_and_load);
+  auto loaded = backend::load_model(*be, *package, hardware_, fo, reserve_and_load);
   if (!loaded.ok()) {
     const Status st = loaded.status().with_context("loading " + source);
     admission.fail(st);
@@ -208,7 +206,7 @@ Result<Explanation> Runtime::explain(const std::string& source, const LoadOption
   ex.model_name = options.name.empty() ? default_model_name(package) : options.name;
   ex.model_sha256 = package.model_sha256();
   ex.backend = std::string(be->name()) + " " + be->version();
-  ex.choice = backend::choose_provider(*be, package, machine_, fo);
+  ex.choice = backend::choose_provider(*be, package, hardware_, fo);
   if (ex.choice.chosen >= 0) {
     backend::Placement p = ex.choice.placement;
     auto est = be->estimate_memory(package, p);

@@ -20,41 +20,48 @@ class FakeBackend : public Backend {
   std::string_view name() const override { return "fake"; }
   std::string version() const override { return "1.0"; }
   const Capabilities& capabilities() const override { return caps; }
-  Support supports(const DeviceInfo&) const override { return Support::yes(); }
+  Support supports(const hw::Device&) const override { return Support::yes(); }
   std::vector<std::string> providers() const override { return order; }
   std::vector<std::string> order = {"tensorrt", "cuda", "rocm", "cpu"};  // the fastest first
   Support provider_available(std::string_view p) const override {
     auto it = available.find(std::string(p));
     return it != available.end() ? it->second : Support::no(std::string(p) + " is not built in");
   }
-  DeviceKind provider_device_kind(std::string_view p) const override {
-    if (p == "cuda" || p == "tensorrt") return DeviceKind::kNvidiaGpu;
-    if (p == "rocm") return DeviceKind::kAmdGpu;
-    if (p == "cpu") return DeviceKind::kCpu;
-    return DeviceKind::kOther;
+  std::string_view provider_family(std::string_view p) const override {
+    if (p == "cuda" || p == "tensorrt") return hw::kFamilyCuda;
+    if (p == "rocm") return hw::kFamilyRocm;
+    if (p == "cpu") return hw::kFamilyCpu;
+    return "other";
   }
   Result<std::unique_ptr<Model>> load(const model::Package&, const Placement&) override {
     return Unsupported("fake");
   }
 };
 
-MachineView gpu_machine(uint64_t vram_mb = 16000, const char* cuda = "12.4") {
-  MachineView m;
-  DeviceInfo cpu;
+constexpr uint64_t kMiB = 1024 * 1024;
+
+hw::Registry gpu_machine(uint64_t vram_mb = 16000, const char* cuda = "12.4") {
+  hw::Registry m;
+  hw::Device cpu;
+  cpu.id = "cpu:0";
+  cpu.kind = hw::DeviceKind::kCpu;
+  cpu.family = hw::kFamilyCpu;
   cpu.name = "Fake CPU";
-  cpu.total_memory_mb = 32000;
+  cpu.memory_total_bytes = 32000 * kMiB;
   m.devices.push_back(cpu);
-  DeviceInfo gpu;
-  gpu.kind = DeviceKind::kNvidiaGpu;
+  hw::Device gpu;
+  gpu.id = "cuda:0";
+  gpu.kind = hw::DeviceKind::kGpu;
+  gpu.family = hw::kFamilyCuda;
   gpu.name = "Fake H100";
-  gpu.total_memory_mb = vram_mb;
-  gpu.cuda_version = Version::parse(cuda).value();
+  gpu.memory_total_bytes = vram_mb * kMiB;
+  gpu.cuda_driver_version = cuda;
   m.devices.push_back(gpu);
   return m;
 }
 
-MachineView cpu_machine() {
-  MachineView m = gpu_machine();
+hw::Registry cpu_machine() {
+  hw::Registry m = gpu_machine();
   m.devices.pop_back();
   return m;
 }
@@ -126,7 +133,7 @@ TEST(Factory, EveryRejectionReason) {
   struct Case {
     const char* what;
     ProviderRequest req;
-    MachineView machine;
+    hw::Registry machine;
     std::string provider;
     std::string reason;
   };
@@ -140,21 +147,21 @@ TEST(Factory, EveryRejectionReason) {
                      return r;
                    }(),
                    gpu_machine(), "tensorrt", "tensorrt is not built in"});
-  cases.push_back({"no hardware", base, cpu_machine(), "cuda", "no nvidia-gpu device on this machine"});
+  cases.push_back({"no hardware", base, cpu_machine(), "cuda", "no cuda device on this machine"});
   cases.push_back({"no amd hardware",
                    [&] {
                      auto r = base;
                      r.preferred_provider = "rocm";
                      return r;
                    }(),
-                   gpu_machine(), "rocm", "no amd-gpu device"});
+                   gpu_machine(), "rocm", "no rocm device"});
   cases.push_back({"vram",
                    [&] {
                      auto r = base;
                      r.min_vram_mb = 40000;
                      return r;
                    }(),
-                   gpu_machine(16000), "cuda", "needs 40000 MB of VRAM, nvidia-gpu:0 has 16000 MB in total"});
+                   gpu_machine(16000), "cuda", "needs 40000 MB of VRAM, cuda:0 has 16000 MB in total"});
   cases.push_back({"cuda version",
                    [&] {
                      auto r = base;
@@ -168,8 +175,7 @@ TEST(Factory, EveryRejectionReason) {
                      r.device_id = 3;
                      return r;
                    }(),
-                   gpu_machine(), "cuda",
-                   "device id 3 requested but this machine has 1 nvidia-gpu device(s)"});
+                   gpu_machine(), "cuda", "device id 3 requested but this machine has 1 cuda device(s)"});
   cases.push_back({"strategy",
                    [&] {
                      auto r = base;
@@ -274,12 +280,12 @@ TEST(Factory, MeasuredFallsBackToPolicyOrderWhenNothingCanBeMeasured) {
 TEST(Capabilities, EveryMismatchHasAReason) {
   Capabilities caps;
   caps.dtypes = {DType::kFloat32};
-  caps.device_kinds = {DeviceKind::kCpu};
+  caps.families = {"cpu"};
   caps.max_batch = 8;
   caps.formats = {"onnx"};
   Requirements req;
   req.dtypes = {DType::kFloat32, DType::kFloat16};
-  req.device_kinds = {DeviceKind::kNvidiaGpu};
+  req.families = {"cuda"};
   req.batch = 16;
   req.dynamic_shapes = true;
   req.streams = true;
@@ -288,7 +294,7 @@ TEST(Capabilities, EveryMismatchHasAReason) {
   auto why = mismatches(caps, req);
   EXPECT_EQ(why.size(), 7u);
   caps.dtypes.push_back(DType::kFloat16);
-  caps.device_kinds.push_back(DeviceKind::kNvidiaGpu);
+  caps.families.push_back("cuda");
   caps.max_batch = 0;
   caps.dynamic_shapes = caps.streams = caps.text_generation = true;
   caps.formats.push_back("gguf");

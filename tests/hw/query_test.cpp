@@ -46,6 +46,23 @@ TEST(Query, BestDeviceIsTheLargestGpu) {
   EXPECT_EQ(best_device(r)->id, "cuda:1");
 }
 
+TEST(Query, DevicesByFamilyAndIndexAndTheirMemoryIds) {
+  Registry r = sample();
+  EXPECT_EQ(ids(family_devices(r, "cuda")), (std::vector<std::string>{"cuda:0", "cuda:1", "cuda:2"}));
+  EXPECT_TRUE(family_devices(r, "rocm").empty());
+  ASSERT_NE(find_device(r, "cuda", 2), nullptr);
+  EXPECT_EQ(find_device(r, "cuda", 2)->id, "cuda:2");
+  EXPECT_EQ(find_device(r, "cuda", 3), nullptr);
+  ASSERT_NE(find_device(r, "cpu", 0), nullptr);
+  EXPECT_EQ(family_index(*find_device(r, "cuda", 1)), 1);
+  // Budgets and plans name host memory "cpu" (the registry's CPU is "cpu:0"), accelerators by their id.
+  EXPECT_EQ(memory_device_id(*find_device(r, "cpu", 0)), "cpu");
+  EXPECT_EQ(memory_device_id(*find_device(r, "cuda", 1)), "cuda:1");
+  EXPECT_EQ(memory_device_id("cuda", 1), "cuda:1");
+  EXPECT_EQ(memory_device_id("cpu", 0), "cpu");
+  EXPECT_EQ(family_index(make("cuda:x", DeviceKind::kGpu, "cuda", std::nullopt)), 0);  // not a number
+}
+
 TEST(Query, CpuOnlyMachineBestIsTheCpu) {
   Registry r;
   r.devices.push_back(make("cpu:0", DeviceKind::kCpu, "cpu", 8 * kGiB));

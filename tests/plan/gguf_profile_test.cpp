@@ -42,7 +42,7 @@ TEST(ModelProfile, TinyLlama) {
                                 o.n_ctx = 512;
                                 return o;
                               }(),
-                              {{"cpu", "CPU", false, 1ull << 34, 1ull << 34}});
+                              {plan::memory_target("cpu", "CPU", false, 1ull << 34, 1ull << 34)});
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->totals.kv_cache, 131072u);
   EXPECT_EQ(plan->totals.output, 128000u);
@@ -115,12 +115,14 @@ TEST(ModelProfile, DevicesFromRegistry) {
   r.devices = {cpu, gpu, unknown_mem};
   const auto d = devices_from_registry(r);
   ASSERT_EQ(d.size(), 2u);
-  EXPECT_FALSE(d[0].is_gpu);
-  EXPECT_EQ(d[0].free_bytes, 32ull << 30);
+  EXPECT_FALSE(is_gpu(d[0]));
+  EXPECT_EQ(device_free_bytes(d[0]), 32ull << 30);
+  EXPECT_EQ(device_total_bytes(d[0]), 32ull << 30);
+  EXPECT_EQ(hw::memory_device_id(d[0]), "cpu");
   EXPECT_EQ(d[0].name, "Test CPU");
-  EXPECT_TRUE(d[1].is_gpu);
-  EXPECT_EQ(d[1].id, "cuda:0");
-  EXPECT_EQ(d[1].free_bytes, 79ull << 30);
+  EXPECT_TRUE(is_gpu(d[1]));
+  EXPECT_EQ(hw::memory_device_id(d[1]), "cuda:0");
+  EXPECT_EQ(device_free_bytes(d[1]), 79ull << 30);
 }
 
 }  // namespace

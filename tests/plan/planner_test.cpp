@@ -42,7 +42,9 @@ PlanOptions ctx_opts(uint32_t ctx) {
   return o;
 }
 
-std::vector<Device> cpu_only(uint64_t free = 64 * kGiB) { return {{"cpu", "CPU", false, free, free}}; }
+std::vector<Device> cpu_only(uint64_t free = 64 * kGiB) {
+  return {memory_target("cpu", "CPU", false, free, free)};
+}
 
 Plan plan_or_die(const ModelProfile& m, const PlanOptions& o, const std::vector<Device>& d = cpu_only()) {
   auto p = plan_gguf(m, o, d);
@@ -158,9 +160,9 @@ TEST(Planner, ComputeBufferFollowsTheWorstCaseGraph) {
 }
 
 TEST(Planner, LayersSplitInProportionToFreeMemory) {
-  std::vector<Device> d = {{"cpu", "CPU", false, 64 * kGiB, 64 * kGiB},
-                           {"cuda:0", "A", true, 40 * kGiB, 48 * kGiB},
-                           {"cuda:1", "B", true, 20 * kGiB, 24 * kGiB}};
+  std::vector<Device> d = {memory_target("cpu", "CPU", false, 64 * kGiB, 64 * kGiB),
+                           memory_target("cuda:0", "A", true, 40 * kGiB, 48 * kGiB),
+                           memory_target("cuda:1", "B", true, 20 * kGiB, 24 * kGiB)};
   ModelProfile m = llama_like(24, 768, 12, 4, 2048, 10 * kMiB);
   Plan p = plan_or_die(m, ctx_opts(2048), d);
   // 25 slots (24 layers + output): slot il goes to GPU upper_bound({2/3, 1}, il/25).
@@ -173,7 +175,7 @@ TEST(Planner, LayersSplitInProportionToFreeMemory) {
   EXPECT_EQ(p.devices[0].predicted.weights, 1000u);  // the input layer stays on the CPU
   EXPECT_EQ(p.devices[1].predicted.kv_cache, 17ull * 2048 * 512 * 2);
   // Equal free memory would be an equal split; the 2:1 free memory is not.
-  d[2].free_bytes = 40 * kGiB;
+  d[2].memory_free_bytes = 40 * kGiB;
   Plan eq = plan_or_die(m, ctx_opts(2048), d);
   EXPECT_EQ(eq.devices[1].layers.size(), 13u);
   EXPECT_EQ(eq.devices[2].layers.size(), 11u);
@@ -191,7 +193,8 @@ TEST(Planner, PartialOffloadKeepsTheFirstLayersOnTheCpu) {
 TEST(Planner, CpuRepackCopiesCountOnlyForCpuLayers) {
   ModelProfile m = llama_like(4, 64, 4, 2, 128, 1000);
   for (auto& l : m.layers) l.repack_bytes = 600;
-  std::vector<Device> d = {{"cpu", "CPU", false, 64 * kGiB, 64 * kGiB}, {"cuda:0", "A", true, kGiB, kGiB}};
+  std::vector<Device> d = {memory_target("cpu", "CPU", false, 64 * kGiB, 64 * kGiB),
+                           memory_target("cuda:0", "A", true, kGiB, kGiB)};
   PlanOptions o = ctx_opts(512);
   o.n_gpu_layers = 3;  // layers 2, 3 and the output layer on the GPU
   Plan p = plan_or_die(m, o, d);
@@ -231,7 +234,7 @@ TEST(Planner, RejectsImpossibleInput) {
                    }(),
                    cpu_only())
                    .ok());
-  std::vector<Device> gpus_only = {{"cuda:0", "A", true, kGiB, kGiB}};
+  std::vector<Device> gpus_only = {memory_target("cuda:0", "A", true, kGiB, kGiB)};
   EXPECT_FALSE(plan_gguf(tiny(), PlanOptions{}, gpus_only).ok());
   ModelProfile odd = tiny();
   odd.layers[0].n_embd_head_k = 10;  // 20-wide rows cannot hold q8_0 blocks

@@ -42,7 +42,7 @@ Plan plan_for(const ModelProfile& m, uint32_t ctx, uint32_t parallel, const std:
   return p.ok() ? *p : Plan{};
 }
 
-const std::vector<Device> kCpu = {{"cpu", "CPU", false, 64 * kGiB, 64 * kGiB}};
+const std::vector<Device> kCpu = {memory_target("cpu", "CPU", false, 64 * kGiB, 64 * kGiB)};
 
 TEST(Speed, CpuOnlyByHand) {
   const ModelProfile m = two_layers();
@@ -112,9 +112,9 @@ TEST(Speed, ComputeBoundWhenFlopsAreScarce) {
 
 TEST(Speed, SplitDevicesAddTheirTimes) {
   const ModelProfile m = two_layers();
-  const std::vector<Device> d = {{"cpu", "CPU", false, 64 * kGiB, 64 * kGiB},
-                                 {"gpu:0", "A", true, 8 * kGiB, 8 * kGiB},
-                                 {"gpu:1", "B", true, 8 * kGiB, 8 * kGiB}};
+  const std::vector<Device> d = {memory_target("cpu", "CPU", false, 64 * kGiB, 64 * kGiB),
+                                 memory_target("gpu:0", "A", true, 8 * kGiB, 8 * kGiB),
+                                 memory_target("gpu:1", "B", true, 8 * kGiB, 8 * kGiB)};
   const Plan p = plan_for(m, 256, 1, d);
   // llama.cpp's split of 2 layers + output over two equal GPUs: layers 0-1 on the first, output on the
   // second.

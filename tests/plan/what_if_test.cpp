@@ -64,7 +64,7 @@ TEST(WhatIf, ResolvesTargets) {
   ASSERT_TRUE(t.ok()) << t.status().to_string();
   ASSERT_EQ(t->size(), 3u);
   EXPECT_EQ((*t)[1].devices.size(), 3u);  // host + 2 GPUs
-  EXPECT_EQ((*t)[1].devices[1].free_bytes, 40 * kGiB - kGpuReserveBytes);
+  EXPECT_EQ(device_free_bytes((*t)[1].devices[1]), 40 * kGiB - kGpuReserveBytes);
   // 2 x the per-GPU share of the cheapest big instance: c-big4 at 12/4 = 3 per GPU.
   EXPECT_DOUBLE_EQ(*(*t)[1].price_usd_per_hour, 6.0);
   EXPECT_DOUBLE_EQ(*(*t)[2].price_usd_per_hour, 12.0);

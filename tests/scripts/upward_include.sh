@@ -37,7 +37,7 @@ cases = [
     # (a source of the library whose flags are used, header to include, should it compile?)
     ("src/hw/registry.cpp", "gantry/core/status.h", True),
     ("src/hw/registry.cpp", "gantry/hw/registry.h", True),
-    ("src/hw/registry.cpp", "gantry/backend/device.h", False),
+    ("src/hw/registry.cpp", "gantry/backend/backend.h", False),
     ("src/hw/registry.cpp", "gantry/model/manifest.h", False),
     ("src/hw/registry.cpp", "gantry/plan/planner.h", False),
     ("src/core/status.cpp", "gantry/hw/registry.h", False),

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "gantry/backend/capabilities.h"
-#include "gantry/backend/device.h"
 #include "gantry/backend/model.h"
 #include "gantry/backend/placement.h"
 #include "gantry/core/status.h"
+#include "gantry/hw/registry.h"
 
 namespace gantry::model {
 class Package;  // gantry/model/package.h
@@ -29,8 +29,8 @@ struct Support {
   static Support no(std::string why) { return {false, std::move(why)}; }
 };
 
-// What a model will hold once loaded, per device id ("cpu", "cuda:0"; see device_id()), known before
-// it is loaded, so that a memory budget can refuse it or make room first.
+// What a model will hold once loaded, per device id ("cpu", "cuda:0"; see hw::memory_device_id()), known
+// before it is loaded, so that a memory budget can refuse it or make room first.
 struct MemoryEstimate {
   std::map<std::string, uint64_t> bytes;  // device id -> bytes
   bool exact = false;                     // from the engine's own dry run, not a rule of thumb
@@ -47,7 +47,7 @@ class Backend {
   virtual const Capabilities& capabilities() const = 0;
 
   // Whether this backend (as built) can run models on `device`.
-  virtual Support supports(const DeviceInfo& device) const = 0;
+  virtual Support supports(const hw::Device& device) const = 0;
 
   // Providers this backend knows, by canonical name ("tensorrt", "cuda", ..., "cpu"), in the order the
   // `fastest` policy tries them: the fastest first.
@@ -57,8 +57,8 @@ class Backend {
   // loadable. Unknown providers are unavailable with a reason naming the known ones.
   virtual Support provider_available(std::string_view provider) const = 0;
 
-  // The device kind a provider runs on (cpu -> kCpu, cuda -> kNvidiaGpu, ...).
-  virtual DeviceKind provider_device_kind(std::string_view provider) const = 0;
+  // The device family a provider runs on (hw::kFamily*: cpu -> "cpu", cuda and tensorrt -> "cuda", ...).
+  virtual std::string_view provider_family(std::string_view provider) const = 0;
 
   virtual Result<std::unique_ptr<Model>> load(const model::Package& package, const Placement& placement) = 0;
 

@@ -6,26 +6,25 @@
 #include <string>
 #include <vector>
 
-#include "gantry/backend/device.h"
 #include "gantry/core/dtype.h"
 
 namespace gantry::backend {
 
 struct Capabilities {
-  std::vector<DType> dtypes;             // element types its models may take and return
-  std::vector<DeviceKind> device_kinds;  // device kinds it can run on (in this build)
-  int64_t max_batch = 0;                 // 0: no backend limit
-  bool dynamic_shapes = false;           // accepts inputs whose shapes vary between calls
-  bool streams = false;                  // can stream partial results (e.g. tokens)
-  bool text_generation = false;          // models expose a generation API beyond infer_*
-  std::vector<std::string> formats;      // model formats it loads: "onnx", "gguf"
-  bool model_parallel = false;           // can split one model over devices (pipeline, tensor-parallel)
+  std::vector<DType> dtypes;          // element types its models may take and return
+  std::vector<std::string> families;  // device families it can run on (hw::kFamily*, in this build)
+  int64_t max_batch = 0;              // 0: no backend limit
+  bool dynamic_shapes = false;        // accepts inputs whose shapes vary between calls
+  bool streams = false;               // can stream partial results (e.g. tokens)
+  bool text_generation = false;       // models expose a generation API beyond infer_*
+  std::vector<std::string> formats;   // model formats it loads: "onnx", "gguf"
+  bool model_parallel = false;        // can split one model over devices (pipeline, tensor-parallel)
 };
 
 struct Requirements {
   std::vector<DType> dtypes;
-  std::vector<DeviceKind> device_kinds;  // any one of these will do; empty: any
-  int64_t batch = 0;                     // 0: no requirement
+  std::vector<std::string> families;  // device families (hw::kFamily*): any one will do; empty: any
+  int64_t batch = 0;                  // 0: no requirement
   bool dynamic_shapes = false;
   bool streams = false;
   bool text_generation = false;

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "gantry/backend/backend.h"
-#include "gantry/backend/device.h"
 #include "gantry/backend/placement.h"
 #include "gantry/core/status.h"
 #include "gantry/core/version.h"
+#include "gantry/hw/registry.h"
 
 namespace gantry::backend {
 
@@ -52,8 +52,8 @@ struct CandidateVerdict {
   std::string provider;
   std::string origin;  // "manifest preferred", "manifest fallback", "machine", "default"
   bool viable = false;
-  std::string reason;  // why rejected, or what makes it viable ("CPU EP built in")
-  DeviceKind device_kind = DeviceKind::kCpu;
+  std::string reason;          // why rejected, or what makes it viable ("CPU EP built in")
+  std::string family = "cpu";  // the device family it runs on (hw::kFamily*)
   std::vector<int> device_ids;
   std::optional<double> median_us;  // measured policy only
   bool from_cache = false;          // the median came from the verdict cache
@@ -71,7 +71,7 @@ struct ProviderChoice {
 };
 
 // Builds and checks the candidate list (no measuring). `chosen` is the first viable candidate.
-ProviderChoice check_candidates(const ProviderRequest& req, const MachineView& machine,
+ProviderChoice check_candidates(const ProviderRequest& req, const hw::Registry& machine,
                                 const Backend& backend, ProviderPolicy policy);
 
 // Times a few warm inferences of the real model under `placement`, spending at most about
@@ -108,9 +108,9 @@ struct MeasureContext {
 // Policy `measured`: when more than one candidate is viable, measures each (or reads the cache) and
 // chooses the fastest; a candidate whose measurement fails becomes non-viable with that reason.
 // With one viable candidate it is chosen unmeasured.
-void measure_candidates(ProviderChoice& choice, const MachineView& machine, const MeasureContext& ctx);
+void measure_candidates(ProviderChoice& choice, const hw::Registry& machine, const MeasureContext& ctx);
 
-// Device label used in cache keys and explanations: "cpu", "nvidia-gpu:0 NVIDIA H100".
-std::string device_label(const MachineView& machine, DeviceKind kind, const std::vector<int>& ids);
+// Device label used in cache keys and explanations: "cpu AMD EPYC 7B13", "cuda:0 NVIDIA H100".
+std::string device_label(const hw::Registry& machine, std::string_view family, const std::vector<int>& ids);
 
 }  // namespace gantry::backend

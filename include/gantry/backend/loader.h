@@ -33,7 +33,7 @@ struct LoadedModel {
 };
 
 // Checks (and for `measured`, times) the candidates without keeping a model loaded.
-ProviderChoice choose_provider(Backend& backend, const model::Package& package, const MachineView& machine,
+ProviderChoice choose_provider(Backend& backend, const model::Package& package, const hw::Registry& machine,
                                const LoadOptions& options);
 
 // Loads the model under one candidate's placement (default: backend.load). The Runtime's version also
@@ -44,17 +44,10 @@ using LoadFn = std::function<Result<std::unique_ptr<Model>>(const Placement& pla
 // (Unavailable, or ResourceExhausted: it does not fit), the next viable candidate is tried and the
 // failure is recorded as that candidate's rejection reason. Other errors (a broken model) end the
 // search. When every candidate failed for lack of memory, the error is ResourceExhausted.
-Result<LoadedModel> load_model(Backend& backend, const model::Package& package, const MachineView& machine,
+Result<LoadedModel> load_model(Backend& backend, const model::Package& package, const hw::Registry& machine,
                                const LoadOptions& options, const LoadFn& load = {});
 
-// The machine with just its CPU and host memory (used when no hardware registry is at hand).
-MachineView host_only_machine();
-
-// The factory's view of a hardware registry (gantry/hw): the CPU with host memory, then every GPU/NPU
-// numbered per kind in registry order.
-MachineView machine_view(const hw::Registry& registry);
-
-// machine_view(hw::detect_local()) without the slower probes (Vulkan).
-MachineView local_machine();
+// hw::detect_local() without the slower probes (Vulkan): what the factory needs.
+hw::Registry local_machine();
 
 }  // namespace gantry::backend

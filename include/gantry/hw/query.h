@@ -20,6 +20,11 @@ struct Requirement {
   std::optional<std::string> min_cuda_version;
 };
 
+// The devices of one family (kFamily*) in registry order, and the `index`-th of them (its id's number:
+// "cuda", 1 -> cuda:1); nullptr when there is none. The CPU is family kFamilyCpu, index 0.
+std::vector<const Device*> family_devices(const Registry& registry, std::string_view family);
+const Device* find_device(const Registry& registry, std::string_view family, int index);
+
 // Higher is better: accelerators over the CPU, then by memory, then by compute capability.
 double device_rank(const Device& device);
 

@@ -30,6 +30,9 @@ inline constexpr std::string_view kFamilyGaudi = "gaudi";         // Habana
 inline constexpr std::string_view kFamilyNeuron = "neuron";       // AWS Inferentia/Trainium
 inline constexpr std::string_view kFamilyQaic = "qaic";           // Qualcomm Cloud AI
 inline constexpr std::string_view kFamilyVulkan = "vulkan";       // seen only through Vulkan
+// Families some backends target that discovery never reports on Linux (so their providers find no device).
+inline constexpr std::string_view kFamilyApple = "apple";      // Apple GPU / Neural Engine (CoreML)
+inline constexpr std::string_view kFamilyDirectX = "directx";  // DirectML on Windows
 
 struct Device {
   std::string id;  // "cuda:0", "rocm:1", "cpu:0", ... unique in a registry
@@ -61,6 +64,13 @@ struct Device {
 
   bool operator==(const Device&) const = default;
 };
+
+// The id budgets, plans and placements name a device by: "cpu" for host memory (one domain, however many
+// sockets), else "<family>:<index>" ("cuda:0", "rocm:1"), the registry's own id for an accelerator.
+std::string memory_device_id(std::string_view family, int index);
+std::string memory_device_id(const Device& device);
+// A device's index among the devices of its family (the number after ':' in its id); 0 for the CPU.
+int family_index(const Device& device);
 
 struct CacheInfo {
   std::optional<uint64_t> l1d_bytes, l1i_bytes, l2_bytes, l3_bytes;  // per instance seen by cpu0

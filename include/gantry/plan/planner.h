@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gantry/core/status.h"
+#include "gantry/hw/registry.h"
 #include "gantry/plan/kv_type.h"
 #include "gantry/plan/model_profile.h"
 
@@ -43,13 +44,17 @@ struct PlanOptions {
   std::vector<float> tensor_split;  // explicit GPU proportions; empty: by free memory
 };
 
-struct Device {
-  std::string id;  // "cpu", "cuda:0", ...
-  std::string name;
-  bool is_gpu = false;
-  uint64_t free_bytes = 0;
-  uint64_t total_bytes = 0;
-};
+// The planner places layers on hw::Device (the one device identity) and reads only its memory: in bytes,
+// 0 when unknown; free memory is the total when only that is known. A device's id in a plan is
+// hw::memory_device_id ("cpu", "cuda:0").
+using Device = hw::Device;
+uint64_t device_total_bytes(const Device& d);
+uint64_t device_free_bytes(const Device& d);
+bool is_gpu(const Device& d);
+// A device known only by its memory (what-if targets, an engine's own device list, tests). `id` is
+// "cpu" or "<family>:<index>"; a GPU's family is the part before ':'.
+Device memory_target(std::string_view id, std::string name, bool gpu, uint64_t free_bytes,
+                     uint64_t total_bytes);
 
 struct MemoryBytes {
   uint64_t weights = 0;

@@ -104,7 +104,6 @@ class Runtime {
                               bool measure_single = false);
 
   const hw::Registry& hardware() const { return hardware_; }
-  const backend::MachineView& machine() const { return machine_; }
   // Detects the machine again (device free memory changes); budgets keep their capacities. Not safe while
   // another thread is inside load() or explain().
   void refresh_hardware();
@@ -121,7 +120,6 @@ class Runtime {
 
   RuntimeOptions options_;
   hw::Registry hardware_;
-  backend::MachineView machine_;
   Budgets budgets_;  // declared before the pools and the manager that charge them
   std::vector<std::shared_ptr<memory::BlockPool>>
       pools_;  // the backends borrow them: they outlive the models

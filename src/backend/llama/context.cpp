@@ -112,7 +112,7 @@ Status check_kv_fits(const LlamaWeights& w, const ContextOptions& o) {
   const uint64_t need =
       saturating_product(saturating_add(*k, *v), static_cast<uint64_t>(llama_model_n_layer(m)), o.n_ctx);
   uint64_t free = 0;
-  for (const auto& d : llama_plan_devices()) free = saturating_add(free, d.free_bytes);
+  for (const auto& d : llama_plan_devices()) free = saturating_add(free, plan::device_free_bytes(d));
   if (free > 0 && need > free) {
     return ResourceExhausted(fmt::format(
         "a context of {} tokens needs {} of KV cache for '{}', but this machine has {} free; use a smaller "

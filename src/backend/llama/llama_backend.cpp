@@ -27,8 +27,8 @@ bool has_gpu(std::string_view prefix) {
 
 LlamaBackend::LlamaBackend() {
   caps_.dtypes = {DType::kString, DType::kInt32};
-  caps_.device_kinds = {backend::DeviceKind::kCpu};
-  if (has_gpu("CUDA")) caps_.device_kinds.push_back(backend::DeviceKind::kNvidiaGpu);
+  caps_.families = {std::string(hw::kFamilyCpu)};
+  if (has_gpu("CUDA")) caps_.families.push_back(std::string(hw::kFamilyCuda));
   caps_.dynamic_shapes = true;
   caps_.streams = true;
   caps_.text_generation = true;
@@ -37,10 +37,9 @@ LlamaBackend::LlamaBackend() {
 
 std::string LlamaBackend::version() const { return llama_version(); }
 
-backend::Support LlamaBackend::supports(const backend::DeviceInfo& device) const {
-  if (device.kind == backend::DeviceKind::kCpu)
-    return backend::Support::yes("llama.cpp CPU backend built in");
-  if (device.kind == backend::DeviceKind::kNvidiaGpu) {
+backend::Support LlamaBackend::supports(const hw::Device& device) const {
+  if (device.family == hw::kFamilyCpu) return backend::Support::yes("llama.cpp CPU backend built in");
+  if (device.family == hw::kFamilyCuda) {
     return has_gpu("CUDA")
                ? backend::Support::yes("ggml CUDA backend loaded")
                : backend::Support::no("this llama.cpp build has no CUDA backend (CPU-only build)");
@@ -58,8 +57,8 @@ backend::Support LlamaBackend::provider_available(std::string_view provider) con
   return backend::Support::no("llama.cpp knows providers cpu and cuda, not '" + std::string(provider) + "'");
 }
 
-backend::DeviceKind LlamaBackend::provider_device_kind(std::string_view provider) const {
-  return provider == "cuda" ? backend::DeviceKind::kNvidiaGpu : backend::DeviceKind::kCpu;
+std::string_view LlamaBackend::provider_family(std::string_view provider) const {
+  return provider == "cuda" ? hw::kFamilyCuda : hw::kFamilyCpu;
 }
 
 Result<std::unique_ptr<backend::Model>> LlamaBackend::load(const model::Package& package,

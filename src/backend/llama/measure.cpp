@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <map>
 
-#include "gantry/backend/device.h"
 #include "gantry/backend/llama/context.h"
 #include "gantry/backend/llama/weights.h"
+#include "gantry/hw/registry.h"
 
 // llama.cpp exports its per-buffer-type memory breakdown from a staging header (src/llama-ext.h) that
 // it does not install. These declarations mirror that header at the pinned commit (de3ff815).
@@ -32,7 +32,7 @@ std::string device_of(ggml_backend_buffer_type_t buft) {
   ggml_backend_dev_t dev = ggml_backend_buft_get_device(buft);
   const std::string name = dev ? ggml_backend_dev_name(dev) : ggml_backend_buft_name(buft);
   if (name.rfind("CUDA", 0) == 0 && name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[4]))) {
-    return backend::device_id(backend::DeviceKind::kNvidiaGpu, std::stoi(name.substr(4)));
+    return hw::memory_device_id(hw::kFamilyCuda, std::stoi(name.substr(4)));
   }
   std::string id;
   for (char ch : name) id += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "backend/llama/runtime_init.h"
-#include "gantry/backend/device.h"
+#include "gantry/hw/registry.h"
 #include "gantry/plan/gguf_profile.h"
 
 namespace gantry::llama {
@@ -80,13 +80,13 @@ Result<int> layers_that_fit(const LlamaSettings& s, const plan::ModelProfile& mo
                             const std::vector<plan::Device>& devices, std::string* reason) {
   std::vector<plan::Device> gpus;
   for (const auto& d : devices) {
-    if (d.is_gpu) gpus.push_back(d);
+    if (plan::is_gpu(d)) gpus.push_back(d);
   }
   if (gpus.empty()) {
     return Unavailable("provider cuda: no CUDA device with known free memory to plan the offload on");
   }
   uint64_t free = 0;
-  for (const auto& g : gpus) free += g.free_bytes;
+  for (const auto& g : gpus) free += plan::device_free_bytes(g);
   const int n_all = static_cast<int>(model.n_layer()) + 1;
   for (int n = n_all; n >= 0; --n) {
     GANTRY_ASSIGN_OR_RETURN(plan::Plan p, plan::plan_gguf(model, plan_options(s, n), devices));
@@ -96,7 +96,7 @@ Result<int> layers_that_fit(const LlamaSettings& s, const plan::ModelProfile& mo
     uint64_t need = 0;
     int placed = 0;
     for (const auto& d : p.devices) {
-      if (!d.device.is_gpu) continue;
+      if (!plan::is_gpu(d.device)) continue;
       fits = fits && d.fits;
       need += d.predicted.total();
       placed += static_cast<int>(d.layers.size()) + (d.has_output_layer ? 1 : 0);
@@ -222,10 +222,7 @@ Result<LlamaSettings> llama_settings(const backend::Placement& p, const plan::Mo
 std::vector<plan::Device> llama_plan_devices() {
   ensure_llama_runtime();
   std::vector<plan::Device> out;
-  plan::Device cpu;
-  cpu.id = "cpu";
-  cpu.name = "CPU";
-  out.push_back(cpu);
+  out.push_back(plan::memory_target("cpu", "CPU", false, 0, 0));
   int cuda_index = 0;
   for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
     ggml_backend_dev_t dev = ggml_backend_dev_get(i);
@@ -233,17 +230,10 @@ std::vector<plan::Device> llama_plan_devices() {
     size_t free = 0, total = 0;
     ggml_backend_dev_memory(dev, &free, &total);
     if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU) {
-      out[0].name = ggml_backend_dev_description(dev);
-      out[0].free_bytes = free;
-      out[0].total_bytes = total;
+      out[0] = plan::memory_target("cpu", ggml_backend_dev_description(dev), false, free, total);
     } else if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_GPU && name.rfind("CUDA", 0) == 0) {
-      plan::Device g;
-      g.id = backend::device_id(backend::DeviceKind::kNvidiaGpu, cuda_index++);
-      g.name = ggml_backend_dev_description(dev);
-      g.is_gpu = true;
-      g.free_bytes = free;
-      g.total_bytes = total;
-      out.push_back(g);
+      out.push_back(plan::memory_target(hw::memory_device_id(hw::kFamilyCuda, cuda_index++),
+                                        ggml_backend_dev_description(dev), true, free, total));
     }
   }
   return out;
@@ -262,7 +252,7 @@ backend::Placement placement_from_plan(const plan::Plan& plan) {
   int n_gpu_layers = 0;
   std::vector<std::string> split;
   for (const auto& d : plan.devices) {
-    if (!d.device.is_gpu) continue;
+    if (!plan::is_gpu(d.device)) continue;
     n_gpu_layers += static_cast<int>(d.layers.size()) + (d.has_output_layer ? 1 : 0);
     split.push_back(std::to_string(d.layers.size()));
   }

@@ -1,5 +1,7 @@
 #include "gantry/backend/onnx/onnx_backend.h"
 
+#include <algorithm>
+
 #include "gantry/backend/onnx/onnx_model.h"
 #include "gantry/backend/onnx/ort_env.h"
 #include "gantry/backend/onnx/ort_info.h"
@@ -9,7 +11,6 @@
 
 namespace gantry::onnx {
 
-using backend::DeviceKind;
 using backend::Support;
 
 OnnxBackend::OnnxBackend() : OnnxBackend(OnnxBackendOptions{}) {}
@@ -18,10 +19,12 @@ OnnxBackend::OnnxBackend(OnnxBackendOptions options) : options_(std::move(option
   caps_.dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt8,
                   DType::kInt16,   DType::kInt32,   DType::kInt64,    DType::kUInt8,   DType::kUInt16,
                   DType::kUInt32,  DType::kUInt64,  DType::kBool,     DType::kString};
-  caps_.device_kinds = {DeviceKind::kCpu};
+  caps_.families = {std::string(hw::kFamilyCpu)};
   for (const auto& p : known_providers()) {
-    const DeviceKind k = provider_device_kind(p);
-    if (k != DeviceKind::kCpu && provider_available(p).ok) caps_.device_kinds.push_back(k);
+    const std::string family(provider_family(p));
+    if (family != hw::kFamilyCpu && provider_available(p).ok &&
+        std::find(caps_.families.begin(), caps_.families.end(), family) == caps_.families.end())
+      caps_.families.push_back(family);
   }
   caps_.max_batch = 0;
   caps_.dynamic_shapes = true;
@@ -33,16 +36,16 @@ OnnxBackend::OnnxBackend(OnnxBackendOptions options) : options_(std::move(option
 
 std::string OnnxBackend::version() const { return ort_version(); }
 
-Support OnnxBackend::supports(const backend::DeviceInfo& device) const {
-  if (device.kind == DeviceKind::kCpu) return Support::yes("CPU EP built in");
+Support OnnxBackend::supports(const hw::Device& device) const {
+  if (device.family == hw::kFamilyCpu) return Support::yes("CPU EP built in");
   for (const auto& p : known_providers())
-    if (provider_device_kind(p) == device.kind && provider_available(p).ok)
+    if (provider_family(p) == device.family && provider_available(p).ok)
       return Support::yes("via the " + p + " execution provider");
   std::string why;
   for (const auto& p : known_providers())
-    if (provider_device_kind(p) == device.kind)
+    if (provider_family(p) == device.family)
       why += (why.empty() ? "" : "; ") + p + ": " + provider_available(p).reason;
-  return Support::no("no execution provider for " + std::string(backend::device_kind_name(device.kind)) +
+  return Support::no("no execution provider for " + device.family + " devices" +
                      (why.empty() ? "" : " (" + why + ")"));
 }
 
@@ -52,8 +55,8 @@ Support OnnxBackend::provider_available(std::string_view provider) const {
   return onnx::provider_available(provider);
 }
 
-DeviceKind OnnxBackend::provider_device_kind(std::string_view provider) const {
-  return onnx::provider_device_kind(provider);
+std::string_view OnnxBackend::provider_family(std::string_view provider) const {
+  return onnx::provider_family(provider);
 }
 
 Result<std::unique_ptr<backend::Model>> OnnxBackend::load(const model::Package& package,
@@ -112,9 +115,9 @@ Status OnnxBackend::register_pools(const backend::Placement& placement, bool& us
   }
   // A device pool is registered when a session is about to run on its device (the EP plugin must be
   // registered first, which placing on the device does).
-  const DeviceKind kind = onnx::provider_device_kind(placement.provider);
-  if (kind != DeviceKind::kCpu) {
-    const std::string device = placement.provider + ":" + std::to_string(placement.primary_device());
+  const std::string_view family = onnx::provider_family(placement.provider);
+  if (!family.empty() && family != hw::kFamilyCpu) {
+    const std::string device = hw::memory_device_id(family, placement.primary_device());
     for (memory::BlockPool* pool : options_.device_pools) {
       if (!pool || pool->device() != device) continue;
       GANTRY_RETURN_IF_ERROR(rt->use_pool(pool));

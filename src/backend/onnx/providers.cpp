@@ -11,7 +11,6 @@
 
 namespace gantry::onnx {
 
-using backend::DeviceKind;
 using backend::Support;
 
 namespace {
@@ -19,19 +18,19 @@ namespace {
 struct ProviderEntry {
   const char* name;
   const char* ort_name;
-  DeviceKind kind;
+  std::string_view family;  // hw::kFamily*
 };
 
 // In the order the `fastest` policy tries them (TensorRT before plain CUDA; the CPU last).
 constexpr ProviderEntry kProviders[] = {
-    {"tensorrt", "TensorrtExecutionProvider", DeviceKind::kNvidiaGpu},
-    {"cuda", "CUDAExecutionProvider", DeviceKind::kNvidiaGpu},
-    {"rocm", "ROCMExecutionProvider", DeviceKind::kAmdGpu},
-    {"migraphx", "MIGraphXExecutionProvider", DeviceKind::kAmdGpu},
-    {"openvino", "OpenVINOExecutionProvider", DeviceKind::kIntelGpu},
-    {"coreml", "CoreMLExecutionProvider", DeviceKind::kAppleGpu},
-    {"directml", "DmlExecutionProvider", DeviceKind::kOther},
-    {"cpu", "CPUExecutionProvider", DeviceKind::kCpu},
+    {"tensorrt", "TensorrtExecutionProvider", hw::kFamilyCuda},
+    {"cuda", "CUDAExecutionProvider", hw::kFamilyCuda},
+    {"rocm", "ROCMExecutionProvider", hw::kFamilyRocm},
+    {"migraphx", "MIGraphXExecutionProvider", hw::kFamilyRocm},
+    {"openvino", "OpenVINOExecutionProvider", hw::kFamilyIntelGpu},
+    {"coreml", "CoreMLExecutionProvider", hw::kFamilyApple},
+    {"directml", "DmlExecutionProvider", hw::kFamilyDirectX},
+    {"cpu", "CPUExecutionProvider", hw::kFamilyCpu},
 };
 
 const ProviderEntry* find_entry(std::string_view provider) {
@@ -86,9 +85,9 @@ std::string ort_provider_name(std::string_view provider) {
   return e ? e->ort_name : "";
 }
 
-DeviceKind provider_device_kind(std::string_view provider) {
+std::string_view provider_family(std::string_view provider) {
   const auto* e = find_entry(provider);
-  return e ? e->kind : DeviceKind::kOther;
+  return e ? e->family : std::string_view{};
 }
 
 std::string cuda_plugin_path() {
@@ -150,7 +149,7 @@ Status append_provider(Ort::SessionOptions& options, const backend::Placement& p
   if (!builtin(e->ort_name)) return Unavailable(provider_available(e->name).reason);
   try {
     std::unordered_map<std::string, std::string> opts;
-    if (e->kind != DeviceKind::kCpu) opts["device_id"] = std::to_string(placement.primary_device());
+    if (e->family != hw::kFamilyCpu) opts["device_id"] = std::to_string(placement.primary_device());
     options.AppendExecutionProvider(e->ort_name, opts);
   } catch (const Ort::Exception& ex) {
     return Unavailable(std::string("adding ") + e->ort_name + " to the session failed: " + ex.what());

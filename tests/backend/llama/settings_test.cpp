@@ -24,7 +24,8 @@ backend::Placement placement(std::string provider, std::map<std::string, std::st
   return p;
 }
 
-const std::vector<plan::Device> kCpuOnly = {{"cpu", "CPU", false, 64ull << 30, 64ull << 30}};
+const std::vector<plan::Device> kCpuOnly = {
+    plan::memory_target("cpu", "CPU", false, 64ull << 30, 64ull << 30)};
 
 TEST(LlamaSettings, DefaultsAreTheDocumentedOnes) {
   plan::ModelProfile m = tiny_profile();
@@ -107,8 +108,8 @@ TEST(LlamaSettings, CudaOffloadsWhatThePlannerSaysFits) {
   const plan::ModelProfile m = tiny_profile();
   const uint32_t n_all = m.n_layer() + 1;  // the repeating layers and the output layer
   auto devices = [](uint64_t gpu_free) {
-    return std::vector<plan::Device>{{"cpu", "CPU", false, 64ull << 30, 64ull << 30},
-                                     {"cuda:0", "GPU", true, gpu_free, gpu_free}};
+    return std::vector<plan::Device>{plan::memory_target("cpu", "CPU", false, 64ull << 30, 64ull << 30),
+                                     plan::memory_target("cuda:0", "GPU", true, gpu_free, gpu_free)};
   };
   // Plenty of VRAM: everything.
   auto all = llama_settings(placement("cuda"), m, devices(8ull << 30));
@@ -131,7 +132,7 @@ TEST(LlamaSettings, CudaOffloadsWhatThePlannerSaysFits) {
     ASSERT_TRUE(p.ok()) << p.status().to_string();
     uint64_t need = 0;
     for (const auto& d : p->devices) {
-      if (d.device.is_gpu) need += d.predicted.total();
+      if (plan::is_gpu(d.device)) need += d.predicted.total();
     }
     auto fit = llama_settings(placement("cuda"), m, devices(need));
     ASSERT_TRUE(fit.ok()) << fit.status().to_string();
@@ -155,9 +156,9 @@ TEST(LlamaSettings, PlacementFromPlanReproducesThePlan) {
   o.kv_type = plan::KvType::kBF16;
   o.n_gpu_layers = 2;
   auto p = plan::plan_gguf(m, o,
-                           {{"cpu", "CPU", false, 64ull << 30, 64ull << 30},
-                            {"cuda:0", "A", true, 8ull << 30, 8ull << 30},
-                            {"cuda:1", "B", true, 8ull << 30, 8ull << 30}});
+                           {plan::memory_target("cpu", "CPU", false, 64ull << 30, 64ull << 30),
+                            plan::memory_target("cuda:0", "A", true, 8ull << 30, 8ull << 30),
+                            plan::memory_target("cuda:1", "B", true, 8ull << 30, 8ull << 30)});
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   auto s = llama_settings(placement_from_plan(*p), m, kCpuOnly);
   ASSERT_TRUE(s.ok()) << s.status().to_string();

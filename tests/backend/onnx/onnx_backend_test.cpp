@@ -8,6 +8,7 @@
 #include "gantry/backend/loader.h"
 #include "gantry/backend/onnx/onnx_model.h"
 #include "gantry/backend/onnx/providers.h"
+#include "gantry/hw/detect.h"
 
 namespace gantry::onnx {
 namespace {
@@ -52,14 +53,14 @@ TEST(OnnxBackend, LoadsABareModelThroughTheFactory) {
   ASSERT_TRUE(pkg.ok()) << pkg.status().to_string();
   backend::LoadOptions options;
   options.intra_op_threads = 1;
-  auto loaded = backend::load_model(backend, *pkg, backend::host_only_machine(), options);
+  auto loaded = backend::load_model(backend, *pkg, hw::detect_local_host(), options);
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   EXPECT_EQ(loaded->choice.placement.provider, "cpu");
   EXPECT_EQ(loaded->choice.placement.intra_op_threads, 1);
   EXPECT_EQ(loaded->model->metadata().name, "mlp_64_128_10");
   // --provider tensorrt: only that candidate, rejected with the reason.
   options.provider = "tensorrt";
-  auto trt = backend::load_model(backend, *pkg, backend::host_only_machine(), options);
+  auto trt = backend::load_model(backend, *pkg, hw::detect_local_host(), options);
   ASSERT_FALSE(trt.ok());
   EXPECT_NE(trt.status().message().find("libnvinfer"), std::string::npos) << trt.status().message();
 }
@@ -77,12 +78,12 @@ TEST(OnnxBackend, MeasuredPolicyTimesTheRealModelAndCachesIt) {
   options.measure_single = true;
   options.measure_budget_ms = 100;
   options.intra_op_threads = 1;
-  auto first = backend::choose_provider(backend, *pkg, backend::host_only_machine(), options);
+  auto first = backend::choose_provider(backend, *pkg, hw::detect_local_host(), options);
   ASSERT_NE(first.chosen_verdict(), nullptr) << first.explain();
   ASSERT_TRUE(first.chosen_verdict()->median_us.has_value());
   EXPECT_GT(*first.chosen_verdict()->median_us, 0.0);
   EXPECT_FALSE(first.chosen_verdict()->from_cache);
-  auto second = backend::choose_provider(backend, *pkg, backend::host_only_machine(), options);
+  auto second = backend::choose_provider(backend, *pkg, hw::detect_local_host(), options);
   ASSERT_NE(second.chosen_verdict(), nullptr);
   EXPECT_TRUE(second.chosen_verdict()->from_cache);
   EXPECT_DOUBLE_EQ(*second.chosen_verdict()->median_us, *first.chosen_verdict()->median_us);

@@ -77,10 +77,10 @@ class LlamaBackend final : public backend::Backend {
   std::string_view name() const override { return "llama.cpp"; }
   std::string version() const override;
   const backend::Capabilities& capabilities() const override { return caps_; }
-  backend::Support supports(const backend::DeviceInfo& device) const override;
+  backend::Support supports(const hw::Device& device) const override;
   std::vector<std::string> providers() const override { return {"cuda", "cpu"}; }
   backend::Support provider_available(std::string_view provider) const override;
-  backend::DeviceKind provider_device_kind(std::string_view provider) const override;
+  std::string_view provider_family(std::string_view provider) const override;
   Result<std::unique_ptr<backend::Model>> load(const model::Package& package,
                                                const backend::Placement& placement) override;
 

@@ -20,7 +20,7 @@ const std::vector<std::string>& known_providers();
 // ORT's own name for a canonical provider ("cuda" -> "CUDAExecutionProvider"); "" when unknown.
 std::string ort_provider_name(std::string_view provider);
 
-backend::DeviceKind provider_device_kind(std::string_view provider);
+std::string_view provider_family(std::string_view provider);
 
 // Where the CUDA plugin EP library is looked for: $GANTRY_ORT_CUDA_EP when set, else
 // libonnxruntime_providers_cuda.so next to the linked libonnxruntime.
