@@ -367,21 +367,27 @@ Status KernelExecutor::launch(KernelHandle handle, std::span<const KernelArg> ar
                               uint64_t shared_bytes, void* stream) {
   GANTRY_ASSIGN_OR_RETURN(auto k, impl_->find(handle));
   const KernelSignature& sig = k->info.signature;
-  const std::string who = "kernel " + sig.entry + " on " + k->device;
+  // Messages are built only on the error path: a launch is on the hot path (kernel-launch-vs-driver).
+  const auto who = [&] { return "kernel " + sig.entry + " on " + k->device; };
   if (grid.count() == 0 || block.count() == 0)
-    return InvalidArgument(who + ": grid " + grid.to_string() + " and block " + block.to_string() +
+    return InvalidArgument(who() + ": grid " + grid.to_string() + " and block " + block.to_string() +
                            " must have every dimension >= 1");
   if (block.count() > static_cast<uint64_t>(k->info.max_threads_per_block))
-    return InvalidArgument(who + ": a block of " + block.to_string() + " = " + std::to_string(block.count()) +
-                           " threads exceeds this kernel's limit of " +
+    return InvalidArgument(who() + ": a block of " + block.to_string() + " = " +
+                           std::to_string(block.count()) + " threads exceeds this kernel's limit of " +
                            std::to_string(k->info.max_threads_per_block));
   if (k->ordinal >= 0 && (grid.y > 65535 || grid.z > 65535 || grid.x > 0x7fffffffu))
-    return InvalidArgument(who + ": grid " + grid.to_string() +
+    return InvalidArgument(who() + ": grid " + grid.to_string() +
                            " exceeds CUDA's limits (2^31-1, 65535, 65535)");
 
   // The signature check: nothing runs unless every argument matches its parameter.
+  // Per-thread buffers, reused: no allocation per launch once warm. They are free again when launch()
+  // returns (cuLaunchKernel copies the parameters; CPU launches are synchronous).
+  thread_local std::vector<const KernelArg*> params;
+  thread_local std::vector<uint64_t> values;
+  thread_local std::vector<void*> slots;  // slots[i] points at values[i], as cuLaunchKernel wants
+  params.clear();
   uint64_t local = 0;
-  std::vector<const KernelArg*> params;
   for (const auto& a : args) {
     if (a.kind() == KernelArg::Kind::kLocalMemory)
       local += a.local_bytes();
@@ -389,34 +395,35 @@ Status KernelExecutor::launch(KernelHandle handle, std::span<const KernelArg> ar
       params.push_back(&a);
   }
   if (params.size() != sig.params.size())
-    return InvalidArgument(who + " takes " + std::to_string(sig.params.size()) + " argument(s), " +
+    return InvalidArgument(who() + " takes " + std::to_string(sig.params.size()) + " argument(s), " +
                            sig.to_string() + "; got " + std::to_string(params.size()));
-  std::vector<uint64_t> values(params.size());
-  std::vector<void*> slots(params.size());
+  values.assign(params.size(), 0);
+  slots.assign(params.size(), nullptr);
   for (size_t i = 0; i < params.size(); ++i) {
     const KernelParam& p = sig.params[i];
     const KernelArg& a = *params[i];
-    const std::string where =
-        who + ", argument " + std::to_string(i + 1) + (p.name.empty() ? "" : " (" + p.name + ")");
+    const auto where = [&] {
+      return who() + ", argument " + std::to_string(i + 1) + (p.name.empty() ? "" : " (" + p.name + ")");
+    };
     if (p.is_pointer) {
       if (a.kind() != KernelArg::Kind::kTensor)
-        return InvalidArgument(where + ": expects a tensor (" + p.type_text + "), got " + a.describe());
+        return InvalidArgument(where() + ": expects a tensor (" + p.type_text + "), got " + a.describe());
       const Tensor& t = a.tensor_value();
       if (p.element && t.dtype() != *p.element)
-        return InvalidArgument(where + ": expects a " + std::string(dtype_name(*p.element)) + " tensor (" +
+        return InvalidArgument(where() + ": expects a " + std::string(dtype_name(*p.element)) + " tensor (" +
                                p.type_text + "), got " + a.describe());
       const bool on_device = t.memory_class() == MemoryClass::kDevice;
       if (k->ordinal < 0 && on_device)
-        return InvalidArgument(where + ": a CPU kernel needs host memory, got " + a.describe());
+        return InvalidArgument(where() + ": a CPU kernel needs host memory, got " + a.describe());
       if (k->ordinal >= 0 && (!on_device || t.device_id() != k->ordinal))
-        return InvalidArgument(where + ": needs device memory on " + k->device +
+        return InvalidArgument(where() + ": needs device memory on " + k->device +
                                " (KernelExecutor::allocate), got " + a.describe());
       if (t.data() == nullptr && t.element_count() > 0)
-        return InvalidArgument(where + ": the tensor has no data");
+        return InvalidArgument(where() + ": the tensor has no data");
       values[i] = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(t.data()));
     } else {
       if (a.kind() != KernelArg::Kind::kScalar || a.scalar_type() != p.scalar)
-        return InvalidArgument(where + ": expects a " + std::string(scalar_type_name(p.scalar)) +
+        return InvalidArgument(where() + ": expects a " + std::string(scalar_type_name(p.scalar)) +
                                " scalar (" + p.type_text + "), got " + a.describe());
       std::memcpy(&values[i], a.scalar_bytes(), scalar_size(p.scalar));
     }

@@ -18,7 +18,7 @@ const Driver& driver() {
     if (!lib) {
       const char* e = ::dlerror();
       out.status = Unavailable(std::string("the CUDA driver library libcuda.so.1 cannot be loaded (") +
-                               (e ? e : "not found") + "); install the NVIDIA driver or use the host pool");
+                               (e ? e : "not found") + "); install the NVIDIA driver, or run on the CPU");
       return out;
     }
     void** slots = reinterpret_cast<void**>(&out.api);
