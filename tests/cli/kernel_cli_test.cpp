@@ -3,6 +3,7 @@
 // a missing GPU.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "cli/cli_run.h"
@@ -168,3 +169,73 @@ TEST_F(KernelCli, CudaRunWithoutAGpuSaysWhy) {
 }
 
 }  // namespace
+
+// The CUDA glue without a GPU: tests/kernels/data/fake_libcuda.c stands in for libcuda.so.1 (host memory as
+// device memory, vector_add carried out from the cuLaunchKernel parameter array it receives, `fault` leaving
+// CUDA_ERROR_ILLEGAL_ADDRESS). Proves driver loading, arch sm_90a from the driver, the VMM pool, cubin
+// loading and symbol lookup, argument marshalling, copies, and the clear error after a fault.
+class FakeDriverCli : public KernelCli {
+ protected:
+  void SetUp() override {
+    if (!nvrtc_present()) GTEST_SKIP() << "no libnvrtc.so.13: the CUDA path cannot compile here";
+    if (fs::exists("/dev/nvidia0")) GTEST_SKIP() << "a real GPU is present: CudaLaunch.* covers it";
+    const fs::path lib = dir_.path() / "libcuda.so.1";
+    const std::string cmd =
+        "cc -O1 -fPIC -shared -o " + lib.string() + " " + (kData / "fake_libcuda.c").string();
+    if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "no C compiler to build the fake driver";
+  }
+  gantry::testing::CliResult gantry_fake(const std::vector<std::string>& args) const {
+    auto e = env();
+    e.push_back("LD_LIBRARY_PATH=" + dir_.path().string());
+    return run_gantry(args, std::chrono::seconds(60), e);
+  }
+};
+
+TEST_F(FakeDriverCli, RunsACudaKernelThroughTheDriverApi) {
+  const int n = 300;
+  std::vector<float> a(n), b(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = 1.5f * i;
+    b[i] = 100.f - i;
+  }
+  ASSERT_TRUE(
+      gantry::write_npy(dir_.path() / "a.npy", *gantry::Tensor::from_values(gantry::DType::kFloat32, {n}, a))
+          .ok());
+  ASSERT_TRUE(
+      gantry::write_npy(dir_.path() / "b.npy", *gantry::Tensor::from_values(gantry::DType::kFloat32, {n}, b))
+          .ok());
+  const fs::path c = dir_.path() / "c.npy";
+  auto r = gantry_fake({"kernel", "run", (kData / "vector_add.cu").string(), "--entry", "vector_add",
+                        "--grid", "3", "--block", "128", "--arg", "in:" + (dir_.path() / "a.npy").string(),
+                        "--arg", "in:" + (dir_.path() / "b.npy").string(), "--arg",
+                        "out:" + c.string() + ":f32:[300]", "--arg", "i32:300"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("ran vector_add on cuda:0"), std::string::npos) << r.out;
+  auto got = gantry::read_npy(c);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  for (int i = 0; i < n; ++i) ASSERT_EQ(got->values<float>()[i], a[i] + b[i]) << i;
+
+  auto info = gantry_fake({"kernel", "info", (kData / "vector_add.cu").string(), "--entry", "vector_add"});
+  ASSERT_EQ(info.exit_code, 0) << info.describe();
+  EXPECT_NE(info.out.find("target:       sm_90a"), std::string::npos) << info.out;  // from the driver's 9.0
+  EXPECT_NE(info.out.find("registers:    16 per thread"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("compile:      cache hit"), std::string::npos) << info.out;  // compiled by run
+
+  // A host-side type error is still caught before the driver sees anything.
+  r = gantry_fake({"kernel", "run", (kData / "vector_add.cu").string(), "--entry", "vector_add", "--arg",
+                   "in:" + (dir_.path() / "a.npy").string(), "--arg",
+                   "in:" + (dir_.path() / "b.npy").string(), "--arg", "out:" + c.string() + ":f32:[300]",
+                   "--arg", "f32:300"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("expects a i32 scalar"), std::string::npos) << r.err;
+}
+
+TEST_F(FakeDriverCli, AFaultingKernelFailsClearly) {
+  auto r = gantry_fake({"kernel", "run", (kData / "fault.cu").string(), "--entry", "fault", "--grid", "1",
+                        "--block", "32", "--arg", "out:" + (dir_.path() / "y.npy").string() + ":f32:[4]"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_NE(r.err.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("context of this device is lost"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_.path() / "y.npy"));
+}
