@@ -221,6 +221,18 @@ TEST_F(FakeDriverCli, RunsACudaKernelThroughTheDriverApi) {
   EXPECT_NE(info.out.find("registers:    16 per thread"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("compile:      cache hit"), std::string::npos) << info.out;  // compiled by run
 
+  // Scalars (f32, i64) and an in-place tensor through the parameter array: y = -0.5 * a + b.
+  ASSERT_TRUE(
+      gantry::write_npy(dir_.path() / "y.npy", *gantry::Tensor::from_values(gantry::DType::kFloat32, {n}, b))
+          .ok());
+  r = gantry_fake({"kernel", "run", (kData / "saxpy.cu").string(), "--entry", "saxpy", "--grid", "2",
+                   "--block", "256", "--arg", "f32:-0.5", "--arg", "in:" + (dir_.path() / "a.npy").string(),
+                   "--arg", "inout:" + (dir_.path() / "y.npy").string(), "--arg", "i64:300"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto y = gantry::read_npy(dir_.path() / "y.npy");
+  ASSERT_TRUE(y.ok());
+  for (int i = 0; i < n; ++i) ASSERT_EQ(y->values<float>()[i], -0.5f * a[i] + b[i]) << i;
+
   // A host-side type error is still caught before the driver sees anything.
   r = gantry_fake({"kernel", "run", (kData / "vector_add.cu").string(), "--entry", "vector_add", "--arg",
                    "in:" + (dir_.path() / "a.npy").string(), "--arg",

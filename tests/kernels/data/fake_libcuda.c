@@ -208,6 +208,13 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
     const int n = *(int*)params[3];
     for (unsigned i = 0; i < gx * bx; ++i)
       if (i < (unsigned)n) c[i] = a[i] + b[i];
+  } else if (strcmp(name, "saxpy") == 0) {
+    const float alpha = *(const float*)params[0];
+    const float* x = (const float*)(uintptr_t) * (CUdeviceptr*)params[1];
+    float* y = (float*)(uintptr_t) * (CUdeviceptr*)params[2];
+    const long long n = *(const long long*)params[3];
+    for (unsigned long long i = 0; i < (unsigned long long)gx * bx; ++i)
+      if ((long long)i < n) y[i] = alpha * x[i] + y[i];
   } else if (strcmp(name, "fault") == 0) {
     sticky_error = 700; /* CUDA_ERROR_ILLEGAL_ADDRESS, reported at the next synchronize */
   }
