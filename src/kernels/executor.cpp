@@ -26,6 +26,7 @@ using internal::CpuEntry;
 using internal::CudaDevice;
 
 constexpr int kCpuMaxThreadsPerBlock = 1024;
+constexpr uint64_t kCpuMaxLocalBytes = 64ull << 20;  // per block, one buffer per worker thread
 
 // "cpu"/"cpu:0" -> -1, "cuda:N" -> N; InvalidArgument otherwise.
 Result<int> parse_device(std::string_view device) {
@@ -434,6 +435,10 @@ Status KernelExecutor::launch(KernelHandle handle, std::span<const KernelArg> ar
   const uint32_t b[3] = {block.x, block.y, block.z};
   if (k->ordinal >= 0) return k->cuda->launch(k->function, g, b, shared, stream, slots.data(), sig.entry);
 
+  if (shared > kCpuMaxLocalBytes)
+    return InvalidArgument(who() + ": " + std::to_string(shared) +
+                           " bytes of local memory per block exceed the CPU " + "device's limit of " +
+                           std::to_string(kCpuMaxLocalBytes) + " (64 MiB)");
   std::lock_guard lock(impl_->cpu_mu);
   if (!impl_->runner) {
     unsigned n =

@@ -106,6 +106,8 @@ TEST(CpuKernels, WrongArgumentsAreRefusedBeforeLaunch) {
                  Dim3{4});
   expect_refused({T(*a), T(*a), T(*c), KernelArg::i32(4)}, "exceeds this kernel's limit", Dim3{1},
                  Dim3{2048});
+  expect_refused({T(*a), T(*a), T(*c), KernelArg::i32(4), KernelArg::local_memory(1ull << 40)},
+                 "exceed the CPU device's limit");
   // A device tensor for a CPU kernel.
   float fake[4];
   auto dev = Tensor::view(DType::kFloat32, {4}, fake, sizeof fake, MemoryClass::kDevice, 0);
