@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <utility>
 
 #include "gantry/core/file_io.h"
 #include "kernels/cache.h"
@@ -116,28 +117,49 @@ Result<int> run_process(const std::vector<std::string>& argv, const fs::path& lo
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// "c++ (Debian 12.2.0-14) 12.2.0": the first line of `compiler --version`, once per compiler and process.
-std::string compiler_identity(const fs::path& compiler, const fs::path& scratch) {
-  static std::mutex mu;
-  static std::map<std::string, std::string> seen;  // a cache of immutable facts, not shared state
-  std::lock_guard lock(mu);
-  auto it = seen.find(compiler.string());
-  if (it != seen.end()) return it->second;
-  std::string out;
-  auto rc = run_process({compiler.string(), "--version"}, scratch / "version.txt", out);
-  std::string line = out.substr(0, out.find('\n'));
-  if (!rc.ok() || *rc != 0 || line.empty()) line = compiler.string() + " (unknown version)";
-  seen.emplace(compiler.string(), line);
-  return line;
-}
-
+// A fresh directory under `parent` for one compile, removed with everything in it.
 struct ScratchDir {
+  explicit ScratchDir(fs::path p) : path(std::move(p)) {}
+  ScratchDir(ScratchDir&& o) noexcept : path(std::exchange(o.path, {})) {}
+  ScratchDir& operator=(ScratchDir&&) = delete;
   fs::path path;
   ~ScratchDir() {
     std::error_code ec;
     if (!path.empty()) fs::remove_all(path, ec);
   }
 };
+
+Result<ScratchDir> make_scratch(const fs::path& parent) {
+  std::random_device rd;
+  ScratchDir d{parent / ("build-" + std::to_string(::getpid()) + "-" + std::to_string(rd()))};
+  std::error_code ec;
+  fs::create_directories(d.path, ec);
+  if (ec) {
+    const std::string why = "cannot create " + d.path.string() + ": " + ec.message();
+    d.path.clear();
+    return IoError(why + " (set GANTRY_KERNEL_CACHE to a writable directory)");
+  }
+  return d;
+}
+
+// "c++ (Debian 12.2.0-14) 12.2.0": the first line of `compiler --version`, run once per compiler and
+// process (a cache hit must not pay for a process start).
+std::string compiler_identity(const fs::path& compiler, const fs::path& cache_dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> seen;  // a cache of immutable facts, not shared state
+  std::lock_guard lock(mu);
+  auto it = seen.find(compiler.string());
+  if (it != seen.end()) return it->second;
+  std::string out;
+  auto scratch = make_scratch(cache_dir);
+  Result<int> rc = scratch.ok()
+                       ? run_process({compiler.string(), "--version"}, scratch->path / "version.txt", out)
+                       : Result<int>(scratch.status());
+  std::string line = out.substr(0, out.find('\n'));
+  if (!rc.ok() || *rc != 0 || line.empty()) line = compiler.string() + " (unknown version)";
+  seen.emplace(compiler.string(), line);
+  return line;
+}
 
 }  // namespace
 
@@ -171,13 +193,8 @@ Result<CpuBinary> compile_cpu(std::string_view source, const KernelSignature& si
   if (ec)
     return IoError("cannot create the kernel cache directory " + cache_dir.string() + ": " + ec.message() +
                    " (set GANTRY_KERNEL_CACHE to a writable directory)");
-  std::random_device rd;
-  ScratchDir scratch{cache_dir / ("build-" + std::to_string(::getpid()) + "-" + std::to_string(rd()))};
-  fs::create_directories(scratch.path, ec);
-  if (ec) return IoError("cannot create " + scratch.path.string() + ": " + ec.message());
-
   CpuBinary out;
-  out.compiler = compiler_identity(compiler, scratch.path);
+  out.compiler = compiler_identity(compiler, cache_dir);
   std::vector<std::string> argv = {compiler.string(), c ? "-std=c11" : "-std=c++17", "-O2", "-fPIC",
                                    "-shared"};
   for (const auto& f : flags) argv.push_back(f);
@@ -204,6 +221,7 @@ Result<CpuBinary> compile_cpu(std::string_view source, const KernelSignature& si
   }
 
   const auto t0 = std::chrono::steady_clock::now();
+  GANTRY_ASSIGN_OR_RETURN(ScratchDir scratch, make_scratch(cache_dir));
   std::string base = fs::path(source_name).filename().string();
   if (base.empty()) base = c ? "kernel.c" : "kernel.cpp";
   const fs::path src = scratch.path / safe_file_name(base);
@@ -235,7 +253,7 @@ Result<CpuBinary> compile_cpu(std::string_view source, const KernelSignature& si
   out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!use_cache) {
     // Uncached: a private copy that no other load shares.
-    out.so_path = cache_dir / ("uncached-" + std::to_string(::getpid()) + "-" + std::to_string(rd()) + ".so");
+    out.so_path = scratch.path.parent_path() / ("uncached-" + scratch.path.filename().string() + ".so");
   }
   fs::rename(so, out.so_path, ec);
   if (ec) return IoError("cannot move the compiled kernel to " + out.so_path.string() + ": " + ec.message());
