@@ -19,6 +19,7 @@ void register_run_command(CLI::App& app, int& exit_code);
 void register_test_onnx_command(CLI::App& app, int& exit_code);
 void register_bench_command(CLI::App& app, int& exit_code);
 void register_serve_command(CLI::App& app, int& exit_code);
+void register_kernel_command(CLI::App& app, int& exit_code);
 
 // Parses argv and runs the chosen command's callback. Returns its exit code; CLI11 prints help or usage
 // (help exits 0, bad usage 2); an unexpected exception becomes a one-line error and exit code 1.

@@ -9,15 +9,7 @@
 
 namespace gantry::memory {
 
-namespace {
-
-namespace cu = internal::cu;
-
-// libcuda.so.1, loaded once per process and never unloaded (the driver dislikes dlclose).
-struct Driver {
-  cu::Api api{};
-  Status status;
-};
+namespace internal::cu {
 
 const Driver& driver() {
   static const Driver d = [] {
@@ -26,19 +18,19 @@ const Driver& driver() {
     if (!lib) {
       const char* e = ::dlerror();
       out.status = Unavailable(std::string("the CUDA driver library libcuda.so.1 cannot be loaded (") +
-                               (e ? e : "not found") + "); install the NVIDIA driver or use the host pool");
+                               (e ? e : "not found") + "); install the NVIDIA driver, or run on the CPU");
       return out;
     }
     void** slots = reinterpret_cast<void**>(&out.api);
-    for (size_t i = 0; i < std::size(cu::kSymbols); ++i) {
-      slots[i] = ::dlsym(lib, cu::kSymbols[i]);
+    for (size_t i = 0; i < std::size(kSymbols); ++i) {
+      slots[i] = ::dlsym(lib, kSymbols[i]);
       if (!slots[i]) {
-        out.status = Unavailable(std::string("libcuda.so.1 lacks ") + cu::kSymbols[i] +
-                                 "; the driver is too old for the virtual-memory API (CUDA 10.2+)");
+        out.status = Unavailable(std::string("libcuda.so.1 lacks ") + kSymbols[i] +
+                                 "; the NVIDIA driver is too old (Gantry needs the CUDA 11.2+ driver API)");
         return out;
       }
     }
-    if (cu::Result r = out.api.init(0); r != cu::kSuccess) {
+    if (Result r = out.api.init(0); r != kSuccess) {
       const char* msg = nullptr;
       out.api.get_error_string(r, &msg);
       out.status = Unavailable("cuInit failed: " + std::string(msg ? msg : "error ") + " (" +
@@ -49,11 +41,22 @@ const Driver& driver() {
   return d;
 }
 
-std::string error_text(cu::Result r) {
+std::string error_text(Result r) {
+  const char* name = nullptr;
   const char* msg = nullptr;
-  driver().api.get_error_string(r, &msg);
-  return std::string(msg ? msg : "unknown error") + " (" + std::to_string(r) + ")";
+  if (driver().api.get_error_name) driver().api.get_error_name(r, &name);
+  if (driver().api.get_error_string) driver().api.get_error_string(r, &msg);
+  return std::string(name ? name : "CUDA error") + ": " + (msg ? msg : "unknown error") + " (" +
+         std::to_string(r) + ")";
 }
+
+}  // namespace internal::cu
+
+namespace {
+
+namespace cu = internal::cu;
+using cu::driver;
+using cu::error_text;
 
 class CudaBacking final : public Backing {
  public:
@@ -125,7 +128,7 @@ class CudaBacking final : public Backing {
 }  // namespace
 
 Result<std::unique_ptr<Backing>> make_cuda_backing(int ordinal) {
-  const Driver& d = driver();
+  const cu::Driver& d = cu::driver();
   if (!d.status.ok()) return d.status;
   const cu::Api& a = d.api;
   cu::Device dev = 0;

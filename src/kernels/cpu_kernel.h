@@ -1,0 +1,76 @@
+// The CPU half of the kernel executor: the system compiler turns a C/C++ kernel into a cached shared
+// object (with a generated trampoline that unpacks the argument array), and a thread pool runs its
+// blocks.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gantry/core/status.h"
+#include "gantry/kernels/signature.h"
+
+namespace gantry::kernels::internal {
+
+// The declarations every CPU kernel sees before its first line (docs/kernels.md shows it).
+extern const char* const kCpuPrelude;
+
+// The entry point the trampoline exports: `gantry_launch_<entry>(ctx, args)`; args[i] points to the i-th
+// argument's value (a pointer for a tensor).
+struct CpuContext {
+  uint32_t grid_dim[3];
+  uint32_t block_dim[3];
+  uint32_t block_idx[3];
+  void* shared;
+  uint64_t shared_bytes;
+};
+using CpuEntry = void (*)(const CpuContext*, void**);
+
+struct CpuBinary {
+  std::filesystem::path so_path;
+  std::string log;
+  std::string compiler;  // "c++ (GCC) 12.2.0"
+  double compile_ms = 0;
+  bool cache_hit = false;
+  uint64_t size = 0;
+};
+
+// Compiles `source` (C when source_name ends in ".c", C++ otherwise) with the compiler from PATH, or
+// takes it from the cache in `cache_dir`. Unavailable without a compiler; InvalidArgument with the
+// compiler's output (file:line: error) when it fails.
+Result<CpuBinary> compile_cpu(std::string_view source, const KernelSignature& signature,
+                              const std::string& source_name, const std::vector<std::string>& flags,
+                              const std::filesystem::path& cache_dir, bool use_cache);
+
+// Finds `name` in PATH; empty when absent.
+std::filesystem::path find_in_path(std::string_view name);
+
+// Runs blocks on worker threads (the caller's thread included). One run() at a time.
+class BlockRunner {
+ public:
+  explicit BlockRunner(unsigned threads);
+  ~BlockRunner();
+  unsigned threads() const { return static_cast<unsigned>(workers_.size()) + 1; }
+  // Calls fn(worker, block) for every block in [0, blocks); worker is in [0, threads()).
+  void run(uint64_t blocks, const std::function<void(unsigned, uint64_t)>& fn);
+
+ private:
+  void work(unsigned worker);
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable start_cv_, done_cv_;
+  const std::function<void(unsigned, uint64_t)>* job_ = nullptr;
+  uint64_t blocks_ = 0;
+  std::atomic<uint64_t> next_{0};
+  unsigned busy_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace gantry::kernels::internal
