@@ -182,8 +182,10 @@ command -v python3 >/dev/null || { say "python3 is needed to compare and write t
 TIMEOUT() { timeout "$@"; }
 ngl_all=-1
 models=$CHECK/models
-# From a source checkout (no check/ overlay): the set-up's models.
+bins=$CHECK/bin
+# From a source checkout (no check/ overlay): the set-up's models and the build's test binaries.
 [[ -d "$CHECK" || ! -d "$HERE/../.cache/models" ]] || models=$HERE/../.cache/models
+[[ -d "$CHECK" || ! -d "$HERE/../build/bin" ]] || bins=$HERE/../build/bin
 tiny=$models/tiny-llama.gguf
 [[ -f "$tiny" ]] || tiny=""
 
@@ -200,7 +202,7 @@ compare_detect "$OUT/logs/detect.json" "$OUT/logs/nvidia-smi.csv" "$cuda_version
   >"$OUT/logs/detect-compare.txt" 2>&1
 rc=$?
 tail -n 1 "$OUT/logs/detect-compare.txt" >"$OUT/logs/detect-compare.json"
-sed '$d' "$OUT/logs/detect-compare.txt" >>"$TXT"
+sed '$d' "$OUT/logs/detect-compare.txt" | tee -a "$TXT"
 diffs=$(grep -c '^  DIFF' "$OUT/logs/detect-compare.txt" || true)
 nfields=$(grep -cE '^  (ok|DIFF)' "$OUT/logs/detect-compare.txt" || true)
 if (( rc == 0 )); then record detect pass "gantry detect agrees with nvidia-smi on all $nfields fields" "$OUT/logs/detect-compare.json"
@@ -212,7 +214,7 @@ node=$CHECK/onnx-node
 if [[ ! -d "$node" ]]; then
   record onnx-node "not carried" "no ONNX node suite ($CHECK/onnx-node: unpack the -check overlay)"
 else
-  cuda_ok=$("$GANTRY" plan "$CHECK/models/mlp_64_128_10.onnx" --explain --json 2>/dev/null | python3 -c '
+  cuda_ok=$("$GANTRY" plan "$models/mlp_64_128_10.onnx" --explain --json 2>/dev/null | python3 -c '
 import json,sys
 d=json.load(sys.stdin); c=[x for x in d["candidates"] if x["provider"]=="cuda"]
 print("yes" if c and c[0]["viable"] else ("no: " + (c[0]["reason"] if c else "cuda not a candidate")))' 2>/dev/null || echo "no: plan --explain failed")
@@ -381,8 +383,8 @@ fi
 # gtest BIN FILTER NAME: runs one suite filter; passes when it ran tests and none failed (skips are listed).
 gtest() {
   local bin=$1 filter=$2 name=$3
-  if [[ ! -x "$CHECK/bin/$bin" ]]; then record "$name" "not built" "$bin is not in $CHECK/bin (make dist-check)"; return; fi
-  TIMEOUT 600 "$CHECK/bin/$bin" --gtest_filter="$filter" --gtest_output="json:$OUT/logs/$name.json" >"$OUT/logs/$name.txt" 2>&1
+  if [[ ! -x "$bins/$bin" ]]; then record "$name" "not built" "$bin is not in $bins (make dist-check)"; return; fi
+  TIMEOUT 600 "$bins/$bin" --gtest_filter="$filter" --gtest_output="json:$OUT/logs/$name.json" >"$OUT/logs/$name.txt" 2>&1
   local rc=$?
   local ran passed skipped failed
   ran=$(sed -n 's/^\[==========\] \([0-9]*\) tests\? from .* ran.*/\1/p' "$OUT/logs/$name.txt" | tail -n 1)
@@ -392,19 +394,20 @@ gtest() {
   local s="$bin $filter: ${ran:-0} ran, ${passed:-0} passed, ${skipped:-0} skipped, ${failed:-0} failed"
   if (( rc == 0 )) && (( ${ran:-0} > 0 )) && (( ${skipped:-0} == 0 )); then record "$name" pass "$s" "$OUT/logs/$name.json"
   elif (( rc == 0 )) && (( ${ran:-0} > 0 )); then
-    record "$name" fail "$s; skipped on a GPU machine: $(grep -A1 '^\[  SKIPPED \] [A-Z]' "$OUT/logs/$name.txt" | head -n 3 | tr '\n' ' ')" "$OUT/logs/$name.json"
+    record "$name" fail "$s; skipped on a GPU machine: $(grep -A1 ': Skipped$' "$OUT/logs/$name.txt" | grep -v -e ': Skipped$' -e '^--$' | sort -u | head -n 3 | paste -sd ';')" "$OUT/logs/$name.json"
   else record "$name" fail "$s (exit $rc; logs/$name.txt)" "$OUT/logs/$name.json"; fi
 }
 gtest memory_test '*Cuda*' memory-pool
 for t in onnx_test llama_test; do
-  [[ -x "$CHECK/bin/$t" ]] && gtest "$t" '*Cuda*' "${t%_test}-cuda"
+  [[ -x "$bins/$t" ]] && gtest "$t" '*Cuda*' "${t%_test}-cuda"
 done
-if "$GANTRY" kernel --help >/dev/null 2>&1; then gtest kernels_test 'Kernel*' kernels
+# An unknown subcommand's --help prints the top-level help and exits 0: look for the kernel command's own usage.
+if "$GANTRY" kernel --help 2>&1 | grep -qE '^Usage: .*kernel'; then gtest kernels_test 'Kernel*' kernels
 else record kernels "not built" "this gantry has no 'kernel' command (the kernel executor is not in this build)"; fi
 
 # -------------------------------------------------------------- 7. make bench's GPU lines
 : >"$OUT/logs/bench.txt"
-for b in "$CHECK"/bin/*_bench; do
+for b in "$bins"/kernel*_bench; do
   [[ -x "$b" ]] || continue
   TIMEOUT 300 "$b" >>"$OUT/logs/bench.txt" 2>&1 || echo "benchmark $(basename "$b") failed" >>"$OUT/logs/bench.txt"
 done
@@ -439,7 +442,7 @@ if [[ -n "$lines" ]]; then
   python3 -c '
 import json,sys; print(json.dumps([l for l in sys.stdin.read().splitlines() if l]))' <<<"$lines" >"$OUT/logs/bench.json"
   record bench info "$(paste -sd ';' <<<"$lines" | sed 's/;/; /g')" "$OUT/logs/bench.json"
-else record bench "not built" "no GPU benchmark line (no kernel benchmark in $CHECK/bin; gantry bench failed or was skipped: logs/)"; fi
+else record bench "not built" "no GPU benchmark line (no kernel benchmark in $bins; gantry bench failed or was skipped: logs/)"; fi
 
 # -------------------------------------------------------------- the report
 python3 - "$OUT" "$when" "$(hostname)" "$FAILED" <<'PY'

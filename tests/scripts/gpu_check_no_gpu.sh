@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# scripts/gpu-check.sh where there is no NVIDIA GPU (this machine, CI): it says so, writes report.txt and a
+# valid report.json saying so, and exits 0. Also its detect-vs-nvidia-smi comparison, on the captured H100
+# machine (tests/fixtures/hw/nvidia-h100-vm or /work/shared): agreement on every field, and a changed field
+# (driver version, memory) reported as a difference with exit 1.
+set -uo pipefail
+BUILD=${1:?usage: gpu_check_no_gpu.sh BUILD_DIR}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CHECK=$ROOT/scripts/gpu-check.sh
+GANTRY=$BUILD/bin/gantry
+[[ -x "$GANTRY" ]] || { echo "FAIL: $GANTRY is not built"; exit 1; }
+fail=0
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# No GPU: no nvidia-smi on PATH (a directory without one) and gantry detect sees no CUDA device.
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "SKIP: this machine has an NVIDIA GPU (run scripts/gpu-check.sh itself)"; exit 77
+fi
+mkdir -p "$tmp/empty-path"
+env PATH="$tmp/empty-path:/usr/bin:/bin" NVIDIA_SMI= GANTRY="$GANTRY" GANTRY_CHECK_DIR="$tmp/none" \
+  bash "$CHECK" --out "$tmp/report" >"$tmp/stdout.txt" 2>&1
+rc=$?
+check "exits 0 without a GPU (got $rc)" '(( rc == 0 ))'
+check "says there is no NVIDIA GPU" 'grep -q "no NVIDIA GPU on this machine" "$tmp/stdout.txt"'
+check "report.txt says so too" 'grep -q "no NVIDIA GPU on this machine" "$tmp/report/report.txt"'
+check "report.json is valid JSON with gpu=false, result=no-gpu and a reason" \
+  '/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"gpu\"] is False and d[\"result\"] == \"no-gpu\" and \"nvidia-smi\" in d[\"reason\"] and d[\"sections\"] == []" "$tmp/report/report.json"'
+check "the report names the gantry it ran" 'grep -q "^gantry " "$tmp/report/report.txt"'
+
+# An nvidia-smi that finds no GPU (what it prints on a machine with the driver but no device) is no GPU too.
+printf '#!/bin/sh\necho "No devices were found" >&2\nexit 6\n' >"$tmp/nvidia-smi"
+chmod +x "$tmp/nvidia-smi"
+NVIDIA_SMI="$tmp/nvidia-smi" GANTRY="$GANTRY" GANTRY_CHECK_DIR="$tmp/none" bash "$CHECK" --out "$tmp/report2" >"$tmp/stdout2.txt" 2>&1
+rc=$?
+check "an nvidia-smi without devices: exit 0 and the reason in the report" \
+  '(( rc == 0 )) && grep -q "No devices were found" "$tmp/report2/report.json"'
+
+# The comparison on the captured H100 (nvidia-smi's CSV and gantry detect --json from that machine).
+fx=""
+for d in "$ROOT/tests/fixtures/hw/nvidia-h100-vm" /work/shared/fixtures/nvidia-h100-vm; do
+  [[ -f "$d/gantry-detect.json" && -f "$d/nvidia-smi.csv" ]] && { fx=$d; break; }
+done
+if [[ -z "$fx" ]]; then
+  echo "note: no nvidia-h100-vm capture with gantry-detect.json + nvidia-smi.csv; comparison not checked"
+else
+  check "detect vs nvidia-smi on the captured H100: all 14 fields agree" \
+    'bash "$CHECK" --compare-detect "$fx/gantry-detect.json" "$fx/nvidia-smi.csv" 13.0 >"$tmp/cmp.txt" && (( $(grep -c "^  ok " "$tmp/cmp.txt") == 14 ))'
+  sed 's/580\.159\.04/575.51.03/' "$fx/nvidia-smi.csv" >"$tmp/smi-driver.csv"
+  check "a different driver version is a DIFF and exit 1" \
+    '! bash "$CHECK" --compare-detect "$fx/gantry-detect.json" "$tmp/smi-driver.csv" 13.0 >"$tmp/cmp2.txt" && grep -q "^  DIFF cuda:0 driver_version" "$tmp/cmp2.txt" && (( $(grep -c "^  DIFF" "$tmp/cmp2.txt") == 1 ))'
+  sed 's/ 81079 MiB/ 70000 MiB/' "$fx/nvidia-smi.csv" >"$tmp/smi-free.csv"
+  check "free memory 11 GiB apart is a DIFF (beyond the tolerance for memory that moves)" \
+    '! bash "$CHECK" --compare-detect "$fx/gantry-detect.json" "$tmp/smi-free.csv" 13.0 >"$tmp/cmp3.txt" && grep -q "^  DIFF cuda:0 memory_free_mib" "$tmp/cmp3.txt"'
+  check "a different CUDA version is a DIFF" \
+    '! bash "$CHECK" --compare-detect "$fx/gantry-detect.json" "$fx/nvidia-smi.csv" 12.8 >"$tmp/cmp4.txt" && grep -q "^  DIFF cuda:0 cuda_driver_version" "$tmp/cmp4.txt"'
+fi
+if command -v shellcheck >/dev/null 2>&1; then
+  check "shellcheck scripts/gpu-check.sh scripts/dist.sh scripts/dist-cuda.sh" \
+    'shellcheck -S warning "$CHECK" "$ROOT/scripts/dist.sh" $( [[ -f "$ROOT/scripts/dist-cuda.sh" ]] && echo "$ROOT/scripts/dist-cuda.sh")'
+fi
+exit $fail
