@@ -2,7 +2,11 @@
 # Packs a self-contained Gantry bundle from a build tree (see docs/dist.md):
 #
 #   scripts/dist.sh [--build DIR] [--variant cpu|cuda] [--llama-lib DIR] [--ort-lib DIR] [--check] [--out DIR]
+#   scripts/dist.sh --base CPU_BUNDLE.tar.zst --variant cuda --llama-lib DIR [--ort-lib DIR] [--out DIR]
 #
+#   --base  start from a packed bundle instead of a build tree (a GPU machine has no Debian build
+#           dependencies): its llama.cpp/ggml libraries are replaced by --llama-lib's, ONNX Runtime's
+#           provider plugins from --ort-lib are added (scripts/dist-cuda.sh does this).
 #   bundle  dist/gantry-<version>-linux-x86_64[-cuda].tar.zst, one top folder of the same name:
 #             bin/gantry, lib/ (the engine module, ONNX Runtime, llama.cpp/ggml and every other shared library
 #             the ELF files resolve, except glibc, libstdc++/libgcc and the NVIDIA driver), schema/,
@@ -23,6 +27,7 @@ DEPS=${GANTRY_DEPS_DIR:-$ROOT/.cache}
 LLAMA_LIB=""
 ORT_LIB=""
 CHECK=0
+BASE=""
 OUT=$ROOT/dist
 ZSTD_LEVEL=${GANTRY_DIST_ZSTD_LEVEL:-9}
 
@@ -36,8 +41,9 @@ while [[ $# -gt 0 ]]; do
     --llama-lib) LLAMA_LIB=$2; shift 2 ;;
     --ort-lib) ORT_LIB=$2; shift 2 ;;
     --check) CHECK=1; shift ;;
+    --base) BASE=$(realpath "$2"); shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -48,13 +54,18 @@ ORT_LIB=${ORT_LIB:-$DEPS/onnxruntime/lib}
 for tool in patchelf zstd ldd strip readelf; do
   command -v "$tool" >/dev/null || die "$tool is missing (scripts/apt-packages.txt; run make setup)"
 done
-[[ -x "$BUILD/bin/gantry" && -f "$BUILD/lib/libgantry_engine.so" ]] \
-  || die "$BUILD/bin/gantry or $BUILD/lib/libgantry_engine.so is not built (cmake --build $BUILD --target gantry)"
-[[ -f "$ORT_LIB/libonnxruntime.so.1" ]] || die "ONNX Runtime not in $ORT_LIB"
 [[ -f "$LLAMA_LIB/libllama.so.0" ]] || die "llama.cpp not in $LLAMA_LIB"
-
-VERSION=$(sed -n 's/^#define GANTRY_VERSION_STRING "\(.*\)"/\1/p' "$BUILD/include/gantry/build_info.h")
-[[ -n "$VERSION" ]] || die "no GANTRY_VERSION_STRING in $BUILD/include/gantry/build_info.h"
+if [[ -n "$BASE" ]]; then
+  (( CHECK == 0 )) || die "--check needs a build tree, not --base"
+  BASE_LINE=$(tar -I zstd -xOf "$BASE" --wildcards '*/BUNDLE') || die "$BASE is not a Gantry bundle (no BUNDLE)"
+  VERSION=$(awk '{print $2}' <<<"$BASE_LINE")
+else
+  [[ -x "$BUILD/bin/gantry" && -f "$BUILD/lib/libgantry_engine.so" ]] \
+    || die "$BUILD/bin/gantry or $BUILD/lib/libgantry_engine.so is not built (cmake --build $BUILD --target gantry)"
+  [[ -f "$ORT_LIB/libonnxruntime.so.1" ]] || die "ONNX Runtime not in $ORT_LIB"
+  VERSION=$(sed -n 's/^#define GANTRY_VERSION_STRING "\(.*\)"/\1/p' "$BUILD/include/gantry/build_info.h")
+  [[ -n "$VERSION" ]] || die "no GANTRY_VERSION_STRING in $BUILD/include/gantry/build_info.h"
+fi
 NAME=gantry-$VERSION-linux-x86_64
 [[ "$VARIANT" == cuda ]] && NAME+=-cuda
 
@@ -81,8 +92,10 @@ install_elf() {
 # The libraries ggml and ONNX Runtime bring, under the file names the loader asks for (SONAMEs), plus the
 # ggml backends a GGML_BACKEND_DL build loads by file name (libggml-*.so).
 copy_runtime_libs() {
-  install_elf "$BUILD/lib/libgantry_engine.so" "$S/lib"
-  install_elf "$ORT_LIB/libonnxruntime.so.1" "$S/lib"
+  if [[ -z "$BASE" ]]; then
+    install_elf "$BUILD/lib/libgantry_engine.so" "$S/lib"
+    install_elf "$ORT_LIB/libonnxruntime.so.1" "$S/lib"
+  fi
   local f
   for f in "$ORT_LIB"/libonnxruntime_providers_*.so; do
     [[ -f "$f" ]] || continue
@@ -113,10 +126,23 @@ close_over_ldd() {
       while read -r name path; do
         [[ "$name" =~ $ALLOWED_SYSTEM ]] && continue
         [[ -e "$S/lib/$name" ]] && continue
-        [[ "$path" == /* && -f "$path" ]] || die "$(basename "$elf") needs $name, which does not resolve here"
+        if [[ "$path" != /* || ! -f "$path" ]]; then
+          # ONNX Runtime's CUDA EP may need what this machine lacks (cuDNN): it then fails to register,
+          # with that reason, and everything else works. Anything else missing is fatal.
+          if [[ "$VARIANT" == cuda && "$(basename "$elf")" == libonnxruntime_providers_* ]]; then
+            note "WARNING: $(basename "$elf") needs $name, which does not resolve here: that EP will not load"
+            MISSING+=("$(basename "$elf") needs $name")
+            continue
+          fi
+          die "$(basename "$elf") needs $name, which does not resolve here"
+        fi
         note "adding $name (from $path, needed by $(basename "$elf"))"
         install_elf "$path" "$S/lib" "$name"
-        SYSTEM_LIBS+=("$path")
+        if [[ "$(readlink -f "$path")" == "$(readlink -f "${CUDA_HOME:-/usr/local/cuda}")"/* ]]; then
+          CUDA_LIBS+=("$name")
+        else
+          SYSTEM_LIBS+=("$path")
+        fi
         next+=("$S/lib/$name")
       done < <(ldd "$elf" 2>/dev/null | awk '$2 == "=>" {print $1, $3}')
     done
@@ -134,14 +160,19 @@ copy_licences() {
     local owners
     owners=$(dpkg -S "${real[@]}" "${real[@]/#\/usr\/lib\//\/lib\/}" 2>/dev/null || true)
     for p in "${real[@]}"; do
-      grep -qF -e ": $p" -e ": ${p/#\/usr\/lib\//\/lib\/}" <<<"$owners" || die "no Debian package owns $p: cannot ship its licence"
+      grep -qF -e ": $p" -e ": ${p/#\/usr\/lib\//\/lib\/}" <<<"$owners" && continue
+      [[ "$VARIANT" == cuda ]] || die "no Debian package owns $p: cannot ship its licence"
+      # A GPU machine's image may hold libraries outside its package manager: list them for a person to check.
+      note "WARNING: no package owns $p: listed in licenses/UNKNOWN.txt"
+      echo "$p" >>"$S/licenses/UNKNOWN.txt"
     done
     while read -r pkg; do
       local c=/usr/share/doc/$pkg/copyright
       [[ -f "$c" ]] || die "no copyright file for $pkg ($c)"
       cp "$c" "$S/licenses/debian-$pkg.copyright"
-    done < <(cut -d: -f1 <<<"$owners" | sort -u)
+    done < <(grep -v '^dpkg-query' <<<"$owners" | cut -d: -f1 | sort -u)
   fi
+  [[ -z "$BASE" ]] || return 0  # the base bundle has ONNX Runtime's, llama.cpp's and Gantry's
   local ort_pkg
   ort_pkg=$(ls -d "$DEPS"/npm/com.github.asus4.onnxruntime-*/package 2>/dev/null | head -n 1)
   [[ -n "$ort_pkg" && -f "$ort_pkg/LICENSE" ]] || die "ONNX Runtime's LICENSE not found under $DEPS/npm"
@@ -154,14 +185,17 @@ copy_licences() {
 }
 
 write_docs() {
+  rm -rf "$S/schema"
   cp -r "$ROOT/schema" "$S/schema"
   cp "$ROOT/data/catalogue.json" "$S/share/gantry/catalogue.json"
   cp "$ROOT/scripts/gpu-check.sh" "$S/gpu-check.sh"
   chmod +x "$S/gpu-check.sh"
   local commit
   commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  [[ -z "$BASE" ]] || commit=$(sed -n 's/.*(commit \([^,]*\),.*/\1/p' <<<"$BASE_LINE")
   # One line that `gantry version` prints when it runs from a bundle.
-  echo "gantry $VERSION $VARIANT bundle (commit $commit, $(uname -m), built $(date -u +%Y-%m-%d))" >"$S/BUNDLE"
+  echo "gantry $VERSION $VARIANT bundle (commit $commit, $(uname -m), built $(date -u +%Y-%m-%d)$([[ -z "$BASE" ]] || echo ", from the cpu bundle"))" >"$S/BUNDLE"
+  if (( ${#MISSING[@]} )); then printf '%s\n' "${MISSING[@]}" >"$S/MISSING.txt"; fi
   cat >"$S/README.md" <<EOF
 # Gantry $VERSION ($VARIANT bundle, linux-x86_64)
 
@@ -193,6 +227,8 @@ verify_stage() {
     local name path
     while read -r name path; do
       [[ "$name" =~ $ALLOWED_SYSTEM ]] && continue
+      # Reported in MISSING.txt by the closure (the CUDA EP's optional cuDNN).
+      [[ "$path" == not && "$VARIANT" == cuda && "$(basename "$elf")" == libonnxruntime_providers_* ]] && continue
       path=$(realpath -m -s "$path")
       [[ "$path" == "$S/lib/"* ]] || { note "$(basename "$elf"): $name resolves to $path"; bad=1; }
     done < <(ldd "$elf" 2>/dev/null | awk '$2 == "=>" {print $1, $3}')
@@ -211,7 +247,18 @@ pack() {
 }
 
 SYSTEM_LIBS=()
-install_elf "$BUILD/bin/gantry" "$S/bin"
+CUDA_LIBS=()
+MISSING=()
+if [[ -n "$BASE" ]]; then
+  # The base bundle's tree with llama.cpp/ggml taken out (the new build brings its own, maybe DL backends).
+  tar -I zstd -xf "$BASE" -C "$STAGE_ROOT" || die "unpacking $BASE"
+  base_top=$(find "$STAGE_ROOT" -mindepth 1 -maxdepth 1 -type d -name 'gantry-*' ! -name "$NAME" -printf '%f\n')
+  rm -rf "$S"
+  mv "$STAGE_ROOT/$base_top" "$S"
+  rm -f "$S"/lib/libllama.so* "$S"/lib/libggml*.so*
+else
+  install_elf "$BUILD/bin/gantry" "$S/bin"
+fi
 copy_runtime_libs
 # CUDA variant: NVRTC (the kernel executor dlopens it) comes with the bundle, from the toolkit that built it.
 if [[ "$VARIANT" == cuda ]]; then
