@@ -15,6 +15,9 @@ GANTRY_DEV=$BUILD/bin/gantry
 for tool in patchelf zstd; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed (make setup installs it)"; exit 77; }
 done
+if grep -qE '^GANTRY_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null; then
+  echo "SKIP: a sanitizer build is not what a bundle ships (make dist packs the default preset)"; exit 77
+fi
 [[ -x "$GANTRY_DEV" && -f "$BUILD/lib/libgantry_engine.so" ]] || { echo "FAIL: $GANTRY_DEV is not built"; exit 1; }
 [[ -f "$MODELS/tiny-llama.gguf" && -f "$MODELS/mlp_64_128_10.onnx" ]] || { echo "FAIL: models missing in $MODELS"; exit 1; }
 
