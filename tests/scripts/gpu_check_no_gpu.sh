@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh where there is no NVIDIA GPU (this machine, CI): it says so, writes report.txt and a
 # valid report.json saying so, and exits 0. Also its detect-vs-nvidia-smi comparison, on the captured H100
-# machine (tests/fixtures/hw/nvidia-h100-vm or /work/shared): agreement on every field, and a changed field
+# machine (tests/fixtures/gpu-check/nvidia-h100-vm): agreement on every field, and a changed field
 # (driver version, memory) reported as a difference with exit 1.
 set -uo pipefail
 BUILD=${1:?usage: gpu_check_no_gpu.sh BUILD_DIR}
@@ -38,11 +38,11 @@ check "an nvidia-smi without devices: exit 0 and the reason in the report" \
 
 # The comparison on the captured H100 (nvidia-smi's CSV and gantry detect --json from that machine).
 fx=""
-for d in "$ROOT/tests/fixtures/hw/nvidia-h100-vm" /work/shared/fixtures/nvidia-h100-vm; do
+for d in "$ROOT/tests/fixtures/gpu-check/nvidia-h100-vm" "$ROOT/tests/fixtures/hw/nvidia-h100-vm"; do
   [[ -f "$d/gantry-detect.json" && -f "$d/nvidia-smi.csv" ]] && { fx=$d; break; }
 done
 if [[ -z "$fx" ]]; then
-  echo "note: no nvidia-h100-vm capture with gantry-detect.json + nvidia-smi.csv; comparison not checked"
+  echo "FAIL: no nvidia-h100-vm capture (gantry-detect.json + nvidia-smi.csv) under tests/fixtures"; fail=1
 else
   check "detect vs nvidia-smi on the captured H100: all 14 fields agree" \
     'bash "$CHECK" --compare-detect "$fx/gantry-detect.json" "$fx/nvidia-smi.csv" 13.0 >"$tmp/cmp.txt" && (( $(grep -c "^  ok " "$tmp/cmp.txt") == 14 ))'
