@@ -55,6 +55,47 @@ else
   check "a different CUDA version is a DIFF" \
     '! bash "$CHECK" --compare-detect "$fx/gantry-detect.json" "$fx/nvidia-smi.csv" 12.8 >"$tmp/cmp4.txt" && grep -q "^  DIFF cuda:0 cuda_driver_version" "$tmp/cmp4.txt"'
 fi
+# The GPU path's plumbing, without a GPU: the captured H100's /proc and /sys as gantry's sysroot and a stand-in
+# nvidia-smi replaying its CSV. Discovery from sysfs alone lacks NVML's fields (memory, power, ...), so `detect`
+# fails on exactly those; with an empty overlay every other section is "not carried"/"not built", never a pass.
+sysroot=""
+for d in /work/shared/fixtures/nvidia-h100-vm "$ROOT/tests/fixtures/hw/nvidia-h100-vm"; do
+  [[ -d "$d/proc" && -d "$d/sys" ]] && { sysroot=$d; break; }
+done
+if [[ -n "$fx" && -n "$sysroot" ]]; then
+  {
+    echo '#!/bin/sh'
+    echo 'case "$*" in'
+    echo '  -L) echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-416921e0-7fcf-3c33-f12b-71b44c7a841e)" ;;'
+    echo "  *--query-gpu=name*) cat '$fx/nvidia-smi.csv' ;;"
+    echo '  *--query-gpu=*) exit 2 ;;'
+    echo '  *--query-compute-apps*) ;;'
+    echo '  *) echo "| NVIDIA-SMI 580.159.04   Driver Version: 580.159.04   CUDA Version: 13.0 |" ;;'
+    echo 'esac'
+  } >"$tmp/fake-smi"
+  chmod +x "$tmp/fake-smi"
+  mkdir -p "$tmp/empty-overlay"
+  GANTRY_SYSROOT=$sysroot NVIDIA_SMI="$tmp/fake-smi" GANTRY="$GANTRY" GANTRY_CHECK_DIR="$tmp/empty-overlay" \
+    bash "$CHECK" --out "$tmp/report3" --quick >"$tmp/stdout3.txt" 2>&1
+  rc=$?
+  check "GPU path with the stand-in: exit 1 (detect differs on the NVML-only fields)" '(( rc == 1 ))'
+  cat >"$tmp/assert3.py" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [s["name"] for s in d["sections"]]
+assert names == ["detect", "onnx-node", "ocr-measured", "llama-greedy", "llama-vram", "memory-pool", "kernels", "bench"], names
+st = {s["name"]: s["status"] for s in d["sections"]}
+assert st["detect"] == "fail" and d["result"] == "fail" and d["gpu"] is True, st
+assert all(st[n] in ("not carried", "not built") for n in names[1:]), st
+f = {x["field"]: x["match"] for x in d["sections"][0]["details"]["fields"]}
+assert len(f) == 14 and f["name"] and f["uuid"] and f["pci_bus_id"] and f["driver_version"] and f["compute_capability"], f
+assert not f["memory_total_mib"] and not f["power_watts"], f
+PY
+  check "report.json: 8 sections in order, detect's 14 fields, nothing absent reported as a pass" \
+    '/usr/bin/python3 "$tmp/assert3.py" "$tmp/report3/report.json"'
+else
+  echo "note: no nvidia-h100-vm sysroot capture here: the GPU path's plumbing is not exercised"
+fi
 if command -v shellcheck >/dev/null 2>&1; then
   check "shellcheck scripts/gpu-check.sh scripts/dist.sh scripts/dist-cuda.sh" \
     'shellcheck -S warning "$CHECK" "$ROOT/scripts/dist.sh" $( [[ -f "$ROOT/scripts/dist-cuda.sh" ]] && echo "$ROOT/scripts/dist-cuda.sh")'
