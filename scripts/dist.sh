@@ -289,7 +289,9 @@ if (( CHECK )); then
   C=$S/check
   mkdir -p "$C/bin" "$C/models"
   before=$(cd "$S" && find lib licenses -type f | sort)
-  for t in memory_test kernels_test onnx_test llama_test kernel_bench kernels_bench; do
+  # The suites with CUDA cases, and the kernel executor's benchmarks (their BENCH lines are the GPU ones).
+  for t in memory_test kernels_test onnx_test llama_test "$BUILD"/bin/kernel*_bench; do
+    t=$(basename "$t")
     [[ -x "$BUILD/bin/$t" ]] && install_elf "$BUILD/bin/$t" "$C/bin" "$t" "$RPATH_CHECK"
   done
   for m in tiny-llama.gguf mlp_64_128_10.onnx; do cp "$DEPS/models/$m" "$C/models/"; done
