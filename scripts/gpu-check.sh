@@ -250,10 +250,11 @@ print("CPU EP %(PASS)d pass/%(FAIL)d fail/%(SKIP)d skip" % d["cpu"] + " in %ss; 
       "%d pass on CPU only, %d on CUDA only" % (len(d["pass_cpu_fail_cuda"]), len(d["pass_cuda_fail_cpu"])))' "$OUT/logs/onnx-node.json")
   if [[ "$cuda_ok" != yes ]]; then record onnx-node fail "the CUDA EP is not usable ($cuda_ok); $summary" "$OUT/logs/onnx-node.json"
   else
-    # The CUDA EP must run the suite (a pass count near the CPU's); per-test differences are listed, not hidden.
-    cuda_pass=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cuda"]["PASS"])' "$OUT/logs/onnx-node.json")
-    if (( cuda_pass > 0 )); then record onnx-node pass "$summary" "$OUT/logs/onnx-node.json"
-    else record onnx-node fail "$summary" "$OUT/logs/onnx-node.json"; fi
+    # The CUDA EP must run the suite about as well as the CPU EP (ONNX Runtime places the nodes the CUDA EP has
+    # no kernel for on the CPU, so >= 90% of the CPU's passes); the per-test differences are listed, not hidden.
+    near=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(int(d["cuda"]["PASS"] > 0 and d["cuda"]["PASS"] >= 0.9 * d["cpu"]["PASS"]))' "$OUT/logs/onnx-node.json")
+    if [[ "$near" == 1 ]]; then record onnx-node pass "$summary" "$OUT/logs/onnx-node.json"
+    else record onnx-node fail "$summary (want CUDA EP passes >= 90% of the CPU EP's)" "$OUT/logs/onnx-node.json"; fi
   fi
 fi
 
