@@ -5,12 +5,14 @@
 #   make build  set up and build build/bin/gantry
 #   make bench  set up, build, run the benchmarks (prints BENCH lines)
 #   make setup  install/fetch/build dependencies only
+#   make dist   set up, build, pack dist/gantry-<version>-linux-x86_64.tar.zst (self-contained; docs/dist.md)
+#   make dist-check  also the -check overlay (test binaries, models, ONNX node suite) that gpu-check.sh uses
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 PRESET ?= default
 BUILD_DIR := $(if $(filter default,$(PRESET)),build,build-$(PRESET))
 
-.PHONY: setup build test run demo bench asan fuzz fuzz-smoke clean format
+.PHONY: setup build test run demo bench asan fuzz fuzz-smoke clean format dist dist-check
 
 setup:
 	@bash scripts/setup.sh all
@@ -43,8 +45,15 @@ fuzz: setup
 fuzz-smoke: fuzz
 	@scripts/fuzz-smoke.sh $(or $(FUZZ_SECONDS),60)
 
+# The self-contained bundle (scripts/dist.sh; the CUDA variant is scripts/dist-cuda.sh, run on a GPU machine).
+dist: build
+	@bash scripts/dist.sh --build $(BUILD_DIR)
+
+dist-check: build
+	@bash scripts/dist.sh --build $(BUILD_DIR) --check
+
 format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz dist
