@@ -49,8 +49,8 @@ Result<Weight> reshape_weight(const Weight& in, const std::vector<int64_t>& shap
     return out;
   }
   GANTRY_ASSIGN_OR_RETURN(const DType type, plain_type(in, ctx));
-  GANTRY_ASSIGN_OR_RETURN(out, make_plain(in.name, type, out.shape, ctx));
   if (type == DType::kString) return InvalidArgument(ctx + ": string tensors cannot be reshaped");
+  GANTRY_ASSIGN_OR_RETURN(out, make_plain(in.name, type, out.shape, ctx));
   if (total) std::memcpy(out.data.data(), in.data.data(), in.data.byte_size());
   return out;
 }

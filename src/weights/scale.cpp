@@ -1,5 +1,6 @@
-// Scale: multiplies every element of a float tensor. The product is computed in double and rounded
-// once to the element type (exact for f32 inputs and a factor that is a power of two).
+// Scale: multiplies every element of a float tensor. The product is computed in double and then rounded
+// to the element type (round to nearest even); for a power-of-two factor the result is exact up to
+// overflow/underflow.
 #include <cstring>
 
 #include "weights/float_format.h"
