@@ -85,8 +85,10 @@ int main() {
       std::fprintf(stderr, "FAIL: %s output differs from ggml_quantize_chunk\n", ggml_type_name(gt));
       status = 1;
     }
-    if (gt == GGML_TYPE_Q8_0 && identical)
+    if (gt == GGML_TYPE_Q8_0 && identical) {
       std::printf("BENCH weights-quantize-q8_0 ratio=%.3f\n", ref_t / ours);
+      std::fflush(stdout);  // before the stderr report of the next type
+    }
   }
   return status;
 }
