@@ -112,6 +112,21 @@ TEST(Quantize, NonFiniteValuesMatchGgml) {
   expect_identical(x, "NaN and infinities");
 }
 
+TEST(Quantize, RandomBitPatternsMatchGgml) {
+  // Any f32 bit pattern (NaN payloads, infinities, denormals, huge and tiny magnitudes mixed in a block),
+  // and blocks of one random exponent band each.
+  std::mt19937 rng(10);
+  std::vector<float> x(32 * 2048);
+  for (float& v : x) v = std::bit_cast<float>(static_cast<uint32_t>(rng()));
+  expect_identical(x, "random bit patterns");
+  for (size_t b = 0; b < x.size() / 32; ++b) {
+    const int e = static_cast<int>(rng() % 300) - 160;
+    for (size_t j = 0; j < 32; ++j)
+      x[b * 32 + j] = std::ldexp(std::uniform_real_distribution<float>(-1, 1)(rng), e);
+  }
+  expect_identical(x, "random exponent bands");
+}
+
 TEST(Quantize, ManyRowsAndTheTransformMatchGgml) {
   const int64_t rows = 7, cols = 96;
   std::vector<float> x = random_normal(static_cast<size_t>(rows * cols), 0.7f, 9);
