@@ -11,7 +11,10 @@ Result<Weight> dequantize_weight(const Weight& in, const std::string& ctx) {
   if (!in.quantised()) return InvalidArgument(ctx + ": the tensor is not block-quantised");
   const auto gt = std::get<model::GgmlType>(in.type);
   const auto traits = model::ggml_type_traits(static_cast<uint32_t>(gt));
-  const auto* gg = ggml_get_type_traits(static_cast<ggml_type>(gt));
+  // (ggml_get_type_traits aborts on an id beyond its table: a type id this ggml build does not know.)
+  const auto* gg = static_cast<uint32_t>(gt) < GGML_TYPE_COUNT
+                       ? ggml_get_type_traits(static_cast<ggml_type>(gt))
+                       : nullptr;
   if (!traits || !gg || !gg->to_float || gg->blck_size != static_cast<int64_t>(traits->block_size) ||
       gg->type_size != traits->type_size)
     return Unsupported(ctx + ": this ggml build cannot dequantise " + weight_type_name(in.type));

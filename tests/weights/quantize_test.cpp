@@ -247,6 +247,11 @@ TEST(Quantize, ErrorsNameTheTransformAndTensor) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "dequantize on 'd' [64]: holds 10 bytes, q8_0 [64] needs 68");
 
+  // A type id neither ggml nor our table knows.
+  r = apply(Weight{"e", static_cast<model::GgmlType>(200), Shape{64}, *few}, Dequantize{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+
   // Layout transformations refuse block data.
   r = apply(Weight{"d", model::GgmlType::kQ8_0, Shape{64}, *few}, Transpose{{0}});
   ASSERT_FALSE(r.ok());
