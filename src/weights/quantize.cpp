@@ -9,12 +9,12 @@ namespace gantry::weights::detail {
 
 void quantize_q8_0(const float* x, uint8_t* y, int64_t k) {
   static const bool avx2 = cpu_has_avx2();
-  avx2 ? quantize_q8_0_avx2(x, y, k) : quantize_q8_0_scalar(x, y, k);
+  avx2 ? quantize_q8_0_avx2(x, y, k) : quantize_q8_0_portable(x, y, k);
 }
 
 void quantize_q4_0(const float* x, uint8_t* y, int64_t k) {
   static const bool avx2 = cpu_has_avx2();
-  avx2 ? quantize_q4_0_avx2(x, y, k) : quantize_q4_0_scalar(x, y, k);
+  avx2 ? quantize_q4_0_avx2(x, y, k) : quantize_q4_0_portable(x, y, k);
 }
 
 Result<Weight> quantize_weight(const Weight& in, model::GgmlType to, const std::string& ctx) {

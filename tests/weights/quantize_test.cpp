@@ -32,10 +32,12 @@ std::vector<std::pair<const char*, void (*)(const float*, uint8_t*, int64_t)>> k
   if (type == GGML_TYPE_Q8_0) {
     k.push_back({"dispatch", detail::quantize_q8_0});
     k.push_back({"scalar", detail::quantize_q8_0_scalar});
+    k.push_back({"portable", detail::quantize_q8_0_portable});
     if (detail::cpu_has_avx2()) k.push_back({"avx2", detail::quantize_q8_0_avx2});
   } else {
     k.push_back({"dispatch", detail::quantize_q4_0});
     k.push_back({"scalar", detail::quantize_q4_0_scalar});
+    k.push_back({"portable", detail::quantize_q4_0_portable});
     if (detail::cpu_has_avx2()) k.push_back({"avx2", detail::quantize_q4_0_avx2});
   }
   return k;
