@@ -42,8 +42,9 @@ struct Slice {
 struct Scale {
   double factor = 1.0;
 };
-// To a ggml block type (Q8_0 or Q4_0), bit-identical to ggml_quantize_chunk; the last dimension must
-// be a multiple of the block size (32).
+// To a ggml block type (Q8_0 or Q4_0), bit-identical to ggml_quantize_chunk on the f32 values; the last
+// dimension must be a multiple of the block size (32). Any float type is accepted (f16, bf16, f64 and
+// FP8 are cast to f32 first: exactly, except f64, which rounds); integer input is refused.
 struct Quantize {
   model::GgmlType to = model::GgmlType::kQ8_0;
 };
@@ -52,7 +53,11 @@ struct Dequantize {};
 
 using Transform = std::variant<Cast, Transpose, Reshape, Slice, Scale, Quantize, Dequantize>;
 
-// Applies one transformation. `in` is never modified (it may be a read-only view of a mapped file).
+// Applies one transformation. `in` is never modified (it may be a read-only view of a mapped file); the
+// result owns its data. Errors start with describe(t), the tensor's name and shape:
+// "slice 0:10,::0 on 'blk.0.attn_q.weight' [64,64]: step must be > 0 ...".
+// Call it as weights::apply(w, t) when `t` is a Transform variable: unqualified, argument-dependent lookup
+// also finds std::apply (Transform is a std::variant) and the call does not compile.
 Result<Weight> apply(const Weight& in, const Transform& t);
 // Applies all in order.
 Result<Weight> apply_all(Weight w, const std::vector<Transform>& ts);
