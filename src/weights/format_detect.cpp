@@ -14,14 +14,16 @@ namespace fs = std::filesystem;
 
 Status pickle_refusal(const std::string& label) {
   return Unsupported(label +
-                     ": a PyTorch pickle checkpoint; Gantry never unpickles (it can run arbitrary code). "
-                     "Convert it to safetensors, e.g. in Python: "
+                     ": a PyTorch pickle checkpoint; Gantry never unpickles (it can run arbitrary code); "
+                     "convert it to safetensors, e.g. in Python: "
                      "safetensors.torch.save_file(torch.load(f, weights_only=True), \"model.safetensors\")");
 }
 
 std::string lower_name(const WeightSource& src) {
-  std::string name =
-      src.kind() == WeightSource::Kind::kUrl ? src.url_string() : src.path().filename().string();
+  // A memory source goes by its label (the caller's name for the bytes).
+  std::string name = src.kind() == WeightSource::Kind::kUrl      ? src.url_string()
+                     : src.kind() == WeightSource::Kind::kMemory ? src.label()
+                                                                 : src.path().filename().string();
   if (src.kind() == WeightSource::Kind::kUrl) {
     name = name.substr(0, name.find_first_of("?#"));
     name = name.substr(name.rfind('/') + 1);

@@ -51,7 +51,8 @@ Result<Catalog> parse_gguf(const WeightSource& src) {
   cat.meta.format = WeightFormat::kGguf;
   cat.meta.source = label;
   cat.sources.push_back(src);
-  for (const auto& [k, v] : file->metadata()) cat.meta.metadata[k] = v.to_string();
+  for (const auto& [k, v] : file->metadata())
+    cat.meta.metadata[k] = v.as_string() ? *v.as_string() : v.to_string();
   for (const auto& t : file->tensors()) {
     std::vector<int64_t> dims(t.dims.rbegin(), t.dims.rend());
     for (auto d : dims)

@@ -3,7 +3,7 @@
 //   auto src = WeightSource::open("ckpt/");                // file, directory or URL
 //   auto loader = WeightLoader::open(*src);                // parses headers only
 //   loader->metadata().tensors                             // names, types, shapes, bytes
-//   auto w = loader->load({.name = "lm_head.weight", .target = DType::kFloat16});
+//   auto w = loader->load({"lm_head.weight", DType::kFloat16});
 //
 // Contract: every header is untrusted (sizes capped, offsets checked against the file and each other,
 // shape products checked for overflow, dtype x shape == bytes); errors name the file and the tensor.
@@ -71,6 +71,10 @@ struct LoadOptions {
 // A tensor to load: `target` converts at the end (a block-quantised source with a plain target is
 // dequantised first, so the transformations see f32; a ggml block target quantises).
 struct TensorSpec {
+  TensorSpec() = default;
+  TensorSpec(std::string n, std::optional<WeightType> t = std::nullopt,
+             std::vector<Transform> ts = {})  // NOLINT
+      : name(std::move(n)), target(t), transforms(std::move(ts)) {}
   std::string name;
   std::optional<WeightType> target;
   std::vector<Transform> transforms;
