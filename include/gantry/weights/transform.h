@@ -52,7 +52,11 @@ struct Dequantize {};
 
 using Transform = std::variant<Cast, Transpose, Reshape, Slice, Scale, Quantize, Dequantize>;
 
-// Applies one transformation. `in` is never modified (it may be a read-only view of a mapped file).
+// Applies one transformation. `in` is never modified (it may be a read-only view of a mapped file); the
+// result owns its data. Errors start with describe(t), the tensor's name and shape:
+// "slice 0:10,::0 on 'blk.0.attn_q.weight' [64,64]: step must be > 0 ...".
+// Call it as weights::apply(w, t) when `t` is a Transform variable: unqualified, argument-dependent lookup
+// also finds std::apply (Transform is a std::variant) and the call does not compile.
 Result<Weight> apply(const Weight& in, const Transform& t);
 // Applies all in order.
 Result<Weight> apply_all(Weight w, const std::vector<Transform>& ts);
