@@ -169,3 +169,66 @@ TEST_F(Formats, LoadManyAndMissingNames) {
 
 }  // namespace
 }  // namespace gantry::weights
+
+namespace gantry::weights {
+namespace {
+
+// Specs with targets and transformations, through the loader.
+TEST_F(Formats, QuantisedGgufAsF32IsGgmlsDequantisation) {
+  auto l = open("tiny.gguf");
+  const auto expected = nlohmann::json::parse(testing::slurp(weight_files() / "expected" / "tiny.gguf.json"));
+  for (const char* q : {"q8_0", "q4_0", "q6_K"}) {
+    SCOPED_TRACE(q);
+    auto w = l.load({q, DType::kFloat32});
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    EXPECT_FALSE(w->quantised());
+    EXPECT_EQ(w->shape, (Shape{2, 256}));
+    const std::string want =
+        testing::slurp(weight_files() / "expected" / "tiny.gguf" / (std::string(q) + ".f32.bin"));
+    ASSERT_EQ(w->data.byte_size(), want.size());
+    EXPECT_EQ(0, std::memcmp(w->data.data(), want.data(), want.size()))
+        << "differs from gguf-py's dequantize";
+  }
+}
+
+TEST_F(Formats, TransformsApplyInOrderAndTargetsConvertAtTheEnd) {
+  auto l = open("all.safetensors");
+  auto src = l.load({"f32"});
+  ASSERT_TRUE(src.ok());
+  const auto in = src->data.values<float>();  // [3,5]
+  auto t = l.load({"f32", DType::kFloat64, {Transpose{{1, 0}}, Slice{{SliceDim{1, 3, 1}}}}});
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(std::get<DType>(t->type), DType::kFloat64);
+  ASSERT_EQ(t->shape, (Shape{2, 3}));
+  const auto out = t->data.values<double>();
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      EXPECT_EQ(out[static_cast<size_t>(i * 3 + j)],
+                static_cast<double>(in[static_cast<size_t>(j * 5 + i + 1)]));
+  // The source view is untouched, and a failing transform names the tensor.
+  auto bad = l.load({"f32", std::nullopt, {Reshape{{7}}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("\"f32\""), std::string::npos) << bad.status().message();
+  // A ggml block target quantises.
+  auto q = open("tiny.gguf").load({"f32", WeightType{model::GgmlType::kQ8_0}});
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  EXPECT_TRUE(q->quantised());
+  EXPECT_EQ(q->data.byte_size(), 4u * 2 * 34);
+}
+
+TEST_F(Formats, TransformedWeightsLandInAllocatorMemory) {
+  auto arena = std::make_shared<std::vector<std::byte>>(4096);
+  LoadOptions o;
+  o.allocate = [&](uint64_t bytes, const std::string&) -> Result<Allocation> {
+    if (bytes > arena->size()) return ResourceExhausted("budget");
+    return Allocation{arena->data(), arena};
+  };
+  auto l = open("all.safetensors", o);
+  auto w = l.load({"f16", DType::kFloat32});
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  EXPECT_EQ(w->data.data(), arena->data());
+  EXPECT_EQ(w->data.dtype(), DType::kFloat32);
+}
+
+}  // namespace
+}  // namespace gantry::weights
