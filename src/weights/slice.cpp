@@ -32,9 +32,10 @@ Result<Weight> slice_weight(const Weight& in, const std::vector<SliceDim>& sl, c
                              std::to_string(sl[i].step) + ")");
     const int64_t start = normalise(sl[i].start, dims[i]);
     const int64_t stop = normalise(sl[i].stop, dims[i]);
-    const int64_t count = stop > start ? (stop - start + sl[i].step - 1) / sl[i].step : 0;
+    // (Written so that no step, however large, overflows: a step beyond the dimension takes one element.)
+    const int64_t count = stop > start ? (stop - start - 1) / sl[i].step + 1 : 0;
     out_dims[i] = count;
-    strides[i] = in_strides[i] * sl[i].step;
+    strides[i] = count > 1 ? in_strides[i] * sl[i].step : in_strides[i];
     offset += start * in_strides[i];
   }
   GANTRY_ASSIGN_OR_RETURN(Weight out, make_plain(in.name, type, Shape(out_dims), ctx));

@@ -3,6 +3,7 @@
 #include <ggml.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -143,6 +144,23 @@ TEST(Quantize, ManyRowsAndTheTransformMatchGgml) {
   }
 }
 
+TEST(Quantize, OtherFloatInputGoesThroughF32) {
+  // bf16 input: the same bytes as quantising its exact f32 values.
+  std::vector<float> x = random_normal(2 * 64, 1.0f, 11);
+  std::vector<uint16_t> bf(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    bf[i] = static_cast<uint16_t>(std::bit_cast<uint32_t>(x[i]) >> 16);
+    x[i] = std::bit_cast<float>(static_cast<uint32_t>(bf[i]) << 16);
+  }
+  auto t = Tensor::from_values(DType::kBFloat16, Shape{2, 64}, bf);
+  ASSERT_TRUE(t.ok());
+  auto q = apply(Weight{"bf", DType::kBFloat16, Shape{2, 64}, *t}, Quantize{model::GgmlType::kQ8_0});
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  const auto want = ggml_quantize(GGML_TYPE_Q8_0, x, 64);
+  ASSERT_EQ(q->data.byte_size(), want.size());
+  EXPECT_EQ(std::memcmp(q->data.data(), want.data(), want.size()), 0);
+}
+
 // Dequantisation of every ggml block type: ggml-quantised data where ggml can quantise without an
 // importance matrix, arbitrary bytes otherwise; compared with ggml's to_float.
 TEST(Quantize, DequantizeEveryBlockTypeAsGgml) {
@@ -180,12 +198,13 @@ TEST(Quantize, DequantizeEveryBlockTypeAsGgml) {
 }
 
 TEST(Quantize, ErrorsNameTheTransformAndTensor) {
-  auto f16 = Tensor::allocate(DType::kFloat16, Shape{2, 32});
-  ASSERT_TRUE(f16.ok());
-  auto r = apply(Weight{"a.weight", DType::kFloat16, Shape{2, 32}, *f16}, Quantize{model::GgmlType::kQ8_0});
+  auto i32 = Tensor::allocate(DType::kInt32, Shape{2, 32});
+  ASSERT_TRUE(i32.ok());
+  auto r = apply(Weight{"a.weight", DType::kInt32, Shape{2, 32}, *i32}, Quantize{model::GgmlType::kQ8_0});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
-            "quantize q8_0 on 'a.weight' [2,32]: quantisation takes f32 input, this tensor is f16 (cast f32 "
+            "quantize q8_0 on 'a.weight' [2,32]: quantisation takes float input, this tensor is i32 (cast it "
+            "to f32 "
             "first)");
 
   auto f32 = Tensor::allocate(DType::kFloat32, Shape{2, 33});

@@ -70,6 +70,10 @@ TEST(Transform, SliceByHand) {
   EXPECT_EQ(slice({{-100, 100, 4}}), (std::vector<float>{0, 4, 8}));
   EXPECT_EQ(slice({{5, 2}}), (std::vector<float>{}));
   EXPECT_EQ(slice({{9, 10, 7}}), (std::vector<float>{9}));
+  EXPECT_EQ(slice({{1, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max()}}),
+            (std::vector<float>{1}));
+  EXPECT_EQ(slice({{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), 9}}),
+            (std::vector<float>{0, 9}));
   // 2-D: rows 1.. and every second column; listed dims only, the rest kept whole.
   auto r = apply(iota_f32(Shape{3, 4}), Slice{{{1}, {0, std::numeric_limits<int64_t>::max(), 2}}});
   ASSERT_TRUE(r.ok());

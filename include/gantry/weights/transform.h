@@ -42,8 +42,9 @@ struct Slice {
 struct Scale {
   double factor = 1.0;
 };
-// To a ggml block type (Q8_0 or Q4_0), bit-identical to ggml_quantize_chunk; the last dimension must
-// be a multiple of the block size (32).
+// To a ggml block type (Q8_0 or Q4_0), bit-identical to ggml_quantize_chunk on the f32 values; the last
+// dimension must be a multiple of the block size (32). Any float type is accepted (f16, bf16, f64 and
+// FP8 are cast to f32 first: exactly, except f64, which rounds); integer input is refused.
 struct Quantize {
   model::GgmlType to = model::GgmlType::kQ8_0;
 };
