@@ -37,8 +37,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto index = g_dir / "ckpt" / "model.safetensors.index.json";
-  std::ofstream(index, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
-                                                                 static_cast<std::streamsize>(size));
+  std::ofstream(index, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   auto src = gantry::weights::WeightSource::file(index);
   if (!src.ok()) return 0;
   auto l = gantry::weights::WeightLoader::open(*src);

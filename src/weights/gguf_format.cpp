@@ -51,8 +51,10 @@ Result<Catalog> parse_gguf(const WeightSource& src) {
   cat.meta.format = WeightFormat::kGguf;
   cat.meta.source = label;
   cat.sources.push_back(src);
-  for (const auto& [k, v] : file->metadata())
+  for (const auto& [k, v] : file->metadata()) {
     cat.meta.metadata[k] = v.as_string() ? *v.as_string() : v.to_string();
+    if (!v.as_string()) cat.meta.rendered_keys.push_back(k);
+  }
   for (const auto& t : file->tensors()) {
     std::vector<int64_t> dims(t.dims.rbegin(), t.dims.rend());
     for (auto d : dims)

@@ -46,8 +46,11 @@ struct WeightMetadata {
   std::string source;                           // label of the source
   std::vector<TensorInfo> tensors;              // in file order
   std::map<std::string, std::string> metadata;  // safetensors __metadata__, GGUF key/values (as text), ...
-  std::vector<std::string> shards;              // files beyond the first (sharded / external data)
-  std::string config_json;                      // a checkpoint directory's config.json, verbatim
+  // Keys of `metadata` whose value is a text rendering of a non-string value (GGUF numbers and
+  // arrays): shown, but not carried into a converted file as if they were strings.
+  std::vector<std::string> rendered_keys;
+  std::vector<std::string> shards;  // files beyond the first (sharded / external data)
+  std::string config_json;          // a checkpoint directory's config.json, verbatim
   uint64_t total_bytes = 0;
   const TensorInfo* find(std::string_view name) const;
 };
