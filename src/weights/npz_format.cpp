@@ -16,6 +16,12 @@ struct ReadDeleter {
 };
 using Archive = std::unique_ptr<archive, ReadDeleter>;
 
+// libarchive's message, which may be null.
+std::string archive_message(archive* a) {
+  const char* m = archive_error_string(a);
+  return m ? m : "unknown error";
+}
+
 constexpr size_t kMaxNpyHeader = size_t{1} << 20;
 
 Result<Archive> open_zip(std::span<const std::byte> bytes, const std::string& label) {
@@ -23,7 +29,7 @@ Result<Archive> open_zip(std::span<const std::byte> bytes, const std::string& la
   if (!a) return Internal("archive_read_new failed");
   archive_read_support_format_zip(a.get());
   if (archive_read_open_memory(a.get(), bytes.data(), bytes.size()) != ARCHIVE_OK)
-    return Corrupt(label + ": not a readable zip archive: " + archive_error_string(a.get()));
+    return Corrupt(label + ": not a readable zip archive: " + archive_message(a.get()));
   return a;
 }
 
@@ -32,8 +38,7 @@ Result<size_t> read_member(archive* a, std::span<std::byte> buf, const std::stri
   size_t got = 0;
   while (got < buf.size()) {
     const la_ssize_t n = archive_read_data(a, buf.data() + got, buf.size() - got);
-    if (n < 0)
-      return Corrupt(what + ": " + (archive_error_string(a) ? archive_error_string(a) : "read error"));
+    if (n < 0) return Corrupt(what + ": " + archive_message(a));
     if (n == 0) break;
     got += static_cast<size_t>(n);
   }
@@ -97,7 +102,7 @@ Result<std::vector<std::string>> zip_member_names(std::span<const std::byte> zip
     const int r = archive_read_next_header(a.get(), &entry);
     if (r == ARCHIVE_EOF) break;
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-      return Corrupt(label + ": bad zip member header: " + archive_error_string(a.get()));
+      return Corrupt(label + ": bad zip member header: " + archive_message(a.get()));
     const char* n = archive_entry_pathname(entry);
     names.emplace_back(n ? n : "");
     if (names.size() > 1'000'000) return Corrupt(label + ": more than a million zip members");
@@ -120,7 +125,7 @@ Result<Catalog> parse_npz(const WeightSource& src) {
     const int r = archive_read_next_header(a.get(), &entry);
     if (r == ARCHIVE_EOF) break;
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-      return Corrupt(label + ": bad zip member header: " + archive_error_string(a.get()));
+      return Corrupt(label + ": bad zip member header: " + archive_message(a.get()));
     const char* raw = archive_entry_pathname(entry);
     const std::string member = raw ? raw : "";
     const std::string name = tensor_name(member);
