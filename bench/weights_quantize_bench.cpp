@@ -4,7 +4,8 @@
 // Ours is timed as a caller uses it: weights::apply(weight, Quantize{q8_0}), output allocation included;
 // ggml writes into a buffer allocated (and touched) beforehand. Each side runs `kRepeats` times,
 // alternating, and the median thread CPU time counts. The outputs must be byte-identical, else the
-// bench fails. The kernel-only time and Q4_0 are reported on stderr for information.
+// bench fails. The kernel-only times (the dispatched one and the portable fallback) and Q4_0 are
+// reported on stderr for information.
 #include <ggml.h>
 
 #include <cstdio>
@@ -45,7 +46,8 @@ int main() {
     const auto to = gt == GGML_TYPE_Q8_0 ? model::GgmlType::kQ8_0 : model::GgmlType::kQ4_0;
     std::vector<uint8_t> ref(ggml_row_size(gt, kCols) * kRows, 0);
     std::vector<uint8_t> kernel_out(ref.size(), 1);
-    std::vector<double> ours_ns, ggml_ns, kernel_ns;
+    std::vector<uint8_t> portable_out(ref.size(), 2);
+    std::vector<double> ours_ns, ggml_ns, kernel_ns, portable_ns;
     bool identical = true;
     ggml_quantize_chunk(gt, x.data(), ref.data(), 0, kRows, kCols, nullptr);  // warm-up (and ggml's init)
     for (int r = 0; r < kRepeats; ++r) {
@@ -69,18 +71,27 @@ int main() {
       }
       kernel_ns.push_back(thread_cpu_ns() - t0);
 
+      t0 = thread_cpu_ns();
+      if (gt == GGML_TYPE_Q8_0) {
+        weights::detail::quantize_q8_0_portable(x.data(), portable_out.data(), kRows * kCols);
+      } else {
+        weights::detail::quantize_q4_0_portable(x.data(), portable_out.data(), kRows * kCols);
+      }
+      portable_ns.push_back(thread_cpu_ns() - t0);
+
       identical = identical && q->data.byte_size() == ref.size() &&
                   std::memcmp(q->data.data(), ref.data(), ref.size()) == 0 &&
-                  std::memcmp(kernel_out.data(), ref.data(), ref.size()) == 0;
+                  std::memcmp(kernel_out.data(), ref.data(), ref.size()) == 0 &&
+                  std::memcmp(portable_out.data(), ref.data(), ref.size()) == 0;
     }
     const double bytes = static_cast<double>(x.size() * sizeof(float));
     const double ours = median(ours_ns), ref_t = median(ggml_ns), kern = median(kernel_ns);
     std::fprintf(stderr,
-                 "%s: gantry apply() %.2f GB/s (kernel alone %.2f GB/s, %s), ggml_quantize_chunk %.2f GB/s; "
-                 "%s\n",
+                 "%s: gantry apply() %.2f GB/s (kernel alone %.2f GB/s, %s; portable kernel %.2f GB/s), "
+                 "ggml_quantize_chunk %.2f GB/s; %s\n",
                  ggml_type_name(gt), bytes / ours, bytes / kern,
-                 weights::detail::cpu_has_avx2() ? "AVX2" : "portable", bytes / ref_t,
-                 identical ? "bytes identical" : "BYTES DIFFER");
+                 weights::detail::cpu_has_avx2() ? "AVX2" : "portable", bytes / median(portable_ns),
+                 bytes / ref_t, identical ? "bytes identical" : "BYTES DIFFER");
     if (!identical) {
       std::fprintf(stderr, "FAIL: %s output differs from ggml_quantize_chunk\n", ggml_type_name(gt));
       status = 1;

@@ -201,6 +201,34 @@ std::string double_text(double v) {
   return os.str();
 }
 
+// The common checkpoint conversions as tight loops (same results as the generic path below).
+template <typename In, typename Out, typename Fn>
+void convert_all(const std::byte* src, std::byte* dst, size_t n, Fn fn) {
+  for (size_t i = 0; i < n; ++i)
+    store(dst + i * sizeof(Out), static_cast<Out>(fn(load<In>(src + i * sizeof(In)))));
+}
+
+bool fast_cast(DType from, DType to, const std::byte* src, std::byte* dst, size_t n) {
+  if (from == DType::kFloat16 && to == DType::kFloat32) {
+    convert_all<uint16_t, float>(src, dst, n, f16_to_f32);
+  } else if (from == DType::kBFloat16 && to == DType::kFloat32) {
+    convert_all<uint16_t, float>(src, dst, n, bf16_to_f32);
+  } else if (from == DType::kFloat32 && to == DType::kFloat16) {
+    convert_all<float, uint16_t>(src, dst, n, [](float v) { return encode_float(v, kF16); });
+  } else if (from == DType::kFloat32 && to == DType::kBFloat16) {
+    convert_all<float, uint16_t>(src, dst, n, [](float v) { return encode_float(v, kBF16); });
+  } else if (from == DType::kBFloat16 && to == DType::kFloat16) {
+    convert_all<uint16_t, uint16_t>(src, dst, n,
+                                    [](uint16_t v) { return encode_float(bf16_to_f32(v), kF16); });
+  } else if (from == DType::kFloat16 && to == DType::kBFloat16) {
+    convert_all<uint16_t, uint16_t>(src, dst, n,
+                                    [](uint16_t v) { return encode_float(f16_to_f32(v), kBF16); });
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<Weight> cast_weight(const Weight& in, DType to, const std::string& ctx) {
@@ -217,6 +245,7 @@ Result<Weight> cast_weight(const Weight& in, DType to, const std::string& ctx) {
     if (n) std::memcpy(dst, src, n * in_size);
     return out;
   }
+  if (fast_cast(from, to, src, dst, n)) return out;
   i128 lo = 0, hi = 0;
   if (is_int(to)) int_range(to, lo, hi);
 

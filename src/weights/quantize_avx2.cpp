@@ -126,8 +126,8 @@ GANTRY_AVX2 void quantize_q4_0_avx2(const float* x, uint8_t* y, int64_t k) {
 
 namespace gantry::weights::detail {
 bool cpu_has_avx2() { return false; }
-void quantize_q8_0_avx2(const float* x, uint8_t* y, int64_t k) { quantize_q8_0_scalar(x, y, k); }
-void quantize_q4_0_avx2(const float* x, uint8_t* y, int64_t k) { quantize_q4_0_scalar(x, y, k); }
+void quantize_q8_0_avx2(const float* x, uint8_t* y, int64_t k) { quantize_q8_0_portable(x, y, k); }
+void quantize_q4_0_avx2(const float* x, uint8_t* y, int64_t k) { quantize_q4_0_portable(x, y, k); }
 }  // namespace gantry::weights::detail
 
 #endif

@@ -2,9 +2,10 @@
 // quantize_row_q8_0_ref / quantize_row_q4_0_ref (what ggml_quantize_chunk runs for these types when no
 // importance matrix is given), including all-zero blocks, denormals, infinities and NaN.
 //
-// The scalar versions restate ggml's reference loop by loop. The AVX2 versions take a fast path for
-// every block whose values are finite and whose inverse scale is finite (the usual case) and hand any
-// other block to the scalar code, so the unusual inputs have one implementation.
+// The scalar versions restate ggml's reference loop by loop. The portable and AVX2 versions take a fast
+// path for every block whose values are finite and whose inverse scale is finite (the usual case) and hand
+// any other block to the scalar code, so the unusual inputs have one implementation. quantize_q8_0() /
+// quantize_q4_0() pick AVX2 when the CPU has it, else the portable version.
 #pragma once
 
 #include <bit>
@@ -58,12 +59,16 @@ inline int8_t ggml_float_to_i8(float f) {
   return static_cast<int8_t>(static_cast<uint8_t>(static_cast<uint32_t>(i)));
 }
 
-// Portable quantisers (k: element count, a multiple of 32; y: k/32 blocks).
+// Exact restatements of ggml's loops (k: element count, a multiple of 32; y: k/32 blocks).
 void quantize_q8_0_scalar(const float* x, uint8_t* y, int64_t k);
 void quantize_q4_0_scalar(const float* x, uint8_t* y, int64_t k);
 // One block each (used by the fast paths for unusual blocks).
 void quantize_q8_0_block_scalar(const float* x, uint8_t* y);
 void quantize_q4_0_block_scalar(const float* x, uint8_t* y);
+
+// Fast portable versions (the fallback on CPUs without AVX2).
+void quantize_q8_0_portable(const float* x, uint8_t* y, int64_t k);
+void quantize_q4_0_portable(const float* x, uint8_t* y, int64_t k);
 
 // AVX2 versions; call only when the CPU has AVX2 (cpu_has_avx2()).
 void quantize_q8_0_avx2(const float* x, uint8_t* y, int64_t k);

@@ -1,8 +1,11 @@
 // safetensors writer. Layout (the published format): 8-byte little-endian header length N, N bytes of
 // JSON ({"__metadata__": {string: string}, name: {"dtype", "shape", "data_offsets": [begin, end]}}),
 // padded with spaces so the data section starts 8-byte aligned, then every tensor's bytes back to back
-// in the given order (the format allows no holes between them; offsets are relative to the data section).
+// (the format allows no holes; offsets are relative to the data section), larger elements first as the
+// reference implementation orders them, so each tensor stays aligned to its element size.
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "gantry/core/file_io.h"
 #include "gantry/weights/writer.h"
@@ -71,13 +74,23 @@ Status write_safetensors(const std::filesystem::path& path, const std::vector<We
     for (const auto& [k, v] : metadata) meta[k] = v;
     header["__metadata__"] = std::move(meta);
   }
+  // Data order: decreasing element size, stable.
+  std::vector<size_t> order(weights.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return dtype_size(std::get<DType>(weights[a].type)) > dtype_size(std::get<DType>(weights[b].type));
+  });
+  std::vector<uint64_t> begin(weights.size());
   uint64_t offset = 0;
-  for (const Weight& w : weights) {
-    const uint64_t size = w.data.byte_size();
+  for (size_t i : order) {
+    begin[i] = offset;
+    offset += weights[i].data.byte_size();
+  }
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const Weight& w = weights[i];
     header[w.name] = {{"dtype", safetensors_dtype(std::get<DType>(w.type))},
                       {"shape", w.shape.dims()},
-                      {"data_offsets", {offset, offset + size}}};
-    offset += size;
+                      {"data_offsets", {begin[i], begin[i] + w.data.byte_size()}}};
   }
   // Invalid UTF-8 in a name or value is replaced rather than thrown about (names come from files).
   std::string json = header.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
@@ -90,7 +103,8 @@ Status write_safetensors(const std::filesystem::path& path, const std::vector<We
   if (!file.ok()) return file.status().with_context(where);
   GANTRY_RETURN_IF_ERROR(file->write(prefix));
   GANTRY_RETURN_IF_ERROR(file->write(json));
-  for (const Weight& w : weights) {
+  for (size_t i : order) {
+    const Weight& w = weights[i];
     const auto* p = static_cast<const std::byte*>(w.data.data());
     if (w.data.byte_size()) GANTRY_RETURN_IF_ERROR(file->write(std::span(p, w.data.byte_size())));
   }

@@ -32,10 +32,12 @@ std::vector<std::pair<const char*, void (*)(const float*, uint8_t*, int64_t)>> k
   if (type == GGML_TYPE_Q8_0) {
     k.push_back({"dispatch", detail::quantize_q8_0});
     k.push_back({"scalar", detail::quantize_q8_0_scalar});
+    k.push_back({"portable", detail::quantize_q8_0_portable});
     if (detail::cpu_has_avx2()) k.push_back({"avx2", detail::quantize_q8_0_avx2});
   } else {
     k.push_back({"dispatch", detail::quantize_q4_0});
     k.push_back({"scalar", detail::quantize_q4_0_scalar});
+    k.push_back({"portable", detail::quantize_q4_0_portable});
     if (detail::cpu_has_avx2()) k.push_back({"avx2", detail::quantize_q4_0_avx2});
   }
   return k;
@@ -110,6 +112,21 @@ TEST(Quantize, NonFiniteValuesMatchGgml) {
   x[200] = std::numeric_limits<float>::max();
   x[201] = -std::numeric_limits<float>::max();
   expect_identical(x, "NaN and infinities");
+}
+
+TEST(Quantize, RandomBitPatternsMatchGgml) {
+  // Any f32 bit pattern (NaN payloads, infinities, denormals, huge and tiny magnitudes mixed in a block),
+  // and blocks of one random exponent band each.
+  std::mt19937 rng(10);
+  std::vector<float> x(32 * 2048);
+  for (float& v : x) v = std::bit_cast<float>(static_cast<uint32_t>(rng()));
+  expect_identical(x, "random bit patterns");
+  for (size_t b = 0; b < x.size() / 32; ++b) {
+    const int e = static_cast<int>(rng() % 300) - 160;
+    for (size_t j = 0; j < 32; ++j)
+      x[b * 32 + j] = std::ldexp(std::uniform_real_distribution<float>(-1, 1)(rng), e);
+  }
+  expect_identical(x, "random exponent bands");
 }
 
 TEST(Quantize, ManyRowsAndTheTransformMatchGgml) {
@@ -231,6 +248,11 @@ TEST(Quantize, ErrorsNameTheTransformAndTensor) {
   r = apply(Weight{"d", model::GgmlType::kQ8_0, Shape{64}, *few}, Dequantize{});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "dequantize on 'd' [64]: holds 10 bytes, q8_0 [64] needs 68");
+
+  // A type id neither ggml nor our table knows.
+  r = apply(Weight{"e", static_cast<model::GgmlType>(200), Shape{64}, *few}, Dequantize{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
 
   // Layout transformations refuse block data.
   r = apply(Weight{"d", model::GgmlType::kQ8_0, Shape{64}, *few}, Transpose{{0}});

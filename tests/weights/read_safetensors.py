@@ -35,7 +35,8 @@ def main():
     assert text.rstrip(" ").endswith("}"), "the header is JSON padded with spaces only"
     header = json.loads(text)
     buf = data[8 + n:]
-    out = {"metadata": header.pop("__metadata__", None), "tensors": {}, "order": [], "header_len": n}
+    out = {"metadata": header.pop("__metadata__", None), "tensors": {}, "order": [], "header_order": [],
+           "header_len": n}
     spans = []
     for name, info in header.items():
         assert set(info) == {"dtype", "shape", "data_offsets"}, info
@@ -52,6 +53,8 @@ def main():
             bits = np.frombuffer(b, dtype="<u2").astype(np.uint32) << 16
             t["values"] = [value(v) for v in bits.view(np.float32).astype(np.float64).tolist()]
         out["tensors"][name] = t
+        out["header_order"].append(name)
+        assert begin % SIZE[info["dtype"]] == 0, name + " is not aligned to its element size"
     spans.sort()
     pos = 0
     for begin, end, name in spans:  # the buffer is entirely indexed: no holes, no overlaps

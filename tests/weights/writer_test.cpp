@@ -101,7 +101,13 @@ TEST(Writer, SafetensorsReadBackByThePublishedLayout) {
   ASSERT_EQ(tensors.size(), ws.size());
   std::vector<std::string> order;
   for (const Weight& w : ws) order.push_back(w.name);
-  EXPECT_EQ((*j)["order"].get<std::vector<std::string>>(), order) << "tensors in the given order";
+  EXPECT_EQ((*j)["header_order"].get<std::vector<std::string>>(), order) << "the header in the given order";
+  // The data: decreasing element size, the given order among equals (as the reference implementation).
+  std::vector<std::string> data_order;
+  for (size_t size : {8, 4, 2, 1})
+    for (const Weight& w : ws)
+      if (dtype_size(std::get<DType>(w.type)) == size) data_order.push_back(w.name);
+  EXPECT_EQ((*j)["order"].get<std::vector<std::string>>(), data_order);
   const std::map<DType, std::string> names = {
       {DType::kFloat32, "F32"},        {DType::kFloat16, "F16"}, {DType::kBFloat16, "BF16"},
       {DType::kFloat64, "F64"},        {DType::kBool, "BOOL"},   {DType::kFloat8E4M3, "F8_E4M3"},

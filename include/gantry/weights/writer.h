@@ -13,8 +13,10 @@
 namespace gantry::weights {
 
 // safetensors: plain types only (a block-quantised weight is refused with its name). `metadata` goes to
-// the header's "__metadata__" (string -> string, as the format requires). Tensors in the given order,
-// data 8-byte aligned as the reference implementation writes it.
+// the header's "__metadata__" (string -> string, as the format requires). The header lists the tensors
+// in the given order and is padded with spaces so the data starts 8-byte aligned; the data is laid out as
+// the reference implementation does, by decreasing element size (stable, so the given order otherwise),
+// back to back (the format allows no holes): every tensor is aligned to its element size in the file.
 Status write_safetensors(const std::filesystem::path& path, const std::vector<Weight>& weights,
                          const std::map<std::string, std::string>& metadata);
 
