@@ -133,7 +133,8 @@ Result<Response> get(const std::string& url, const std::string& range, uint64_t 
 }  // namespace
 
 Result<HttpProbe> http_probe(const std::string& url, const HttpOptions& options) {
-  GANTRY_ASSIGN_OR_RETURN(Response r, get(url, "0-0", options.max_bytes, options));
+  GANTRY_ASSIGN_OR_RETURN(Response r,
+                          get(url, "0-0", std::min(options.max_bytes, options.max_unranged_bytes), options));
   HttpProbe p;
   if (r.code == 200) {  // Range ignored: this is the whole file
     p.size = r.transfer.body.size();

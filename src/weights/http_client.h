@@ -18,7 +18,7 @@ struct HttpProbe {
 };
 
 // GET with "Range: bytes=0-0": the file's size from Content-Range, or the whole body when the server
-// answers 200 (at most options.max_bytes).
+// answers 200 (at most options.max_bytes and options.max_unranged_bytes).
 Result<HttpProbe> http_probe(const std::string& url, const HttpOptions& options);
 
 // Bytes [offset, offset + n) of a file of `total` bytes. The answer must be 206 with exactly that

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_run.h"
+#include "weights/http_fixture.h"
 
 namespace gantry {
 namespace {
@@ -161,6 +162,32 @@ TEST_F(WeightsCli, BadUsageAndFailures) {
   r = run_gantry({"weights", "get", f("all.safetensors"), "bf16", "-o", f("x.npy")});
   EXPECT_EQ(r.exit_code, 1) << r.describe();  // numpy has no bf16
   EXPECT_FALSE(fs::exists(f("x.npy")));
+}
+
+}  // namespace
+}  // namespace gantry
+
+namespace gantry {
+namespace {
+
+TEST_F(WeightsCli, InspectAUrlAndGetFromIt) {
+  weights::testing::HttpServer server(files().string());
+  ASSERT_TRUE(server.ok()) << "the loopback HTTP server did not start";
+  auto r = run_gantry({"inspect", server.url("range/ckpt/model.safetensors.index.json"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["kind"], "url");
+  EXPECT_EQ(j["tensor_count"], 4);
+  r = run_gantry(
+      {"weights", "get", server.url("range/big.safetensors"), "big", "--slice", "0:2,0:3", "-o", f("u.npy")});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(python("a = np.fromfile('" + f("expected/big.safetensors/big.bin") +
+                     "', dtype='<f4').reshape(512, 512)\n"
+                     "assert (np.load('" +
+                     f("u.npy") + "') == a[0:2, 0:3]).all()\n"));
+  r = run_gantry({"inspect", server.url("drop/big.safetensors")});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
 }
 
 }  // namespace

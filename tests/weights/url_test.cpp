@@ -70,7 +70,7 @@ TEST_F(Url, AServerThatIgnoresRangeIsReadInOneBoundedDownload) {
   ASSERT_TRUE(l.ok()) << l.status().to_string();
   expect_matches(*l, "all.safetensors");
   HttpOptions small = http_;
-  small.max_bytes = 1000;  // big.safetensors is 1 MiB
+  small.max_unranged_bytes = 1000;  // big.safetensors is 1 MiB
   auto too_big = WeightSource::url(server_->url("norange/big.safetensors"), small);
   EXPECT_EQ(too_big.status().code(), StatusCode::kResourceExhausted) << too_big.status().to_string();
 }

@@ -22,8 +22,10 @@
 namespace gantry::weights {
 
 struct HttpOptions {
-  // Largest remote file accepted (and largest single download when a server ignores Range).
+  // Largest remote file accepted.
   uint64_t max_bytes = uint64_t{256} << 30;
+  // Largest whole-file download when a server ignores Range (held in memory).
+  uint64_t max_unranged_bytes = uint64_t{4} << 30;
   std::chrono::milliseconds connect_timeout{10'000};
   // Whole-transfer limit for one request.
   std::chrono::milliseconds timeout{600'000};
