@@ -7,6 +7,7 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <string>
 
 namespace gantry::cli {
 
@@ -20,6 +21,11 @@ void register_test_onnx_command(CLI::App& app, int& exit_code);
 void register_bench_command(CLI::App& app, int& exit_code);
 void register_serve_command(CLI::App& app, int& exit_code);
 void register_kernel_command(CLI::App& app, int& exit_code);
+void register_weights_command(CLI::App& app, int& exit_code);
+// gantry inspect on weights (weights_command.cpp): safetensors files and indexes, checkpoint
+// directories, URLs, .npz/.npy.
+bool is_weights_input(const std::string& spec);
+int inspect_weights(const std::string& spec, bool json);
 
 // Parses argv and runs the chosen command's callback. Returns its exit code; CLI11 prints help or usage
 // (help exits 0, bad usage 2); an unexpected exception becomes a one-line error and exit code 1.

@@ -151,6 +151,7 @@ void print_onnx(std::ostream& out, const model::OnnxModelInfo& info) {
 }
 
 int inspect(const InspectArgs& args) {
+  if (is_weights_input(args.path)) return inspect_weights(args.path, args.json);
   const fs::path path = args.path;
   if (auto type = file_type_of(path); !type.ok()) {  // missing, a symlink loop, no permission: named
     std::cerr << "gantry inspect: " << type.status().message() << "\n";
@@ -214,7 +215,9 @@ void register_inspect_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<InspectArgs>();
   auto* cmd =
       app.add_subcommand("inspect", "Describe a model or package: manifest, inputs/outputs, opsets, size");
-  cmd->add_option("path", args->path, "A .onnx or .gguf file, a package directory, or a package .tar")
+  cmd->add_option("path", args->path,
+                  "A .onnx or .gguf file, a package directory or .tar, or weights: .safetensors, an index "
+                  ".json, a checkpoint directory, an http(s) URL, .npz/.npy")
       ->required();
   cmd->add_flag("--json", args->json, "Print JSON instead of text");
   cmd->add_flag("--no-verify", args->no_verify, "Skip the sha256 verification of package files");

@@ -1,0 +1,175 @@
+#include "weights/http_client.h"
+
+#include <curl/curl.h>
+
+#include <cctype>
+#include <charconv>
+#include <mutex>
+
+namespace gantry::weights {
+namespace {
+
+// curl_global_init is not thread-safe before 7.84; run it once.
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+struct Transfer {
+  std::string body;
+  uint64_t limit = 0;  // abort when the body would exceed this
+  bool over_limit = false;
+  std::string content_range;
+};
+
+size_t on_body(char* ptr, size_t size, size_t nmemb, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = size * nmemb;
+  if (t->body.size() + n > t->limit) {
+    t->over_limit = true;
+    return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+  }
+  t->body.append(ptr, n);
+  return n;
+}
+
+size_t on_header(char* buffer, size_t size, size_t nitems, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = size * nitems;
+  std::string_view line(buffer, n);
+  if (line.starts_with("HTTP/")) t->content_range.clear();  // a new response (after a redirect)
+  constexpr std::string_view kKey = "content-range:";
+  if (line.size() > kKey.size()) {
+    std::string lower(line.substr(0, kKey.size()));
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower == kKey) {
+      auto v = line.substr(kKey.size());
+      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+      while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.remove_suffix(1);
+      t->content_range = std::string(v);
+    }
+  }
+  return n;
+}
+
+struct ContentRange {
+  uint64_t first = 0, last = 0, total = 0;
+};
+
+std::optional<uint64_t> parse_u64(std::string_view s) {
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+// "bytes 0-0/1234"
+std::optional<ContentRange> parse_content_range(std::string_view s) {
+  if (!s.starts_with("bytes ")) return std::nullopt;
+  s.remove_prefix(6);
+  const auto dash = s.find('-'), slash = s.find('/');
+  if (dash == std::string_view::npos || slash == std::string_view::npos || dash > slash) return std::nullopt;
+  auto a = parse_u64(s.substr(0, dash)), b = parse_u64(s.substr(dash + 1, slash - dash - 1)),
+       t = parse_u64(s.substr(slash + 1));
+  if (!a || !b || !t) return std::nullopt;
+  return ContentRange{*a, *b, *t};
+}
+
+struct Response {
+  long code = 0;
+  Transfer transfer;
+};
+
+Result<Response> get(const std::string& url, const std::string& range, uint64_t limit, const HttpOptions& o) {
+  global_init();
+  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
+  if (!curl) return Internal("curl_easy_init failed");
+  Response r;
+  r.transfer.limit = limit;
+  char err[CURL_ERROR_SIZE] = {0};
+  CURL* c = curl.get();
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(c, CURLOPT_MAXREDIRS, o.max_redirects);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout.count()));
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(o.timeout.count()));
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.stall_timeout.count()));
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, nullptr);  // identity: byte ranges of the file itself
+  curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
+                   static_cast<curl_off_t>(std::min<uint64_t>(limit, INT64_MAX)));
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "gantry-weights");
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.transfer);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &r.transfer);
+  if (!range.empty()) curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
+  const CURLcode rc = curl_easy_perform(c);
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.code);
+  if ((r.transfer.over_limit || rc == CURLE_FILESIZE_EXCEEDED) && r.code == 200 && !range.empty() &&
+      range != "0-0")
+    return Corrupt(url + ": asked for bytes " + range +
+                   ", the server ignored the Range request and sent more");
+  if (r.transfer.over_limit || rc == CURLE_FILESIZE_EXCEEDED)
+    return ResourceExhausted(url + ": the server sent more than the " + std::to_string(limit) +
+                             " bytes expected (raise the limit or check the URL)");
+  if (rc == CURLE_PARTIAL_FILE)
+    return IoError(url + ": truncated download: the connection closed after " +
+                   std::to_string(r.transfer.body.size()) + " bytes, before the length the server announced");
+  if (rc == CURLE_UNSUPPORTED_PROTOCOL)
+    return InvalidArgument(url + ": only http:// and https:// are allowed (also for redirects): " + err);
+  if (rc != CURLE_OK)
+    return IoError(url + ": " + curl_easy_strerror(rc) + (err[0] ? std::string(" (") + err + ")" : ""));
+  if (r.code == 404) return NotFound(url + ": HTTP 404 (not found)");
+  if (r.code != 200 && r.code != 206)
+    return IoError(url + ": HTTP " + std::to_string(r.code) + " (expected 200 or 206)");
+  return r;
+}
+
+}  // namespace
+
+Result<HttpProbe> http_probe(const std::string& url, const HttpOptions& options) {
+  GANTRY_ASSIGN_OR_RETURN(Response r,
+                          get(url, "0-0", std::min(options.max_bytes, options.max_unranged_bytes), options));
+  HttpProbe p;
+  if (r.code == 200) {  // Range ignored: this is the whole file
+    p.size = r.transfer.body.size();
+    p.whole = std::move(r.transfer.body);
+    return p;
+  }
+  const auto cr = parse_content_range(r.transfer.content_range);
+  if (!cr || cr->first != 0 || cr->last != 0 || r.transfer.body.size() != 1)
+    return Corrupt(url + ": the server answered a request for byte 0 with Content-Range \"" +
+                   r.transfer.content_range + "\" and " + std::to_string(r.transfer.body.size()) +
+                   " bytes: it does not honour Range requests correctly");
+  if (cr->total > options.max_bytes)
+    return ResourceExhausted(url + ": " + std::to_string(cr->total) + " bytes is more than the limit of " +
+                             std::to_string(options.max_bytes));
+  p.size = cr->total;
+  return p;
+}
+
+Result<std::string> http_get_range(const std::string& url, uint64_t offset, uint64_t n, uint64_t total,
+                                   const HttpOptions& options) {
+  if (n == 0) return std::string();
+  const std::string range = std::to_string(offset) + "-" + std::to_string(offset + n - 1);
+  // A server that ignores Range sends the whole file: allow reading that far only to report it.
+  GANTRY_ASSIGN_OR_RETURN(Response r, get(url, range, n, options));
+  if (r.code != 206)
+    return Corrupt(url + ": asked for bytes " + range + ", the server answered HTTP " +
+                   std::to_string(r.code) + " without a range (it stopped honouring Range requests)");
+  const auto cr = parse_content_range(r.transfer.content_range);
+  if (!cr || cr->first != offset || cr->last != offset + n - 1 || cr->total != total)
+    return Corrupt(url + ": asked for bytes " + range + "/" + std::to_string(total) +
+                   ", the server answered Content-Range \"" + r.transfer.content_range + "\"");
+  if (r.transfer.body.size() != n)
+    return IoError(url + ": truncated download: got " + std::to_string(r.transfer.body.size()) + " of " +
+                   std::to_string(n) + " bytes for range " + range);
+  return std::move(r.transfer.body);
+}
+
+}  // namespace gantry::weights
