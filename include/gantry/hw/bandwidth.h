@@ -55,4 +55,15 @@ std::optional<Dimm> parse_smbios_memory_device(std::string_view raw);
 // Populated DIMMs x speed x width: an upper bound (two DIMMs on one channel share it). Source "dimm".
 HostMemoryBandwidth host_memory_from_dimms(const std::vector<Dimm>& dimms);
 
+// A STREAM-style triad (a[i] = b[i] + s * c[i] over three arrays of `array_bytes` each) on `threads`
+// threads: the arrays are touched once outside the timing, then passes run until `budget_ms` has passed
+// (at least two). Returns the best pass in bytes/s, counting the three arrays moved (STREAM's convention;
+// write-allocate traffic is not counted). The one host-memory measurement: `gantry detect
+// --measure-bandwidth` and the planner's speed prediction both use it.
+uint64_t measure_triad_bandwidth(int threads, uint64_t array_bytes, int budget_ms);
+
+// The array size for `cpu`: 4 x its last-level cache (all sockets), at least 64 MiB and at most 512 MiB,
+// so the arrays never fit in cache and the probe stays within a fraction of a second.
+uint64_t triad_array_bytes(const CpuInfo& cpu);
+
 }  // namespace gantry::hw
