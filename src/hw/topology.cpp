@@ -1,5 +1,7 @@
 // The peer matrix (how each pair of accelerators reaches the other) and the per-device bandwidth figures.
 #include <algorithm>
+#include <cstdio>
+#include <map>
 
 #include "gantry/hw/bandwidth.h"
 #include "probes.h"
@@ -55,6 +57,46 @@ std::vector<std::string> pci_path(const Machine& m, const std::string& bus) {
   return out;
 }
 
+// KFD's xGMI links: nodes/N/{io_links,p2p_links}/M/properties with "type 11" (XGMI), node_from, node_to and
+// max_bandwidth (MB/s), keyed by the PCI addresses of both ends. Empty when the kernel does not list them.
+using XgmiBandwidth = std::map<std::pair<std::string, std::string>, uint64_t>;
+XgmiBandwidth kfd_xgmi_bandwidth(const Machine& m) {
+  XgmiBandwidth out;
+  std::vector<std::string> ignored;
+  const std::string base = "/sys/class/kfd/kfd/topology/nodes";
+  std::map<std::string, std::string> bus_of_node;
+  std::vector<std::map<std::string, std::string>> links;
+  for (const std::string& node : list(m, base, ignored)) {
+    if (auto text = read_text(m, base + "/" + node + "/properties", ignored)) {
+      auto props = parse_key_values(*text, ' ');
+      auto location = parse_u64(props["location_id"]);
+      if (location && *location != 0) {
+        char bus[32];
+        std::snprintf(bus, sizeof bus, "%04x:%02x:%02x.%x",
+                      static_cast<unsigned>(parse_u64(props["domain"]).value_or(0)),
+                      static_cast<unsigned>((*location >> 8) & 0xff),
+                      static_cast<unsigned>((*location >> 3) & 0x1f), static_cast<unsigned>(*location & 0x7));
+        bus_of_node[node] = bus;
+      }
+    }
+    for (const char* kind : {"io_links", "p2p_links"}) {
+      const std::string dir = base + "/" + node + "/" + kind;
+      for (const std::string& l : list(m, dir, ignored)) {
+        if (auto text = read_text(m, dir + "/" + l + "/properties", ignored))
+          links.push_back(parse_key_values(*text, ' '));
+      }
+    }
+  }
+  for (auto& l : links) {
+    if (l["type"] != "11") continue;
+    auto bw = parse_u64(l["max_bandwidth"]);
+    auto from = bus_of_node.find(l["node_from"]), to = bus_of_node.find(l["node_to"]);
+    if (!bw || *bw == 0 || from == bus_of_node.end() || to == bus_of_node.end()) continue;
+    out[{from->second, to->second}] = *bw * 1'000'000;
+  }
+  return out;
+}
+
 std::optional<PeerLink> nvlink_peer(const Device& a, const Device& b, const std::vector<Device>& devices) {
   if (a.nvlinks.empty() || b.nvlinks.empty() || !a.pci_bus_id || !b.pci_bus_id) return std::nullopt;
   int links = std::max(active_links_to(a, *b.pci_bus_id), active_links_to(b, *a.pci_bus_id));
@@ -88,9 +130,7 @@ PeerLink pcie_peer(const Machine& m, const Device& a, const Device& b,
     // Anything shared below the root complex is a bridge: a PCIe switch (two devices never share a root port
     // without one).
     p.type = common >= 2 ? "pcie-switch" : "pcie-host";
-  } else if (a.numa_node && b.numa_node) {
-    p.type = "pcie-host";  // the same NUMA node; the bridges between them are not readable
-  } else {
+  } else {  // the bridges between them are not readable (a captured tree without links): not guessed
     p.type = "pcie";
   }
   if (a.pcie_bandwidth_bytes_per_s && b.pcie_bandwidth_bytes_per_s)
@@ -122,6 +162,7 @@ void annotate_bandwidth(std::vector<Device>& devices, const HostMemoryBandwidth&
 std::vector<PeerLink> compute_peers(const Machine& m, const std::vector<Device>& devices) {
   std::vector<PeerLink> out;
   std::map<std::string, std::vector<std::string>> paths;
+  std::optional<XgmiBandwidth> xgmi;  // read once, when a pair shares a hive
   for (size_t i = 0; i < devices.size(); ++i) {
     const Device& a = devices[i];
     if (a.kind == DeviceKind::kCpu) continue;
@@ -132,6 +173,12 @@ std::vector<PeerLink> compute_peers(const Machine& m, const std::vector<Device>&
       if (!p && a.xgmi_hive_id && a.xgmi_hive_id == b.xgmi_hive_id) {
         p = PeerLink{};
         p->type = "xgmi";
+        if (!xgmi) xgmi = kfd_xgmi_bandwidth(m);
+        if (a.pci_bus_id && b.pci_bus_id) {
+          auto it = xgmi->find({*a.pci_bus_id, *b.pci_bus_id});
+          if (it == xgmi->end()) it = xgmi->find({*b.pci_bus_id, *a.pci_bus_id});
+          if (it != xgmi->end()) p->bandwidth_bytes_per_s = it->second;
+        }
       }
       if (!p) {
         if (!a.pci_bus_id || !b.pci_bus_id) continue;  // no PCI function: nothing to say

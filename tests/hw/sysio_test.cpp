@@ -168,7 +168,7 @@ TEST(SysIo, DgxPeersByNumaAndInfiniBand) {
   ASSERT_EQ(count_family(r, kFamilyCuda), 8);
   ASSERT_EQ(r.io.peers.size(), 28u);  // 8 choose 2
   EXPECT_EQ(count_type(r, "cross-numa"), 16);
-  EXPECT_EQ(count_type(r, "pcie-host"), 12) << "same NUMA node, bridges not captured";
+  EXPECT_EQ(count_type(r, "pcie"), 12) << "same NUMA node, bridges not captured: not guessed";
   EXPECT_EQ(r.io.peers[0].a, "cuda:0");
   EXPECT_EQ(r.io.peers[0].b, "cuda:1");
   EXPECT_EQ(r.io.peers[0].bandwidth_bytes_per_s, kGen5x16);
@@ -301,6 +301,30 @@ TEST(SysIo, PciePathsGiveSwitchHostAndNuma) {
   for (auto& d : devices) d.numa_node.reset();
   testing::FakeMachine bare(testing::fixture("garbage"));
   for (const auto& p : internal::compute_peers(bare, devices)) EXPECT_EQ(p.type, "pcie");
+}
+
+TEST(SysIo, XgmiBandwidthFromKfdLinks) {
+  Tree t;
+  const std::string nodes = "/sys/class/kfd/kfd/topology/nodes";
+  t.file(nodes + "/0/properties", "cpu_cores_count 96\nlocation_id 0\ndomain 0");
+  t.file(nodes + "/1/properties", "simd_count 1216\nlocation_id 1280\ndomain 0");  // 0000:05:00.0
+  t.file(nodes + "/2/properties", "simd_count 1216\nlocation_id 9728\ndomain 0");  // 0000:26:00.0
+  t.file(nodes + "/1/io_links/0/properties", "type 2\nnode_from 1\nnode_to 0\nmax_bandwidth 32000");  // PCIe
+  t.file(nodes + "/1/p2p_links/0/properties", "type 11\nnode_from 1\nnode_to 2\nmax_bandwidth 64000");
+  std::vector<Device> devices(3);
+  const char* buses[] = {"0000:05:00.0", "0000:26:00.0", "0000:46:00.0"};
+  for (size_t i = 0; i < devices.size(); ++i) {
+    devices[i].id = "rocm:" + std::to_string(i);
+    devices[i].family = "rocm";
+    devices[i].pci_bus_id = buses[i];
+    devices[i].xgmi_hive_id = "0x13de3adfc0d9c301";
+  }
+  testing::FakeMachine m(t.root());
+  auto peers = internal::compute_peers(m, devices);
+  ASSERT_EQ(peers.size(), 3u);
+  for (const auto& p : peers) EXPECT_EQ(p.type, "xgmi");
+  EXPECT_EQ(peers[0].bandwidth_bytes_per_s, 64'000'000'000u) << "KFD's max_bandwidth is MB/s";
+  EXPECT_FALSE(peers[1].bandwidth_bytes_per_s.has_value()) << "no KFD link listed: unknown";
 }
 
 TEST(SysIo, NvlinkPeersDirectAndThroughSwitch) {

@@ -122,8 +122,8 @@ struct EnvironmentInfo {
 
 // How two accelerators reach each other. Types, best first: "nvlink" (direct or through NVSwitch),
 // "xgmi" (AMD Infinity Fabric), "pcie-switch" (a PCIe switch below the root port is common to both),
-// "pcie-host" (the same root complex, or the same NUMA node), "cross-numa" (different NUMA nodes: traffic
-// crosses the CPU interconnect), "pcie" (PCIe, path not readable).
+// "pcie-host" (one root complex, or two root complexes of one NUMA node), "cross-numa" (different NUMA nodes:
+// traffic crosses the CPU interconnect), "pcie" (PCIe, the path between them not readable).
 struct PeerLink {
   std::string a, b;  // device ids, a listed before b in Registry::devices
   std::string type;
