@@ -171,7 +171,7 @@ void register_detect_command(CLI::App& app, int& exit_code) {
                 "Skip the Vulkan probe (creating an instance loads every driver)");
   cmd->add_flag("--hwloc", flags->hwloc, "Count NUMA nodes with hwloc instead of sysfs");
   cmd->add_flag("--measure-bandwidth", flags->measure_bandwidth,
-                "Also time host memory bandwidth with a triad (~0.3 s, physical cores; this machine only)");
+                "Also time host memory bandwidth with a triad (~0.3 s on physical cores; this machine only)");
   cmd->callback([flags, &exit_code] {
     hw::DetectOptions options;
     options.use_vulkan = !flags->no_vulkan;
@@ -190,7 +190,8 @@ void register_detect_command(CLI::App& app, int& exit_code) {
       const int threads = registry.cpu.physical_cores > 0 ? registry.cpu.physical_cores
                                                           : std::max(1, registry.cpu.logical_cores);
       registry.io.memory.measured_bytes_per_s =
-          hw::measure_triad_bandwidth(threads, hw::triad_array_bytes(registry.cpu), /*budget_ms=*/300);
+          hw::measure_triad_bandwidth(threads, hw::triad_array_bytes(registry.cpu), /*budget_ms=*/200,
+                                      /*huge_pages=*/true);
     }
     if (flags->json) {
       std::cout << hw::registry_to_json(registry).dump(2) << "\n";

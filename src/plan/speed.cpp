@@ -195,8 +195,10 @@ StorageBandwidth storage_read_bandwidth(const hw::BlockDevice& b) {
 }
 
 double measure_memory_bandwidth(int threads, int budget_ms) {
-  // One triad for the whole program: hw's (gantry detect --measure-bandwidth runs the same one).
-  return static_cast<double>(hw::measure_triad_bandwidth(threads, 64ull << 20, budget_ms));
+  // One triad for the whole program: hw's (gantry detect --measure-bandwidth runs the same one), here on 4
+  // KiB pages like the mmap'd weights whose reads it predicts.
+  return static_cast<double>(
+      hw::measure_triad_bandwidth(threads, 64ull << 20, budget_ms, /*huge_pages=*/false));
 }
 
 }  // namespace gantry::plan

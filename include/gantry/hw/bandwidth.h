@@ -59,11 +59,14 @@ HostMemoryBandwidth host_memory_from_dimms(const std::vector<Dimm>& dimms);
 // threads: the arrays are touched once outside the timing, then passes run until `budget_ms` has passed
 // (at least two). Returns the best pass in bytes/s, counting the three arrays moved (STREAM's convention;
 // write-allocate traffic is not counted). The one host-memory measurement: `gantry detect
-// --measure-bandwidth` and the planner's speed prediction both use it.
-uint64_t measure_triad_bandwidth(int threads, uint64_t array_bytes, int budget_ms);
+// --measure-bandwidth` and the planner's speed prediction both use it, with one difference they state:
+// `huge_pages` asks for transparent huge pages (detect: the memory system's figure, and first touch of arrays
+// larger than the LLC fast enough to stay within ~0.3 s); without them (the planner) the triad sees the 4
+// KiB-page TLB behaviour that llama.cpp's mmap'd weights see, which in a VM can be half the huge-page figure.
+uint64_t measure_triad_bandwidth(int threads, uint64_t array_bytes, int budget_ms, bool huge_pages);
 
-// The array size for `cpu`: 4 x its last-level cache (all sockets), at least 64 MiB and at most 512 MiB,
-// so the arrays never fit in cache and the probe stays within a fraction of a second.
+// The array size for `cpu`: 2 x its last-level cache (all sockets; the three arrays together 6 x), at least
+// 64 MiB and at most 256 MiB, so the arrays never fit in cache and the probe stays within ~0.5 s.
 uint64_t triad_array_bytes(const CpuInfo& cpu);
 
 }  // namespace gantry::hw
