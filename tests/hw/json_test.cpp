@@ -94,6 +94,15 @@ TEST(Json, KeysScriptsRelyOn) {
   EXPECT_TRUE(j["environment"].is_object());
   EXPECT_TRUE(j["warnings"].is_array());
   EXPECT_TRUE(j["timings_ms"]["total"].is_number());
+  // Schema 2: system I/O.
+  EXPECT_EQ(j["io"]["host_memory_bandwidth"]["source"], "catalogue");
+  EXPECT_TRUE(j["io"]["host_memory_bandwidth"]["measured_bytes_per_s"].is_null())
+      << "only with --measure-bandwidth";
+  EXPECT_EQ(j["io"]["peers"].size(), 28u);
+  EXPECT_TRUE(j["io"]["storage"].is_array());
+  EXPECT_EQ(j["io"]["rdma"][0]["name"], "mlx5_0");
+  EXPECT_EQ(j["devices"][1]["memory_bandwidth_source"], "catalogue");
+  EXPECT_TRUE(j["devices"][1]["nvlinks"].is_array());
 }
 
 TEST(Json, NewerSchemaIsRejectedClearly) {
