@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "gantry/hw/bandwidth.h"
 #include "gantry/hw/detect.h"
 #include "gantry/hw/registry_json.h"
 
@@ -17,6 +18,7 @@ struct DetectFlags {
   bool timing = false;
   bool no_vulkan = false;
   bool hwloc = false;
+  bool measure_bandwidth = false;
   std::string sysroot;
 };
 
@@ -66,6 +68,89 @@ void print_table(const hw::Registry& r) {
   }
 }
 
+std::string rate_text(const std::optional<uint64_t>& b) {
+  if (!b) return "unknown";
+  return fmt::format("{:.1f} GB/s", static_cast<double>(*b) / 1e9);
+}
+
+// Short codes of the peer matrix (as nvidia-smi topo -m does): NV<links>, XGMI, SW (a common PCIe switch),
+// HOST (one root complex or NUMA node), NUMA (crosses NUMA nodes), PCIE (path unknown).
+std::string peer_code(const hw::PeerLink& p) {
+  if (p.type == "nvlink") return p.links ? fmt::format("NV{}", *p.links) : "NV";
+  if (p.type == "xgmi") return "XGMI";
+  if (p.type == "pcie-switch") return "SW";
+  if (p.type == "pcie-host") return "HOST";
+  if (p.type == "cross-numa") return "NUMA";
+  return "PCIE";
+}
+
+std::string storage_kind(const hw::BlockDevice& b) {
+  if (b.nvme) return "NVMe";
+  if (!b.rotational) return "kind unknown";
+  return *b.rotational ? "rotational" : "SSD";
+}
+
+void print_io(const hw::Registry& r) {
+  const auto& io = r.io;
+  fmt::print("\nBandwidth  host memory {}", rate_text(io.memory.bytes_per_s));
+  if (io.memory.bytes_per_s) fmt::print(" ({}: {})", io.memory.source, io.memory.detail.value_or(""));
+  if (io.memory.measured_bytes_per_s)
+    fmt::print(", measured {} (triad)", rate_text(io.memory.measured_bytes_per_s));
+  fmt::print("\n");
+  for (const auto& d : r.devices) {
+    if (d.kind == hw::DeviceKind::kCpu || (!d.memory_bandwidth_bytes_per_s && !d.pcie_bandwidth_bytes_per_s))
+      continue;
+    fmt::print("           {:<12} memory {} ({}), PCIe {}\n", d.id, rate_text(d.memory_bandwidth_bytes_per_s),
+               d.memory_bandwidth_source.value_or("no figure"), rate_text(d.pcie_bandwidth_bytes_per_s));
+  }
+  if (!io.peers.empty()) {
+    std::vector<std::string> ids;
+    for (const auto& p : io.peers) {
+      for (const auto* id : {&p.a, &p.b})
+        if (std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
+    }
+    fmt::print(
+        "\nPeers      (NV<n>: NVLink x n, XGMI, SW: PCIe switch, HOST: same host bridge/NUMA node, NUMA: "
+        "crosses NUMA, PCIE: path unknown)\n{:<11}",
+        "");
+    for (const auto& id : ids) fmt::print(" {:>8}", id);
+    fmt::print("\n");
+    for (const auto& row : ids) {
+      fmt::print("{:<11}", row);
+      for (const auto& col : ids) {
+        std::string cell = row == col ? "X" : "-";
+        for (const auto& p : io.peers) {
+          if ((p.a == row && p.b == col) || (p.a == col && p.b == row)) cell = peer_code(p);
+        }
+        fmt::print(" {:>8}", cell);
+      }
+      fmt::print("\n");
+    }
+  }
+  fmt::print("\nStorage   ");
+  if (io.storage.empty()) fmt::print(" none visible");
+  for (const auto& b : io.storage) {
+    fmt::print(" {} ({}{}, {}{}{})", b.name, b.model ? *b.model + ", " : "", bytes_text(b.size_bytes),
+               storage_kind(b), b.removable ? ", removable" : "",
+               b.link_bytes_per_s ? ", link " + rate_text(b.link_bytes_per_s) : "");
+  }
+  fmt::print("\nNetwork   ");
+  if (io.network.empty()) fmt::print(" none visible");
+  for (const auto& n : io.network) {
+    fmt::print(
+        " {} ({}, {}{}{})", n.name,
+        n.speed_bytes_per_s ? fmt::format("{:.0f} Gb/s", *n.speed_bytes_per_s * 8 / 1e9) : "speed unknown",
+        n.operstate.value_or("?"), n.driver ? ", " + *n.driver : "",
+        n.rdma_devices.empty() ? "" : ", RDMA " + fmt::format("{}", fmt::join(n.rdma_devices, "/")));
+  }
+  for (const auto& d : io.rdma) {
+    fmt::print(
+        "\nRDMA       {} ({}, {}, {})", d.name, d.state.value_or("?"), d.link_layer.value_or("?"),
+        d.rate_bytes_per_s ? fmt::format("{:.0f} Gb/s", *d.rate_bytes_per_s * 8 / 1e9) : "rate unknown");
+  }
+  fmt::print("\n");
+}
+
 void print_timings(const hw::Registry& r) {
   fmt::print("\nProbe timings (ms; NVML and Vulkan on their own threads):\n");
   for (const auto& [probe, ms] : r.timings_ms) fmt::print("  {:<12} {:8.3f}\n", probe, ms);
@@ -85,6 +170,8 @@ void register_detect_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-vulkan", flags->no_vulkan,
                 "Skip the Vulkan probe (creating an instance loads every driver)");
   cmd->add_flag("--hwloc", flags->hwloc, "Count NUMA nodes with hwloc instead of sysfs");
+  cmd->add_flag("--measure-bandwidth", flags->measure_bandwidth,
+                "Also time host memory bandwidth with a triad (~0.3 s on physical cores; this machine only)");
   cmd->callback([flags, &exit_code] {
     hw::DetectOptions options;
     options.use_vulkan = !flags->no_vulkan;
@@ -92,11 +179,25 @@ void register_detect_command(CLI::App& app, int& exit_code) {
     const bool local = flags->sysroot.empty() || flags->sysroot == "/";
     auto machine = hw::make_disk_machine(local ? "/" : flags->sysroot);
     auto loader = local ? hw::make_dl_loader() : hw::make_null_loader();
-    const hw::Registry registry = hw::detect(*machine, *loader, options);
+    hw::Registry registry = hw::detect(*machine, *loader, options);
+    if (flags->measure_bandwidth) {
+      if (!local) {
+        std::cerr << "gantry: detect: --measure-bandwidth times this machine's memory; it cannot measure a "
+                     "captured --sysroot\n";
+        exit_code = 2;
+        return;
+      }
+      const int threads = registry.cpu.physical_cores > 0 ? registry.cpu.physical_cores
+                                                          : std::max(1, registry.cpu.logical_cores);
+      registry.io.memory.measured_bytes_per_s =
+          hw::measure_triad_bandwidth(threads, hw::triad_array_bytes(registry.cpu), /*budget_ms=*/200,
+                                      /*huge_pages=*/true);
+    }
     if (flags->json) {
       std::cout << hw::registry_to_json(registry).dump(2) << "\n";
     } else {
       print_table(registry);
+      print_io(registry);
       if (flags->timing) print_timings(registry);
       for (const auto& w : registry.warnings) std::cerr << "warning: " << w << "\n";
     }

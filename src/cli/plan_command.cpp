@@ -15,6 +15,7 @@
 #include "gantry/hw/detect.h"
 #include "gantry/hw/loader.h"
 #include "gantry/hw/machine.h"
+#include "gantry/hw/query.h"
 #include "gantry/model/onnx_info.h"
 #include "gantry/model/package.h"
 #include "gantry/plan/gguf_profile.h"
@@ -49,9 +50,12 @@ struct PlanArgs {
 };
 
 // This machine as a what-if target: the registry's devices, its CPU's ISA-derived FLOP/s with a measured
-// (triad) memory bandwidth when planning for the local machine, catalogue figures for GPUs it recognises.
+// (triad) memory bandwidth when planning for the local machine; for GPUs the registry's memory bandwidth
+// (hw's known-device table, the one table of device bandwidths) and the catalogue's FLOP/s for GPUs it
+// recognises; the load time from the block device holding the model file (local machine only).
 plan::WhatIfTarget this_machine(const hw::Registry& r, const std::vector<plan::Device>& devices,
-                                const plan::Catalogue* catalogue, int threads, bool local) {
+                                const plan::Catalogue* catalogue, int threads, bool local,
+                                const std::string& model_path, std::string& storage_note) {
   plan::WhatIfTarget t;
   t.id = "this";
   t.description = "this machine: " + (r.cpu.model.empty() ? std::string("CPU") : r.cpu.model);
@@ -65,8 +69,24 @@ plan::WhatIfTarget this_machine(const hw::Registry& r, const std::vector<plan::D
     }
     t.description += ", " + d.name;
     const plan::Accelerator* a = catalogue ? catalogue->match_device(d.name) : nullptr;
-    t.speeds.push_back(a ? plan::gpu_speed(a->memory_bandwidth_gb_s, a->fp16_dense_tflops, a->name)
-                         : plan::DeviceSpeed{});
+    plan::DeviceSpeed s =
+        a ? plan::gpu_speed(a->memory_bandwidth_gb_s, a->fp16_dense_tflops, a->name) : plan::DeviceSpeed{};
+    for (const auto& hd : r.devices) {
+      if (hd.id != d.id || !hd.memory_bandwidth_bytes_per_s) continue;
+      s.memory_bandwidth = static_cast<double>(*hd.memory_bandwidth_bytes_per_s);
+      s.bandwidth_efficiency = plan::kPeakBandwidthEfficiency;
+      s.bandwidth_source = hd.memory_bandwidth_source.value_or("catalogue");
+    }
+    t.speeds.push_back(s);
+  }
+  if (!local) {
+    storage_note = "load time unknown: a captured --sysroot has no model file on its disks";
+  } else if (auto b = hw::storage_for_path(model_path); b.ok()) {
+    const plan::StorageBandwidth sb = plan::storage_read_bandwidth(*b);
+    t.storage_bytes_per_s = sb.bytes_per_s;
+    storage_note = sb.bytes_per_s > 0 ? "load: " + sb.description : "load time unknown: " + sb.description;
+  } else {
+    storage_note = "load time unknown: " + b.status().message();
   }
   return t;
 }
@@ -224,7 +244,8 @@ int run_plan(const PlanArgs& a) {
   if (!a.what_if.empty()) {
     std::optional<plan::WhatIfTarget> self;
     if (mentions_this(a.what_if)) {
-      self = this_machine(*registry, devices, &*catalogue, threads, a.sysroot.empty());
+      std::string storage_note;
+      self = this_machine(*registry, devices, &*catalogue, threads, a.sysroot.empty(), a.model, storage_note);
     }
     auto targets = plan::resolve_targets(*catalogue, a.what_if, self);
     if (!targets.ok()) {
@@ -243,13 +264,15 @@ int run_plan(const PlanArgs& a) {
   }
   std::optional<plan::SpeedPrediction> speed;
   if (a.speed) {
-    const plan::WhatIfTarget self =
-        this_machine(*registry, devices, catalogue ? &*catalogue : nullptr, threads, a.sysroot.empty());
-    auto s = plan::predict_speed(*gguf_profile, result, self.speeds, 0);
+    std::string storage_note;
+    const plan::WhatIfTarget self = this_machine(*registry, devices, catalogue ? &*catalogue : nullptr,
+                                                 threads, a.sysroot.empty(), a.model, storage_note);
+    auto s = plan::predict_speed(*gguf_profile, result, self.speeds, self.storage_bytes_per_s);
     if (!s.ok()) {
       std::cerr << "gantry: plan: --speed: " << s.status().to_string() << "\n";
       return 1;
     }
+    s->assumptions.push_back(storage_note);
     speed = std::move(*s);
   }
   std::optional<llama::MemoryMeasurement> measured;

@@ -14,7 +14,14 @@ struct KfdNode {
   std::string gfx;  // "gfx942"
   std::optional<int> compute_units;
   std::optional<std::string> uuid;
+  std::optional<uint64_t> hive_id;  // xGMI hive; 0 (absent) when the GPU is in none
 };
+
+std::string hive_text(uint64_t id) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(id));
+  return buf;
+}
 
 // gfx_target_version 90402 -> "gfx942", 90010 -> "gfx90a", 110000 -> "gfx1100".
 std::string gfx_name(uint64_t v) {
@@ -50,6 +57,7 @@ std::map<std::string, KfdNode> read_kfd(const Machine& m, std::vector<std::strin
       std::snprintf(u, sizeof u, "GPU-%016llx", static_cast<unsigned long long>(*uid));
       k.uuid = u;
     }
+    if (auto hive = parse_u64(props["hive_id"]); hive && *hive != 0) k.hive_id = hive;
     by_bus[bus] = k;
   }
   return by_bus;
@@ -114,7 +122,13 @@ ProbeOutput probe_amd(const Machine& m, const std::vector<PciDevice>& pci) {
       d.arch = k->second.gfx;
       d.cores = k->second.compute_units;
       d.uuid = k->second.uuid;
+      if (k->second.hive_id) d.xgmi_hive_id = hive_text(*k->second.hive_id);
       d.sources.push_back("kfd");
+    }
+    // amdgpu's own view of the hive (present when the GPU has xGMI links).
+    if (!d.xgmi_hive_id) {
+      auto hive = read_text(m, dir + "/xgmi_hive_info/xgmi_hive_id", out.warnings);
+      if (auto v = hive ? parse_u64(*hive) : std::nullopt; v && *v != 0) d.xgmi_hive_id = hive_text(*v);
     }
     d.driver_version = driver;
     fill_from_pci_sysfs(m, d, out.warnings);

@@ -70,6 +70,8 @@ void merge_fields(Device& into, const Device& from) {
   fill(into.temperature_c, from.temperature_c);
   fill(into.utilization_percent, from.utilization_percent);
   fill(into.cores, from.cores);
+  fill(into.xgmi_hive_id, from.xgmi_hive_id);
+  if (into.nvlinks.empty()) into.nvlinks = from.nvlinks;
   for (const auto& s : from.sources) {
     if (std::find(into.sources.begin(), into.sources.end(), s) == into.sources.end())
       into.sources.push_back(s);
@@ -176,6 +178,22 @@ void take_cpu(Registry& reg, internal::CpuProbeOutput out, double ms) {
   reg.timings_ms["cpu"] = ms;
   reg.warnings.insert(reg.warnings.end(), out.warnings.begin(), out.warnings.end());
   reg.devices.push_back(cpu_device(reg.cpu, reg.host));
+}
+
+// System I/O: sysfs reads of a few files per block/network device, after the devices are known (the peer
+// matrix and the bandwidth figures need them).
+void probe_io(const Machine& m, Registry& reg) {
+  const auto t = Clock::now();
+  try {
+    reg.io.memory = internal::probe_host_memory(m, reg.cpu, reg.warnings);
+    internal::annotate_bandwidth(reg.devices, reg.io.memory);
+    reg.io.peers = internal::compute_peers(m, reg.devices);
+    reg.io.storage = internal::probe_storage(m, reg.warnings);
+    internal::probe_network(m, reg.io, reg.warnings);
+  } catch (const std::exception& e) {
+    reg.warnings.push_back(std::string("probe 'io' failed: ") + e.what());
+  }
+  reg.timings_ms["io"] = ms_since(t);
 }
 
 }  // namespace
@@ -297,6 +315,7 @@ Registry detect(const Machine& m, const LibraryLoader& loader, const DetectOptio
     d.id = d.family + ":" + std::to_string(counters[d.family]++);
     reg.devices.push_back(std::move(d));
   }
+  probe_io(m, reg);
   reg.timings_ms["total"] = ms_since(t0);
   return reg;
 }
@@ -311,6 +330,8 @@ Registry detect_host(const Machine& m) {
     out.warnings.push_back(std::string("probe 'cpu' failed: ") + e.what());
   }
   take_cpu(reg, std::move(out), ms_since(t0));
+  reg.io.memory = internal::probe_host_memory(m, reg.cpu, reg.warnings);
+  internal::annotate_bandwidth(reg.devices, reg.io.memory);
   reg.environment.sysroot = m.root();
   reg.timings_ms["total"] = ms_since(t0);
   return reg;

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,6 +51,21 @@ class DiskMachine final : public Machine {
     return ::stat(resolve(path).c_str(), &st) == 0;
   }
 
+  Result<std::string> read_link(std::string_view path) const override {
+    char buf[4096];
+    const ssize_t n = ::readlink(resolve(path).c_str(), buf, sizeof buf - 1);
+    if (n < 0) return error_for(errno == EINVAL ? ENOENT : errno, "cannot read link", path);
+    return std::string(buf, static_cast<size_t>(n));
+  }
+
+  Result<std::pair<unsigned, unsigned>> device_of(std::string_view path) const override {
+    // A captured tree's files live on this computer's disks: their device numbers describe nothing.
+    if (root_ != "/") return Unavailable("a captured machine (sysroot " + root_ + ") has no device numbers");
+    struct stat st {};
+    if (::stat(resolve(path).c_str(), &st) != 0) return error_for(errno, "cannot stat", path);
+    return std::pair<unsigned, unsigned>(major(st.st_dev), minor(st.st_dev));
+  }
+
   std::optional<std::string> getenv(std::string_view name) const override {
     if (env_) {
       auto it = env_->find(std::string(name));
@@ -87,6 +103,14 @@ class DiskMachine final : public Machine {
 };
 
 }  // namespace
+
+Result<std::string> Machine::read_link(std::string_view path) const {
+  return NotFound("no symbolic links on this machine description: " + std::string(path));
+}
+
+Result<std::pair<unsigned, unsigned>> Machine::device_of(std::string_view path) const {
+  return Unavailable("this machine description cannot stat " + std::string(path));
+}
 
 std::unique_ptr<Machine> make_disk_machine(std::string root, EnvOverride env) {
   return std::make_unique<DiskMachine>(std::move(root), std::move(env));

@@ -17,6 +17,42 @@ std::string cuda_version_text(int v) {  // 12040 -> "12.4"
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
+// nvmlNvlinkVersion_t -> "4.0" (1 = 1.0, 2 = 2.0, 3 = 2.2, 4 = 3.0, 5 = 3.1, 6 = 4.0, 7 = 5.0, 8 = 6.0).
+std::optional<std::string> nvlink_version_text(unsigned int v) {
+  static constexpr const char* kNames[] = {nullptr, "1.0", "2.0", "2.2", "3.0", "3.1", "4.0", "5.0", "6.0"};
+  if (v == 0 || v >= std::size(kNames)) return std::nullopt;
+  return std::string(kNames[v]);
+}
+
+// Every NVLink of `h` (none when the symbols are absent or the GPU has no NVLink).
+std::vector<NvLink> read_nvlinks(const nvml::Api& api, nvml::DeviceHandle h) {
+  std::vector<NvLink> links;
+  if (!api.device_get_nvlink_state) return links;
+  for (unsigned int i = 0; i < nvml::kNvLinkMaxLinks; ++i) {
+    unsigned int active = 0;
+    if (api.device_get_nvlink_state(h, i, &active) != nvml::kSuccess) break;  // past the last link
+    NvLink l;
+    l.index = static_cast<int>(i);
+    l.active = active == 1;
+    unsigned int v = 0;
+    if (api.device_get_nvlink_version && api.device_get_nvlink_version(h, i, &v) == nvml::kSuccess)
+      l.version = nvlink_version_text(v);
+    nvml::PciInfo pci{};
+    if (l.active && api.device_get_nvlink_remote_pci_info &&
+        api.device_get_nvlink_remote_pci_info(h, i, &pci) == nvml::kSuccess)
+      l.peer_pci_bus_id = normalize_pci_bus_id(pci.bus_id);
+    int type = -1;
+    if (l.active && api.device_get_nvlink_remote_device_type &&
+        api.device_get_nvlink_remote_device_type(h, i, &type) == nvml::kSuccess) {
+      if (type == nvml::kNvLinkDeviceGpu) l.peer_type = "gpu";
+      if (type == nvml::kNvLinkDeviceIbmNpu) l.peer_type = "ibmnpu";
+      if (type == nvml::kNvLinkDeviceSwitch) l.peer_type = "switch";
+    }
+    links.push_back(std::move(l));
+  }
+  return links;
+}
+
 // Loads NVML and fills `api`. Unavailable when the library or a required symbol is missing.
 Status load_nvml(const LibraryLoader& loader, std::unique_ptr<DynamicLibrary>& lib, nvml::Api& api) {
   auto opened = loader.open("libnvidia-ml.so.1");
@@ -104,6 +140,7 @@ Status probe_nvml(const Machine& m, const LibraryLoader& loader, ProbeOutput& ou
     nvml::Utilization util{};
     if (api.device_get_utilization_rates && api.device_get_utilization_rates(h, &util) == nvml::kSuccess)
       d.utilization_percent = static_cast<int>(util.gpu);
+    d.nvlinks = read_nvlinks(api, h);
     fill_from_pci_sysfs(m, d, out.warnings);
     out.devices.push_back(std::move(d));
   }

@@ -55,7 +55,16 @@ struct Api {
   Return (*device_get_power_usage)(DeviceHandle, unsigned int*);  // milliwatts
   Return (*device_get_temperature)(DeviceHandle, int, unsigned int*);
   Return (*device_get_utilization_rates)(DeviceHandle, Utilization*);
+  // NVLink (optional; GPUs without NVLink answer NOT_SUPPORTED for link 0).
+  Return (*device_get_nvlink_state)(DeviceHandle, unsigned int link, unsigned int* active);
+  Return (*device_get_nvlink_version)(DeviceHandle, unsigned int link, unsigned int* version);
+  Return (*device_get_nvlink_remote_pci_info)(DeviceHandle, unsigned int link, PciInfo*);  // _v2
+  Return (*device_get_nvlink_remote_device_type)(DeviceHandle, unsigned int link, int* type);
 };
+
+inline constexpr unsigned int kNvLinkMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS
+// nvmlIntNvLinkDeviceType_t
+inline constexpr int kNvLinkDeviceGpu = 0, kNvLinkDeviceIbmNpu = 1, kNvLinkDeviceSwitch = 2;
 
 // Symbol names in the order of Api's members.
 inline constexpr const char* kSymbols[] = {
@@ -77,6 +86,10 @@ inline constexpr const char* kSymbols[] = {
     "nvmlDeviceGetPowerUsage",
     "nvmlDeviceGetTemperature",
     "nvmlDeviceGetUtilizationRates",
+    "nvmlDeviceGetNvLinkState",
+    "nvmlDeviceGetNvLinkVersion",
+    "nvmlDeviceGetNvLinkRemotePciInfo_v2",
+    "nvmlDeviceGetNvLinkRemoteDeviceType",
 };
 inline constexpr int kRequiredSymbols = 12;  // the first twelve must exist
 

@@ -28,6 +28,20 @@ ProbeOutput probe_tpu(const Machine& m, const std::vector<PciDevice>& pci);
 ProbeOutput probe_neuron(const Machine& m, const std::vector<PciDevice>& pci);
 ProbeOutput probe_vulkan(const LibraryLoader& loader);
 
+// System I/O (sysio_probe.cpp): sysfs block devices, network and RDMA devices, host memory bandwidth.
+std::vector<BlockDevice> probe_storage(const Machine& m, std::vector<std::string>& warnings);
+std::optional<BlockDevice> read_block_device(const Machine& m, const std::string& name,
+                                             std::vector<std::string>& warnings);
+void probe_network(const Machine& m, SystemIo& io, std::vector<std::string>& warnings);
+HostMemoryBandwidth probe_host_memory(const Machine& m, const CpuInfo& cpu,
+                                      std::vector<std::string>& warnings);
+// The last PCI address in a sysfs path ("../devices/pci0000:00/0000:00:1d.0/0000:3b:00.0/nvme/nvme0").
+std::optional<std::string> pci_bus_id_in_path(std::string_view sysfs_path);
+
+// topology.cpp: PCIe/memory bandwidth figures of each device (the CPU takes `host`), and the peer matrix.
+void annotate_bandwidth(std::vector<Device>& devices, const HostMemoryBandwidth& host);
+std::vector<PeerLink> compute_peers(const Machine& m, const std::vector<Device>& devices);
+
 // Model-name tables used when no vendor library is there to ask (sysfs/procfs fallbacks).
 std::optional<std::string> nvidia_compute_capability_for_name(std::string_view name);
 

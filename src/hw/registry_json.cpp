@@ -14,6 +14,18 @@ json opt(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
+json nvlinks_to_json(const std::vector<NvLink>& links) {
+  json out = json::array();
+  for (const NvLink& l : links) {
+    out.push_back({{"index", l.index},
+                   {"active", l.active},
+                   {"version", opt(l.version)},
+                   {"peer_pci_bus_id", opt(l.peer_pci_bus_id)},
+                   {"peer_type", opt(l.peer_type)}});
+  }
+  return out;
+}
+
 json device_to_json(const Device& d) {
   return json{{"id", d.id},
               {"kind", device_kind_name(d.kind)},
@@ -39,7 +51,61 @@ json device_to_json(const Device& d) {
               {"temperature_c", opt(d.temperature_c)},
               {"utilization_percent", opt(d.utilization_percent)},
               {"cores", opt(d.cores)},
-              {"sources", d.sources}};
+              {"sources", d.sources},
+              {"memory_bandwidth_bytes_per_s", opt(d.memory_bandwidth_bytes_per_s)},
+              {"memory_bandwidth_source", opt(d.memory_bandwidth_source)},
+              {"pcie_bandwidth_bytes_per_s", opt(d.pcie_bandwidth_bytes_per_s)},
+              {"nvlinks", nvlinks_to_json(d.nvlinks)},
+              {"xgmi_hive_id", opt(d.xgmi_hive_id)}};
+}
+
+json io_to_json(const SystemIo& io) {
+  json peers = json::array();
+  for (const PeerLink& p : io.peers) {
+    peers.push_back({{"a", p.a},
+                     {"b", p.b},
+                     {"type", p.type},
+                     {"links", opt(p.links)},
+                     {"bandwidth_bytes_per_s", opt(p.bandwidth_bytes_per_s)}});
+  }
+  json storage = json::array();
+  for (const BlockDevice& b : io.storage) {
+    storage.push_back({{"name", b.name},
+                       {"model", opt(b.model)},
+                       {"size_bytes", opt(b.size_bytes)},
+                       {"rotational", opt(b.rotational)},
+                       {"removable", b.removable},
+                       {"nvme", b.nvme},
+                       {"pci_bus_id", opt(b.pci_bus_id)},
+                       {"link_bytes_per_s", opt(b.link_bytes_per_s)}});
+  }
+  json network = json::array();
+  for (const NetInterface& n : io.network) {
+    network.push_back({{"name", n.name},
+                       {"speed_bytes_per_s", opt(n.speed_bytes_per_s)},
+                       {"operstate", opt(n.operstate)},
+                       {"driver", opt(n.driver)},
+                       {"pci_bus_id", opt(n.pci_bus_id)},
+                       {"rdma_devices", n.rdma_devices}});
+  }
+  json rdma = json::array();
+  for (const RdmaDevice& r : io.rdma) {
+    rdma.push_back({{"name", r.name},
+                    {"pci_bus_id", opt(r.pci_bus_id)},
+                    {"state", opt(r.state)},
+                    {"link_layer", opt(r.link_layer)},
+                    {"rate_bytes_per_s", opt(r.rate_bytes_per_s)},
+                    {"ports", r.ports}});
+  }
+  return json{{"host_memory_bandwidth",
+               {{"bytes_per_s", opt(io.memory.bytes_per_s)},
+                {"source", io.memory.source},
+                {"detail", opt(io.memory.detail)},
+                {"measured_bytes_per_s", opt(io.memory.measured_bytes_per_s)}}},
+              {"peers", peers},
+              {"storage", storage},
+              {"network", network},
+              {"rdma", rdma}};
 }
 
 // Reading: a FieldError names the JSON path that has the wrong shape.
@@ -102,6 +168,15 @@ std::vector<std::string> get_strings(const json& obj, const char* key, const std
   return out;
 }
 
+// Calls `f(item, path)` for each element of the array `key` (absent or null: none).
+template <typename F>
+void for_each_item(const json& obj, const char* key, const std::string& path, F f) {
+  const json& arr = member(obj, key, path);
+  if (arr.is_null()) return;
+  if (!arr.is_array()) bad(path + "." + key, "an array");
+  for (size_t i = 0; i < arr.size(); ++i) f(arr[i], path + "." + key + "[" + std::to_string(i) + "]");
+}
+
 Device device_from_json(const json& j, const std::string& p) {
   Device d;
   d.id = get<std::string>(j, "id", p);
@@ -131,7 +206,77 @@ Device device_from_json(const json& j, const std::string& p) {
   d.utilization_percent = get_opt<int>(j, "utilization_percent", p);
   d.cores = get_opt<int>(j, "cores", p);
   d.sources = get_strings(j, "sources", p);
+  d.memory_bandwidth_bytes_per_s = get_opt<uint64_t>(j, "memory_bandwidth_bytes_per_s", p);
+  d.memory_bandwidth_source = get_opt<std::string>(j, "memory_bandwidth_source", p);
+  d.pcie_bandwidth_bytes_per_s = get_opt<uint64_t>(j, "pcie_bandwidth_bytes_per_s", p);
+  d.xgmi_hive_id = get_opt<std::string>(j, "xgmi_hive_id", p);
+  for_each_item(j, "nvlinks", p, [&](const json& l, const std::string& lp) {
+    NvLink n;
+    n.index = get<int>(l, "index", lp);
+    n.active = get<bool>(l, "active", lp);
+    n.version = get_opt<std::string>(l, "version", lp);
+    n.peer_pci_bus_id = get_opt<std::string>(l, "peer_pci_bus_id", lp);
+    n.peer_type = get_opt<std::string>(l, "peer_type", lp);
+    d.nvlinks.push_back(std::move(n));
+  });
   return d;
+}
+
+// A schema-1 document has no "io": the defaults (unknown, empty) stand.
+SystemIo io_from_json(const json& j) {
+  SystemIo io;
+  if (j.is_null()) return io;
+  const std::string p = "io";
+  const json& mem = member(j, "host_memory_bandwidth", p);
+  if (!mem.is_null()) {
+    const std::string mp = p + ".host_memory_bandwidth";
+    io.memory.bytes_per_s = get_opt<uint64_t>(mem, "bytes_per_s", mp);
+    io.memory.source = get_opt<std::string>(mem, "source", mp).value_or("unknown");
+    io.memory.detail = get_opt<std::string>(mem, "detail", mp);
+    io.memory.measured_bytes_per_s = get_opt<uint64_t>(mem, "measured_bytes_per_s", mp);
+  }
+  for_each_item(j, "peers", p, [&](const json& e, const std::string& ep) {
+    PeerLink l;
+    l.a = get<std::string>(e, "a", ep);
+    l.b = get<std::string>(e, "b", ep);
+    l.type = get<std::string>(e, "type", ep);
+    l.links = get_opt<int>(e, "links", ep);
+    l.bandwidth_bytes_per_s = get_opt<uint64_t>(e, "bandwidth_bytes_per_s", ep);
+    io.peers.push_back(std::move(l));
+  });
+  for_each_item(j, "storage", p, [&](const json& e, const std::string& ep) {
+    BlockDevice b;
+    b.name = get<std::string>(e, "name", ep);
+    b.model = get_opt<std::string>(e, "model", ep);
+    b.size_bytes = get_opt<uint64_t>(e, "size_bytes", ep);
+    b.rotational = get_opt<bool>(e, "rotational", ep);
+    b.removable = get_opt<bool>(e, "removable", ep).value_or(false);
+    b.nvme = get_opt<bool>(e, "nvme", ep).value_or(false);
+    b.pci_bus_id = get_opt<std::string>(e, "pci_bus_id", ep);
+    b.link_bytes_per_s = get_opt<uint64_t>(e, "link_bytes_per_s", ep);
+    io.storage.push_back(std::move(b));
+  });
+  for_each_item(j, "network", p, [&](const json& e, const std::string& ep) {
+    NetInterface n;
+    n.name = get<std::string>(e, "name", ep);
+    n.speed_bytes_per_s = get_opt<uint64_t>(e, "speed_bytes_per_s", ep);
+    n.operstate = get_opt<std::string>(e, "operstate", ep);
+    n.driver = get_opt<std::string>(e, "driver", ep);
+    n.pci_bus_id = get_opt<std::string>(e, "pci_bus_id", ep);
+    n.rdma_devices = get_strings(e, "rdma_devices", ep);
+    io.network.push_back(std::move(n));
+  });
+  for_each_item(j, "rdma", p, [&](const json& e, const std::string& ep) {
+    RdmaDevice r;
+    r.name = get<std::string>(e, "name", ep);
+    r.pci_bus_id = get_opt<std::string>(e, "pci_bus_id", ep);
+    r.state = get_opt<std::string>(e, "state", ep);
+    r.link_layer = get_opt<std::string>(e, "link_layer", ep);
+    r.rate_bytes_per_s = get_opt<uint64_t>(e, "rate_bytes_per_s", ep);
+    r.ports = get_opt<int>(e, "ports", ep).value_or(0);
+    io.rdma.push_back(std::move(r));
+  });
+  return io;
 }
 
 Registry parse_registry(const json& j) {
@@ -166,6 +311,8 @@ Registry parse_registry(const json& j) {
   if (!devices.is_array()) bad("devices", "an array");
   for (size_t i = 0; i < devices.size(); ++i)
     r.devices.push_back(device_from_json(devices[i], "devices[" + std::to_string(i) + "]"));
+
+  r.io = io_from_json(member(j, "io", ""));
 
   const json& env = member(j, "environment", "");
   if (!env.is_null()) {
@@ -226,6 +373,7 @@ nlohmann::json registry_to_json(const Registry& r) {
           {"l3_bytes", opt(r.cpu.cache.l3_bytes)}}},
         {"numa_nodes", r.cpu.numa_nodes}}},
       {"devices", devices},
+      {"io", io_to_json(r.io)},
       {"environment",
        {{"container", opt(r.environment.container)},
         {"orchestrator", opt(r.environment.orchestrator)},

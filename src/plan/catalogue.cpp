@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
+
+#include "gantry/hw/bandwidth.h"
 
 namespace gantry::plan {
 namespace {
@@ -103,7 +106,23 @@ Result<Accelerator> parse_accelerator(const json& j, const std::string& where) {
   GANTRY_ASSIGN_OR_RETURN(a.id, f.str("id"));
   GANTRY_ASSIGN_OR_RETURN(a.name, f.str("name"));
   GANTRY_ASSIGN_OR_RETURN(a.memory_gib, f.positive("memory_gib"));
-  GANTRY_ASSIGN_OR_RETURN(a.memory_bandwidth_gb_s, f.positive("memory_bandwidth_gb_s"));
+  // Device memory bandwidth has one definition: the hardware registry's known-device table. An accelerator it
+  // knows (by id) takes the figure from there and may only repeat it; others must give it.
+  const hw::KnownDevice* known = hw::known_device_by_id(a.id);
+  if (known && !j.contains("memory_bandwidth_gb_s")) {
+    f.mark("memory_bandwidth_gb_s");
+    a.memory_bandwidth_gb_s = static_cast<double>(known->memory_bandwidth_bytes_per_s) / 1e9;
+  } else {
+    GANTRY_ASSIGN_OR_RETURN(a.memory_bandwidth_gb_s, f.positive("memory_bandwidth_gb_s"));
+    if (known && std::llround(a.memory_bandwidth_gb_s * 1e9) !=
+                     static_cast<long long>(known->memory_bandwidth_bytes_per_s)) {
+      return InvalidArgument(fmt::format(
+          "{}: memory_bandwidth_gb_s {} disagrees with the hardware registry's figure for \"{}\" ({} GB/s, "
+          "{}); leave the field out to use it, or give the accelerator another id",
+          where, a.memory_bandwidth_gb_s, a.id,
+          static_cast<double>(known->memory_bandwidth_bytes_per_s) / 1e9, known->source));
+    }
+  }
   GANTRY_ASSIGN_OR_RETURN(a.fp16_dense_tflops, f.positive("fp16_dense_tflops"));
   GANTRY_ASSIGN_OR_RETURN(a.source, f.str("source"));
   GANTRY_ASSIGN_OR_RETURN(a.match, f.strings("match"));

@@ -116,4 +116,25 @@ TEST(DetectCli, TableAndExitCodes) {
   EXPECT_EQ(reg->devices[1].arch, "gfx942");
 }
 
+TEST(DetectCli, SystemIoSectionsAndMeasuredBandwidth) {
+  Outcome table =
+      run(std::string("detect --sysroot ") + GANTRY_SOURCE_DIR + "/tests/fixtures/hw/nvidia-dgx-h100");
+  ASSERT_EQ(table.exit_code, 0);
+  for (const char* s : {"Bandwidth", "Peers", "NUMA", "Storage", "Network",
+                        "RDMA       mlx5_0 (ACTIVE, InfiniBand, 400 Gb/s)"})
+    EXPECT_NE(table.out.find(s), std::string::npos) << s << "\n" << table.out;
+  Outcome measured = run("detect --json --no-vulkan --measure-bandwidth");
+  ASSERT_EQ(measured.exit_code, 0);
+  auto reg = gantry::hw::registry_from_json_text(measured.out);
+  ASSERT_TRUE(reg.ok()) << reg.status().to_string();
+  ASSERT_TRUE(reg->io.memory.measured_bytes_per_s.has_value());
+  EXPECT_GT(*reg->io.memory.measured_bytes_per_s, 100'000'000u);  // any machine moves more than 100 MB/s
+  EXPECT_LT(*reg->io.memory.measured_bytes_per_s, 10'000'000'000'000u);
+  EXPECT_EQ(run(std::string("detect --measure-bandwidth --sysroot ") + GANTRY_SOURCE_DIR +
+                "/tests/fixtures/hw/amd-mi300x")
+                .exit_code,
+            2)
+      << "a captured tree cannot be measured";
+}
+
 }  // namespace

@@ -32,6 +32,10 @@ class FakeMachine final : public Machine {
   void set_file(const std::string& path, std::string text) { files_[path] = std::move(text); }
   void hide(const std::string& path) { hidden_.insert(path); }
   void vanish_after_list(const std::string& dir) { vanishing_.insert(dir); }
+  // device_of(path) answers (major, minor) for `path` (a captured tree has no device numbers).
+  void set_device_of(const std::string& path, unsigned major, unsigned minor) {
+    devices_[path] = {major, minor};
+  }
 
   Result<std::string> read_file(std::string_view path) const override {
     if (auto s = check(path); !s.ok()) return s;
@@ -49,6 +53,15 @@ class FakeMachine final : public Machine {
   }
   bool exists(std::string_view path) const override {
     return check(path).ok() && (files_.count(std::string(path)) || disk_->exists(path));
+  }
+  Result<std::string> read_link(std::string_view path) const override {
+    if (auto s = check(path); !s.ok()) return s;
+    return disk_->read_link(path);
+  }
+  Result<std::pair<unsigned, unsigned>> device_of(std::string_view path) const override {
+    auto it = devices_.find(std::string(path));
+    if (it == devices_.end()) return NotFound("no device number set for " + std::string(path));
+    return it->second;
   }
   std::optional<std::string> getenv(std::string_view name) const override { return disk_->getenv(name); }
   bool is_local_root() const override { return false; }
@@ -73,6 +86,7 @@ class FakeMachine final : public Machine {
   std::map<std::string, std::string> files_;
   std::set<std::string> hidden_;
   std::set<std::string> vanishing_;
+  std::map<std::string, std::pair<unsigned, unsigned>> devices_;
   mutable std::mutex mu_;
   mutable std::set<std::string> gone_;
 };

@@ -20,7 +20,8 @@ TEST_P(JsonRoundTrip, FromJsonOfToJsonIsIdentity) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, JsonRoundTrip,
                          ::testing::Values("nvidia-dgx-h100", "amd-mi300x", "amd-mi250x", "intel-laptop-npu",
                                            "tpu-v5e-vm", "container-cgroup2", "gaudi2", "aws-inf2",
-                                           "qaic-ai100", "amd-xdna-laptop", "arm-graviton3", "garbage"));
+                                           "qaic-ai100", "amd-xdna-laptop", "arm-graviton3", "garbage",
+                                           "nvidia-h100-vm"));
 
 TEST(Json, RoundTripOfEveryOptionalField) {
   Registry r;
@@ -49,7 +50,19 @@ TEST(Json, RoundTripOfEveryOptionalField) {
   d.utilization_percent = 0;
   d.cores = 132;
   d.sources = {"nvml", "vulkan"};
+  d.memory_bandwidth_bytes_per_s = 3350000000000ull;
+  d.memory_bandwidth_source = "catalogue";
+  d.pcie_bandwidth_bytes_per_s = 63015384608ull;
+  d.nvlinks = {NvLink{0, true, "4.0", "0000:05:00.0", "switch"},
+               NvLink{1, false, std::nullopt, std::nullopt, std::nullopt}};
+  d.xgmi_hive_id = "0x13de3adfc0d9c301";
   r.devices.push_back(d);
+  r.io.memory = {614400000000ull, "catalogue", "8 x DDR5-4800", 200000000000ull};
+  r.io.peers = {PeerLink{"cuda:0", "cuda:1", "nvlink", 18, 450000000000ull}};
+  r.io.storage = {
+      BlockDevice{"nvme0n1", "Samsung", 1ull << 40, false, false, true, "0000:3b:00.0", 7876923076ull}};
+  r.io.network = {NetInterface{"ib0", std::nullopt, "up", "mlx5_core", "0000:1a:00.0", {"mlx5_0"}}};
+  r.io.rdma = {RdmaDevice{"mlx5_0", "0000:1a:00.0", "ACTIVE", "InfiniBand", 50000000000ull, 1}};
   r.host.cpu_quota_cores = 1.5;
   r.host.memory_limit_bytes = 1ull << 33;
   r.environment.visible_devices["CUDA_VISIBLE_DEVICES"] = "0";
@@ -81,6 +94,15 @@ TEST(Json, KeysScriptsRelyOn) {
   EXPECT_TRUE(j["environment"].is_object());
   EXPECT_TRUE(j["warnings"].is_array());
   EXPECT_TRUE(j["timings_ms"]["total"].is_number());
+  // Schema 2: system I/O.
+  EXPECT_EQ(j["io"]["host_memory_bandwidth"]["source"], "catalogue");
+  EXPECT_TRUE(j["io"]["host_memory_bandwidth"]["measured_bytes_per_s"].is_null())
+      << "only with --measure-bandwidth";
+  EXPECT_EQ(j["io"]["peers"].size(), 28u);
+  EXPECT_TRUE(j["io"]["storage"].is_array());
+  EXPECT_EQ(j["io"]["rdma"][0]["name"], "mlx5_0");
+  EXPECT_EQ(j["devices"][1]["memory_bandwidth_source"], "catalogue");
+  EXPECT_TRUE(j["devices"][1]["nvlinks"].is_array());
 }
 
 TEST(Json, NewerSchemaIsRejectedClearly) {
@@ -89,7 +111,9 @@ TEST(Json, NewerSchemaIsRejectedClearly) {
   auto r = registry_from_json(j);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(r.status().message().find("schema_version 2"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("schema_version " + std::to_string(kRegistrySchemaVersion + 1)),
+            std::string::npos)
+      << r.status().message();
   EXPECT_NE(r.status().message().find("upgrade Gantry"), std::string::npos);
 }
 

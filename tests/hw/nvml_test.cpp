@@ -66,6 +66,21 @@ int fake_power(Handle, unsigned int* mw) { return *mw = 312500, 0; }
 int fake_temp(Handle, int, unsigned int* c) { return *c = 41, 0; }
 int fake_util(Handle, Utilization* u) { return u->gpu = 7, u->memory = 1, 0; }
 
+// NVLink: each GPU has four active links to the other one.
+int fake_nvlink_state(Handle, unsigned int link, unsigned int* active) {
+  if (link >= 4) return 2;  // NVML_ERROR_INVALID_ARGUMENT: no such link
+  return *active = 1, 0;
+}
+int fake_nvlink_version(Handle, unsigned int, unsigned int* v) {
+  return *v = 6, 0;
+}  // NVML_NVLINK_VERSION_4_0
+int fake_nvlink_remote_pci(Handle h, unsigned int, PciInfo* p) {
+  std::memset(p, 0, sizeof *p);
+  std::strcpy(p->bus_id, kBusIds[1 - idx(h)]);
+  return 0;
+}
+int fake_nvlink_remote_type(Handle, unsigned int, int* type) { return *type = 0, 0; }  // a GPU
+
 std::map<std::string, void*> fake_nvml_symbols() {
   return {
       {"nvmlInit_v2", reinterpret_cast<void*>(&fake_init)},
@@ -86,6 +101,10 @@ std::map<std::string, void*> fake_nvml_symbols() {
       {"nvmlDeviceGetPowerUsage", reinterpret_cast<void*>(&fake_power)},
       {"nvmlDeviceGetTemperature", reinterpret_cast<void*>(&fake_temp)},
       {"nvmlDeviceGetUtilizationRates", reinterpret_cast<void*>(&fake_util)},
+      {"nvmlDeviceGetNvLinkState", reinterpret_cast<void*>(&fake_nvlink_state)},
+      {"nvmlDeviceGetNvLinkVersion", reinterpret_cast<void*>(&fake_nvlink_version)},
+      {"nvmlDeviceGetNvLinkRemotePciInfo_v2", reinterpret_cast<void*>(&fake_nvlink_remote_pci)},
+      {"nvmlDeviceGetNvLinkRemoteDeviceType", reinterpret_cast<void*>(&fake_nvlink_remote_type)},
   };
 }
 
@@ -165,6 +184,43 @@ TEST(Nvml, OptionalSymbolsMayBeMissing) {
   EXPECT_FALSE(find_id(r, "cuda:0")->mig_enabled.has_value());
   EXPECT_FALSE(find_id(r, "cuda:0")->power_watts.has_value());
   EXPECT_EQ(find_id(r, "cuda:0")->temperature_c, 41);
+}
+
+TEST(Nvml, NvLinksAndThePeerMatrix) {
+  g_init_result = 0;
+  FakeMachine m(fixture("nvidia-dgx-h100"));
+  m.hide("/proc/driver/nvidia");
+  FakeLoader loader;
+  loader.add("libnvidia-ml.so.1", fake_nvml_symbols());
+  Registry r = detect(m, loader);
+  const Device* d = find_id(r, "cuda:0");
+  ASSERT_EQ(d->nvlinks.size(), 4u);
+  EXPECT_TRUE(d->nvlinks[3].active);
+  EXPECT_EQ(d->nvlinks[3].index, 3);
+  EXPECT_EQ(d->nvlinks[0].version, "4.0");
+  EXPECT_EQ(d->nvlinks[0].peer_pci_bus_id, "0000:2a:00.0");
+  EXPECT_EQ(d->nvlinks[0].peer_type, "gpu");
+  ASSERT_EQ(r.io.peers.size(), 1u);
+  EXPECT_EQ(r.io.peers[0].type, "nvlink");
+  EXPECT_EQ(r.io.peers[0].links, 4);
+  EXPECT_EQ(r.io.peers[0].bandwidth_bytes_per_s, 4u * 25'000'000'000u);  // Hopper: 25 GB/s per link
+  EXPECT_EQ(d->memory_bandwidth_bytes_per_s, 3'350'000'000'000u);
+  EXPECT_EQ(d->memory_bandwidth_source, "catalogue");
+}
+
+TEST(Nvml, WithoutNvLinkSymbolsThePeersArePcie) {
+  auto symbols = fake_nvml_symbols();
+  for (const char* s : {"nvmlDeviceGetNvLinkState", "nvmlDeviceGetNvLinkVersion",
+                        "nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetNvLinkRemoteDeviceType"})
+    symbols.erase(s);
+  FakeLoader loader;
+  loader.add("libnvidia-ml.so.1", symbols);
+  FakeMachine m(fixture("nvidia-dgx-h100"));
+  m.hide("/proc/driver/nvidia");
+  Registry r = detect(m, loader);
+  EXPECT_TRUE(find_id(r, "cuda:0")->nvlinks.empty());
+  ASSERT_EQ(r.io.peers.size(), 1u);
+  EXPECT_EQ(r.io.peers[0].type, "pcie") << "the capture has no PCI links: the path is not guessed";
 }
 
 }  // namespace

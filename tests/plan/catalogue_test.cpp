@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gantry/hw/bandwidth.h"
+
 namespace gantry::plan {
 namespace {
 
@@ -61,6 +63,31 @@ TEST(Catalogue, TheShippedCatalogueParses) {
   // L40S must not be taken for an L4.
   EXPECT_EQ(c->match_device("NVIDIA L40S")->id, "l40s");
   EXPECT_EQ(c->match_device("NVIDIA L4")->id, "l4");
+}
+
+TEST(Catalogue, DeviceBandwidthHasOneDefinitionTheHardwareTable) {
+  auto c = load_catalogue(std::string(GANTRY_SOURCE_DIR) + "/data/catalogue.json");
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  for (const auto& a : c->accelerators) {
+    const hw::KnownDevice* k = hw::known_device_by_id(a.id);
+    ASSERT_NE(k, nullptr) << a.id << ": the shipped catalogue's accelerators are all in hw's table";
+    EXPECT_DOUBLE_EQ(a.memory_bandwidth_gb_s * 1e9, static_cast<double>(k->memory_bandwidth_bytes_per_s))
+        << a.id;
+  }
+  // Repeating the figure is allowed; contradicting it is an error naming both.
+  const std::string head =
+      R"({"schema_version": 1, "catalogue_version": "t", "instances": [], "accelerators": [
+      {"id": "h100-80gb", "name": "H100", "memory_gib": 80, "fp16_dense_tflops": 989, "source": "s")";
+  auto same = parse_catalogue(head + R"(, "memory_bandwidth_gb_s": 3350}]})", "t.json");
+  ASSERT_TRUE(same.ok()) << same.status().to_string();
+  EXPECT_DOUBLE_EQ(same->accelerators[0].memory_bandwidth_gb_s, 3350);
+  auto other = parse_catalogue(head + R"(, "memory_bandwidth_gb_s": 9999}]})", "t.json");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("disagrees with the hardware registry"), std::string::npos)
+      << other.status().message();
+  auto omitted = parse_catalogue(head + "}]}", "t.json");
+  ASSERT_TRUE(omitted.ok()) << omitted.status().to_string();
+  EXPECT_DOUBLE_EQ(omitted->accelerators[0].memory_bandwidth_gb_s, 3350);
 }
 
 TEST(Catalogue, BadFilesNameTheFileAndField) {

@@ -154,6 +154,25 @@ TEST(Speed, CpuFiguresFromTheIsa) {
   EXPECT_EQ(cpu_speed(cpu, 2, 2.5, 0).bandwidth_source, "");
 }
 
+TEST(Speed, StorageReadBandwidthByDeviceClass) {
+  hw::BlockDevice nvme;
+  nvme.name = "nvme0n1";
+  nvme.nvme = true;
+  nvme.rotational = false;
+  EXPECT_DOUBLE_EQ(storage_read_bandwidth(nvme).bytes_per_s, kNvmeReadBytesPerS);
+  nvme.link_bytes_per_s = 500'000'000;  // a gen-1 x2 link caps it
+  EXPECT_DOUBLE_EQ(storage_read_bandwidth(nvme).bytes_per_s, 0.5e9);
+  hw::BlockDevice disk;
+  disk.name = "sda";
+  disk.rotational = true;
+  EXPECT_DOUBLE_EQ(storage_read_bandwidth(disk).bytes_per_s, kRotationalReadBytesPerS);
+  EXPECT_NE(storage_read_bandwidth(disk).description.find("sda (rotational"), std::string::npos);
+  disk.rotational = false;
+  EXPECT_DOUBLE_EQ(storage_read_bandwidth(disk).bytes_per_s, kSsdReadBytesPerS);
+  disk.rotational.reset();
+  EXPECT_EQ(storage_read_bandwidth(disk).bytes_per_s, 0) << "unknown kind: unknown bandwidth";
+}
+
 TEST(Speed, MeasuredBandwidthIsPlausible) {
   const double bw = measure_memory_bandwidth(1, 50);
   EXPECT_GT(bw, 0.1e9);  // any machine that runs llama.cpp moves more than 100 MB/s

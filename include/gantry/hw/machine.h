@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gantry/core/status.h"
@@ -26,6 +27,14 @@ class Machine {
   virtual Result<std::vector<std::string>> list_dir(std::string_view path) const = 0;
 
   virtual bool exists(std::string_view path) const = 0;
+
+  // The target of symbolic link `path` as stored (sysfs links are relative: "../../devices/pci0000:00/...").
+  // NotFound when absent or not a link. Default: NotFound (a machine that cannot show links).
+  virtual Result<std::string> read_link(std::string_view path) const;
+
+  // The device number (major, minor) of the filesystem holding `path` (stat's st_dev), for finding the
+  // block device under a model file. Default: Unavailable.
+  virtual Result<std::pair<unsigned, unsigned>> device_of(std::string_view path) const;
 
   virtual std::optional<std::string> getenv(std::string_view name) const = 0;
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gantry/core/status.h"
+#include "gantry/hw/machine.h"
 #include "gantry/hw/registry.h"
 
 namespace gantry::hw {
@@ -37,5 +38,12 @@ const Device* best_device(const Registry&& registry) = delete;  // the result wo
 Result<std::vector<const Device*>> find_devices(const Registry& registry, const Requirement& requirement);
 Result<std::vector<const Device*>> find_devices(const Registry&& registry,
                                                 const Requirement& requirement) = delete;
+
+// The block device (the whole disk, as /sys/block lists it) holding file `path` on `machine`: the file's
+// st_dev, then /sys/dev/block/MAJOR:MINOR. NotFound when the filesystem has no block device (overlay,
+// tmpfs, NFS) or sysfs does not show it; the message names the path. For load-time estimates.
+Result<BlockDevice> storage_for_path(const Machine& machine, std::string_view path);
+// The same on this computer.
+Result<BlockDevice> storage_for_path(std::string_view path);
 
 }  // namespace gantry::hw

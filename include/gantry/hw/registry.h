@@ -34,6 +34,16 @@ inline constexpr std::string_view kFamilyVulkan = "vulkan";       // seen only t
 inline constexpr std::string_view kFamilyApple = "apple";      // Apple GPU / Neural Engine (CoreML)
 inline constexpr std::string_view kFamilyDirectX = "directx";  // DirectML on Windows
 
+// One NVLink of an NVIDIA GPU, as NVML reports it.
+struct NvLink {
+  int index = 0;
+  bool active = false;
+  std::optional<std::string> version;          // "4.0" (nvmlNvlinkVersion_t decoded)
+  std::optional<std::string> peer_pci_bus_id;  // the GPU or NVSwitch at the other end
+  std::optional<std::string> peer_type;        // "gpu", "switch", "ibmnpu"; nullopt when NVML cannot say
+  bool operator==(const NvLink&) const = default;
+};
+
 struct Device {
   std::string id;  // "cuda:0", "rocm:1", "cpu:0", ... unique in a registry
   DeviceKind kind = DeviceKind::kGpu;
@@ -61,6 +71,15 @@ struct Device {
   std::optional<int> utilization_percent;
   std::optional<int> cores;          // compute cores/engines where the driver reports them
   std::vector<std::string> sources;  // probes that saw it: "nvml", "procfs", "sysfs", "vulkan", ...
+  // System I/O (schema 2).
+  // Peak memory bandwidth of the device's own memory (bytes/s) and where the figure comes from:
+  // "catalogue" (the known-device table, gantry/hw/bandwidth.h) for accelerators; for the CPU the host
+  // memory figure ("dimm" or "catalogue"). Never guessed: unknown devices stay nullopt.
+  std::optional<uint64_t> memory_bandwidth_bytes_per_s;
+  std::optional<std::string> memory_bandwidth_source;
+  std::optional<uint64_t> pcie_bandwidth_bytes_per_s;  // per direction, from pcie_generation x pcie_width
+  std::vector<NvLink> nvlinks;                         // NVIDIA through NVML; empty when none or unknown
+  std::optional<std::string> xgmi_hive_id;             // AMD: GPUs of one hive are linked by xGMI ("0x...")
 
   bool operator==(const Device&) const = default;
 };
@@ -111,13 +130,82 @@ struct EnvironmentInfo {
   bool operator==(const EnvironmentInfo&) const = default;
 };
 
-inline constexpr int kRegistrySchemaVersion = 1;
+// How two accelerators reach each other. Types, best first: "nvlink" (direct or through NVSwitch),
+// "xgmi" (AMD Infinity Fabric), "pcie-switch" (a PCIe switch below the root port is common to both),
+// "pcie-host" (one root complex, or two root complexes of one NUMA node), "cross-numa" (different NUMA nodes:
+// traffic crosses the CPU interconnect), "pcie" (PCIe, the path between them not readable).
+struct PeerLink {
+  std::string a, b;  // device ids, a listed before b in Registry::devices
+  std::string type;
+  std::optional<int> links;                       // NVLink: active links between them (or to the switch)
+  std::optional<uint64_t> bandwidth_bytes_per_s;  // per direction, where known
+  bool operator==(const PeerLink&) const = default;
+};
+
+// Host (CPU) memory bandwidth: peak from the DIMMs (SMBIOS type 17: populated DIMMs x configured speed x data
+// width, an upper bound: two DIMMs on one channel share it) or from the CPU platform catalogue (channels x
+// speed per socket x sockets); `measured` from `gantry detect --measure-bandwidth` (a triad).
+struct HostMemoryBandwidth {
+  std::optional<uint64_t> bytes_per_s;
+  std::string source = "unknown";     // "dimm", "catalogue", "unknown"
+  std::optional<std::string> detail;  // "8 x DDR5-4800 per socket x 2 sockets"
+  std::optional<uint64_t> measured_bytes_per_s;
+  bool operator==(const HostMemoryBandwidth&) const = default;
+};
+
+// A block device from /sys/block (loop, ram and zram devices are left out).
+struct BlockDevice {
+  std::string name;  // "nvme0n1", "sda", "vda"
+  std::optional<std::string> model;
+  std::optional<uint64_t> size_bytes;
+  std::optional<bool> rotational;
+  bool removable = false;
+  bool nvme = false;
+  std::optional<std::string> pci_bus_id;     // the controller, where the sysfs path names it
+  std::optional<uint64_t> link_bytes_per_s;  // NVMe: the controller's PCIe link, per direction
+  bool operator==(const BlockDevice&) const = default;
+};
+
+// A network interface from /sys/class/net backed by a device (virtual ones and lo are left out).
+struct NetInterface {
+  std::string name;
+  std::optional<uint64_t> speed_bytes_per_s;  // the negotiated link speed; nullopt when the driver hides it
+  std::optional<std::string> operstate;       // "up", "down", ...
+  std::optional<std::string> driver;
+  std::optional<std::string> pci_bus_id;
+  std::vector<std::string> rdma_devices;  // RDMA devices on the same PCI function
+  bool operator==(const NetInterface&) const = default;
+};
+
+// An RDMA device from /sys/class/infiniband (InfiniBand, RoCE, EFA), its best active port.
+struct RdmaDevice {
+  std::string name;  // "mlx5_0"
+  std::optional<std::string> pci_bus_id;
+  std::optional<std::string> state;       // of the port: "ACTIVE", "DOWN", ...
+  std::optional<std::string> link_layer;  // "InfiniBand", "Ethernet"
+  std::optional<uint64_t> rate_bytes_per_s;
+  int ports = 0;
+  bool operator==(const RdmaDevice&) const = default;
+};
+
+struct SystemIo {
+  HostMemoryBandwidth memory;
+  std::vector<PeerLink> peers;  // one per pair of accelerators that can talk (same family), a before b
+  std::vector<BlockDevice> storage;
+  std::vector<NetInterface> network;
+  std::vector<RdmaDevice> rdma;
+  bool operator==(const SystemIo&) const = default;
+};
+
+// 2: devices carry memory/PCIe bandwidth, NVLinks and xGMI hives; the registry carries `io`.
+inline constexpr int kRegistrySchemaVersion = 2;
 
 struct Registry {
   int schema_version = kRegistrySchemaVersion;
   HostInfo host;
   CpuInfo cpu;
   std::vector<Device> devices;  // the CPU first, then accelerators in probe order
+  SystemIo io;
   EnvironmentInfo environment;
   std::vector<std::string> warnings;
   std::map<std::string, double> timings_ms;  // per probe, plus "total"

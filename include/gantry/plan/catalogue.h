@@ -9,6 +9,8 @@
 //                         "interconnect", "host_memory_gib", "storage_bandwidth_gb_s",
 //                         "price_usd_per_hour", "price_date" (YYYY-MM-DD), "price_source",
 //                         "price_note" (optional, e.g. "approximate, check before buying") } ] }
+// memory_bandwidth_gb_s is optional for an accelerator whose id the hardware registry's known-device table
+// holds (gantry/hw/bandwidth.h): the figure comes from there, and a catalogue that repeats it must agree.
 // Parsing is strict: unknown keys, wrong types, non-positive figures, duplicate ids and instances naming an
 // unknown accelerator are errors naming the file, the entry and the field.
 #pragma once

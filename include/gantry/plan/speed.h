@@ -81,6 +81,18 @@ DeviceSpeed gpu_speed(double bandwidth_gb_s, double fp16_tflops, const std::stri
 // absent.
 std::optional<double> cpu_ghz(const std::string& sysroot = "/");
 
+// Assumed sequential read bandwidth of the block device holding a model, for the load time: a class figure
+// (NVMe 1 GB/s, as data/catalogue.json assumes per local drive; another SSD 0.5 GB/s; a rotational disk
+// 0.15 GB/s), never above an NVMe drive's PCIe link. 0 when sysfs does not say what the device is.
+struct StorageBandwidth {
+  double bytes_per_s = 0;
+  std::string description;  // "nvme0n1 (NVMe, Samsung SSD 990 PRO 1TB): assumed 1.00 GB/s sequential read"
+};
+inline constexpr double kNvmeReadBytesPerS = 1.0e9;
+inline constexpr double kSsdReadBytesPerS = 0.5e9;
+inline constexpr double kRotationalReadBytesPerS = 0.15e9;
+StorageBandwidth storage_read_bandwidth(const hw::BlockDevice& device);
+
 // A STREAM-style triad (a[i] = b[i] + s*c[i], 3 x 128 MiB of doubles, larger than typical L3) on `threads`
 // threads, repeated for about `budget_ms`; returns the best pass in bytes/s (counting 3 arrays moved).
 double measure_memory_bandwidth(int threads, int budget_ms = 150);
