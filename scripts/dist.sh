@@ -209,8 +209,8 @@ for GPUs, the NVIDIA driver. Unpack anywhere and run:
     bin/gantry run MODEL.gguf -p "Hello" -n 32
     bin/gantry run MODEL.onnx -i INPUT.npy
 
-\`schema/registry.schema.json\` describes \`gantry detect --json\`. \`plan --what-if\` reads its catalogue from
-\`GANTRY_CATALOGUE\` (this bundle's copy: \`share/gantry/catalogue.json\`). \`./gpu-check.sh\` checks every GPU
+\`schema/registry.schema.json\` describes \`gantry detect --json\`. \`plan --what-if\` reads this bundle's catalogue
+(\`share/gantry/catalogue.json\`) unless \`GANTRY_CATALOGUE\` names another. \`./gpu-check.sh\` checks every GPU
 path on an NVIDIA machine (it needs the -check overlay archive unpacked over this folder; see docs/dist.md in the
 Gantry source). Licences of everything shipped: \`licenses/\`.
 

@@ -244,6 +244,13 @@ Result<Catalogue> load_catalogue(const std::filesystem::path& path) {
 
 std::filesystem::path default_catalogue_path() {
   if (const char* env = std::getenv("GANTRY_CATALOGUE"); env != nullptr && *env != '\0') return env;
+  // An unpacked bundle (make dist) carries it in share/gantry beside bin/; a build tree reads the source's.
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto bundled = exe.parent_path().parent_path() / "share" / "gantry" / "catalogue.json";
+    if (std::filesystem::is_regular_file(bundled, ec)) return bundled;
+  }
   return std::filesystem::path(GANTRY_CATALOGUE_DIR) / "catalogue.json";
 }
 

@@ -96,6 +96,9 @@ check "run loaded nothing from the system but allowed libraries" 'cat $tmp/ld.ru
 # An ONNX model on a real input: the 64->128->10 MLP on a fixed [1,64] vector, same numbers as the build tree.
 /usr/bin/python3 -c "import numpy as np; np.save('$tmp/x.npy', (np.arange(64, dtype=np.float32).reshape(1, 64) - 32) / 16)" \
   || { echo "FAIL: /usr/bin/python3 with numpy is needed to write the ONNX input"; exit 1; }
+check "env -i bin/gantry plan --what-if reads the bundle's catalogue" \
+  'env -i "$B/bin/gantry" plan "$MODELS/tiny-llama.gguf" --what-if h100-80gb >$tmp/whatif.txt 2>&1 && grep -q "h100-80gb" $tmp/whatif.txt'
+
 check "env -i bin/gantry run mlp_64_128_10.onnx runs on the CPU EP" \
   'env -i "$B/bin/gantry" run "$MODELS/mlp_64_128_10.onnx" -i $tmp/x.npy -o $tmp/onnx-out --threads 1 >$tmp/onnx.txt 2>&1 && grep -q " on cpu " $tmp/onnx.txt && ls $tmp/onnx-out/*.npy >/dev/null'
 same_outputs() {  # DIR_A DIR_B: the same non-empty set of .npy files, byte for byte
