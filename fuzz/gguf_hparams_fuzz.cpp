@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto profile = gantry::plan::profile_from_gguf(*file);
   if (h.ok() != profile.ok()) __builtin_trap();  // the profile accepts exactly what the validator accepts
   if (!profile.ok()) return 0;
-  const std::vector<gantry::plan::Device> devices = {{"cpu", "CPU", false, 1ull << 30, 1ull << 30}};
+  const std::vector<gantry::plan::Device> devices = {
+      gantry::plan::memory_target("cpu", "CPU", false, 1ull << 30, 1ull << 30)};
   for (uint32_t ctx : {512u, 0u}) {
     gantry::plan::PlanOptions o;
     o.n_ctx = ctx;
