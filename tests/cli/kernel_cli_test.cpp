@@ -18,6 +18,13 @@ using gantry::testing::run_gantry;
 
 const fs::path kData = fs::path(GANTRY_SOURCE_DIR) / "tests/kernels/data";
 
+// Writes `values` as a 1-D f32 .npy file; false when that fails.
+bool write_f32_npy(const fs::path& path, const std::vector<float>& values) {
+  const auto n = static_cast<int64_t>(values.size());
+  auto t = gantry::Tensor::from_values(gantry::DType::kFloat32, {n}, values);
+  return t.ok() && gantry::write_npy(path, *t).ok();
+}
+
 class KernelCli : public ::testing::Test {
  protected:
   // The kernel tests' shared cache: each kernel compiles once per build tree.
@@ -44,12 +51,8 @@ TEST_F(KernelCli, RunsACpuKernelOnNpyFiles) {
     a[i] = 0.5f * i;
     b[i] = 3.f - i;
   }
-  ASSERT_TRUE(
-      gantry::write_npy(dir_.path() / "a.npy", *gantry::Tensor::from_values(gantry::DType::kFloat32, {n}, a))
-          .ok());
-  ASSERT_TRUE(
-      gantry::write_npy(dir_.path() / "b.npy", *gantry::Tensor::from_values(gantry::DType::kFloat32, {n}, b))
-          .ok());
+  ASSERT_TRUE(write_f32_npy(dir_.path() / "a.npy", a));
+  ASSERT_TRUE(write_f32_npy(dir_.path() / "b.npy", b));
   const fs::path c = dir_.path() / "c.npy";
   auto r = gantry({"kernel", "run", (kData / "vector_add.cpp").string(), "--entry", "vector_add", "--grid",
                    "8", "--block", "128", "--arg", "in:" + (dir_.path() / "a.npy").string(), "--arg",
@@ -63,9 +66,7 @@ TEST_F(KernelCli, RunsACpuKernelOnNpyFiles) {
   for (int i = 0; i < n; ++i) ASSERT_EQ(got->values<float>()[i], a[i] + b[i]) << i;
 
   // SAXPY in place (inout) with a scalar: y = 2 * a + y.
-  ASSERT_TRUE(
-      gantry::write_npy(dir_.path() / "y.npy", *gantry::Tensor::from_values(gantry::DType::kFloat32, {n}, b))
-          .ok());
+  ASSERT_TRUE(write_f32_npy(dir_.path() / "y.npy", b));
   r = gantry({"kernel", "run", (kData / "saxpy.cpp").string(), "--entry", "saxpy", "--grid", "4", "--block",
               "256", "--arg", "f32:2.0", "--arg", "in:" + (dir_.path() / "a.npy").string(), "--arg",
               "inout:" + (dir_.path() / "y.npy").string(), "--arg", "i64:1000", "--device", "cpu"});
@@ -198,12 +199,8 @@ TEST_F(FakeDriverCli, RunsACudaKernelThroughTheDriverApi) {
     a[i] = 1.5f * i;
     b[i] = 100.f - i;
   }
-  ASSERT_TRUE(
-      gantry::write_npy(dir_.path() / "a.npy", *gantry::Tensor::from_values(gantry::DType::kFloat32, {n}, a))
-          .ok());
-  ASSERT_TRUE(
-      gantry::write_npy(dir_.path() / "b.npy", *gantry::Tensor::from_values(gantry::DType::kFloat32, {n}, b))
-          .ok());
+  ASSERT_TRUE(write_f32_npy(dir_.path() / "a.npy", a));
+  ASSERT_TRUE(write_f32_npy(dir_.path() / "b.npy", b));
   const fs::path c = dir_.path() / "c.npy";
   auto r = gantry_fake({"kernel", "run", (kData / "vector_add.cu").string(), "--entry", "vector_add",
                         "--grid", "3", "--block", "128", "--arg", "in:" + (dir_.path() / "a.npy").string(),
@@ -222,9 +219,7 @@ TEST_F(FakeDriverCli, RunsACudaKernelThroughTheDriverApi) {
   EXPECT_NE(info.out.find("compile:      cache hit"), std::string::npos) << info.out;  // compiled by run
 
   // Scalars (f32, i64) and an in-place tensor through the parameter array: y = -0.5 * a + b.
-  ASSERT_TRUE(
-      gantry::write_npy(dir_.path() / "y.npy", *gantry::Tensor::from_values(gantry::DType::kFloat32, {n}, b))
-          .ok());
+  ASSERT_TRUE(write_f32_npy(dir_.path() / "y.npy", b));
   r = gantry_fake({"kernel", "run", (kData / "saxpy.cu").string(), "--entry", "saxpy", "--grid", "2",
                    "--block", "256", "--arg", "f32:-0.5", "--arg", "in:" + (dir_.path() / "a.npy").string(),
                    "--arg", "inout:" + (dir_.path() / "y.npy").string(), "--arg", "i64:300"});
