@@ -204,7 +204,7 @@ void bench_measured_policy(const char* name, const fs::path& path,
   fs::copy_file(path, pkg_dir / path.filename());
   auto manifest = gantry::model::synthesize_manifest(pkg_dir / path.filename());
   if (!manifest.ok()) return;
-  if (!bucket.empty()) manifest->runtime.session_buckets.push_back(bucket);
+  if (!bucket.empty()) manifest->onnx.session_buckets.push_back(bucket);
   if (!gantry::model::write_manifest(pkg_dir / "gantry.json", *manifest).ok()) return;
   gantry::onnx::OnnxBackend backend;
   auto pkg = gantry::model::load_package(pkg_dir);

@@ -44,29 +44,30 @@ int main() {
       bool flash;
       uint32_t parallel;
       bool unified;
-      gantry::plan::KvType pkv;
+      gantry::KvType pkv;
       const char* label;
     };
     std::vector<Case> cases_here;
     for (uint32_t ctx : {512u, 2048u, 8192u}) {
-      cases_here.push_back({ctx, true, 1, true, gantry::plan::KvType::kF16, ""});
+      cases_here.push_back({ctx, true, 1, true, gantry::KvType::kF16, ""});
     }
     if (std::string(name) == "bench-100m-q8_0.gguf") {  // the other llama.cpp code paths, same model
-      cases_here.push_back({8192, false, 1, true, gantry::plan::KvType::kF16, " fa-off"});
-      cases_here.push_back({8192, true, 4, false, gantry::plan::KvType::kF16, " par4"});
-      cases_here.push_back({8192, true, 1, true, gantry::plan::KvType::kQ8_0, " kv-q8"});
+      cases_here.push_back({8192, false, 1, true, gantry::KvType::kF16, " fa-off"});
+      cases_here.push_back({8192, true, 4, false, gantry::KvType::kF16, " par4"});
+      cases_here.push_back({8192, true, 1, true, gantry::KvType::kQ8_0, " kv-q8"});
     }
     for (const Case& c : cases_here) {
       const uint32_t ctx = c.ctx;
       gantry::backend::Placement placement;
       placement.provider = "cpu";
       placement.intra_op_threads = 1;
-      placement.options = {{"n_ctx", std::to_string(ctx)},
-                           {"parallel", std::to_string(c.parallel)},
-                           {"kv_type", std::string(gantry::plan::kv_type_name(c.pkv))},
-                           {"flash_attn", c.flash ? "on" : "off"},
-                           {"n_batch", "512"},
-                           {"n_ubatch", "512"}};
+      gantry::model::LlamaOptions& llama = placement.llama;
+      llama.n_ctx = static_cast<int>(ctx);
+      llama.parallel = static_cast<int>(c.parallel);
+      llama.kv_type = c.pkv;
+      llama.flash_attn = c.flash;
+      llama.n_batch = 512;
+      llama.n_ubatch = 512;
       auto settings = gantry::llama::llama_settings(placement, path);
       if (!settings.ok()) {
         std::fprintf(stderr, "plan_error_bench: %s: %s\n", name, settings.status().to_string().c_str());

@@ -19,13 +19,11 @@ ProviderRequest provider_request(const model::Manifest& mf) {
   r.gpu_device_ids = hw.gpu_device_ids;
   if (hw.strategy) r.strategy = std::string(model::strategy_name(*hw.strategy));
   Placement& p = r.base;
-  if (hw.graph_optimization_level) p.graph_optimization = *hw.graph_optimization_level;
   const auto& rt = mf.runtime;
   p.intra_op_threads = rt.intra_op_threads.value_or(0);
   p.inter_op_threads = rt.inter_op_threads.value_or(0);
-  p.memory_pattern = rt.memory_pattern.value_or(true);
-  p.cpu_arena = rt.cpu_arena.value_or(true);
-  p.session_buckets = rt.session_buckets;
+  p.onnx = mf.onnx;
+  p.llama = mf.llama;
   p.strategy = r.strategy;
   return r;
 }
@@ -41,7 +39,10 @@ ProviderRequest request_for(const model::Package& package, const LoadOptions& op
     policy = ProviderPolicy::kManifest;
   }
   if (options.intra_op_threads > 0) req.base.intra_op_threads = options.intra_op_threads;
-  for (const auto& [key, value] : options.options) req.base.options[key] = value;
+  model::LlamaOptions llama = options.llama_defaults;
+  model::overlay(llama, req.base.llama);
+  model::overlay(llama, options.llama);
+  req.base.llama = std::move(llama);
   return req;
 }
 

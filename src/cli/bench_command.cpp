@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "gantry/plan/kv_type.h"
+#include "gantry/core/kv_type.h"
 #include "gantry/runtime/runtime.h"
 
 namespace gantry::cli {
@@ -39,8 +39,8 @@ int run_bench(const BenchArgs& a) {
     return usage("-p and -n must be >= 0, not both 0");
   if (a.reps < 1) return usage("-r must be >= 1");
   if (a.threads < 0) return usage("-t must be >= 0");
-  if (!plan::parse_kv_type(a.kv_type))
-    return usage("unknown --kv-type " + a.kv_type + " (" + std::string(plan::kv_type_names()) + ")");
+  const auto kv_type = parse_kv_type(a.kv_type);
+  if (!kv_type) return usage("unknown --kv-type " + a.kv_type + " (" + std::string(kv_type_names()) + ")");
   runtime::RuntimeOptions ro;
   ro.keep_alive_timer = false;
   auto rt = runtime::Runtime::create(std::move(ro));
@@ -51,11 +51,12 @@ int run_bench(const BenchArgs& a) {
   runtime::LoadOptions lo;
   lo.factory.provider = a.n_gpu_layers != 0 ? "cuda" : "cpu";
   lo.factory.intra_op_threads = a.threads;
-  lo.gpu_layers = a.n_gpu_layers;
-  lo.kv_type = a.kv_type;
-  lo.use_mmap = !a.no_mmap;
-  lo.context_size = 256;  // the model's own generation context stays small: the tests make theirs
-  lo.parallel = 1;
+  model::LlamaOptions& llama = lo.factory.llama;
+  llama.n_gpu_layers = a.n_gpu_layers;
+  llama.kv_type = *kv_type;
+  if (a.no_mmap) llama.mmap = false;
+  llama.n_ctx = 256;  // the model's own generation context stays small: the tests make theirs
+  llama.parallel = 1;
   auto handle = (*rt)->load(a.model, lo);
   if (!handle.ok()) {
     std::cerr << "gantry bench: error: " << handle.status().message() << "\n";

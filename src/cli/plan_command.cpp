@@ -169,7 +169,7 @@ int run_plan(const PlanArgs& a) {
     std::cerr << "gantry: plan: " << a.model << " is not a model file (expected a .gguf or .onnx file)\n";
     return 1;
   }
-  const auto kv = plan::parse_kv_type(a.kv_type);
+  const auto kv = parse_kv_type(a.kv_type);
   if (!kv) {
     std::cerr << "gantry: plan: unknown --kv-type " << a.kv_type
               << " (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl)\n";

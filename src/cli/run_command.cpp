@@ -157,10 +157,11 @@ int run_model(RunArgs& a) {
   lo.factory.policy = *policy;
   lo.factory.provider = a.provider;
   lo.factory.intra_op_threads = a.gguf.threads;
-  lo.context_size = a.gguf.ctx;
-  lo.parallel = 1;
-  lo.gpu_layers = a.gguf.n_gpu_layers;
-  lo.use_mmap = !a.gguf.no_mmap;
+  model::LlamaOptions& llama = lo.factory.llama;
+  lo.factory.llama_defaults.n_ctx = 2048;
+  if (a.gguf.ctx) llama.n_ctx = static_cast<int>(*a.gguf.ctx);
+  llama.n_gpu_layers = a.gguf.n_gpu_layers;
+  if (a.gguf.no_mmap) llama.mmap = false;
   auto handle = (*rt)->load(a.model, lo);
   if (!handle.ok()) {
     std::cerr << "gantry run: error: " << handle.status().message() << "\n";

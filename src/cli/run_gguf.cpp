@@ -34,7 +34,7 @@ void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& o) {
   cmd.add_option("--repeat-penalty", o.sampling.repeat_penalty, "Penalty for repeated tokens; 1 = off")
       ->capture_default_str();
   cmd.add_option("--seed", o.seed, "Sampling seed; -1 = random")->capture_default_str();
-  cmd.add_option("--ctx", o.ctx, "Context size in tokens")->capture_default_str();
+  cmd.add_option("--ctx", o.ctx, "Context size in tokens (default: the package's, else 2048)");
   cmd.add_option("--threads,-t", o.threads, "CPU threads; 0 = all")->capture_default_str();
   cmd.add_option("--n-gpu-layers,--ngl", o.n_gpu_layers,
                  "Layers to offload to GPUs; -1 = all (default: as many as the planner says fit)");
@@ -76,7 +76,7 @@ Status validate_run_gguf_flags(const RunGgufOptions& o) {
   if (o.seed < -1 || o.seed > 0xFFFFFFFELL) return InvalidArgument("--seed must be -1 or in 0..4294967294");
   if (o.threads < 0) return InvalidArgument("--threads must be >= 0");
   if (o.max_tokens < 1) return InvalidArgument("--max-tokens must be >= 1");
-  if (o.ctx < 1) return InvalidArgument("--ctx must be >= 1");
+  if (o.ctx && *o.ctx < 1) return InvalidArgument("--ctx must be >= 1");
   return backend::validate(o.sampling);
 }
 

@@ -21,9 +21,9 @@ struct RunGgufOptions {
   int max_tokens = 128;
   backend::SamplingParams sampling;  // the one definition of the sampling defaults
   int64_t seed = -1;                 // -1: random
-  uint32_t ctx = 2048;
-  int threads = 0;                  // 0: all hardware threads
-  std::optional<int> n_gpu_layers;  // unset: what the planner says fits on the chosen GPU (0 on the CPU)
+  std::optional<uint32_t> ctx;       // unset: the manifest's llama.n_ctx, else 2048
+  int threads = 0;                   // 0: all hardware threads
+  std::optional<int> n_gpu_layers;   // unset: what the planner says fits on the chosen GPU (0 on the CPU)
   bool chat = false;
   bool no_mmap = false;  // --no-mmap: read the weights into memory instead of mapping the file
   std::vector<std::string> stop;

@@ -41,7 +41,7 @@ struct ServeArgs {
   std::string provider;
   std::string policy;
   int threads = 0;
-  uint32_t parallel = 4;
+  uint32_t parallel = 0;  // 0: the package's llama.parallel, else 4
   uint32_t ctx = 0;
   std::string kv_type;
   bool no_mmap = false;
@@ -79,10 +79,17 @@ int serve(ServeArgs& a) {
   o.load.factory.policy = *policy;
   o.load.factory.provider = a.provider;
   o.load.factory.intra_op_threads = a.threads;
-  o.load.context_size = a.ctx;
-  o.load.parallel = a.parallel;
-  o.load.kv_type = a.kv_type;
-  o.load.use_mmap = !a.no_mmap;
+  model::LlamaOptions& llama = o.load.factory.llama;
+  o.load.factory.llama_defaults.parallel = 4;
+  if (a.parallel > 0) llama.parallel = static_cast<int>(a.parallel);
+  if (a.ctx > 0) llama.n_ctx = static_cast<int>(a.ctx);
+  if (!a.kv_type.empty()) {
+    if (Status s = model::set_llama_option(llama, "kv_type", a.kv_type); !s.ok()) {
+      std::cerr << "gantry serve: --kv-type: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  if (a.no_mmap) llama.mmap = false;
 
   // SIGINT/SIGTERM: the first starts the drain, a second exits at once (from the handler: whichever
   // thread the signal lands on, nothing else needs to run).
@@ -141,7 +148,8 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--insecure-no-auth", o.insecure_no_auth, "Allow a non-loopback --host without an API key");
   cmd->add_option("--memory-budget", a->memory_budget,
                   "Memory per device, e.g. cpu=4GiB,cuda:0=70GiB or 80% (default: 90% of free)");
-  cmd->add_option("--parallel", a->parallel, "Sequences each text model generates at once (default 4)")
+  cmd->add_option("--parallel", a->parallel,
+                  "Sequences each text model generates at once (default: the package's, else 4)")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--ctx", a->ctx, "Context size of text models (default: the planner's)");
   cmd->add_option("--kv-type", a->kv_type, "KV cache type of text models (f16, q8_0, ...)");

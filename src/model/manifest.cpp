@@ -31,20 +31,6 @@ constexpr auto kStrategies =
                                          {Strategy::kAuto, "auto"},
                                      });
 
-// ONNX Runtime's numeric levels are aliases.
-constexpr auto kOptLevels = enum_names<GraphOptimizationLevel>(
-    "graph optimization level", {
-                                    {GraphOptimizationLevel::kDisable, "disable"},
-                                    {GraphOptimizationLevel::kBasic, "basic"},
-                                    {GraphOptimizationLevel::kExtended, "extended"},
-                                    {GraphOptimizationLevel::kAll, "all"},
-                                    {GraphOptimizationLevel::kDisable, "0"},
-                                    {GraphOptimizationLevel::kBasic, "1"},
-                                    {GraphOptimizationLevel::kExtended, "2"},
-                                    {GraphOptimizationLevel::kAll, "3"},
-                                    {GraphOptimizationLevel::kAll, "99"},
-                                });
-
 constexpr auto kPrecisions = enum_names<Precision>("precision", {
                                                                     {Precision::kFp32, "fp32"},
                                                                     {Precision::kFp16, "fp16"},
@@ -193,7 +179,7 @@ class Reader {
     return out;
   }
 
-  Result<HardwareRequirements> hardware(const Json& j) const {
+  Result<HardwareRequirements> hardware(const Json& j, OnnxOptions& onnx) const {
     const std::string f = "hardware_requirements";
     GANTRY_RETURN_IF_ERROR(check_object(
         j, f,
@@ -271,14 +257,14 @@ class Reader {
       } else {
         return fail(gf, "must be a string or an integer, got " + type_of(v));
       }
-      h.graph_optimization_level = parse_graph_optimization_level(text);
-      if (!h.graph_optimization_level)
-        return fail(gf, "'" + text + "' is not one of " + kOptLevels.names(/*with_aliases=*/true));
+      onnx.graph_optimization = parse_graph_optimization_level(text);
+      if (!onnx.graph_optimization)
+        return fail(gf, "'" + text + "' is not one of " + graph_optimization_level_names());
     }
     return h;
   }
 
-  Result<RuntimeOptions> runtime(const Json& j) const {
+  Result<RuntimeOptions> runtime(const Json& j, OnnxOptions& onnx) const {
     const std::string f = "runtime";
     GANTRY_RETURN_IF_ERROR(check_object(j, f,
                                         {"intra_op_threads", "inter_op_threads", "memory_pattern",
@@ -293,10 +279,10 @@ class Reader {
                               integer(j["inter_op_threads"], join(f, "inter_op_threads"), 0, 4096));
     }
     if (j.contains("memory_pattern")) {
-      GANTRY_ASSIGN_OR_RETURN(r.memory_pattern, boolean(j["memory_pattern"], join(f, "memory_pattern")));
+      GANTRY_ASSIGN_OR_RETURN(onnx.memory_pattern, boolean(j["memory_pattern"], join(f, "memory_pattern")));
     }
     if (j.contains("cpu_arena")) {
-      GANTRY_ASSIGN_OR_RETURN(r.cpu_arena, boolean(j["cpu_arena"], join(f, "cpu_arena")));
+      GANTRY_ASSIGN_OR_RETURN(onnx.cpu_arena, boolean(j["cpu_arena"], join(f, "cpu_arena")));
     }
     if (j.contains("peak_concurrency")) {
       GANTRY_ASSIGN_OR_RETURN(r.peak_concurrency,
@@ -326,7 +312,7 @@ class Reader {
           }
           bucket.emplace(name, Shape(std::move(dims)));
         }
-        r.session_buckets.push_back(std::move(bucket));
+        onnx.session_buckets.push_back(std::move(bucket));
       }
     }
     return r;
@@ -363,10 +349,53 @@ class Reader {
     return d;
   }
 
+  // The "llama" object: each value is checked for its JSON type here, then for its range or spelling by
+  // set_llama_option (the one definition of the options).
+  Result<LlamaOptions> llama(const Json& j) const {
+    const std::string f = "llama";
+    if (!j.is_object()) return fail(f, "must be an object, got " + type_of(j));
+    LlamaOptions o;
+    for (const auto& [key, value] : j.items()) {
+      const std::string kf = join(f, key);
+      std::string text;
+      if (key == "kv_type") {
+        GANTRY_ASSIGN_OR_RETURN(text, string(value, kf));
+      } else if (key == "flash_attn") {
+        if (value.is_boolean()) {
+          text = value.get<bool>() ? "on" : "off";
+        } else {
+          GANTRY_ASSIGN_OR_RETURN(text, string(value, kf));
+        }
+      } else if (key == "mmap") {
+        GANTRY_ASSIGN_OR_RETURN(bool b, boolean(value, kf));
+        text = b ? "on" : "off";
+      } else if (key == "tensor_split") {
+        if (!value.is_array() || value.empty())
+          return fail(kf, "must be a non-empty array of non-negative numbers, got " + type_of(value));
+        for (size_t i = 0; i < value.size(); ++i) {
+          if (!value[i].is_number())
+            return fail(kf + "[" + std::to_string(i) + "]", "must be a number, got " + type_of(value[i]));
+          text += (i ? "," : "") + value[i].dump();
+        }
+      } else if (value.is_number_integer()) {
+        text = value.dump();
+      } else {
+        const auto keys = llama_option_keys();
+        if (std::find(keys.begin(), keys.end(), key) != keys.end())
+          return fail(kf, "must be an integer, got " + type_of(value));
+      }
+      Status s = set_llama_option(o, key, text);
+      if (!s.ok()) return fail(kf, s.message());
+    }
+    Status s = validate_llama_options(o);
+    if (!s.ok()) return fail(f, s.message());
+    return o;
+  }
+
   Result<Manifest> manifest(const Json& j) const {
     GANTRY_RETURN_IF_ERROR(check_object(j, "",
                                         {"name", "version", "format", "task", "model_file", "sha256", "io",
-                                         "hardware_requirements", "runtime", "dynamic_batching"}));
+                                         "hardware_requirements", "runtime", "dynamic_batching", "llama"}));
     for (const char* key : {"name", "version", "format", "model_file", "sha256"})
       if (!j.contains(key)) return fail(key, "is required");
     Manifest m;
@@ -412,14 +441,27 @@ class Reader {
       m.io = std::move(spec);
     }
     if (j.contains("hardware_requirements")) {
-      GANTRY_ASSIGN_OR_RETURN(m.hardware_requirements, hardware(j["hardware_requirements"]));
+      GANTRY_ASSIGN_OR_RETURN(m.hardware_requirements, hardware(j["hardware_requirements"], m.onnx));
     }
     if (j.contains("dynamic_batching")) {
       GANTRY_ASSIGN_OR_RETURN(m.dynamic_batching, dynamic_batching(j["dynamic_batching"]));
     }
     if (j.contains("runtime")) {
-      GANTRY_ASSIGN_OR_RETURN(m.runtime, runtime(j["runtime"]));
+      GANTRY_ASSIGN_OR_RETURN(m.runtime, runtime(j["runtime"], m.onnx));
     }
+    if (j.contains("llama")) {
+      GANTRY_ASSIGN_OR_RETURN(m.llama, llama(j["llama"]));
+    }
+    // Each backend's options belong to its format only: a setting the backend would never read is a
+    // mistake the author should hear about.
+    if (m.format != ModelFormat::kOnnx && !m.onnx.empty())
+      return fail("runtime",
+                  "memory_pattern, cpu_arena, session_buckets and hardware_requirements."
+                  "graph_optimization_level are ONNX Runtime options; this model's format is " +
+                      std::string(model_format_name(m.format)));
+    if (m.format != ModelFormat::kGguf && !m.llama.empty())
+      return fail("llama", "llama.cpp options apply to format gguf; this model's format is " +
+                               std::string(model_format_name(m.format)));
     return m;
   }
 
@@ -459,11 +501,6 @@ std::optional<ModelFormat> parse_model_format(std::string_view text) { return kF
 
 std::string_view strategy_name(Strategy s) { return kStrategies.name_of(s); }
 std::optional<Strategy> parse_strategy(std::string_view text) { return kStrategies.find(text); }
-
-std::string_view graph_optimization_level_name(GraphOptimizationLevel l) { return kOptLevels.name_of(l); }
-std::optional<GraphOptimizationLevel> parse_graph_optimization_level(std::string_view text) {
-  return kOptLevels.find(text);
-}
 
 std::string_view precision_name(Precision p) { return kPrecisions.name_of(p); }
 std::optional<Precision> parse_precision(std::string_view text) { return kPrecisions.find(text); }
@@ -542,18 +579,18 @@ std::string manifest_to_json(const Manifest& m, int indent) {
   if (h.device_id) hw["device_id"] = *h.device_id;
   if (!h.gpu_device_ids.empty()) hw["gpu_device_ids"] = h.gpu_device_ids;
   if (h.strategy) hw["strategy"] = strategy_name(*h.strategy);
-  if (h.graph_optimization_level)
-    hw["graph_optimization_level"] = graph_optimization_level_name(*h.graph_optimization_level);
+  if (m.onnx.graph_optimization)
+    hw["graph_optimization_level"] = graph_optimization_level_name(*m.onnx.graph_optimization);
   if (!hw.empty()) j["hardware_requirements"] = std::move(hw);
   const auto& r = m.runtime;
   OrderedJson rt = OrderedJson::object();
   if (r.intra_op_threads) rt["intra_op_threads"] = *r.intra_op_threads;
   if (r.inter_op_threads) rt["inter_op_threads"] = *r.inter_op_threads;
-  if (r.memory_pattern) rt["memory_pattern"] = *r.memory_pattern;
-  if (r.cpu_arena) rt["cpu_arena"] = *r.cpu_arena;
-  if (!r.session_buckets.empty()) {
+  if (m.onnx.memory_pattern) rt["memory_pattern"] = *m.onnx.memory_pattern;
+  if (m.onnx.cpu_arena) rt["cpu_arena"] = *m.onnx.cpu_arena;
+  if (!m.onnx.session_buckets.empty()) {
     OrderedJson a = OrderedJson::array();
-    for (const auto& bucket : r.session_buckets) {
+    for (const auto& bucket : m.onnx.session_buckets) {
       OrderedJson b = OrderedJson::object();
       for (const auto& [name, shape] : bucket) b[name] = shape.dims();
       a.push_back(std::move(b));
@@ -569,6 +606,20 @@ std::string manifest_to_json(const Manifest& m, int indent) {
     if (d->max_queue_delay_microseconds)
       db["max_queue_delay_microseconds"] = *d->max_queue_delay_microseconds;
     j["dynamic_batching"] = std::move(db);
+  }
+  if (const auto& l = m.llama; !l.empty()) {
+    OrderedJson lj = OrderedJson::object();
+    for (const auto& [key, text] : llama_option_texts(l)) {
+      if (key == "kv_type")
+        lj[key] = text;
+      else if (key == "flash_attn" || key == "mmap")
+        lj[key] = text == "on";
+      else if (key == "tensor_split")
+        lj[key] = l.tensor_split;
+      else
+        lj[key] = std::stoi(text);
+    }
+    j["llama"] = std::move(lj);
   }
   return j.dump(indent) + "\n";
 }

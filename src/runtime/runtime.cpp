@@ -117,14 +117,6 @@ Result<backend::Backend*> Runtime::backend_for(model::ModelFormat format) {
 backend::LoadOptions Runtime::factory_options(const LoadOptions& options) const {
   backend::LoadOptions f = options.factory;
   if (f.cache == nullptr) f.cache = verdicts_.get();
-  auto set = [&](const char* key, std::string value) {
-    if (!f.options.count(key)) f.options[key] = std::move(value);
-  };
-  if (options.context_size > 0) set("n_ctx", std::to_string(options.context_size));
-  if (options.parallel > 0) set("parallel", std::to_string(options.parallel));
-  if (!options.kv_type.empty()) set("kv_type", options.kv_type);
-  if (options.gpu_layers) set("n_gpu_layers", std::to_string(*options.gpu_layers));
-  if (!options.use_mmap) set("mmap", "off");
   return f;
 }
 

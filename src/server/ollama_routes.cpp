@@ -103,7 +103,7 @@ std::optional<FileFacts> file_facts(Server::State& s, const RepositoryEntry& e) 
 }
 
 // The context the model runs with, when the server fixed it (--ctx-size); 0 when the backend chose.
-int64_t configured_context(const Server::State& s) { return s.options.load.context_size; }
+int64_t configured_context(const Server::State& s) { return s.options.load.factory.llama.n_ctx.value_or(0); }
 
 void tags(Server::State& s, Reply& reply) {
   std::vector<ollama::ModelEntry> models;

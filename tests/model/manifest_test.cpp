@@ -63,15 +63,18 @@ TEST(Manifest, ParsesEveryField) {
   EXPECT_EQ(h.device_id, 0);
   EXPECT_EQ(h.gpu_device_ids, (std::vector<int>{0, 1}));
   EXPECT_EQ(h.strategy, Strategy::kRoundRobin);
-  EXPECT_EQ(h.graph_optimization_level, GraphOptimizationLevel::kAll);
   const auto& r = m->runtime;
   EXPECT_EQ(r.intra_op_threads, 2);
   EXPECT_EQ(r.inter_op_threads, 1);
-  EXPECT_EQ(r.memory_pattern, false);
-  EXPECT_EQ(r.cpu_arena, true);
-  ASSERT_EQ(r.session_buckets.size(), 2u);
-  EXPECT_EQ(r.session_buckets[1].at("input"), Shape({1, 1024}));
   EXPECT_EQ(r.peak_concurrency, 8);
+  // ONNX Runtime's options keep their places in the JSON and land in the typed ONNX options.
+  const auto& o = m->onnx;
+  EXPECT_EQ(o.graph_optimization, GraphOptimizationLevel::kAll);
+  EXPECT_EQ(o.memory_pattern, false);
+  EXPECT_EQ(o.cpu_arena, true);
+  ASSERT_EQ(o.session_buckets.size(), 2u);
+  EXPECT_EQ(o.session_buckets[1].at("input"), Shape({1, 1024}));
+  EXPECT_TRUE(m->llama.empty());
 }
 
 TEST(Manifest, SerialisesAndParsesBackEqual) {
@@ -137,7 +140,7 @@ TEST(Manifest, GraphOptimizationLevelSpellings) {
     j["hardware_requirements"]["graph_optimization_level"] = value;
     auto m = parse_manifest(j.dump());
     ASSERT_TRUE(m.ok()) << value << ": " << m.status().to_string();
-    EXPECT_EQ(m->hardware_requirements.graph_optimization_level, want) << value;
+    EXPECT_EQ(m->onnx.graph_optimization, want) << value;
   }
   for (auto s : {"pool", "round-robin", "data-parallel", "pipeline", "tensor-parallel", "auto"}) {
     auto j = full_manifest();
@@ -236,6 +239,11 @@ TEST(Manifest, EachMistakeIsAClearErrorNamingTheField) {
        "runtime.session_buckets[0]: must be a non-empty object"},
       {"hardware not object", [](Json& j) { j["hardware_requirements"] = Json::array(); },
        "hardware_requirements: must be an object"},
+      {"llama options on an onnx model",
+       [](Json& j) {
+         j["llama"] = {{"n_ctx", 4096}};
+       },
+       "llama: llama.cpp options apply to format gguf; this model's format is onnx"},
   };
   for (const auto& c : cases) {
     auto j = full_manifest();
@@ -246,6 +254,91 @@ TEST(Manifest, EachMistakeIsAClearErrorNamingTheField) {
     EXPECT_NE(m.status().message().find(c.fragment), std::string::npos)
         << c.what << ": message '" << m.status().message() << "' lacks '" << c.fragment << "'";
     EXPECT_EQ(m.status().message().rfind("pkg/gantry.json: ", 0), 0u) << m.status().message();
+  }
+}
+
+// A GGUF package's manifest: the llama.cpp options, checked for type, range and spelling when parsed.
+Json gguf_manifest() {
+  return Json::parse(R"({"name": "tiny", "version": "1.0.0", "format": "gguf", "model_file": "m.gguf",
+    "sha256": {"m.gguf": ")" +
+                     kHash + R"("},
+    "llama": {"n_ctx": 4096, "parallel": 2, "n_batch": 256, "n_ubatch": 128, "n_gpu_layers": -1,
+              "tensor_split": [3, 1.5], "kv_type": "q8_0", "flash_attn": "on", "mmap": false, "max_tokens": 64}
+  })");
+}
+
+TEST(Manifest, LlamaOptionsAreTypedAndRoundTrip) {
+  auto m = parse_manifest(gguf_manifest().dump());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const auto& l = m->llama;
+  EXPECT_EQ(l.n_ctx, 4096);
+  EXPECT_EQ(l.parallel, 2);
+  EXPECT_EQ(l.n_batch, 256);
+  EXPECT_EQ(l.n_ubatch, 128);
+  EXPECT_EQ(l.n_gpu_layers, -1);
+  EXPECT_EQ(l.tensor_split, (std::vector<float>{3, 1.5}));
+  EXPECT_EQ(l.kv_type, KvType::kQ8_0);
+  EXPECT_EQ(l.flash_attn, true);
+  EXPECT_EQ(l.mmap, false);
+  EXPECT_EQ(l.max_tokens, 64);
+  EXPECT_TRUE(m->onnx.empty());
+  auto again = parse_manifest(manifest_to_json(*m));
+  ASSERT_TRUE(again.ok()) << again.status().to_string() << "\n" << manifest_to_json(*m);
+  EXPECT_EQ(*again, *m);
+  // flash_attn also takes true/false and "auto" (unset).
+  auto j = gguf_manifest();
+  j["llama"]["flash_attn"] = "auto";
+  auto autofa = parse_manifest(j.dump());
+  ASSERT_TRUE(autofa.ok()) << autofa.status().to_string();
+  EXPECT_FALSE(autofa->llama.flash_attn);
+}
+
+TEST(Manifest, BadLlamaOptionsNameTheField) {
+  struct Case {
+    const char* what;
+    std::function<void(Json&)> mutate;
+    const char* fragment;
+  };
+  const std::vector<Case> cases = {
+      {"unknown key", [](Json& j) { j["llama"]["ctx"] = 512; },
+       "unknown llama.cpp option 'ctx' (known: n_ctx"},
+      {"ctx as string", [](Json& j) { j["llama"]["n_ctx"] = "4096"; }, "llama.n_ctx: must be an integer"},
+      {"ctx too large", [](Json& j) { j["llama"]["n_ctx"] = 1 << 25; }, "llama.n_ctx: "},
+      {"parallel zero", [](Json& j) { j["llama"]["parallel"] = 0; }, "out of range (1..256)"},
+      {"bad kv type", [](Json& j) { j["llama"]["kv_type"] = "q3_k"; }, "is not a KV cache type"},
+      {"kv type number", [](Json& j) { j["llama"]["kv_type"] = 8; }, "llama.kv_type: must be a string"},
+      {"bad flash", [](Json& j) { j["llama"]["flash_attn"] = "maybe"; }, "must be auto, on or off"},
+      {"mmap string", [](Json& j) { j["llama"]["mmap"] = "off"; }, "llama.mmap: must be true or false"},
+      {"split string", [](Json& j) { j["llama"]["tensor_split"] = "3,1"; }, "llama.tensor_split: must be"},
+      {"split negative",
+       [](Json& j) {
+         j["llama"]["tensor_split"] = {1, -1};
+       },
+       "tensor_split"},
+      {"split of strings", [](Json& j) { j["llama"]["tensor_split"] = {"a"}; }, "llama.tensor_split[0]"},
+      {"batch below parallel", [](Json& j) { j["llama"]["n_batch"] = 1; }, "n_batch=1 must be >= parallel"},
+      {"quantised V without flash", [](Json& j) { j["llama"]["flash_attn"] = false; },
+       "needs flash attention"},
+      {"llama not object", [](Json& j) { j["llama"] = Json::array(); }, "llama: must be an object"},
+      {"onnx options on a gguf model",
+       [](Json& j) {
+         j["runtime"] = {{"memory_pattern", false}};
+       },
+       "are ONNX Runtime options; this model's format is gguf"},
+      {"opt level on a gguf model",
+       [](Json& j) {
+         j["hardware_requirements"] = {{"graph_optimization_level", "all"}};
+       },
+       "are ONNX Runtime options"},
+  };
+  for (const auto& c : cases) {
+    auto j = gguf_manifest();
+    c.mutate(j);
+    auto m = parse_manifest(j.dump(), "pkg/gantry.json");
+    ASSERT_FALSE(m.ok()) << c.what << " was accepted";
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << c.what;
+    EXPECT_NE(m.status().message().find(c.fragment), std::string::npos)
+        << c.what << ": message '" << m.status().message() << "' lacks '" << c.fragment << "'";
   }
 }
 

@@ -3,12 +3,14 @@
 #include "gantry/runtime/runtime.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 
 #include "gantry/memory/budget.h"
+#include "gantry/model/sha256.h"
 
 namespace gantry::runtime {
 namespace {
@@ -123,6 +125,48 @@ TEST(Runtime, ExplainsTheProviderChoiceForGguf) {
   ASSERT_TRUE(ex->memory);
   EXPECT_GT(ex->memory->total(), 0u);
   EXPECT_TRUE((*rt)->models().empty());  // nothing stays loaded
+}
+
+// A GGUF package's "llama" options reach llama.cpp; a command's defaults sit under them and its flags over.
+TEST(Runtime, PackageLlamaOptionsReachTheModelBetweenDefaultsAndFlags) {
+  REQUIRE_MODELS();
+  const fs::path dir = fs::temp_directory_path() / ("gantry-llama-opts-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(kTinyLlama, dir / "tiny.gguf");
+  model::Manifest m;
+  m.name = "tiny-opts";
+  m.version = "1.0.0";
+  m.format = model::ModelFormat::kGguf;
+  m.model_file = "tiny.gguf";
+  m.sha256["tiny.gguf"] = model::sha256_file(dir / "tiny.gguf").value();
+  m.llama.n_ctx = 512;
+  m.llama.parallel = 2;
+  m.llama.kv_type = KvType::kF32;
+  ASSERT_TRUE(model::write_manifest(dir / "gantry.json", m).ok());
+
+  auto rt = Runtime::create(test_options());
+  ASSERT_TRUE(rt.ok()) << rt.status().message();
+  LoadOptions lo;
+  lo.factory.llama_defaults.parallel = 4;  // what gantry serve says when the package says nothing
+  lo.factory.llama_defaults.n_ctx = 2048;
+  {
+    auto h = (*rt)->load(dir.string(), lo);
+    ASSERT_TRUE(h.ok()) << h.status().message();
+    const auto& props = (*h)->metadata().properties;
+    EXPECT_EQ(props.at("n_ctx"), "512");
+    EXPECT_EQ(props.at("parallel"), "2");
+    EXPECT_EQ(props.at("kv_type"), "f32");
+    EXPECT_FALSE(greedy(*h).empty());
+  }  // the handle goes before the unload, which waits for handles
+  ASSERT_TRUE((*rt)->unload("tiny-opts").ok());
+
+  lo.factory.llama.n_ctx = 768;  // --ctx
+  auto flagged = (*rt)->load(dir.string(), lo);
+  ASSERT_TRUE(flagged.ok()) << flagged.status().message();
+  EXPECT_EQ((*flagged)->metadata().properties.at("n_ctx"), "768");
+  EXPECT_EQ((*flagged)->metadata().properties.at("parallel"), "2");
+  fs::remove_all(dir);
 }
 
 TEST(Runtime, RefusesAModelThatCannotFitWithTheNumbers) {

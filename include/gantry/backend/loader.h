@@ -23,8 +23,11 @@ struct LoadOptions {
   int intra_op_threads = 0;  // > 0: overrides the manifest (`--threads`)
   const VerdictCache* cache = nullptr;  // measured policy: where verdicts are kept (null: not cached)
   double measure_budget_ms = 2000;
-  bool measure_single = false;                 // measured policy: time a lone viable candidate too
-  std::map<std::string, std::string> options;  // backend keys added to the placement (Placement::options)
+  bool measure_single = false;  // measured policy: time a lone viable candidate too
+  // llama.cpp options over the manifest's (CLI flags: --ctx, --parallel, --kv-type, --gpu-layers, --no-mmap).
+  model::LlamaOptions llama;
+  // A command's own defaults, under the manifest's options (gantry serve decodes 4 sequences at once).
+  model::LlamaOptions llama_defaults;
 };
 
 struct LoadedModel {

@@ -19,6 +19,8 @@
 //     "runtime": {"intra_op_threads": 1, "inter_op_threads": 1, "memory_pattern": true, "cpu_arena": true,
 //                 "session_buckets": [{"input": [1, 512]}, {"input": [1, 1024]}], "peak_concurrency": 4}
 //   }
+// A GGUF package may carry llama.cpp options instead: "llama": {"n_ctx": 4096, "kv_type": "q8_0"}
+// (see backend_options.h).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,7 @@
 #include "gantry/core/shape.h"
 #include "gantry/core/status.h"
 #include "gantry/core/version.h"
+#include "gantry/model/backend_options.h"
 
 namespace gantry::model {
 
@@ -47,12 +50,6 @@ std::optional<ModelFormat> parse_model_format(std::string_view text);
 enum class Strategy { kPool, kRoundRobin, kDataParallel, kPipeline, kTensorParallel, kAuto };
 std::string_view strategy_name(Strategy s);  // "pool" | "round-robin" | ... | "auto"
 std::optional<Strategy> parse_strategy(std::string_view text);
-
-// ONNX Runtime graph optimisation level; values equal ORT's GraphOptimizationLevel enum.
-enum class GraphOptimizationLevel { kDisable = 0, kBasic = 1, kExtended = 2, kAll = 99 };
-std::string_view graph_optimization_level_name(GraphOptimizationLevel l);  // "disable" | ... | "all"
-// Accepts "disable|basic|extended|all" and the numbers 0|1|2|3|99 as text ("3" and "99" both mean all).
-std::optional<GraphOptimizationLevel> parse_graph_optimization_level(std::string_view text);
 
 // Numeric precision a model must run at (e.g. a provider without fp16 cannot satisfy "fp16").
 enum class Precision { kFp32, kFp16, kBf16, kFp64, kInt8, kInt4 };
@@ -90,19 +87,12 @@ struct HardwareRequirements {
   std::optional<int> device_id;     // >= 0
   std::vector<int> gpu_device_ids;  // each >= 0, no duplicates
   std::optional<Strategy> strategy;
-  std::optional<GraphOptimizationLevel> graph_optimization_level;
   bool operator==(const HardwareRequirements&) const = default;
 };
-
-// Concrete input shapes to prepare a session for (input name -> shape without dynamic dims).
-using SessionBucket = std::map<std::string, Shape>;
 
 struct RuntimeOptions {
   std::optional<int> intra_op_threads;  // >= 0 (0 = the runtime's default)
   std::optional<int> inter_op_threads;  // >= 0
-  std::optional<bool> memory_pattern;
-  std::optional<bool> cpu_arena;
-  std::vector<SessionBucket> session_buckets;
   std::optional<int> peak_concurrency;  // >= 1: how many requests the model may see at once
   bool operator==(const RuntimeOptions&) const = default;
 };
@@ -127,6 +117,11 @@ struct Manifest {
   HardwareRequirements hardware_requirements;
   RuntimeOptions runtime;
   std::optional<DynamicBatching> dynamic_batching;
+  // Backend options (backend_options.h): ONNX Runtime's are read from hardware_requirements.
+  // graph_optimization_level and runtime.memory_pattern/cpu_arena/session_buckets (format onnx only);
+  // llama.cpp's from the "llama" object (format gguf only).
+  OnnxOptions onnx;
+  LlamaOptions llama;
   bool operator==(const Manifest&) const = default;
 };
 

@@ -21,9 +21,9 @@
 #include <string_view>
 #include <vector>
 
+#include "gantry/core/kv_type.h"
 #include "gantry/core/status.h"
 #include "gantry/hw/registry.h"
-#include "gantry/plan/kv_type.h"
 #include "gantry/plan/model_profile.h"
 
 namespace gantry::plan {

@@ -3,7 +3,9 @@
 // only this API; nothing above it constructs a backend.
 //
 //   auto rt = Runtime::create({});                         // detects the machine once
-//   auto h = rt->load("model.gguf", {.context_size = 4096}); // provider choice + budget + load
+//   runtime::LoadOptions o;
+//   o.factory.llama.n_ctx = 4096;
+//   auto h = rt->load("model.gguf", o);                     // provider choice + budget + load
 //   h->model().generate({...});                            // or infer_one / embed / format_chat
 //
 // load() resolves a .onnx, .gguf, package directory or .tar, picks the backend by format and the
@@ -49,17 +51,12 @@ struct RuntimeOptions {
 // backend (see gantry/backend/llama/llama_backend.h for the llama.cpp keys).
 struct LoadOptions {
   std::string name;  // default: the package's name, else the file's stem ("tiny-llama.gguf" -> "tiny-llama")
-  // Provider policy, --provider, --threads, measuring; `factory.options` takes backend keys
-  // (Placement::options).
+  // Provider policy, --provider, --threads, measuring, and backend options over the manifest's
+  // (`factory.llama`: n_ctx, parallel, kv_type, n_gpu_layers, mmap, ...; see gantry/model/backend_options.h).
+  // A GGUF model's n_gpu_layers defaults to what the planner says fits. mmap false reads GGUF weights into
+  // memory instead of mapping them (a mapped file overwritten in place kills the process with SIGBUS;
+  // replace model files by renaming a new file over them instead).
   backend::LoadOptions factory;
-  // Text generation (GGUF), written into factory.options under llama.cpp's keys; 0 / empty = the default.
-  uint32_t context_size = 0;      // n_ctx
-  uint32_t parallel = 0;          // sequences decoded together
-  std::string kv_type;            // f16, q8_0, ...
-  std::optional<int> gpu_layers;  // layers offloaded to GPUs (-1 all); default: what the planner says fits
-  // false: read GGUF weights into memory instead of mapping them (a mapped file overwritten in place
-  // kills the process with SIGBUS; replace model files by renaming a new file over them instead).
-  bool use_mmap = true;
   std::optional<std::chrono::milliseconds> keep_alive;  // default: RuntimeOptions::default_keep_alive
   bool pinned = false;
   bool verify_checksums = true;
@@ -115,7 +112,7 @@ class Runtime {
  private:
   Runtime() = default;
   Result<ModelHandle> load_package(std::shared_ptr<const model::Package> package, const LoadOptions& options);
-  // The factory's options for `options`: the verdict cache filled in, the generation fields as backend keys.
+  // The factory's options for `options`: the verdict cache filled in.
   backend::LoadOptions factory_options(const LoadOptions& options) const;
 
   RuntimeOptions options_;

@@ -18,8 +18,7 @@
 namespace gantry::llama {
 namespace {
 
-ggml_type to_ggml(plan::KvType t) {
-  using plan::KvType;
+ggml_type to_ggml(KvType t) {
   switch (t) {
     case KvType::kF32:
       return GGML_TYPE_F32;
@@ -106,8 +105,8 @@ Status check_kv_fits(const LlamaWeights& w, const ContextOptions& o) {
   const int n_head = llama_model_n_head(m), n_head_kv = llama_model_n_head_kv(m);
   if (n_head <= 0 || n_head_kv <= 0) return Status::Ok();  // no attention cache (recurrent models)
   const uint64_t width = static_cast<uint64_t>(llama_model_n_embd(m) / n_head) * n_head_kv;
-  auto k = plan::kv_row_bytes(o.type_k, width);
-  auto v = plan::kv_row_bytes(o.type_v, width);
+  auto k = kv_row_bytes(o.type_k, width);
+  auto v = kv_row_bytes(o.type_v, width);
   if (!k.ok() || !v.ok()) return Status::Ok();  // llama.cpp explains an unusable type itself
   const uint64_t need =
       saturating_product(saturating_add(*k, *v), static_cast<uint64_t>(llama_model_n_layer(m)), o.n_ctx);
@@ -175,7 +174,7 @@ Result<std::unique_ptr<LlamaContext>> LlamaContext::create(std::shared_ptr<const
     return Status(memory ? StatusCode::kResourceExhausted : StatusCode::kInvalidArgument,
                   "llama.cpp could not create a context for '" + c->weights_->path() + "' (n_ctx " +
                       std::to_string(o.n_ctx) + ", " + std::to_string(o.n_seq_max) + " sequences, KV " +
-                      std::string(plan::kv_type_name(o.type_k)) + ")" + (why.empty() ? "" : ": " + why));
+                      std::string(kv_type_name(o.type_k)) + ")" + (why.empty() ? "" : ": " + why));
   }
   c->options_.n_ctx = llama_n_ctx(c->ctx_);
   if (o.threadpool) {

@@ -93,7 +93,7 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
                      {"n_ctx", std::to_string(m->engine_->context().n_ctx())},
                      {"parallel", std::to_string(s.context.n_seq_max)},
                      {"n_gpu_layers", std::to_string(s.load.placement.n_gpu_layers)},
-                     {"kv_type", std::string(plan::kv_type_name(s.context.type_k))},
+                     {"kv_type", std::string(kv_type_name(s.context.type_k))},
                      {"placement", s.reason},
                      {"chat_template", m->weights_->has_chat_template() ? "yes" : "no"}};
   return m;
@@ -114,7 +114,7 @@ Result<backend::MemoryEstimate> LlamaBackend::estimate_file(const std::string& p
   e.basis = fmt::format(
       "llama.cpp dry run (no_alloc) at n_ctx {}, {} sequence(s), n_batch {}, KV {}, {} GPU layer(s): "
       "weights {} + KV {} + compute {} + output {} bytes",
-      m.n_ctx, s.context.n_seq_max, s.context.n_batch, plan::kv_type_name(s.context.type_k),
+      m.n_ctx, s.context.n_seq_max, s.context.n_batch, kv_type_name(s.context.type_k),
       s.load.placement.n_gpu_layers, m.model_bytes, m.kv_bytes, m.compute_bytes, m.output_bytes);
   return e;
 }

@@ -98,7 +98,7 @@ Result<double> OnnxBackend::measure(const model::Package& package, const backend
                                     double budget_ms) {
   GANTRY_ASSIGN_OR_RETURN(auto model, load(package, placement));
   const model::SessionBucket* bucket =
-      placement.session_buckets.empty() ? nullptr : &placement.session_buckets[0];
+      placement.onnx.session_buckets.empty() ? nullptr : &placement.onnx.session_buckets[0];
   GANTRY_ASSIGN_OR_RETURN(auto inputs, backend::synthesize_inputs(model->metadata(), bucket));
   return backend::time_inferences(*model, inputs, budget_ms);
 }

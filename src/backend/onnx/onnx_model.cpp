@@ -253,16 +253,17 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
   auto make_options = [&](const model::SessionBucket* bucket,
                           const std::vector<TensorInfo>* inputs) -> Result<Ort::SessionOptions> {
     Ort::SessionOptions so;
-    so.SetGraphOptimizationLevel(ort_level(placement.graph_optimization));
+    so.SetGraphOptimizationLevel(
+        ort_level(placement.onnx.graph_optimization.value_or(model::GraphOptimizationLevel::kAll)));
     if (placement.intra_op_threads > 0)
       so.SetIntraOpNumThreads(backend::cap_threads(placement.intra_op_threads, "intra_op_threads"));
     if (placement.inter_op_threads > 0)
       so.SetInterOpNumThreads(backend::cap_threads(placement.inter_op_threads, "inter_op_threads"));
-    if (placement.memory_pattern)
+    if (placement.onnx.memory_pattern.value_or(true))
       so.EnableMemPattern();
     else
       so.DisableMemPattern();
-    if (placement.cpu_arena)
+    if (placement.onnx.cpu_arena.value_or(true))
       so.EnableCpuMemArena();
     else
       so.DisableCpuMemArena();
@@ -337,7 +338,7 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
   m->cpu_memory_ = m->cpu_memory_owner_;
   if (!options.use_env_allocators) m->plan_output_reuse();
 
-  for (const auto& bucket : placement.session_buckets) {
+  for (const auto& bucket : placement.onnx.session_buckets) {
     try {
       auto so = make_options(&bucket, &m->meta_.inputs);
       if (!so.ok()) return so.status().with_context("model " + file);

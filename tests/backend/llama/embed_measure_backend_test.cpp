@@ -77,7 +77,9 @@ LlamaSettings cpu_settings(const std::string& path, std::map<std::string, std::s
   backend::Placement p;
   p.provider = "cpu";
   p.intra_op_threads = 1;
-  p.options = std::move(options);
+  auto llama = model::parse_llama_options(options);
+  EXPECT_TRUE(llama.ok()) << llama.status().to_string();
+  if (llama.ok()) p.llama = *llama;
   auto s = llama_settings(p, path);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   return s.ok() ? *s : LlamaSettings{};
@@ -144,7 +146,9 @@ TEST(LlamaBackend, ModelRunsThroughTheGenericInterface) {
   backend::Placement p;
   p.provider = "cpu";
   p.intra_op_threads = 1;
-  p.options = {{"n_ctx", "1024"}, {"parallel", "3"}, {"max_tokens", "12"}};
+  p.llama.n_ctx = 1024;
+  p.llama.parallel = 3;
+  p.llama.max_tokens = 12;
   auto m = backend.load_file(testing::tiny_model_path(), p);
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   ASSERT_TRUE((*m)->init().ok());

@@ -19,7 +19,10 @@ std::unique_ptr<backend::Model> load_tiny(std::map<std::string, std::string> opt
   backend::Placement p;
   p.provider = "cpu";
   p.intra_op_threads = 1;
-  p.options = std::move(options);
+  auto llama = model::parse_llama_options(options);
+  EXPECT_TRUE(llama.ok()) << llama.status().to_string();
+  if (!llama.ok()) return nullptr;
+  p.llama = *llama;
   auto m = backend.load_file(testing::tiny_model_path(), p);
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   if (!m.ok()) return nullptr;
@@ -179,16 +182,6 @@ TEST(LlamaModel, ChatTemplateAndEmbeddingsThroughTheBaseClass) {
   EXPECT_EQ(m.stats().calls, 2u);
 }
 
-TEST(LlamaBackend, UnknownPlacementKeyIsRefused) {
-  LlamaBackend backend;
-  backend::Placement p;
-  p.options = {{"ctx", "512"}};
-  auto m = backend.load_file(testing::tiny_model_path(), p);
-  ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(m.status().message().find("'ctx'"), std::string::npos) << m.status().message();
-}
-
 // The dry run's estimate is what llama.cpp really allocates with the same settings, per device.
 TEST(LlamaBackend, EstimateMemoryEqualsTheRealAllocation) {
   LlamaBackend backend;
@@ -207,7 +200,9 @@ TEST(LlamaBackend, EstimateMemoryEqualsTheRealAllocation) {
     backend::Placement p;
     p.provider = "cpu";
     p.intra_op_threads = 1;
-    p.options = c.options;
+    auto llama = model::parse_llama_options(c.options);
+    ASSERT_TRUE(llama.ok()) << llama.status().to_string();
+    p.llama = *llama;
     auto e = backend.estimate_file(c.path, p);
     ASSERT_TRUE(e.ok()) << e.status().to_string();
     EXPECT_TRUE(e->exact);

@@ -17,11 +17,19 @@ plan::ModelProfile tiny_profile() {
   return p.ok() ? *p : plan::ModelProfile{};
 }
 
-backend::Placement placement(std::string provider, std::map<std::string, std::string> options = {}) {
+// A placement with llama.cpp options given as text (what a manifest or a flag would say).
+Result<backend::Placement> try_placement(std::string provider,
+                                         const std::map<std::string, std::string>& options) {
   backend::Placement p;
   p.provider = std::move(provider);
-  p.options = std::move(options);
+  GANTRY_ASSIGN_OR_RETURN(p.llama, model::parse_llama_options(options));
   return p;
+}
+
+backend::Placement placement(std::string provider, const std::map<std::string, std::string>& options = {}) {
+  auto p = try_placement(std::move(provider), options);
+  EXPECT_TRUE(p.ok()) << p.status().to_string();
+  return p.ok() ? *p : backend::Placement{};
 }
 
 const std::vector<plan::Device> kCpuOnly = {
@@ -36,8 +44,8 @@ TEST(LlamaSettings, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(s->context.n_seq_max, 1u);
   EXPECT_EQ(s->context.n_batch, 512u);
   EXPECT_EQ(s->context.n_ubatch, 512u);
-  EXPECT_EQ(s->context.type_k, plan::KvType::kF16);
-  EXPECT_EQ(s->context.type_v, plan::KvType::kF16);
+  EXPECT_EQ(s->context.type_k, KvType::kF16);
+  EXPECT_EQ(s->context.type_v, KvType::kF16);
   EXPECT_EQ(s->context.flash_attn, FlashAttn::kAuto);
   EXPECT_EQ(s->context.n_threads, 0);
   EXPECT_EQ(s->load.placement.n_gpu_layers, 0);
@@ -69,8 +77,8 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
   EXPECT_EQ(s->context.n_seq_max, 4u);
   EXPECT_EQ(s->context.n_batch, 256u);
   EXPECT_EQ(s->context.n_ubatch, 128u);
-  EXPECT_EQ(s->context.type_k, plan::KvType::kQ4_1);
-  EXPECT_EQ(s->context.type_v, plan::KvType::kQ4_1);
+  EXPECT_EQ(s->context.type_k, KvType::kQ4_1);
+  EXPECT_EQ(s->context.type_v, KvType::kQ4_1);
   EXPECT_EQ(s->context.flash_attn, FlashAttn::kOn);
   EXPECT_EQ(s->context.n_threads, 3);
   EXPECT_EQ(s->load.placement.n_gpu_layers, 7);
@@ -78,30 +86,38 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
   EXPECT_EQ(s->load.placement.main_gpu, 1);
   EXPECT_EQ(s->max_tokens, 9);
   EXPECT_FALSE(s->load.use_mmap);
-  EXPECT_EQ(llama_placement_keys().size(), 10u);
+  EXPECT_EQ(model::llama_option_keys().size(), 10u);
 }
 
 TEST(LlamaSettings, BadOptionsAreRefusedWithTheirName) {
   const plan::ModelProfile m = tiny_profile();
-  auto err = [&](const backend::Placement& p) {
-    auto s = llama_settings(p, m, kCpuOnly);
+  // Malformed options are refused where they are read (parse_llama_options, as a manifest or flag is),
+  // contradicting ones by llama_settings.
+  auto err = [&](const std::string& provider, const std::map<std::string, std::string>& options) {
+    auto p = try_placement(provider, options);
+    if (!p.ok()) return p.status().message();
+    auto s = llama_settings(*p, m, kCpuOnly);
     EXPECT_FALSE(s.ok());
     return s.ok() ? std::string() : s.status().message();
   };
-  const std::string unknown = err(placement("cpu", {{"n_threads", "2"}}));
+  // Options set in code (not parsed) are range-checked by llama_settings too.
+  backend::Placement direct;
+  direct.llama.parallel = 0;
+  EXPECT_NE(llama_settings(direct, m, kCpuOnly).status().message().find("parallel"), std::string::npos);
+  const std::string unknown = err("cpu", {{"n_threads", "2"}});
   EXPECT_NE(unknown.find("'n_threads'"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("n_ctx, parallel"), std::string::npos) << unknown;  // lists the known keys
-  EXPECT_NE(err(placement("cpu", {{"n_ctx", "12x"}})).find("n_ctx"), std::string::npos);
-  EXPECT_NE(err(placement("cpu", {{"parallel", "0"}})).find("parallel"), std::string::npos);
-  EXPECT_NE(err(placement("cpu", {{"kv_type", "q3_k"}})).find("iq4_nl"), std::string::npos);
-  EXPECT_NE(err(placement("cpu", {{"flash_attn", "yes"}})).find("flash_attn"), std::string::npos);
-  EXPECT_NE(err(placement("cpu", {{"tensor_split", "3,x"}})).find("tensor_split"), std::string::npos);
-  EXPECT_NE(err(placement("cpu", {{"max_tokens", "0"}})).find("max_tokens"), std::string::npos);
-  EXPECT_NE(err(placement("cpu", {{"parallel", "8"}, {"n_batch", "4"}})).find("n_batch"), std::string::npos);
-  EXPECT_NE(err(placement("cpu", {{"kv_type", "q8_0"}, {"flash_attn", "off"}})).find("flash attention"),
+  EXPECT_NE(err("cpu", {{"n_ctx", "12x"}}).find("n_ctx"), std::string::npos);
+  EXPECT_NE(err("cpu", {{"parallel", "0"}}).find("parallel"), std::string::npos);
+  EXPECT_NE(err("cpu", {{"kv_type", "q3_k"}}).find("iq4_nl"), std::string::npos);
+  EXPECT_NE(err("cpu", {{"flash_attn", "yes"}}).find("flash_attn"), std::string::npos);
+  EXPECT_NE(err("cpu", {{"tensor_split", "3,x"}}).find("tensor_split"), std::string::npos);
+  EXPECT_NE(err("cpu", {{"max_tokens", "0"}}).find("max_tokens"), std::string::npos);
+  EXPECT_NE(err("cpu", {{"parallel", "8"}, {"n_batch", "4"}}).find("n_batch"), std::string::npos);
+  EXPECT_NE(err("cpu", {{"kv_type", "q8_0"}, {"flash_attn", "off"}}).find("flash attention"),
             std::string::npos);
-  EXPECT_NE(err(placement("cpu", {{"n_gpu_layers", "4"}})).find("provider cpu"), std::string::npos);
-  EXPECT_NE(err(placement("rocm")).find("rocm"), std::string::npos);
+  EXPECT_NE(err("cpu", {{"n_gpu_layers", "4"}}).find("provider cpu"), std::string::npos);
+  EXPECT_NE(err("rocm", {}).find("rocm"), std::string::npos);
 }
 
 TEST(LlamaSettings, CudaOffloadsWhatThePlannerSaysFits) {
@@ -153,7 +169,7 @@ TEST(LlamaSettings, PlacementFromPlanReproducesThePlan) {
   o.n_parallel = 2;
   o.n_batch = 256;
   o.n_ubatch = 128;
-  o.kv_type = plan::KvType::kBF16;
+  o.kv_type = KvType::kBF16;
   o.n_gpu_layers = 2;
   auto p = plan::plan_gguf(m, o,
                            {plan::memory_target("cpu", "CPU", false, 64ull << 30, 64ull << 30),
@@ -166,7 +182,7 @@ TEST(LlamaSettings, PlacementFromPlanReproducesThePlan) {
   EXPECT_EQ(s->context.n_seq_max, 2u);
   EXPECT_EQ(s->context.n_batch, p->n_batch);
   EXPECT_EQ(s->context.n_ubatch, p->n_ubatch);
-  EXPECT_EQ(s->context.type_k, plan::KvType::kBF16);
+  EXPECT_EQ(s->context.type_k, KvType::kBF16);
   EXPECT_EQ(s->load.placement.n_gpu_layers, 2);
   EXPECT_EQ(s->load.placement.tensor_split.size(), 2u);
 }
@@ -179,7 +195,7 @@ TEST(LlamaSettings, PlanWithQ4_1KvMeasures) {
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   plan::PlanOptions o;
   o.n_ctx = 1024;
-  o.kv_type = plan::KvType::kQ4_1;
+  o.kv_type = KvType::kQ4_1;
   o.kv_unified = true;
   auto p = plan::plan_gguf(*m, o, kCpuOnly);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
@@ -187,7 +203,7 @@ TEST(LlamaSettings, PlanWithQ4_1KvMeasures) {
   placement.intra_op_threads = 1;
   auto s = llama_settings(placement, path);
   ASSERT_TRUE(s.ok()) << s.status().to_string();
-  EXPECT_EQ(s->context.type_k, plan::KvType::kQ4_1);
+  EXPECT_EQ(s->context.type_k, KvType::kQ4_1);
   auto measured = measure_memory(path, *s, /*warm_up=*/false);
   ASSERT_TRUE(measured.ok()) << measured.status().to_string();
   EXPECT_EQ(measured->kv_bytes, p->totals.kv_cache);
@@ -211,7 +227,7 @@ TEST(LlamaSettings, AllNineKvTypesReachLlamaCpp) {
     auto m = dry_run_memory(path, *s);
     ASSERT_TRUE(m.ok()) << name << ": " << m.status().to_string();
     // 12 layers x 256 cells x K and V rows of 256 values (4 KV heads of 64).
-    auto row = plan::kv_row_bytes(*plan::parse_kv_type(name), 256);
+    auto row = kv_row_bytes(*parse_kv_type(name), 256);
     ASSERT_TRUE(row.ok());
     EXPECT_EQ(m->kv_bytes, 12u * 256u * 2u * *row) << name;
   }

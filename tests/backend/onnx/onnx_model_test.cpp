@@ -264,7 +264,7 @@ TEST(OnnxModel, StringTensorsInAndOut) {
 TEST(OnnxModel, SessionBucketServesItsShape) {
   REQUIRE_MODEL(kMlp);
   Placement p = one_thread();
-  p.session_buckets.push_back({{"input", Shape({8, 64})}});
+  p.onnx.session_buckets.push_back({{"input", Shape({8, 64})}});
   auto m = OnnxModel::open(kMlp, p);
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   auto plain = open_mlp();
@@ -278,7 +278,7 @@ TEST(OnnxModel, SessionBucketServesItsShape) {
     for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], y[i], 1e-5f);
   }
   Placement bad = one_thread();
-  bad.session_buckets.push_back({{"nope", Shape({1, 64})}});
+  bad.onnx.session_buckets.push_back({{"nope", Shape({1, 64})}});
   auto e = OnnxModel::open(kMlp, bad);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("'nope'"), std::string::npos) << e.status().message();

@@ -1,12 +1,12 @@
 // Plain-data options for the llama.cpp engine: where a model goes (from the planner) and how a context
 // is sized. What a generation asks for (sampling, stop strings, streaming) is backend-generic:
-// gantry/backend/generation.h. The KV cache type is the planner's (gantry/plan/kv_type.h).
+// gantry/backend/generation.h. The KV cache type is the planner's (gantry/core/kv_type.h).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "gantry/plan/kv_type.h"
+#include "gantry/core/kv_type.h"
 
 namespace gantry::llama {
 
@@ -35,14 +35,14 @@ enum class FlashAttn { kAuto, kOn, kOff };
 enum class Pooling { kModel, kNone, kMean, kCls, kLast };
 
 struct ContextOptions {
-  uint32_t n_ctx = 2048;                     // KV cells in all (shared by the sequences when kv_unified)
-  uint32_t n_batch = 512;                    // most tokens in one llama_decode
-  uint32_t n_ubatch = 512;                   // physical micro-batch
-  uint32_t n_seq_max = 1;                    // parallel sequences (slots)
-  int n_threads = 0;                         // threads for single-token steps; 0 = hardware concurrency
-  int n_threads_batch = 0;                   // threads for prompt batches; 0 = n_threads
-  plan::KvType type_k = plan::KvType::kF16;  // any of the nine llama.cpp accepts
-  plan::KvType type_v = plan::KvType::kF16;
+  uint32_t n_ctx = 2048;         // KV cells in all (shared by the sequences when kv_unified)
+  uint32_t n_batch = 512;        // most tokens in one llama_decode
+  uint32_t n_ubatch = 512;       // physical micro-batch
+  uint32_t n_seq_max = 1;        // parallel sequences (slots)
+  int n_threads = 0;             // threads for single-token steps; 0 = hardware concurrency
+  int n_threads_batch = 0;       // threads for prompt batches; 0 = n_threads
+  KvType type_k = KvType::kF16;  // any of the nine llama.cpp accepts
+  KvType type_v = KvType::kF16;
   FlashAttn flash_attn = FlashAttn::kAuto;
   bool kv_unified = true;   // sequences draw on one pool of n_ctx cells
   bool embeddings = false;  // extract embeddings instead of logits

@@ -1,6 +1,6 @@
-// The one translation from a Placement (a manifest's runtime section, CLI flags, the runtime's choice)
-// to llama.cpp's load and context options. Every caller that loads a GGUF model goes through it, so the
-// defaults exist once:
+// The one translation from a Placement (its typed llama.cpp options, model::LlamaOptions, from a manifest's
+// "llama" object, CLI flags or the runtime's choice) to llama.cpp's load and context options. Every caller
+// that loads a GGUF model goes through it, so the defaults exist once:
 //
 //   key            default                                     meaning
 //   n_ctx          2048, or the model's training context       KV cells in all (0 = training context)
@@ -12,17 +12,16 @@
 //                  provider cuda: as many as the planner says   output layer)
 //                  fit in the GPUs' free memory
 //   tensor_split   llama.cpp's (by free memory)                share of offloaded layers per GPU ("3,1")
-//   kv_type        f16                                         K and V cache type (gantry/plan/kv_type.h)
+//   kv_type        f16                                         K and V cache type (gantry/core/kv_type.h)
 //   flash_attn     auto                                        auto | on | off
+//   mmap           on                                          off: read the weights into memory
 //   max_tokens     128                                         tokens infer_one generates
 //
 // Placement::intra_op_threads becomes the decode thread count (0: every core); device_ids' first entry
-// the main GPU. A key not in the table is an InvalidArgument naming it and the known ones.
+// the main GPU. Ranges and spellings are checked where the options are read (model/backend_options.h).
 #pragma once
 
-#include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "gantry/backend/llama/options.h"
@@ -40,12 +39,9 @@ struct LlamaSettings {
   std::string reason;    // how n_gpu_layers was chosen, for messages and logs
 };
 
-// The Placement::options keys the llama.cpp backend reads.
-std::span<const std::string_view> llama_placement_keys();
-
 // Settings for `model` under `placement`. `devices` (CPU first, then GPUs with their free memory, as
 // plan::Device) are used only to choose n_gpu_layers for provider cuda when the placement does not
-// give it. Errors: InvalidArgument for an unknown key, a malformed value or contradicting options.
+// give it. Errors: InvalidArgument for contradicting options (n_gpu_layers with provider cpu, ...).
 Result<LlamaSettings> llama_settings(const backend::Placement& placement, const plan::ModelProfile& model,
                                      const std::vector<plan::Device>& devices);
 

@@ -17,7 +17,7 @@ namespace gantry::llama {
 
 // The generic options plus what the llama.cpp context needs; the result is the generic one.
 struct SpeedOptions : backend::ThroughputOptions {
-  plan::KvType kv_type = plan::KvType::kF16;
+  KvType kv_type = KvType::kF16;
   FlashAttn flash_attn = FlashAttn::kAuto;
 };
 using SpeedResult = backend::ThroughputResult;

@@ -9,7 +9,7 @@
 //   prediction ORT rejects turns the reuse off for the model. Not with env allocators (pool memory
 //   is then attributed per Run).
 // - infer_batch concatenates requests along a dynamic leading (batch) dim, runs once and splits.
-// - Session buckets (placement.session_buckets): extra sessions specialised for fixed input shapes,
+// - Session buckets (placement.onnx.session_buckets): extra sessions specialised for fixed input shapes,
 //   used when a request's shapes match a bucket exactly.
 #pragma once
 

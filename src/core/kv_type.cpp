@@ -1,10 +1,10 @@
-#include "gantry/plan/kv_type.h"
+#include "gantry/core/kv_type.h"
 
 #include <fmt/format.h>
 
 #include <array>
 
-namespace gantry::plan {
+namespace gantry {
 namespace {
 
 struct KvTypeInfo {
@@ -56,4 +56,4 @@ Result<uint64_t> kv_row_bytes(KvType t, uint64_t n) {
   return n / i.block_size * i.type_size;
 }
 
-}  // namespace gantry::plan
+}  // namespace gantry

@@ -7,7 +7,7 @@
 
 #include "gantry/core/status.h"
 
-namespace gantry::plan {
+namespace gantry {
 
 // KV cache element types llama.cpp accepts for --cache-type-k/v.
 enum class KvType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kIQ4_NL };
@@ -22,4 +22,4 @@ bool kv_type_quantized(KvType t);
 // Bytes for `n` elements (n must be a multiple of the type's block size).
 Result<uint64_t> kv_row_bytes(KvType t, uint64_t n);
 
-}  // namespace gantry::plan
+}  // namespace gantry

@@ -1,0 +1,89 @@
+// Options only one backend reads, typed, and checked when a manifest is parsed (or a CLI flag read) rather
+// than when a model loads. Generic code (the factory, the runtime, Placement) carries them without looking
+// inside: the ONNX Runtime backend reads OnnxOptions, the llama.cpp backend LlamaOptions.
+//
+// In gantry.json the ONNX Runtime options keep their historic places (hardware_requirements.
+// graph_optimization_level, runtime.memory_pattern/cpu_arena/session_buckets); llama.cpp's are the
+// "llama" object:
+//   "llama": {"n_ctx": 4096, "parallel": 2, "n_batch": 512, "n_ubatch": 512, "n_gpu_layers": -1,
+//             "tensor_split": [3, 1], "kv_type": "q8_0", "flash_attn": "auto", "mmap": true, "max_tokens":
+//             128}
+// A manifest that sets one backend's options for the other backend's format is refused.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gantry/core/kv_type.h"
+#include "gantry/core/shape.h"
+#include "gantry/core/status.h"
+
+namespace gantry::model {
+
+// ONNX Runtime graph optimisation level; values equal ORT's GraphOptimizationLevel enum.
+enum class GraphOptimizationLevel { kDisable = 0, kBasic = 1, kExtended = 2, kAll = 99 };
+std::string_view graph_optimization_level_name(GraphOptimizationLevel l);  // "disable" | ... | "all"
+// Accepts "disable|basic|extended|all" and the numbers 0|1|2|3|99 as text ("3" and "99" both mean all).
+std::optional<GraphOptimizationLevel> parse_graph_optimization_level(std::string_view text);
+// Every accepted spelling, for messages.
+std::string graph_optimization_level_names();
+
+// Concrete input shapes to prepare a session for (input name -> shape without dynamic dims).
+using SessionBucket = std::map<std::string, Shape>;
+
+// ONNX Runtime session options. Unset: ONNX Runtime's defaults (level all, memory pattern and CPU arena on).
+struct OnnxOptions {
+  std::optional<GraphOptimizationLevel> graph_optimization;
+  std::optional<bool> memory_pattern;
+  std::optional<bool> cpu_arena;
+  std::vector<SessionBucket> session_buckets;  // extra sessions specialised for these shapes
+
+  bool empty() const { return *this == OnnxOptions{}; }
+  bool operator==(const OnnxOptions&) const = default;
+};
+
+// llama.cpp context, offload and generation options. Unset: the defaults documented in
+// gantry/backend/llama/settings.h (which also says how the planner chooses n_gpu_layers).
+struct LlamaOptions {
+  std::optional<int> n_ctx;         // 0..2^24 KV cells in all; 0 = the model's training context
+  std::optional<int> parallel;      // 1..256 sequences decoded together
+  std::optional<int> n_batch;       // 1..2^20 most tokens in one decode (>= parallel)
+  std::optional<int> n_ubatch;      // 1..2^20 physical micro-batch
+  std::optional<int> n_gpu_layers;  // -1..65536 layers offloaded to GPUs; -1 = all
+  std::vector<float> tensor_split;  // share of offloaded layers per GPU (each >= 0); empty = llama's default
+  std::optional<KvType> kv_type;    // K and V cache type
+  std::optional<bool> flash_attn;   // unset = auto
+  std::optional<bool> mmap;         // false: read the weights into memory instead of mapping the file
+  std::optional<int> max_tokens;    // 1..2^24 tokens a plain infer call generates
+
+  bool empty() const { return *this == LlamaOptions{}; }
+  bool operator==(const LlamaOptions&) const = default;
+};
+
+// The option names, in the order above.
+std::span<const std::string_view> llama_option_keys();
+
+// Sets one option from its text form ("n_ctx" "4096", "kv_type" "q8_0", "flash_attn" "auto|on|off",
+// "mmap" "on|off|true|false", "tensor_split" "3,1"). InvalidArgument names the key, the value and what
+// is accepted (an unknown key lists the known ones).
+Status set_llama_option(LlamaOptions& options, std::string_view key, std::string_view value);
+
+// Options from key -> text pairs (each through set_llama_option), then validate_llama_options.
+Result<LlamaOptions> parse_llama_options(const std::map<std::string, std::string>& texts);
+
+// The set options as key -> text form (what set_llama_option reads back), for logs and messages.
+std::map<std::string, std::string> llama_option_texts(const LlamaOptions& options);
+
+// Checks ranges (fields set in code skip set_llama_option) and combinations: n_batch >= parallel, n_ctx (when
+// given, not 0) >= parallel, and a quantised V cache needs flash attention (not flash_attn off).
+Status validate_llama_options(const LlamaOptions& options);
+
+// `over`'s set fields replace `base`'s (CLI flags over a manifest).
+void overlay(LlamaOptions& base, const LlamaOptions& over);
+void overlay(OnnxOptions& base, const OnnxOptions& over);
+
+}  // namespace gantry::model

@@ -1,0 +1,178 @@
+#include "gantry/model/backend_options.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+#include "gantry/core/enum_names.h"
+
+namespace gantry::model {
+namespace {
+
+// ONNX Runtime's numeric levels are aliases.
+constexpr auto kOptLevels = enum_names<GraphOptimizationLevel>(
+    "graph optimization level", {
+                                    {GraphOptimizationLevel::kDisable, "disable"},
+                                    {GraphOptimizationLevel::kBasic, "basic"},
+                                    {GraphOptimizationLevel::kExtended, "extended"},
+                                    {GraphOptimizationLevel::kAll, "all"},
+                                    {GraphOptimizationLevel::kDisable, "0"},
+                                    {GraphOptimizationLevel::kBasic, "1"},
+                                    {GraphOptimizationLevel::kExtended, "2"},
+                                    {GraphOptimizationLevel::kAll, "3"},
+                                    {GraphOptimizationLevel::kAll, "99"},
+                                });
+
+// The integer options and their ranges: the one place they are defined.
+struct IntOption {
+  std::string_view key;
+  std::optional<int> LlamaOptions::*field;
+  int lo;
+  int hi;
+};
+constexpr std::array kIntOptions = {
+    IntOption{"n_ctx", &LlamaOptions::n_ctx, 0, 1 << 24},
+    IntOption{"parallel", &LlamaOptions::parallel, 1, 256},
+    IntOption{"n_batch", &LlamaOptions::n_batch, 1, 1 << 20},
+    IntOption{"n_ubatch", &LlamaOptions::n_ubatch, 1, 1 << 20},
+    IntOption{"n_gpu_layers", &LlamaOptions::n_gpu_layers, -1, 1 << 16},
+    IntOption{"max_tokens", &LlamaOptions::max_tokens, 1, 1 << 24},
+};
+
+constexpr std::array<std::string_view, 10> kKeys = {"n_ctx",        "parallel",     "n_batch", "n_ubatch",
+                                                    "n_gpu_layers", "tensor_split", "kv_type", "flash_attn",
+                                                    "mmap",         "max_tokens"};
+
+Status bad(std::string_view key, std::string_view value, std::string_view what) {
+  return InvalidArgument(fmt::format("llama.cpp option {}='{}' {}", key, value, what));
+}
+
+Result<std::vector<float>> parse_split(std::string_view text) {
+  std::vector<float> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view part = text.substr(start, end - start);
+    float f = 0;
+    auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), f);
+    if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || !(f >= 0))
+      return bad("tensor_split", text, "must be non-negative numbers separated by commas (e.g. 3,1)");
+    out.push_back(f);
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view graph_optimization_level_name(GraphOptimizationLevel l) { return kOptLevels.name_of(l); }
+std::optional<GraphOptimizationLevel> parse_graph_optimization_level(std::string_view text) {
+  return kOptLevels.find(text);
+}
+std::string graph_optimization_level_names() { return kOptLevels.names(/*with_aliases=*/true); }
+
+std::span<const std::string_view> llama_option_keys() { return kKeys; }
+
+Status set_llama_option(LlamaOptions& o, std::string_view key, std::string_view value) {
+  for (const auto& opt : kIntOptions) {
+    if (opt.key != key) continue;
+    int v = 0;
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (value.empty() || ec != std::errc() || ptr != value.data() + value.size())
+      return bad(key, value, "is not an integer");
+    if (v < opt.lo || v > opt.hi)
+      return bad(key, value, fmt::format("is out of range ({}..{})", opt.lo, opt.hi));
+    o.*opt.field = v;
+    return Status::Ok();
+  }
+  if (key == "kv_type") {
+    o.kv_type = parse_kv_type(value);
+    if (!o.kv_type) return bad(key, value, fmt::format("is not a KV cache type ({})", kv_type_names()));
+  } else if (key == "flash_attn") {
+    if (value == "auto")
+      o.flash_attn.reset();
+    else if (value == "on" || value == "true")
+      o.flash_attn = true;
+    else if (value == "off" || value == "false")
+      o.flash_attn = false;
+    else
+      return bad(key, value, "must be auto, on or off");
+  } else if (key == "mmap") {
+    if (value == "on" || value == "true")
+      o.mmap = true;
+    else if (value == "off" || value == "false")
+      o.mmap = false;
+    else
+      return bad(key, value, "must be on or off");
+  } else if (key == "tensor_split") {
+    GANTRY_ASSIGN_OR_RETURN(o.tensor_split, parse_split(value));
+  } else {
+    return InvalidArgument(
+        fmt::format("unknown llama.cpp option '{}' (known: {})", key, fmt::join(kKeys, ", ")));
+  }
+  return Status::Ok();
+}
+
+Result<LlamaOptions> parse_llama_options(const std::map<std::string, std::string>& texts) {
+  LlamaOptions o;
+  for (const auto& [key, value] : texts) GANTRY_RETURN_IF_ERROR(set_llama_option(o, key, value));
+  GANTRY_RETURN_IF_ERROR(validate_llama_options(o));
+  return o;
+}
+
+std::map<std::string, std::string> llama_option_texts(const LlamaOptions& o) {
+  std::map<std::string, std::string> out;
+  for (const auto& opt : kIntOptions)
+    if (const auto& v = o.*opt.field) out.emplace(opt.key, std::to_string(*v));
+  if (!o.tensor_split.empty()) out.emplace("tensor_split", fmt::format("{}", fmt::join(o.tensor_split, ",")));
+  if (o.kv_type) out.emplace("kv_type", kv_type_name(*o.kv_type));
+  if (o.flash_attn) out.emplace("flash_attn", *o.flash_attn ? "on" : "off");
+  if (o.mmap) out.emplace("mmap", *o.mmap ? "on" : "off");
+  return out;
+}
+
+Status validate_llama_options(const LlamaOptions& o) {
+  for (const auto& opt : kIntOptions) {
+    const auto& v = o.*opt.field;
+    if (v && (*v < opt.lo || *v > opt.hi))
+      return bad(opt.key, std::to_string(*v), fmt::format("is out of range ({}..{})", opt.lo, opt.hi));
+  }
+  for (float f : o.tensor_split)
+    if (!(f >= 0))
+      return bad("tensor_split", fmt::format("{}", fmt::join(o.tensor_split, ",")), "must not be negative");
+  const int parallel = o.parallel.value_or(1);
+  if (o.n_batch && *o.n_batch < parallel)
+    return InvalidArgument(fmt::format(
+        "llama.cpp option n_batch={} must be >= parallel ({}): every generating sequence needs a place "
+        "in each decode",
+        *o.n_batch, parallel));
+  if (o.n_ctx && *o.n_ctx > 0 && *o.n_ctx < parallel)
+    return InvalidArgument(
+        fmt::format("a context of {} cells cannot hold {} parallel sequences", *o.n_ctx, parallel));
+  if (o.kv_type && kv_type_quantized(*o.kv_type) && o.flash_attn == false)
+    return InvalidArgument(fmt::format(
+        "a quantised V cache ({}) needs flash attention: use flash_attn on (or auto) or kv_type f16",
+        kv_type_name(*o.kv_type)));
+  return Status::Ok();
+}
+
+void overlay(LlamaOptions& base, const LlamaOptions& over) {
+  for (const auto& opt : kIntOptions)
+    if (over.*opt.field) base.*opt.field = over.*opt.field;
+  if (!over.tensor_split.empty()) base.tensor_split = over.tensor_split;
+  if (over.kv_type) base.kv_type = over.kv_type;
+  if (over.flash_attn) base.flash_attn = over.flash_attn;
+  if (over.mmap) base.mmap = over.mmap;
+}
+
+void overlay(OnnxOptions& base, const OnnxOptions& over) {
+  if (over.graph_optimization) base.graph_optimization = over.graph_optimization;
+  if (over.memory_pattern) base.memory_pattern = over.memory_pattern;
+  if (over.cpu_arena) base.cpu_arena = over.cpu_arena;
+  if (!over.session_buckets.empty()) base.session_buckets = over.session_buckets;
+}
+
+}  // namespace gantry::model
