@@ -226,6 +226,13 @@ void bench_measured_policy(const char* name, const fs::path& path,
   auto t2 = clock_type::now();
   const auto* v = first.chosen_verdict();
   if (!v) std::printf("%s measured policy found no viable candidate:\n%s", name, first.explain().c_str());
+  // A model the synthesised inputs cannot run (zeros: silero's sample rate 0 takes a branch that fails)
+  // loads unmeasured in policy order; its load times would not be the measured policy's, so no BENCH line.
+  if (v && !v->median_us) {
+    std::printf("%s measured policy: not timed (%s); no BENCH line\n", name, v->reason.c_str());
+    fs::remove_all(dir);
+    return;
+  }
   std::printf("%s measured policy: chose %s, median %.1f us; second load %s\n", name,
               v ? v->provider.c_str() : "none", v && v->median_us ? *v->median_us : 0.0,
               second.chosen_verdict() && second.chosen_verdict()->from_cache ? "from cache" : "NOT cached");
