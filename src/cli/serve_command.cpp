@@ -151,7 +151,9 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--parallel", a->parallel,
                   "Sequences each text model generates at once (default: the package's, else 4)")
       ->check(CLI::Range(1, 256));
-  cmd->add_option("--ctx", a->ctx, "Context size of text models (default: the planner's)");
+  cmd->add_option("--ctx", a->ctx,
+                  "Context size of text models (default: the package's, else 2048 or the model's training "
+                  "context if smaller)");
   cmd->add_option("--kv-type", a->kv_type, "KV cache type of text models (f16, q8_0, ...)");
   cmd->add_flag("--no-mmap", a->no_mmap,
                 "Read GGUF weights into memory instead of mapping them (a mapped file overwritten in place "

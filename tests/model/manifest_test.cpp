@@ -157,6 +157,21 @@ struct BadCase {
   const char* fragment;  // must appear in the message (usually the field path)
 };
 
+// Each case's mutation of `base` is refused with an InvalidArgument that starts with the origin and holds
+// the case's fragment.
+void expect_refused(const Json& base, const std::vector<BadCase>& cases) {
+  for (const auto& c : cases) {
+    Json j = base;
+    c.mutate(j);
+    auto m = parse_manifest(j.dump(), "pkg/gantry.json");
+    ASSERT_FALSE(m.ok()) << c.what << " was accepted";
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << c.what;
+    EXPECT_NE(m.status().message().find(c.fragment), std::string::npos)
+        << c.what << ": message '" << m.status().message() << "' lacks '" << c.fragment << "'";
+    EXPECT_EQ(m.status().message().rfind("pkg/gantry.json: ", 0), 0u) << m.status().message();
+  }
+}
+
 TEST(Manifest, EachMistakeIsAClearErrorNamingTheField) {
   const std::vector<BadCase> cases = {
       {"unknown top-level field", [](Json& j) { j["colour"] = "red"; }, "colour: unknown field"},
@@ -245,16 +260,7 @@ TEST(Manifest, EachMistakeIsAClearErrorNamingTheField) {
        },
        "llama: llama.cpp options apply to format gguf; this model's format is onnx"},
   };
-  for (const auto& c : cases) {
-    auto j = full_manifest();
-    c.mutate(j);
-    auto m = parse_manifest(j.dump(), "pkg/gantry.json");
-    ASSERT_FALSE(m.ok()) << c.what << " was accepted";
-    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << c.what;
-    EXPECT_NE(m.status().message().find(c.fragment), std::string::npos)
-        << c.what << ": message '" << m.status().message() << "' lacks '" << c.fragment << "'";
-    EXPECT_EQ(m.status().message().rfind("pkg/gantry.json: ", 0), 0u) << m.status().message();
-  }
+  expect_refused(full_manifest(), cases);
 }
 
 // A GGUF package's manifest: the llama.cpp options, checked for type, range and spelling when parsed.
@@ -294,12 +300,7 @@ TEST(Manifest, LlamaOptionsAreTypedAndRoundTrip) {
 }
 
 TEST(Manifest, BadLlamaOptionsNameTheField) {
-  struct Case {
-    const char* what;
-    std::function<void(Json&)> mutate;
-    const char* fragment;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<BadCase> cases = {
       {"unknown key", [](Json& j) { j["llama"]["ctx"] = 512; },
        "unknown llama.cpp option 'ctx' (known: n_ctx"},
       {"ctx as string", [](Json& j) { j["llama"]["n_ctx"] = "4096"; }, "llama.n_ctx: must be an integer"},
@@ -331,15 +332,7 @@ TEST(Manifest, BadLlamaOptionsNameTheField) {
        },
        "are ONNX Runtime options"},
   };
-  for (const auto& c : cases) {
-    auto j = gguf_manifest();
-    c.mutate(j);
-    auto m = parse_manifest(j.dump(), "pkg/gantry.json");
-    ASSERT_FALSE(m.ok()) << c.what << " was accepted";
-    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << c.what;
-    EXPECT_NE(m.status().message().find(c.fragment), std::string::npos)
-        << c.what << ": message '" << m.status().message() << "' lacks '" << c.fragment << "'";
-  }
+  expect_refused(gguf_manifest(), cases);
 }
 
 TEST(Manifest, NotJsonAndWrongTopLevel) {
