@@ -72,18 +72,20 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
   std::vector<std::unique_ptr<backend::Backend>> backends = std::move(options.backends);
   if (backends.empty()) {
     onnx::OnnxBackendOptions onnx_options;
+    memory::BlockPool* cpu_pool = nullptr;
     if (options.memory_pool) {
-      // ONNX Runtime draws host memory from a pool charged to the CPU budget, per model.
+      // ONNX Runtime draws host memory from a pool charged to the CPU budget, per model; so do llama.cpp's
+      // CPU weights where that is no slower (llama::LoadOptions::cpu_pool).
       memory::Budget* cpu = rt->budgets_.at("cpu").get();
       memory::BlockPoolOptions po;
       po.capacity = cpu->capacity();
       po.budget = cpu;
       auto pool = std::make_shared<memory::BlockPool>(memory::make_host_backing(), po);
-      onnx_options.cpu_pool = pool.get();
+      onnx_options.cpu_pool = cpu_pool = pool.get();
       rt->pools_.push_back(std::move(pool));
     }
     backends.push_back(onnx::make_onnx_backend(onnx_options));
-    backends.push_back(llama::make_llama_backend());
+    backends.push_back(llama::make_llama_backend(cpu_pool));
   }
   for (auto& b : backends) GANTRY_RETURN_IF_ERROR(rt->backends_.add(std::move(b)));
 

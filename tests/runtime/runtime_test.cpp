@@ -143,6 +143,7 @@ TEST(Runtime, PackageLlamaOptionsReachTheModelBetweenDefaultsAndFlags) {
   m.llama.n_ctx = 512;
   m.llama.parallel = 2;
   m.llama.kv_type = KvType::kF32;
+  m.llama.mmap = false;  // the f16 weights are read into memory: from the runtime's CPU pool
   ASSERT_TRUE(model::write_manifest(dir / "gantry.json", m).ok());
 
   auto rt = Runtime::create(test_options());
@@ -158,6 +159,11 @@ TEST(Runtime, PackageLlamaOptionsReachTheModelBetweenDefaultsAndFlags) {
     EXPECT_EQ(props.at("parallel"), "2");
     EXPECT_EQ(props.at("kv_type"), "f32");
     EXPECT_FALSE(greedy(*h).empty());
+    uint64_t in_use = 0;
+    for (const auto& b : (*rt)->budgets())
+      for (const auto& o : b.owners)
+        if (b.device == "cpu" && o.owner == "tiny-opts") in_use = o.in_use;
+    EXPECT_GE(in_use, 8'339'456u) << "the weights are charged to the model through the pool";
   }  // the handle goes before the unload, which waits for handles
   ASSERT_TRUE((*rt)->unload("tiny-opts").ok());
 

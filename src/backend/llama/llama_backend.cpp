@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <optional>
 
 #include "gantry/backend/llama/llama_info.h"
 #include "gantry/backend/llama/measure.h"
 #include "gantry/backend/llama/speed.h"
+#include "gantry/memory/owner_scope.h"
 #include "gantry/model/package.h"
 
 namespace gantry::llama {
@@ -25,7 +27,7 @@ bool has_gpu(std::string_view prefix) {
 
 }  // namespace
 
-LlamaBackend::LlamaBackend() {
+LlamaBackend::LlamaBackend(memory::BlockPool* cpu_pool) : cpu_pool_(cpu_pool) {
   caps_.dtypes = {DType::kString, DType::kInt32};
   caps_.families = {std::string(hw::kFamilyCpu)};
   if (has_gpu("CUDA")) caps_.families.push_back(std::string(hw::kFamilyCuda));
@@ -74,8 +76,14 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
   if (!pa.ok) return Unavailable(pa.reason);
   std::unique_ptr<LlamaModel> m(new LlamaModel());
   GANTRY_ASSIGN_OR_RETURN(m->settings_, llama_settings(p, path));
+  m->settings_.load.cpu_pool = cpu_pool_;
   const LlamaSettings& s = m->settings_;
-  GANTRY_ASSIGN_OR_RETURN(m->weights_, LlamaWeights::load(path, s.load));
+  {
+    // Pool allocations are charged to this model.
+    memory::OwnerScope owner(p.model_name.empty() ? std::filesystem::path(path).stem().string()
+                                                  : p.model_name);
+    GANTRY_ASSIGN_OR_RETURN(m->weights_, LlamaWeights::load(path, s.load));
+  }
   GANTRY_ASSIGN_OR_RETURN(m->engine_, BatchEngine::create(m->weights_, s.context));
   auto& meta = m->meta_;
   meta.name = m->weights_->description();
@@ -326,6 +334,8 @@ Result<std::vector<backend::ThroughputResult>> LlamaModel::measure_throughput(
   return measure_speed(weights_, so);
 }
 
-std::unique_ptr<backend::Backend> make_llama_backend() { return std::make_unique<LlamaBackend>(); }
+std::unique_ptr<backend::Backend> make_llama_backend(memory::BlockPool* cpu_pool) {
+  return std::make_unique<LlamaBackend>(cpu_pool);
+}
 
 }  // namespace gantry::llama

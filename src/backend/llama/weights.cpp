@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "backend/llama/log_bridge.h"
+#include "backend/llama/pool_buffer.h"
 #include "backend/llama/runtime_init.h"
 #include "gantry/core/log.h"
 #include "gantry/model/gguf.h"
@@ -26,7 +27,15 @@ Result<GgufSummary> check_gguf_file(const std::string& path) {
   s.n_tensors = static_cast<int64_t>(f.tensors().size());
   s.file_bytes = f.file_size();
   s.data_end = f.data_offset();
-  for (const auto& t : f.tensors()) s.data_end = std::max(s.data_end, f.data_offset() + t.offset + t.size_bytes);
+  using model::GgmlType;
+  // ggml-cpu's repack.cpp: the types it may lay out anew for its own kernels (which ones depends on the CPU).
+  constexpr GgmlType kRepackable[] = {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ2_K,   GgmlType::kQ4_K,
+                                      GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kMXFP4};
+  for (const auto& t : f.tensors()) {
+    s.data_end = std::max(s.data_end, f.data_offset() + t.offset + t.size_bytes);
+    s.repackable_types = s.repackable_types || std::find(std::begin(kRepackable), std::end(kRepackable),
+                                                         t.type.type) != std::end(kRepackable);
+  }
   return s;
 }
 
@@ -67,6 +76,19 @@ Result<std::shared_ptr<LlamaWeights>> LlamaWeights::load(const std::string& path
   mp.load_mode = options.use_mmap && !options.dry_run ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
   mp.check_tensors = options.check_tensors && !options.dry_run;
   mp.no_alloc = options.dry_run;
+
+  // CPU weights from the runtime's pool where no slower (see LoadOptions::cpu_pool).
+  const llama_model_tensor_buft_override pool_override[] = {
+      {".*", options.cpu_pool ? pool_buffer_type(*options.cpu_pool) : nullptr}, {nullptr, nullptr}};
+  const bool use_pool = options.cpu_pool && !options.dry_run && !options.use_mmap &&
+                        options.placement.n_gpu_layers == 0 && !summary.repackable_types;
+  if (use_pool) mp.tensor_buft_overrides = pool_override;
+  if (options.cpu_pool && !options.dry_run)
+    GANTRY_LOG_DEBUG("{}: CPU weights {}", path,
+                     use_pool                   ? "from the memory pool"
+                     : options.use_mmap         ? "mapped from the file (mmap)"
+                     : summary.repackable_types ? "in llama.cpp's buffers (ggml may repack their types)"
+                                                : "in llama.cpp's buffers (layers offloaded)");
 
   LogCapture capture(/*quiet=*/true);
   llama_model* model = llama_model_load_from_file(path.c_str(), mp);

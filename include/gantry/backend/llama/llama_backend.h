@@ -73,7 +73,9 @@ class LlamaModel final : public backend::Model {
 
 class LlamaBackend final : public backend::Backend {
  public:
-  LlamaBackend();
+  // `cpu_pool` (optional, must outlive every model): where CPU weights come from when that is no slower
+  // (see llama::LoadOptions::cpu_pool); allocations are charged to the placement's model_name.
+  explicit LlamaBackend(memory::BlockPool* cpu_pool = nullptr);
   std::string_view name() const override { return "llama.cpp"; }
   std::string version() const override;
   const backend::Capabilities& capabilities() const override { return caps_; }
@@ -97,8 +99,9 @@ class LlamaBackend final : public backend::Backend {
 
  private:
   backend::Capabilities caps_;
+  memory::BlockPool* cpu_pool_ = nullptr;
 };
 
-std::unique_ptr<backend::Backend> make_llama_backend();
+std::unique_ptr<backend::Backend> make_llama_backend(memory::BlockPool* cpu_pool = nullptr);
 
 }  // namespace gantry::llama

@@ -8,6 +8,10 @@
 
 #include "gantry/core/kv_type.h"
 
+namespace gantry::memory {
+class BlockPool;
+}
+
 namespace gantry::llama {
 
 // Where the weights go. The planner decides; the engine only applies it.
@@ -27,6 +31,10 @@ struct LoadOptions {
   // data, mmap off). A context created over such weights is a dry run too: it reports its memory
   // (llama_get_memory_breakdown) but cannot decode.
   bool dry_run = false;
+  // The runtime's CPU pool: CPU weights are allocated from it (charged to the model's ledger) where that is
+  // no slower than llama.cpp's own allocation — weights read into memory (mmap off), no layer offloaded, and
+  // no tensor of a type ggml's CPU backend repacks (an override would lose the repacked layout). Else unused.
+  memory::BlockPool* cpu_pool = nullptr;
 };
 
 enum class FlashAttn { kAuto, kOn, kOff };

@@ -25,6 +25,9 @@ struct GgufSummary {
   int64_t n_tensors = 0;
   uint64_t file_bytes = 0;
   uint64_t data_end = 0;  // where the last tensor's bytes end; <= file_bytes for a whole file
+  // A tensor is of a type ggml's CPU backend may repack into its own layout (Q4_0, Q8_0, IQ4_NL, K-quants,
+  // ...).
+  bool repackable_types = false;
 };
 
 // Checks that `path` is a readable, complete GGUF file before llama.cpp sees it: magic, version,
