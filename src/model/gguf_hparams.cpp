@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <optional>
 
@@ -229,7 +230,23 @@ Result<GgufHyperparameters> read_hyperparameters(const GgufFile& f) {
     GANTRY_RETURN_IF_ERROR(r.shape(blk + "attn_k.weight", h.n_embd, k, from));
     GANTRY_RETURN_IF_ERROR(r.shape(blk + "attn_v.weight", h.n_embd, v, from));
   }
+  // llama.cpp refuses a file with tensors it does not expect ("wrong number of tensors"); say which one.
+  for (const auto& t : f.tensors()) {
+    if (auto il = gguf_tensor_layer(t.name); il && *il >= h.n_layer)
+      return r.bad(r.key("block_count"),
+                   fmt::format("is {} but tensor {} names layer {}", h.n_layer, t.name, *il));
+  }
   return h;
+}
+
+std::optional<uint32_t> gguf_tensor_layer(std::string_view name) {
+  if (name.substr(0, 4) != "blk.") return std::nullopt;
+  name.remove_prefix(4);
+  uint32_t il = 0;
+  auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), il);
+  if (ec != std::errc() || ptr == name.data() || ptr == name.data() + name.size() || *ptr != '.')
+    return std::nullopt;
+  return il;
 }
 
 }  // namespace gantry::model

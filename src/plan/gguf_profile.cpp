@@ -35,16 +35,6 @@ std::vector<bool> swa_layers(const model::GgufFile& f, uint32_t n_layer, uint32_
   return out;
 }
 
-std::optional<uint32_t> layer_of(std::string_view name) {
-  if (name.substr(0, 4) != "blk.") return std::nullopt;
-  name.remove_prefix(4);
-  uint32_t il = 0;
-  auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), il);
-  if (ec != std::errc() || ptr == name.data() || ptr == name.data() + name.size() || *ptr != '.')
-    return std::nullopt;
-  return il;
-}
-
 // Bytes llama.cpp's CPU backend would copy into its repack buffer for this tensor on an x86-64 AVX2 CPU
 // (ggml-cpu/repack.cpp: q4_0, q4_K, iq4_nl and mxfp4 matrices with rows in multiples of 8). Token embeddings
 // feed get_rows, not a matrix multiplication, and are never repacked.
@@ -95,7 +85,7 @@ Result<ModelProfile> profile_from_gguf(const model::GgufFile& f) {
     }
     p.n_params += t.n_elements;
     bytes_by_type[std::string(t.type.name)] += t.size_bytes;
-    if (auto il = layer_of(t.name)) {
+    if (auto il = model::gguf_tensor_layer(t.name)) {
       if (*il >= nl) {
         return InvalidArgument(
             fmt::format("{}: tensor {} names layer {} but the model has {}", f.label(), t.name, *il, nl));

@@ -66,6 +66,9 @@ INSTANTIATE_TEST_SUITE_P(
     Tiny, OneBadHyperparameter,
     ::testing::Values(BadValue{"llama.block_count", 0, "outside 1..512"},
                       BadValue{"llama.block_count", 4294967295.0, "outside 1..512"},
+                      // Fewer blocks than the tensors name (found by gguf_hparams_fuzz: the planner refused
+                      // what the validator let through).
+                      BadValue{"llama.block_count", 1, "names layer 1"},
                       BadValue{"llama.embedding_length", 0, "outside"},
                       BadValue{"llama.context_length", 0, "outside"},
                       BadValue{"llama.attention.head_count_kv", 0, "divide head_count"},

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gantry/core/status.h"
@@ -43,5 +45,9 @@ struct GgufHyperparameters {
 // vocabulary size against token_embd/output, and the attention/embedding tensor shapes against all of these.
 // InvalidArgument naming the file, the key and the value otherwise.
 Result<GgufHyperparameters> read_hyperparameters(const GgufFile& file);
+
+// The layer a tensor name belongs to ("blk.3.attn_q.weight" -> 3), or nullopt for a tensor outside the
+// repeating blocks. read_hyperparameters refuses a tensor whose layer is not below block_count.
+std::optional<uint32_t> gguf_tensor_layer(std::string_view name);
 
 }  // namespace gantry::model
