@@ -18,6 +18,8 @@ for fuzzer in "$BIN"/*_fuzz; do
   mkdir -p "$corpus"
   seeds=()
   [[ -d "$ROOT/fuzz/seeds/$name" ]] && seeds+=("$ROOT/fuzz/seeds/$name")
+  # fuzz/seeds/<parser>/ (the name without _fuzz, as fuzz/CMakeLists.txt documents: fuzz/seeds/manifest).
+  [[ -d "$ROOT/fuzz/seeds/${name%_fuzz}" ]] && seeds+=("$ROOT/fuzz/seeds/${name%_fuzz}")
   [[ $name == gguf* ]] && seeds+=("$ROOT/build-fuzz/seeds/gguf")
   log=$ROOT/build-fuzz/$name.log
   # -entropic=0: the kserve target needs it (see fuzz/kserve_infer_fuzz.cpp); harmless for the others.
