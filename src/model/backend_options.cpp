@@ -49,6 +49,12 @@ Status bad(std::string_view key, std::string_view value, std::string_view what) 
   return InvalidArgument(fmt::format("llama.cpp option {}='{}' {}", key, value, what));
 }
 
+Status check_range(const IntOption& opt, int v) {
+  if (v < opt.lo || v > opt.hi)
+    return bad(opt.key, std::to_string(v), fmt::format("is out of range ({}..{})", opt.lo, opt.hi));
+  return Status::Ok();
+}
+
 Result<std::vector<float>> parse_split(std::string_view text) {
   std::vector<float> out;
   size_t start = 0;
@@ -83,8 +89,7 @@ Status set_llama_option(LlamaOptions& o, std::string_view key, std::string_view 
     auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
     if (value.empty() || ec != std::errc() || ptr != value.data() + value.size())
       return bad(key, value, "is not an integer");
-    if (v < opt.lo || v > opt.hi)
-      return bad(key, value, fmt::format("is out of range ({}..{})", opt.lo, opt.hi));
+    GANTRY_RETURN_IF_ERROR(check_range(opt, v));
     o.*opt.field = v;
     return Status::Ok();
   }
@@ -135,11 +140,8 @@ std::map<std::string, std::string> llama_option_texts(const LlamaOptions& o) {
 }
 
 Status validate_llama_options(const LlamaOptions& o) {
-  for (const auto& opt : kIntOptions) {
-    const auto& v = o.*opt.field;
-    if (v && (*v < opt.lo || *v > opt.hi))
-      return bad(opt.key, std::to_string(*v), fmt::format("is out of range ({}..{})", opt.lo, opt.hi));
-  }
+  for (const auto& opt : kIntOptions)
+    if (const auto& v = o.*opt.field) GANTRY_RETURN_IF_ERROR(check_range(opt, *v));
   for (float f : o.tensor_split)
     if (!(f >= 0))
       return bad("tensor_split", fmt::format("{}", fmt::join(o.tensor_split, ",")), "must not be negative");
@@ -166,13 +168,6 @@ void overlay(LlamaOptions& base, const LlamaOptions& over) {
   if (over.kv_type) base.kv_type = over.kv_type;
   if (over.flash_attn) base.flash_attn = over.flash_attn;
   if (over.mmap) base.mmap = over.mmap;
-}
-
-void overlay(OnnxOptions& base, const OnnxOptions& over) {
-  if (over.graph_optimization) base.graph_optimization = over.graph_optimization;
-  if (over.memory_pattern) base.memory_pattern = over.memory_pattern;
-  if (over.cpu_arena) base.cpu_arena = over.cpu_arena;
-  if (!over.session_buckets.empty()) base.session_buckets = over.session_buckets;
 }
 
 }  // namespace gantry::model

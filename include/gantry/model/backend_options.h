@@ -84,6 +84,5 @@ Status validate_llama_options(const LlamaOptions& options);
 
 // `over`'s set fields replace `base`'s (CLI flags over a manifest).
 void overlay(LlamaOptions& base, const LlamaOptions& over);
-void overlay(OnnxOptions& base, const OnnxOptions& over);
 
 }  // namespace gantry::model

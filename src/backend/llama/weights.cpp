@@ -78,10 +78,10 @@ Result<std::shared_ptr<LlamaWeights>> LlamaWeights::load(const std::string& path
   mp.no_alloc = options.dry_run;
 
   // CPU weights from the runtime's pool where no slower (see LoadOptions::cpu_pool).
-  const llama_model_tensor_buft_override pool_override[] = {
-      {".*", options.cpu_pool ? pool_buffer_type(*options.cpu_pool) : nullptr}, {nullptr, nullptr}};
   const bool use_pool = options.cpu_pool && !options.dry_run && !options.use_mmap &&
                         options.placement.n_gpu_layers == 0 && !summary.repackable_types;
+  const llama_model_tensor_buft_override pool_override[] = {
+      {".*", use_pool ? pool_buffer_type(*options.cpu_pool) : nullptr}, {nullptr, nullptr}};
   if (use_pool) mp.tensor_buft_overrides = pool_override;
   if (options.cpu_pool && !options.dry_run)
     GANTRY_LOG_DEBUG("{}: CPU weights {}", path,
