@@ -6,6 +6,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "gantry/core/utf8.h"
 #include "gantry/runtime/runtime.h"
 
 namespace gantry::server {
@@ -76,30 +77,40 @@ Metrics::Metrics()
     : registry_(std::make_shared<prometheus::Registry>()), f_(std::make_unique<Families>(*registry_)) {}
 Metrics::~Metrics() = default;
 
+void Metrics::set_model_names(std::vector<std::string> names) {
+  model_names_.emplace();
+  for (auto& n : names) model_names_->insert(std::move(n));
+}
+
+std::string Metrics::label(std::string_view model) const {
+  if (model_names_ && !model_names_->contains(model)) return "-";
+  return to_valid_utf8(model);
+}
+
 void Metrics::request(std::string_view model, std::string_view protocol, int status, Seconds latency) {
-  f_->requests.Add({{"model", s(model)}, {"protocol", s(protocol)}, {"code", std::to_string(status)}})
-      .Increment();
-  f_->latency.Add({{"model", s(model)}, {"protocol", s(protocol)}}, kLatency).Observe(latency.count());
+  const std::string m = label(model);
+  f_->requests.Add({{"model", m}, {"protocol", s(protocol)}, {"code", std::to_string(status)}}).Increment();
+  f_->latency.Add({{"model", m}, {"protocol", s(protocol)}}, kLatency).Observe(latency.count());
 }
 
 void Metrics::queue_time(std::string_view model, Seconds waited) {
-  f_->queue.Add({{"model", s(model)}}, kLatency).Observe(waited.count());
+  f_->queue.Add({{"model", label(model)}}, kLatency).Observe(waited.count());
 }
 
 void Metrics::time_to_first_token(std::string_view model, Seconds ttft) {
-  f_->ttft.Add({{"model", s(model)}}, kToken).Observe(ttft.count());
+  f_->ttft.Add({{"model", label(model)}}, kToken).Observe(ttft.count());
 }
 
 void Metrics::batch(std::string_view model, size_t requests) {
-  f_->batch.Add({{"model", s(model)}}, kBatch).Observe(static_cast<double>(requests));
+  f_->batch.Add({{"model", label(model)}}, kBatch).Observe(static_cast<double>(requests));
 }
 
 void Metrics::tokens(std::string_view model, uint64_t prompt, uint64_t generated, Seconds generation_time) {
-  f_->prompt_tokens.Add({{"model", s(model)}}).Increment(static_cast<double>(prompt));
-  f_->generated_tokens.Add({{"model", s(model)}}).Increment(static_cast<double>(generated));
+  const std::string m = label(model);
+  f_->prompt_tokens.Add({{"model", m}}).Increment(static_cast<double>(prompt));
+  f_->generated_tokens.Add({{"model", m}}).Increment(static_cast<double>(generated));
   if (generated > 0 && generation_time.count() > 0) {
-    f_->tokens_per_second.Add({{"model", s(model)}})
-        .Set(static_cast<double>(generated) / generation_time.count());
+    f_->tokens_per_second.Add({{"model", m}}).Set(static_cast<double>(generated) / generation_time.count());
   }
 }
 
@@ -115,7 +126,8 @@ std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauge
   // State gauges go in a registry built for this scrape: a model that left leaves no stale series.
   prometheus::Registry now;
   auto& depth = BuildGauge().Name("gantry_queue_depth").Help("Requests waiting per model").Register(now);
-  for (const auto& [model, n] : gauges.queue_depth) depth.Add({{"model", model}}).Set(static_cast<double>(n));
+  for (const auto& [model, n] : gauges.queue_depth)
+    depth.Add({{"model", label(model)}}).Set(static_cast<double>(n));
   BuildGauge()
       .Name("gantry_http_connections")
       .Help("Open client connections")
@@ -145,7 +157,8 @@ std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauge
     if (m.state != runtime::ModelState::kReady) continue;
     ++ready;
     for (const auto& [device, bytes] : m.reserved_bytes) {
-      model_mem.Add({{"model", m.name}, {"device", device}}).Set(static_cast<double>(bytes));
+      model_mem.Add({{"model", label(m.name)}, {"device", to_valid_utf8(device)}})
+          .Set(static_cast<double>(bytes));
     }
   }
   loaded.Set(ready);

@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +41,13 @@ class Metrics {
   Metrics& operator=(const Metrics&) = delete;
 
   using Seconds = std::chrono::duration<double>;
+
+  // The model names that may become a `model` label: the models this server serves. Anything else a
+  // client names (an unknown model in a URL or a gRPC call, answered 404 or 401) is counted under
+  // model="-", so strangers cannot grow the exposition without bound. Call before recording starts
+  // (not thread-safe against the recording calls). Until called, every name is kept.
+  void set_model_names(std::vector<std::string> names);
+
   // One answered request. `protocol`: "kserve", "openai", "http" (routing errors).
   void request(std::string_view model, std::string_view protocol, int status, Seconds latency);
   void queue_time(std::string_view model, Seconds waited);
@@ -54,6 +63,10 @@ class Metrics {
 
  private:
   struct Families;
+  // `model` when it may be a label (see set_model_names), else "-"; always valid UTF-8.
+  std::string label(std::string_view model) const;
+
+  std::optional<std::set<std::string, std::less<>>> model_names_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Families> f_;
   std::mutex render_mu_;
