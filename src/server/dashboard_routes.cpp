@@ -136,7 +136,7 @@ std::optional<HttpResponse> dashboard_asset(std::string_view name, const HttpReq
 }
 
 void dashboard_status(Server::State& s, std::shared_ptr<Reply> reply) {
-  const ServerGauges gauges = s.gauges();
+  const ServerGauges gauges = s.gauges(/*own_requests=*/1);
   json models = json::array();
   std::vector<runtime::ModelInfo> loaded = s.runtime.models();
   const auto entries = s.repository.entries();
@@ -175,8 +175,7 @@ void dashboard_status(Server::State& s, std::shared_ptr<Reply> reply) {
       {"budgets", std::move(budgets)},
       {"gauges",
        {{"queue_depth", queued},
-        // Not counting this status request itself (every answered request is in flight until then).
-        {"inflight_requests", gauges.inflight_requests > 0 ? gauges.inflight_requests - 1 : 0},
+        {"inflight_requests", gauges.inflight_requests},
         {"open_connections", gauges.open_connections}}},
       {"totals", totals_json(s.metrics.collect())},
   };

@@ -112,7 +112,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     if (refused(*call, ctx) || unknown_version(*call, request->name(), request->version()))
       return call->reactor();
     // State::model may load the model (on demand): not on a gRPC thread.
-    boost::asio::post(s_.workers, [this, call, request, response] {
+    boost::asio::post(s_.metadata_pool(), [this, call, request, response] {
       auto handle = s_.model(request->name());
       if (!handle.ok()) return call->finish(handle.status());
       grpc_codec::model_metadata(request->name(), handle->model().metadata(), *response);

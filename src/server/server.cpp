@@ -172,6 +172,31 @@ bool is_inference(const Route& r) {
   return k == Route::kInfer || k == Route::kChat || k == Route::kCompletions || k == Route::kEmbeddings;
 }
 
+// Where a routed request runs: inference and model loading on the workers; everything that only reads
+// the server's state on the control pool, so it is answered while every worker is busy.
+boost::asio::thread_pool& pool_for(Server::State& s, const Route& r) {
+  switch (r.kind) {
+    case Route::kMetrics:
+    case Route::kModelReady:
+    case Route::kRepoIndex:
+    case Route::kOpenaiModels:
+    case Route::kOpenaiModel:
+    case Route::kGantryStatus:
+    case Route::kGantryPin:
+    case Route::kGantryUnpin:
+      return s.control;
+    case Route::kModelMetadata:
+      return s.metadata_pool();
+    case Route::kOllama:
+      if (r.ollama == OllamaRoute::kTags || r.ollama == OllamaRoute::kPs ||
+          r.ollama == OllamaRoute::kVersion || r.ollama == OllamaRoute::kShow)
+        return s.control;  // show reads the file's header, never loads the model
+      return s.workers;
+    default:
+      return s.workers;
+  }
+}
+
 // CORS headers for `origin` when it is allowed.
 HttpHeaders cors_headers(const ServeOptions& o, const HttpRequest& req) {
   HttpHeaders h;
@@ -438,7 +463,11 @@ std::shared_ptr<DynamicBatcher> Server::State::batcher(const std::string& name,
   return b;
 }
 
-ServerGauges Server::State::gauges() {
+boost::asio::thread_pool& Server::State::metadata_pool() {
+  return options.load_on_demand ? workers : control;
+}
+
+ServerGauges Server::State::gauges(size_t own_requests) {
   ServerGauges g;
   {
     std::lock_guard lock(mu);
@@ -446,7 +475,8 @@ ServerGauges Server::State::gauges() {
     for (const auto& [name, b] : batchers) g.queue_depth[name] += b->depth();
   }
   g.open_connections = http ? http->open_connections() : 0;
-  g.inflight_requests = inflight.load();
+  const size_t n = inflight.load();
+  g.inflight_requests = n > own_requests ? n - own_requests : 0;
   g.ready = !draining.load();
   return g;
 }
@@ -490,7 +520,9 @@ void Server::stop() {
   // After a drain that timed out, work may still be queued (a long generation's answer): abandon it
   // rather than wait; its clients are already disconnected.
   state_->workers.stop();
+  state_->control.stop();
   state_->workers.join();
+  state_->control.join();
   {
     std::lock_guard lock(state_->mu);
     state_->batchers.clear();
@@ -517,6 +549,11 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
     GANTRY_RETURN_IF_ERROR(state->repository.add_directory(o.model_repository));
   if (state->repository.empty()) {
     return InvalidArgument("no models to serve: name model files or packages, or --model-repository DIR");
+  }
+  {
+    std::vector<std::string> names;
+    for (const auto& e : state->repository.entries()) names.push_back(e.name);
+    state->metrics.set_model_names(std::move(names));
   }
   if (!o.load_on_demand) {
     for (const auto& e : state->repository.entries()) {
@@ -597,12 +634,12 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
         break;
     }
     auto req_ptr = std::make_shared<HttpRequest>(std::move(req));
-    boost::asio::post(s->workers, [s, r, reply, req_ptr]() mutable {
+    boost::asio::post(pool_for(*s, r), [s, r, reply, req_ptr]() mutable {
       switch (r.kind) {
         case Route::kMetrics: {
           HttpResponse m;
           m.content_type = "text/plain; version=0.0.4; charset=utf-8";
-          m.body = s->metrics.render(s->runtime, s->gauges());
+          m.body = s->metrics.render(s->runtime, s->gauges(/*own_requests=*/1));
           reply->send(std::move(m));
           return;
         }

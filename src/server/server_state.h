@@ -72,6 +72,8 @@ HttpResponse error_response(Protocol protocol, int status, std::string_view mess
 int http_status_for(const Status& status);
 
 struct Server::State {
+  static constexpr size_t kControlThreads = 2;
+
   runtime::Runtime& runtime;
   ServeOptions options;
   ApiKeys keys;
@@ -83,8 +85,11 @@ struct Server::State {
   std::mutex mu;  // guards outstanding, batchers
   std::map<std::string, size_t, std::less<>> outstanding;
   std::map<std::string, std::shared_ptr<DynamicBatcher>, std::less<>> batchers;
-  // Declared after everything a queued task touches: tasks abandoned at stop() are destroyed with it.
+  // Declared after everything a queued task touches: tasks abandoned at stop() are destroyed with them.
+  // `workers` parse, run and encode inference (and load models); `control` answers what must never wait
+  // behind inference: metadata, model lists, readiness of a model, /metrics, the dashboard's status.
   boost::asio::thread_pool workers;
+  boost::asio::thread_pool control{kControlThreads};
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<GrpcServer> grpc;  // null with --grpc-port -1
 
@@ -101,8 +106,13 @@ struct Server::State {
   bool admit(const std::string& model, size_t capacity);
   void release(const std::string& model);
 
+  // The pool for a metadata request about `model`: `control`, unless answering may load the model
+  // (--load-on-demand), which is slow work for `workers`.
+  boost::asio::thread_pool& metadata_pool();
+
   std::shared_ptr<DynamicBatcher> batcher(const std::string& name, runtime::ModelHandle& handle);
-  ServerGauges gauges();
+  // Figures for /metrics and the dashboard; `own_requests` (the scrape itself) are not counted in flight.
+  ServerGauges gauges(size_t own_requests);
 };
 
 // Inference shared by KServe over HTTP and gRPC: runs the validated `inputs` on model `name` through
