@@ -84,7 +84,7 @@ void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, backe
   };
   // Holds the call until the engine is done with it (the engine drops the request after on_done).
   g.on_done = [call] {
-    boost::asio::post(call->server.workers, [call] {
+    post_task(call->server.workers, "generation end", [call] {
       {
         std::lock_guard lock(call->mu);
         call->finished = true;

@@ -112,7 +112,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     if (refused(*call, ctx) || unknown_version(*call, request->name(), request->version()))
       return call->reactor();
     // State::model may load the model (on demand): not on a gRPC thread.
-    boost::asio::post(s_.metadata_pool(), [this, call, request, response] {
+    post_task(s_.metadata_pool(), "grpc ModelMetadata", [this, call, request, response] {
       auto handle = s_.model(request->name());
       if (!handle.ok()) return call->finish(handle.status());
       grpc_codec::model_metadata(request->name(), handle->model().metadata(), *response);
@@ -137,7 +137,8 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
         return call->reactor();
       }
     }
-    boost::asio::post(s_.workers, [this, call, request, response] { infer(call, *request, *response); });
+    post_task(s_.workers, "grpc ModelInfer",
+              [this, call, request, response] { infer(call, *request, *response); });
     return call->reactor();
   }
 
@@ -240,7 +241,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   ServerUnaryReactor* load(CallbackServerContext* ctx, const std::string& name, bool load) {
     auto call = std::make_shared<Call>(s_, ctx, name);
     if (refused(*call, ctx)) return call->reactor();
-    boost::asio::post(s_.workers, [this, call, name, load] {
+    post_task(s_.workers, "grpc repository load", [this, call, name, load] {
       Status st = repository_load(s_, name, load);
       call->finish(st);
     });

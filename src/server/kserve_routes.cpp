@@ -96,7 +96,8 @@ void run_inference(Server::State& s, const std::string& name, runtime::ModelHand
       if (timing.batch_requests > 0) s.metrics.batch(name, timing.batch_requests);
       auto result = std::make_shared<Result<std::vector<NamedTensor>>>(std::move(out));
       // Encoding runs on a worker so the batcher goes straight on to its next batch.
-      boost::asio::post(s.workers, [shared_done, result] { (*shared_done)(std::move(*result)); });
+      post_task(s.workers, "kserve infer answer",
+                [shared_done, result] { (*shared_done)(std::move(*result)); });
     };
     Status st = batcher->submit(std::move(item));
     if (!st.ok()) (*shared_done)(st);  // not queued: the item's done is never called

@@ -634,7 +634,7 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
         break;
     }
     auto req_ptr = std::make_shared<HttpRequest>(std::move(req));
-    boost::asio::post(pool_for(*s, r), [s, r, reply, req_ptr]() mutable {
+    post_task(pool_for(*s, r), "request", [s, r, reply, req_ptr]() mutable {
       switch (r.kind) {
         case Route::kMetrics: {
           HttpResponse m;

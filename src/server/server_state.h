@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <functional>
@@ -9,7 +10,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <utility>
 
+#include "gantry/core/log.h"
 #include "gantry/runtime/runtime.h"
 #include "gantry/server/api_keys.h"
 #include "gantry/server/dynamic_batcher.h"
@@ -23,6 +27,21 @@ namespace gantry::server {
 
 enum class Protocol { kKserve, kOpenai, kHttp, kOllama, kGrpc };
 std::string_view protocol_name(Protocol p);  // "kserve", "openai", "http", "ollama", "grpc"
+
+// Runs `fn` as a task on `pool`. Nothing it throws leaves the task: it is logged under `what` (a string
+// literal) and the thread serves on; a Reply the task held is answered 500 when it is dropped.
+template <typename Fn>
+void post_task(boost::asio::thread_pool& pool, std::string_view what, Fn&& fn) {
+  boost::asio::post(pool, [what, fn = std::forward<Fn>(fn)]() mutable {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      GANTRY_LOG_ERROR("{}: {}", what, e.what());
+    } catch (...) {
+      GANTRY_LOG_ERROR("{}: an exception of unknown type", what);
+    }
+  });
+}
 
 // The answer to one accepted request: answers once, records the request's metrics and releases its
 // in-flight count when it does (or, if dropped unanswered, the Exchange sends a 500).
