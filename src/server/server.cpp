@@ -532,7 +532,7 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   State* s = state.get();
   HttpHooks hooks;
   const size_t global_limit = o.max_queue * (state->repository.entries().size() + 1) + workers;
-  hooks.on_header = [s, global_limit](const HttpRequest& req) -> std::optional<HttpResponse> {
+  hooks.on_header = [s, global_limit](const HttpRequest& req) -> HeaderDecision {
     const Route r = route_of(req.path);
     auto early = early_answer(*s, global_limit, r, req);
     if (early) {
@@ -542,8 +542,9 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
       }
       s->metrics.request(r.model.empty() ? "-" : r.model, protocol_name(r.protocol), early->status,
                          std::chrono::duration<double>(Clock::now() - req.received));
+      return {std::move(early), std::nullopt};
     }
-    return early;
+    return {};
   };
 
   hooks.on_request = [s](HttpRequest&& req, std::shared_ptr<Exchange> ex) {
