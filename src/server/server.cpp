@@ -244,6 +244,17 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
   return std::nullopt;
 }
 
+// The body limit of a request the header let through: routes that take a body (POST to a route that
+// is a POST: inference, repository, pin) keep --max-body-size; every other (health, metrics, `GET /`,
+// the dashboard, any GET, unknown paths) takes none, and some need no key, so a stranger cannot make
+// the server buffer more than kSmallBodyBytes for them.
+constexpr uint64_t kSmallBodyBytes = 4096;
+std::optional<uint64_t> body_limit(const Route& r, const HttpRequest& req) {
+  if (r.kind != Route::kNotFound && std::string_view(r.method) == "POST" && req.method == "POST")
+    return std::nullopt;
+  return kSmallBodyBytes;
+}
+
 }  // namespace
 
 std::string_view protocol_name(Protocol p) {
@@ -544,7 +555,7 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
                          std::chrono::duration<double>(Clock::now() - req.received));
       return {std::move(early), std::nullopt};
     }
-    return {};
+    return {std::nullopt, body_limit(r, req)};
   };
 
   hooks.on_request = [s](HttpRequest&& req, std::shared_ptr<Exchange> ex) {
@@ -661,7 +672,10 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   http.host = o.host == "localhost" ? "127.0.0.1" : o.host;
   http.port = o.port;
   http.io_threads = o.http_threads;
+  http.max_connections = o.max_connections;
   http.limits.max_body_bytes = o.max_body_bytes;
+  http.limits.header_timeout = o.header_timeout;
+  http.limits.body_timeout = o.body_timeout;
   GANTRY_ASSIGN_OR_RETURN(state->http, HttpServer::start(http, std::move(hooks)));
   if (const int grpc_port = o.grpc_port.value_or(kDefaultGrpcPort); grpc_port >= 0) {
     auto grpc = GrpcServer::start(*state, grpc_port, global_limit);
