@@ -38,6 +38,10 @@ struct ServeArgs {
   int grpc_port = server::kDefaultGrpcPort;
   std::string max_body = "64MiB";
   double drain_timeout_s = 30;
+  double header_timeout_s = 0;  // given only when the flag is (the defaults live in HttpLimits)
+  double body_timeout_s = 0;
+  bool header_timeout_given = false;
+  bool body_timeout_given = false;
   std::string provider;
   std::string policy;
   int threads = 0;
@@ -66,6 +70,15 @@ int serve(ServeArgs& a) {
            "and --max-queue-delay-us >= 0\n";
     return 2;
   }
+  if ((a.header_timeout_given && a.header_timeout_s <= 0) ||
+      (a.body_timeout_given && a.body_timeout_s <= 0)) {
+    std::cerr << "gantry serve: --header-timeout and --body-timeout must be > 0 seconds\n";
+    return 2;
+  }
+  if (a.header_timeout_given)
+    o.header_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.header_timeout_s * 1000));
+  if (a.body_timeout_given)
+    o.body_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.body_timeout_s * 1000));
   o.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.drain_timeout_s * 1000));
   o.max_generation_time = std::chrono::milliseconds(static_cast<int64_t>(a.max_generation_s * 1000));
   o.batching.max_batch_size = a.max_batch_size;
@@ -164,7 +177,20 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--provider-policy", a->policy, "fastest|manifest|measured");
   cmd->add_option("--max-queue", o.max_queue, "Requests waiting per model before 429 (default 64)")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--max-body-size", a->max_body, "Largest request body (default 64MiB; larger: 413)");
+  cmd->add_option(
+      "--max-body-size", a->max_body,
+      "Largest request body of routes that take one (default 64MiB; larger: 413; other routes: 4KiB)");
+  cmd->add_option(
+         "--max-connections", o.max_connections,
+         "Open HTTP connections at most; one more is answered 503 (default: the open-file limit less "
+         "256, at most 16384)")
+      ->check(CLI::Range(static_cast<size_t>(0), static_cast<size_t>(1) << 24));
+  auto* header_timeout =
+      cmd->add_option("--header-timeout", a->header_timeout_s,
+                      "Seconds a client has to send a request header, and a keep-alive connection may idle "
+                      "(default 30; then 408, or a close when idle)");
+  auto* body_timeout = cmd->add_option("--body-timeout", a->body_timeout_s,
+                                       "Seconds a client has to send a request body (default 60; then 408)");
   cmd->add_option("--drain-timeout", a->drain_timeout_s,
                   "Seconds to let requests finish on SIGTERM (default 30)");
   cmd->add_option("--max-generation-time", a->max_generation_s, "Seconds a generation may run (default 600)");
@@ -178,8 +204,10 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--http-threads", o.http_threads, "I/O threads (default 2)")->check(CLI::Range(1, 64));
   cmd->add_option("--workers", o.workers, "Request worker threads (default max(4, 2 x cores))")
       ->check(CLI::Range(0, 1024));
-  cmd->callback([a, grpc_port, &exit_code] {
+  cmd->callback([a, grpc_port, header_timeout, body_timeout, &exit_code] {
     if (grpc_port->count() > 0) a->options.grpc_port = a->grpc_port;  // given: required
+    a->header_timeout_given = header_timeout->count() > 0;
+    a->body_timeout_given = body_timeout->count() > 0;
     exit_code = serve(*a);
   });
 }

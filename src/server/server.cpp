@@ -269,6 +269,17 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
   return std::nullopt;
 }
 
+// The body limit of a request the header let through: routes that take a body (POST to a route that
+// is a POST: inference, repository, pin) keep --max-body-size; every other (health, metrics, `GET /`,
+// the dashboard, any GET, unknown paths) takes none, and some need no key, so a stranger cannot make
+// the server buffer more than kSmallBodyBytes for them.
+constexpr uint64_t kSmallBodyBytes = 4096;
+std::optional<uint64_t> body_limit(const Route& r, const HttpRequest& req) {
+  if (r.kind != Route::kNotFound && std::string_view(r.method) == "POST" && req.method == "POST")
+    return std::nullopt;
+  return kSmallBodyBytes;
+}
+
 }  // namespace
 
 std::string_view protocol_name(Protocol p) {
@@ -569,7 +580,7 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   State* s = state.get();
   HttpHooks hooks;
   const size_t global_limit = o.max_queue * (state->repository.entries().size() + 1) + workers;
-  hooks.on_header = [s, global_limit](const HttpRequest& req) -> std::optional<HttpResponse> {
+  hooks.on_header = [s, global_limit](const HttpRequest& req) -> HeaderDecision {
     const Route r = route_of(req.path);
     auto early = early_answer(*s, global_limit, r, req);
     if (early) {
@@ -579,8 +590,9 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
       }
       s->metrics.request(r.model.empty() ? "-" : r.model, protocol_name(r.protocol), early->status,
                          std::chrono::duration<double>(Clock::now() - req.received));
+      return {std::move(early), std::nullopt};
     }
-    return early;
+    return {std::nullopt, body_limit(r, req)};
   };
 
   hooks.on_request = [s](HttpRequest&& req, std::shared_ptr<Exchange> ex) {
@@ -697,7 +709,10 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   http.host = o.host == "localhost" ? "127.0.0.1" : o.host;
   http.port = o.port;
   http.io_threads = o.http_threads;
+  http.max_connections = o.max_connections;
   http.limits.max_body_bytes = o.max_body_bytes;
+  http.limits.header_timeout = o.header_timeout;
+  http.limits.body_timeout = o.body_timeout;
   GANTRY_ASSIGN_OR_RETURN(state->http, HttpServer::start(http, std::move(hooks)));
   if (const int grpc_port = o.grpc_port.value_or(kDefaultGrpcPort); grpc_port >= 0) {
     auto grpc = GrpcServer::start(*state, grpc_port, global_limit);

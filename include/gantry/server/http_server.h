@@ -1,15 +1,26 @@
 // HttpServer: HTTP/1.1 on Boost.Beast/Asio. A few I/O threads drive every connection asynchronously,
 // so an idle keep-alive connection or a slow SSE reader costs a socket and a buffer, never a thread.
 //
+// Per connection: at most HttpServerOptions::max_connections are open; one more is answered 503 with
+// Retry-After and closed without its request being read.
 // Per request:
-//   1. the header is read (header timeout; larger than HttpLimits::max_header_bytes -> 431);
-//   2. `HttpHooks::on_header` sees it before the body is read and may answer at once (auth 401, queue
-//      full 429); a Content-Length above max_body_bytes is answered 413 here too, without reading on;
-//   3. the body is read (body timeout) and `HttpHooks::on_request` gets it with an Exchange.
+//   1. the header is read (header timeout: 408 when part of a request came, a silent close on an idle
+//      connection; larger than HttpLimits::max_header_bytes -> 431);
+//   2. its framing is checked (RFC 9112): a Transfer-Encoding other than exactly `chunked` is 400 (501
+//      for a coding we do not decode);
+//   3. `HttpHooks::on_header` sees it before the body is read and either answers at once (auth 401,
+//      queue full 429) or names this request's body limit; a Content-Length above the limit is
+//      answered 413 here too, without reading on;
+//   4. `Expect: 100-continue` gets its 100 now, and the body is read (body timeout: 408; over the limit,
+//      counted as chunks arrive: 413; a chunk header or trailer over the header limit: 431; bad framing:
+//      400); `HttpHooks::on_request` gets it with an Exchange.
 // The handler answers through the Exchange, from any thread, once: respond() a whole response, or
 // start_stream() + write()... + finish() a chunked one (SSE). While it works, the connection watches
 // for the client going away and tells the Exchange (on_client_gone), so generation can be cancelled.
-// A response sent before the body was read closes the connection (the unread body cannot be skipped).
+// Every answer says whether the connection stays open, truthfully: one sent before the body was read
+// (or instead of it) says `Connection: close` and closes (the unread body cannot be skipped). A HEAD
+// request's answer carries the header only. No exception escapes an I/O thread: a hook that throws
+// gets a 500, anything else closes that one connection (logged).
 #pragma once
 
 #include <atomic>
@@ -68,16 +79,25 @@ class Exchange {
 };
 
 struct HttpLimits {
-  uint64_t max_body_bytes = 64ull << 20;
-  uint32_t max_header_bytes = 64 * 1024;
-  std::chrono::milliseconds header_timeout{30'000};  // also the keep-alive idle timeout
-  std::chrono::milliseconds body_timeout{60'000};
-  std::chrono::milliseconds write_timeout{60'000};  // a client that stops reading is dropped
+  uint64_t max_body_bytes = 64ull << 20;  // the largest a hook may allow (HeaderDecision::max_body_bytes)
+  uint32_t max_header_bytes = 64 * 1024;  // at most 64 KiB (Beast cannot hold a larger field)
+  std::chrono::milliseconds header_timeout{30'000};  // the whole header; also the keep-alive idle timeout
+  std::chrono::milliseconds body_timeout{60'000};    // the whole body
+  std::chrono::milliseconds write_timeout{60'000};   // a client that stops reading is dropped
+};
+
+// What HttpHooks::on_header decides from a request's header alone.
+struct HeaderDecision {
+  // Set: answer at once; the body is never read (when one was coming, the connection then closes).
+  std::optional<HttpResponse> answer;
+  // This request's body limit, at most HttpLimits::max_body_bytes (unset: that). A larger body is 413,
+  // refused as its bytes arrive, never buffered.
+  std::optional<uint64_t> max_body_bytes;
 };
 
 struct HttpHooks {
-  // Before the body: return a response to answer at once (the body is then never read).
-  std::function<std::optional<HttpResponse>(const HttpRequest& header_only)> on_header;
+  // Before the body. Runs on an I/O thread: keep it cheap.
+  std::function<HeaderDecision(const HttpRequest& header_only)> on_header;
   // The complete request. Runs on an I/O thread: answer cheap requests inline, hand heavy ones off.
   std::function<void(HttpRequest&&, std::shared_ptr<Exchange>)> on_request;
 };
@@ -86,8 +106,14 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;  // 0: any free port (see HttpServer::port())
   int io_threads = 2;
+  // Open connections at most; 0: default_max_connections().
+  size_t max_connections = 0;
   HttpLimits limits;
 };
+
+// The connection limit when none is given, from the open-file limit (raised to its hard limit first),
+// leaving room for the process's other descriptors; see http_server.cpp for the numbers.
+size_t default_max_connections();
 
 class HttpServer {
  public:
@@ -103,6 +129,7 @@ class HttpServer {
   // Closes every connection and joins the I/O threads (pending responses are dropped).
   void stop();
   size_t open_connections() const;
+  size_t max_connections() const;  // the limit in force
   uint64_t requests_served() const;
   // Answers started and not yet fully written (a drain waits for 0 before stop()).
   size_t answers_in_progress() const;

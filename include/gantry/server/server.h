@@ -20,6 +20,7 @@
 #include "gantry/core/status.h"
 #include "gantry/runtime/runtime.h"
 #include "gantry/server/dynamic_batcher.h"
+#include "gantry/server/http_server.h"
 
 namespace gantry::server {
 
@@ -37,7 +38,14 @@ struct ServeOptions {
   std::vector<std::filesystem::path> api_key_files;
   bool insecure_no_auth = false;  // allow a non-loopback --host without a key
   size_t max_queue = 64;          // requests waiting per model before 429
+  // Bodies of routes that take one (inference, repository); the others take a few KiB at most.
   uint64_t max_body_bytes = 64ull << 20;
+  // Open HTTP connections; 0: from the open-file limit (default_max_connections() in http_server.h).
+  size_t max_connections = 0;
+  // How long a client has to send a request's header (also how long a keep-alive connection may
+  // idle), and its body.
+  std::chrono::milliseconds header_timeout = HttpLimits{}.header_timeout;
+  std::chrono::milliseconds body_timeout = HttpLimits{}.body_timeout;
   std::chrono::milliseconds drain_timeout{30'000};
   std::vector<std::string> cors_origins;  // "*" or exact origins
   std::chrono::milliseconds max_generation_time{600'000};
