@@ -365,13 +365,17 @@ class AnswersTellTheTruth(Base):
         srv = servers["keyed"]
         c = srv.conn()  # http.client reopens when told Connection: close, fails when reset unannounced
         try:
-            for i in range(20):
+            for i in range(40):
                 auth = AUTH if i % 2 else {}
-                c.request("POST", f"/v2/models/{MLP}/infer", body=b'{"inputs":[]}',
-                          headers={"Content-Type": "application/json", **auth})
+                if i % 4 < 2:
+                    c.request("POST", f"/v2/models/{MLP}/infer", body=b'{"inputs":[]}',
+                              headers={"Content-Type": "application/json", **auth})
+                else:
+                    c.request("GET", "/v1/models", headers=auth)
                 r = c.getresponse()
                 r.read()
-                self.assertEqual(r.status, 400 if auth else 401)
+                want = (200 if i % 4 >= 2 else 400) if auth else 401
+                self.assertEqual(r.status, want, i)
         finally:
             c.close()
 

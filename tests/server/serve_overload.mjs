@@ -33,7 +33,9 @@ function nth(i) {
     case 6: return ['GET', '/v1/models', null, true, []];
     case 7: return ['GET', '/metrics', null, true, []];
     case 8: return ['GET', '/v2/health/ready', null, false, []];
-    default: return ['POST', `/v2/models/${MLP}/infer`, mlpInput(1), false, [401]];
+    default:  // without the key: refused from the header, with and without a body to skip
+      return i % 20 === 9 ? ['POST', `/v2/models/${MLP}/infer`, mlpInput(1), false, [401]]
+                          : ['GET', '/v1/models', null, false, [401]];
   }
 }
 
