@@ -28,9 +28,10 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+
+import serve_process
 
 MLP, SILERO, LLAMA = "mlp_64_128_10", "silero_vad_v5", "tiny-llama"
 SOCKET_TIMEOUT = 30  # seconds, every socket
@@ -48,53 +49,13 @@ def fail(msg):
             print("FAIL:", msg, flush=True)
 
 
-class Server:
-    """`gantry serve --port 0` on loopback; the port comes from its first stdout line."""
+class Server(serve_process.Server):
+    """The three bundled models at --ctx 512, 2 sequences, 1 thread, plus `extra` flags."""
 
     def __init__(self, gantry, models, extra):
-        self.dir = tempfile.mkdtemp(prefix="gantry-load-")
-        self.out_path, self.err_path = os.path.join(self.dir, "out"), os.path.join(self.dir, "err")
-        args = [gantry, "serve", "--port", "0", *[os.path.join(models, m) for m in
-                                                  ("mlp_64_128_10.onnx", "silero_vad_v5.onnx", "tiny-llama.gguf")],
-                "--ctx", "512", "--parallel", "2", "--threads", "1", *extra]
-        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-            self.proc = subprocess.Popen(args, stdout=out, stderr=err)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            with open(self.out_path) as f:
-                line = f.readline()
-            if "listening on http://" in line:
-                url = line.split("listening on http://")[1].split()[0]
-                self.host, port = url.rsplit(":", 1)
-                self.port = int(port)
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"gantry serve exited {self.proc.returncode}: {self.stderr()}")
-            time.sleep(0.1)
-        self.kill()
-        raise RuntimeError("gantry serve did not start in 60 s: " + self.stderr())
-
-    def stderr(self):
-        with open(self.err_path, errors="replace") as f:
-            return f.read()[-4000:]
-
-    def conn(self):
-        return http.client.HTTPConnection(self.host, self.port, timeout=SOCKET_TIMEOUT)
-
-    def request(self, method, path, body=None):
-        c = self.conn()
-        try:
-            data = json.dumps(body).encode() if body is not None else None
-            c.request(method, path, body=data, headers={"Content-Type": "application/json"} if data else {})
-            r = c.getresponse()
-            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
-        finally:
-            c.close()
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        super().__init__(gantry, [*[os.path.join(models, m) for m in
+                                    ("mlp_64_128_10.onnx", "silero_vad_v5.onnx", "tiny-llama.gguf")],
+                                  "--ctx", "512", "--parallel", "2", "--threads", "1", *extra])
 
 
 # ------------------------------------------------------------------------------------ requests
