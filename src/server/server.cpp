@@ -232,7 +232,8 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
   }
   if (r.kind == Route::kLive || r.kind == Route::kReady) return std::nullopt;  // probes need no key
   // The dashboard's page and assets hold no data (it asks for the key itself): no key, GET only.
-  if ((r.kind == Route::kDashboardPage || r.kind == Route::kDashboardAsset) && req.method == "GET")
+  if ((r.kind == Route::kDashboardPage || r.kind == Route::kDashboardAsset) &&
+      (req.method == "GET" || req.method == "HEAD"))
     return std::nullopt;
   if (!s.keys.allows(req)) {
     auto resp =
@@ -244,7 +245,8 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
     return resp;
   }
   if (r.kind == Route::kNotFound) return std::nullopt;  // answered 404 with the body read
-  if (req.method != r.method) {
+  // HEAD is GET without the body (HttpServer leaves the body out).
+  if (req.method != r.method && !(req.method == "HEAD" && std::string_view(r.method) == "GET")) {
     auto resp =
         error_response(r.protocol, 405, std::string(req.path) + " takes " + r.method + ", not " + req.method);
     resp.headers.emplace_back("Allow", r.method);
