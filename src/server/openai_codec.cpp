@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "gantry/core/json.h"
+
 namespace gantry::server::openai {
 
 namespace {
@@ -224,12 +226,11 @@ Err read_response_format(const json& obj, backend::OutputConstraint& out) {
   if (auto gantry_err_ = (expr)) return *gantry_err_
 
 std::variant<json, ApiError> parse_object(std::string_view body) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return bad("", "the request body is not valid JSON");
-  }
+  auto parsed = parse_json(body, "the request body");
+  if (!parsed.ok()) return bad("", parsed.status().message());
+  json& j = *parsed;
   if (!j.is_object()) return bad("", "the request body must be a JSON object, got " + type_of(j));
-  return j;
+  return std::move(j);
 }
 
 json usage(int prompt_tokens, int completion_tokens) {
