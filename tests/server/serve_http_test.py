@@ -115,6 +115,37 @@ class KServe(unittest.TestCase):
         prob = out["outputs"][names.index("output")]["data"][0]
         self.assertTrue(0.0 <= prob <= 1.0)
 
+    def test_silero_empty_or_mismatched_inputs_are_400_and_the_server_lives(self):
+        def silero(batch, width=512, state_batch=None):
+            sb = batch if state_batch is None else state_batch
+            return get_json("POST", f"/v2/models/{SILERO}/infer", {"inputs": [
+                {"name": "input", "datatype": "FP32", "shape": [batch, width], "data": [0.0] * (batch * width)},
+                {"name": "state", "datatype": "FP32", "shape": [2, sb, 128], "data": [0.0] * (256 * sb)},
+                {"name": "sr", "datatype": "INT64", "shape": [], "data": [16000]}]})
+        # The zero batch made ONNX Runtime call std::terminate: the whole server died.
+        self.assert_error(silero(0), 400, "input 'input': dimension 0 is 0")
+        self.assert_error(silero(1, width=0), 400, "input 'input': dimension 1 is 0")
+        self.assert_error(silero(2, state_batch=1), 400, "ONNX Runtime Run failed")  # was a 500
+        status, _, out = silero(1)
+        self.assertEqual(status, 200, out)
+        self.assertEqual(request("GET", "/v2/health/live")[0], 200)
+
+    def test_deep_json_is_400_and_the_server_lives(self):
+        deep = "[" * 100000 + "]" * 100000
+        body = ('{"parameters": {"p": ' + deep + '}, "inputs": []}').encode()
+        status, _, data = request("POST", f"/v2/models/{MLP}/infer", body, {"Content-Type": "application/json"})
+        self.assertEqual(status, 400, data[:300])
+        self.assertIn("nests deeper than 64 levels", json.loads(data)["error"])
+        schema = '{"type": "object", "default": ' + deep + '}'
+        for path, doc in (("/v1/chat/completions", '{"model": "%s", "messages": [{"role": "user", "content": "x"}], '
+                                                    '"response_format": {"type": "json_schema", "json_schema": '
+                                                    '{"name": "x", "schema": %s}}}' % (LLAMA, schema)),
+                          ("/api/generate", '{"model": "%s", "prompt": "x", "format": %s}' % (LLAMA, schema))):
+            status, _, data = request("POST", path, doc.encode(), {"Content-Type": "application/json"})
+            self.assertEqual(status, 400, data[:300])
+            self.assertIn(b"nests deeper than 64 levels", data)
+        self.assertEqual(request("GET", "/v2/health/live")[0], 200)
+
     def assert_error(self, status_and_body, want_status, phrase):
         status, _, body = status_and_body
         self.assertEqual(status, want_status, body)
