@@ -318,9 +318,11 @@ ApiError api_error(const Status& status, std::string param) {
   switch (status.code()) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kUnsupported:
+      if (backend::is_context_length_exceeded(status)) e.code = "context_length_exceeded";
       break;
-    case StatusCode::kResourceExhausted:
-      e.code = "context_length_exceeded";
+    case StatusCode::kResourceExhausted:  // the server's capacity (a full queue or KV cache): retry later
+      e.http_status = 429;
+      e.type = "rate_limit_error";
       break;
     case StatusCode::kNotFound:
       e.http_status = 404;

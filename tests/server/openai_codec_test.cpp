@@ -302,9 +302,16 @@ TEST(OpenAiCodec, ErrorsFromStatus) {
   EXPECT_EQ(e.type, "invalid_request_error");
   EXPECT_EQ(e.param, "response_format");
   EXPECT_NE(e.message.find("'pattern'"), std::string::npos);
-  e = api_error(ResourceExhausted("the prompt has 900 tokens"));
+  // A prompt longer than the context is the request's fault, also once wrapped with context.
+  e = api_error(backend::context_length_exceeded("the prompt has 900 tokens").with_context("request 0"));
   EXPECT_EQ(e.http_status, 400);
+  EXPECT_EQ(e.type, "invalid_request_error");
   EXPECT_EQ(e.code, "context_length_exceeded");
+  EXPECT_TRUE(api_error(InvalidArgument("bad schema")).code.empty());
+  // Resource exhaustion is the server's (a full queue or KV cache): retry later.
+  e = api_error(ResourceExhausted("out of KV cache space"));
+  EXPECT_EQ(e.http_status, 429);
+  EXPECT_TRUE(e.code.empty());
   EXPECT_EQ(api_error(NotFound("no model x")).http_status, 404);
   e = api_error(Unavailable("draining"));
   EXPECT_EQ(e.http_status, 503);

@@ -345,6 +345,54 @@ class OpenAI(unittest.TestCase):
         self.fail("the disconnected stream was still in flight after 10 s")
 
 
+class OversizedPrompt(unittest.TestCase):
+    """A prompt longer than the context (--ctx 512) is the request's fault on every protocol: 400 with a
+    reason, never a retryable 429, streamed or not."""
+    LONG = "word " * 3000
+
+    def assert_400(self, got, phrase="context length exceeded"):
+        status, hdrs, body = got
+        self.assertEqual(status, 400, body)
+        self.assertNotIn("retry-after", hdrs)
+        err = body["error"]
+        self.assertIn(phrase, err["message"] if isinstance(err, dict) else err)
+        return err
+
+    def test_kserve_infer(self):
+        self.assert_400(get_json("POST", f"/v2/models/{LLAMA}/infer", {"inputs": [
+            {"name": "prompt", "datatype": "BYTES", "shape": [1], "data": [self.LONG]}]}))
+
+    def test_openai_chat_and_completions_plain_and_streamed(self):
+        for path, fields, param in (("/v1/chat/completions", {"messages": [{"role": "user", "content": self.LONG}]},
+                                     "messages"),
+                                    ("/v1/completions", {"prompt": self.LONG}, "prompt")):
+            for stream in (False, True):
+                with self.subTest(path=path, stream=stream):
+                    err = self.assert_400(get_json("POST", path, {"model": LLAMA, "max_tokens": 4, "stream": stream,
+                                                                  **fields}))
+                    self.assertEqual(err["code"], "context_length_exceeded")
+                    self.assertEqual(err["param"], param)
+                    self.assertEqual(err["type"], "invalid_request_error")
+
+    def test_openai_embeddings(self):
+        err = self.assert_400(get_json("POST", "/v1/embeddings", {"model": LLAMA, "input": ["hi", self.LONG]}))
+        self.assertEqual(err["code"], "context_length_exceeded")
+
+    def test_ollama_generate_chat_and_embed(self):
+        for stream in (False, True):  # Ollama streams unless told not to
+            with self.subTest(stream=stream):
+                self.assert_400(get_json("POST", "/api/generate", {"model": LLAMA, "prompt": self.LONG,
+                                                                   "stream": stream}))
+                self.assert_400(get_json("POST", "/api/chat", {"model": LLAMA, "stream": stream, "messages": [
+                    {"role": "user", "content": self.LONG}]}))
+        self.assert_400(get_json("POST", "/api/embed", {"model": LLAMA, "input": self.LONG}))
+
+    def test_the_model_still_answers(self):
+        status, _, body = get_json("POST", "/api/generate", {"model": LLAMA, "prompt": "Hi", "stream": False,
+                                                             "options": {"num_predict": 4}})
+        self.assertEqual(status, 200, body)
+
+
 class Auth(unittest.TestCase):
     def test_probes_need_no_key(self):
         self.assertEqual(request("GET", "/v2/health/live", url=KEY_URL)[0], 200)
