@@ -27,6 +27,19 @@ Status validate(const SamplingParams& p) {
 }
 
 namespace {
+constexpr std::string_view kContextLengthExceeded = "context length exceeded: ";
+}  // namespace
+
+Status context_length_exceeded(std::string_view details) {
+  return InvalidArgument(std::string(kContextLengthExceeded) + std::string(details));
+}
+
+bool is_context_length_exceeded(const Status& st) {
+  return st.code() == StatusCode::kInvalidArgument &&
+         st.message().find(kContextLengthExceeded) != std::string::npos;
+}
+
+namespace {
 constexpr auto kFinishReasons =
     enum_names<FinishReason>("finish reason", {{FinishReason::kEndOfGeneration, "eog"},
                                                {FinishReason::kMaxTokens, "max_tokens"},

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "gantry/core/json.h"
 #include "gantry/core/npy.h"
 #include "gantry/weights/loader.h"
 #include "gantry/weights/writer.h"
@@ -241,7 +242,14 @@ int inspect_weights(const std::string& spec, bool json) {
     o["metadata"] = Json::object();
     for (const auto& [k, v] : m->metadata) o["metadata"][k] = v;
     o["shards"] = m->shards;
-    o["config"] = m->config_json.empty() ? Json(nullptr) : Json::parse(m->config_json, nullptr, false);
+    // config.json as JSON; one that is not (or nests too deep to copy safely) is shown as its text.
+    if (m->config_json.empty()) {
+      o["config"] = nullptr;
+    } else if (auto config = parse_json<Json>(m->config_json, "config.json"); config.ok()) {
+      o["config"] = std::move(*config);
+    } else {
+      o["config"] = m->config_json;
+    }
     Json ts = Json::array();
     for (const auto& t : m->tensors) {
       Json j{{"name", t.name},

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "gantry/core/json.h"
 #include "gantry/hw/bandwidth.h"
 
 namespace gantry::plan {
@@ -181,8 +182,9 @@ const Accelerator* Catalogue::match_device(std::string_view device_name) const {
 }
 
 Result<Catalogue> parse_catalogue(std::string_view text, std::string_view origin) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return InvalidArgument(fmt::format("catalogue {}: not valid JSON", origin));
+  auto parsed = parse_json<json>(text, fmt::format("catalogue {}", origin));
+  if (!parsed.ok()) return parsed.status();
+  const json& j = *parsed;
   if (!j.is_object()) return InvalidArgument(fmt::format("catalogue {}: must be a JSON object", origin));
   const std::string where = fmt::format("catalogue {}", origin);
   Catalogue c;

@@ -130,6 +130,15 @@ void DynamicBatcher::run(std::vector<Queued> batch) {
   requests.reserve(batch.size());
   for (auto& q : batch) requests.push_back(std::move(q.item.inputs));
   auto out = model_.infer_batch(requests);
+  if (!out.ok() && out.status().code() == StatusCode::kInvalidArgument) {
+    // Some request's inputs are at fault (an empty batch, dims that disagree, what Run refuses): run
+    // each alone, so only the culprit gets the error and the others their outputs.
+    for (size_t i = 0; i < batch.size(); ++i) {
+      timing.queued = start - batch[i].at;
+      batch[i].item.done(model_.infer_one(requests[i]), timing);
+    }
+    return;
+  }
   for (size_t i = 0; i < batch.size(); ++i) {
     timing.queued = start - batch[i].at;
     if (out.ok()) {

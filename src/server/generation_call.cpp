@@ -15,6 +15,8 @@ struct GenerationCall {
   std::shared_ptr<Reply> reply;
   std::string model;
   bool stream = false;
+  std::string stream_content_type;
+  std::once_flag stream_begun;
   GenerationHooks hooks;
   std::unique_ptr<backend::Generation> generation;
   std::unique_ptr<boost::asio::steady_timer> deadline;
@@ -26,6 +28,15 @@ struct GenerationCall {
 
   GenerationCall(Server::State& s, std::shared_ptr<Reply> r) : server(s), reply(std::move(r)) {}
 
+  // Sends the stream's header (and the protocol's first event) once: after the generation was
+  // accepted, or at its first text if that comes sooner (on the decoding thread).
+  void begin_stream() {
+    std::call_once(stream_begun, [this] {
+      reply->begin_stream(stream_content_type);
+      if (hooks.stream_begun) hooks.stream_begun(*reply);
+    });
+  }
+
   // Each piece of generated text, on the decoding thread: the first one times TTFT; a stream sends
   // it as an event. False (stop generating) once the client is gone.
   bool text(std::string_view piece) {
@@ -34,6 +45,7 @@ struct GenerationCall {
       server.metrics.time_to_first_token(model, Clock::now() - reply->received());
     }
     if (!stream) return true;
+    begin_stream();
     return reply->event(hooks.text_event(piece));
   }
 
@@ -74,6 +86,7 @@ void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, backe
   auto call = std::make_shared<GenerationCall>(s, reply);
   call->model = std::move(start.model);
   call->stream = start.stream;
+  call->stream_content_type = std::move(start.stream_content_type);
   call->hooks = std::move(hooks);
   backend::GenerationRequest g = std::move(start.request);
 
@@ -96,16 +109,15 @@ void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, backe
   reply->exchange().on_client_gone([weak] {
     if (auto c = weak.lock()) c->cancel();
   });
-  if (call->stream) {
-    reply->begin_stream(start.stream_content_type);
-    if (call->hooks.stream_begun) call->hooks.stream_begun(*reply);
-  }
+  // The stream's header goes out only once the backend accepted the request, so what it refuses at
+  // once (a prompt longer than the context, a schema too large) is a plain 400 on streams too.
   auto gen = model.start_generation(std::move(g));
   if (!gen.ok()) {
     s.release(call->model);
     call->hooks.failed(*reply, gen.status(), true);
     return;
   }
+  if (call->stream) call->begin_stream();
   call->deadline = std::make_unique<boost::asio::steady_timer>(s.workers, s.options.max_generation_time);
   call->deadline->async_wait([weak](const boost::system::error_code& ec) {
     if (ec) return;  // cancelled: the generation ended first

@@ -19,8 +19,8 @@ namespace gantry::server {
 
 // What a protocol does with a generation's output. Every hook runs at most once per piece / outcome.
 struct GenerationHooks {
-  // Streaming only, optional: right after the stream's header went out and before the generation
-  // starts (OpenAI's chat role chunk).
+  // Streaming only, optional: right after the stream's header went out, before any text (OpenAI's
+  // chat role chunk).
   std::function<void(Reply&)> stream_begun;
   // Streaming only: the bytes that carry one piece of text (a whole SSE event or NDJSON line).
   std::function<std::string(std::string_view piece)> text_event;
@@ -28,8 +28,8 @@ struct GenerationHooks {
   // Reply::end_stream()).
   std::function<void(Reply&, const backend::GenerationResult&)> done;
   // It failed: `at_start` when start_generation refused it (a prompt longer than the context, a
-  // schema the backend cannot enforce), else while running. Answer it (an error body, or an error
-  // event and Reply::end_stream() once streaming).
+  // schema the backend cannot enforce; no stream has begun: answer with an error status and body),
+  // else while running (an error body, or an error event and Reply::end_stream() once streaming).
   std::function<void(Reply&, const Status&, bool at_start)> failed;
 };
 
@@ -47,8 +47,9 @@ bool admit_generation(Server::State& s, Reply& reply, const std::string& name,
                       const backend::ModelMetadata& md);
 
 // Starts an admitted generation on `model` and answers `reply` through `hooks` when it ends (or at
-// once when it cannot start). Streaming begins before the generation is submitted, so a client sees
-// the header at once even when the model is busy.
+// once when it cannot start). Streaming begins as soon as the backend accepted (queued) the
+// generation, so a client sees the header at once even when the model is busy, and a request refused
+// at once gets its error status (400) rather than a 200 stream holding an error.
 void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, backend::Model& model,
                            GenerationStart start, GenerationHooks hooks);
 

@@ -846,6 +846,8 @@ Result<InferRequest> parse_infer_request(std::string_view body, std::optional<si
     header = body.substr(0, *json_length);
     binary = body.substr(*json_length);
   }
+  // The depth limit holds for the text the client sent, "data" arrays the pre-scan takes out included.
+  GANTRY_RETURN_IF_ERROR(check_json_depth(header, "inference request"));
   Prescan prescan = prescan_numeric_data(header);
   auto parsed = parse_json(prescan.rewritten ? std::string_view(prescan.text) : header, "inference request");
   if (!parsed.ok()) {

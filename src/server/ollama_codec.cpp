@@ -8,6 +8,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "gantry/core/json.h"
+
 namespace gantry::server::ollama {
 
 namespace {
@@ -239,10 +241,11 @@ Err read_messages(const json& obj, std::vector<backend::ChatMessage>& out) {
 }
 
 std::variant<json, ApiError> parse_object(std::string_view body) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return bad("the request body is not valid JSON");
+  auto parsed = parse_json(body, "the request body");
+  if (!parsed.ok()) return bad(parsed.status().message());
+  json& j = *parsed;
   if (!j.is_object()) return bad("the request body must be a JSON object, got " + type_of(j));
-  return j;
+  return std::move(j);
 }
 
 // "model" (required, non-empty); older clients send "name".

@@ -183,10 +183,9 @@ void show(Server::State& s, Reply& reply, const HttpRequest& request) {
   reply.json(200, ollama::show_response(info));
 }
 
-// The HTTP status of a failed generation or embedding: a prompt longer than the context is the
-// request's fault (400), not a full queue.
+// The HTTP status of a failed generation or embedding (a prompt longer than the context is an
+// InvalidArgument: 400).
 int status_for(const Status& st) {
-  if (st.code() == StatusCode::kResourceExhausted) return 400;
   if (st.code() == StatusCode::kCancelled) return 503;
   return http_status_for(st);
 }
@@ -318,9 +317,9 @@ void text(Server::State& s, std::shared_ptr<Reply> reply, const HttpRequest& req
     reply.event(std::move(body));
     reply.end_stream(200);
   };
-  hooks.failed = [stream = req->stream, held](Reply& reply, const Status& st, bool) {
+  hooks.failed = [stream = req->stream, held](Reply& reply, const Status& st, bool at_start) {
     const int code = status_for(st);
-    if (!stream) return reply.error(code, st.message());
+    if (!stream || at_start) return reply.error(code, st.message());  // no stream began at start
     reply.event(ollama::stream_error_line(st.message()));
     reply.end_stream(code);
   };

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "gantry/core/json.h"
+
 namespace gantry::server::openai {
 
 namespace {
@@ -224,12 +226,11 @@ Err read_response_format(const json& obj, backend::OutputConstraint& out) {
   if (auto gantry_err_ = (expr)) return *gantry_err_
 
 std::variant<json, ApiError> parse_object(std::string_view body) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return bad("", "the request body is not valid JSON");
-  }
+  auto parsed = parse_json(body, "the request body");
+  if (!parsed.ok()) return bad("", parsed.status().message());
+  json& j = *parsed;
   if (!j.is_object()) return bad("", "the request body must be a JSON object, got " + type_of(j));
-  return j;
+  return std::move(j);
 }
 
 json usage(int prompt_tokens, int completion_tokens) {
@@ -317,9 +318,11 @@ ApiError api_error(const Status& status, std::string param) {
   switch (status.code()) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kUnsupported:
+      if (backend::is_context_length_exceeded(status)) e.code = "context_length_exceeded";
       break;
-    case StatusCode::kResourceExhausted:
-      e.code = "context_length_exceeded";
+    case StatusCode::kResourceExhausted:  // the server's capacity (a full queue or KV cache): retry later
+      e.http_status = 429;
+      e.type = "rate_limit_error";
       break;
     case StatusCode::kNotFound:
       e.http_status = 404;

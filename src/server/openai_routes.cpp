@@ -140,11 +140,16 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
     reply.event(std::string(openai::sse_done()));
     reply.end_stream(200);
   };
-  hooks.failed = [stream = req->stream, chat](Reply& reply, const Status& st, bool at_start) {
-    // A prompt longer than the context is the request's fault: 400 with both numbers.
-    send_generation_error(
-        reply, stream,
-        at_start ? openai::api_error(st, chat ? "messages" : "prompt") : openai::api_error(st));
+  hooks.failed = [req, chat](Reply& reply, const Status& st, bool at_start) {
+    // Refused at start (no stream has begun): a prompt longer than the context (400 with both numbers
+    // and code "context_length_exceeded"), or an output constraint the backend refuses.
+    std::string param;
+    if (at_start && backend::is_context_length_exceeded(st)) {
+      param = chat ? "messages" : "prompt";
+    } else if (at_start && req->generation.constraint.kind != backend::OutputConstraint::Kind::kNone) {
+      param = "response_format";
+    }
+    send_generation_error(reply, req->stream && !at_start, openai::api_error(st, std::move(param)));
   };
   start_generation_call(s, reply, model, std::move(start), std::move(hooks));
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "gantry/core/json.h"
 #include "weights/catalog.h"
 
 namespace gantry::weights {
@@ -83,9 +84,11 @@ Status add_safetensors(Catalog& cat, const WeightSource& src, size_t source_inde
                    std::to_string(src.size()) + "-byte file");
   GANTRY_ASSIGN_OR_RETURN(Bytes header, src.read(8, n));
   const auto* p = reinterpret_cast<const char*>(header.data.data());
-  const Json j = Json::parse(p, p + header.data.size(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
-    return Corrupt(label + ": the safetensors header is not a JSON object");
+  auto header_json =
+      parse_json<Json>(std::string_view(p, header.data.size()), label + ": the safetensors header");
+  if (!header_json.ok()) return Corrupt(header_json.status().message());
+  const Json& j = *header_json;
+  if (!j.is_object()) return Corrupt(label + ": the safetensors header is not a JSON object");
   const uint64_t data_start = 8 + n;
   const uint64_t data_size = src.size() - data_start;
   std::vector<Parsed> parsed;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "gantry/core/file_io.h"
+#include "gantry/core/json.h"
 #include "weights/catalog.h"
 
 namespace gantry::weights {
@@ -51,8 +52,10 @@ Result<Catalog> parse_safetensors_index(const WeightSource& index, const HttpOpt
     return Corrupt(label + ": index of " + std::to_string(index.size()) + " bytes is above the 64 MiB limit");
   GANTRY_ASSIGN_OR_RETURN(Bytes bytes, index.read(0, index.size()));
   const auto* p = reinterpret_cast<const char*>(bytes.data.data());
-  const Json j = Json::parse(p, p + bytes.data.size(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Corrupt(label + ": the index is not a JSON object");
+  auto parsed = parse_json<Json>(std::string_view(p, bytes.data.size()), label + ": the index");
+  if (!parsed.ok()) return Corrupt(parsed.status().message());
+  const Json& j = *parsed;
+  if (!j.is_object()) return Corrupt(label + ": the index is not a JSON object");
   const auto wm = j.find("weight_map");
   if (wm == j.end() || !wm->is_object()) return Corrupt(label + ": the index has no \"weight_map\" object");
 

@@ -114,7 +114,7 @@ TEST(RunGgufCli, BadInputGivesClearErrorsAndNoOutput) {
   std::string long_prompt;
   for (int i = 0; i < 400; ++i) long_prompt += "word ";
   auto too_long = gantry("run " + quote(kModel) + " --ctx 256 --prompt " + quote(long_prompt));
-  EXPECT_EQ(too_long.code, 1);
+  EXPECT_EQ(too_long.code, 2) << "bad usage: a larger --ctx or a shorter prompt";
   EXPECT_NE(too_long.err.find("the context holds 256"), std::string::npos) << too_long.err;
 
   const auto trunc = std::filesystem::temp_directory_path() / "gantry-cli-truncated.gguf";

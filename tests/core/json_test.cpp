@@ -24,5 +24,52 @@ TEST(ParseJson, ParsesValidTextAndRejectsGarbage) {
   EXPECT_FALSE(parse_json("", "x").ok());
 }
 
+std::string nested(size_t depth, char open = '[', char close = ']') {
+  std::string s(depth, open);
+  if (open == '{') {
+    s.clear();
+    for (size_t i = 0; i < depth; ++i) s += i + 1 < depth ? "{\"a\":" : "{";
+  }
+  return s + std::string(depth, close);
+}
+
+TEST(ParseJson, AcceptsTheDepthLimitAndRefusesOneLevelMore) {
+  for (char open : {'[', '{'}) {
+    const char close = open == '[' ? ']' : '}';
+    EXPECT_TRUE(parse_json(nested(kMaxJsonDepth, open, close), "x").ok()) << open;
+    EXPECT_TRUE(parse_json_unique_keys(nested(kMaxJsonDepth, open, close), "x").ok()) << open;
+    for (auto r : {parse_json(nested(kMaxJsonDepth + 1, open, close), "deep.json"),
+                   parse_json_unique_keys(nested(kMaxJsonDepth + 1, open, close), "deep.json")}) {
+      ASSERT_FALSE(r.ok()) << open;
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(r.status().message().find("deep.json: JSON nests deeper than 64 levels"), std::string::npos)
+          << r.status().message();
+    }
+  }
+}
+
+TEST(ParseJson, ADepthBombIsRefusedBeforeParsing) {
+  // 100,000 levels parse fine in nlohmann, then copying or dumping them overflows the stack.
+  const std::string bomb = "{\"parameters\": " + nested(100000) + "}";
+  auto r = parse_json(bomb, "request");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nests deeper than 64 levels"), std::string::npos);
+  // Unbalanced: only opening brackets (the parser would call it truncated; the depth is what matters).
+  EXPECT_FALSE(check_json_depth(std::string(100000, '['), "x").ok());
+}
+
+TEST(ParseJson, BracketsInsideStringsDoNotCount) {
+  const std::string in_string = "[\"" + std::string(200, '[') + "\\\"" + std::string(200, '{') + "\"]";
+  EXPECT_TRUE(check_json_depth(in_string, "x").ok());
+  auto j = parse_json(in_string, "x");
+  ASSERT_TRUE(j.ok()) << j.status().to_string();
+  EXPECT_EQ((*j)[0].get<std::string>().size(), 401u);
+  // An escaped backslash ends right before the closing quote: the brackets after it count again.
+  EXPECT_FALSE(check_json_depth("[\"\\\\\", " + nested(kMaxJsonDepth) + "]", "x").ok());
+  EXPECT_TRUE(check_json_depth("[\"\\\\\", " + nested(kMaxJsonDepth - 1) + "]", "x").ok());
+  // A closing bracket in a key does not lower the depth.
+  EXPECT_FALSE(check_json_depth("{\"]]]]\": " + nested(kMaxJsonDepth) + "}", "x").ok());
+}
+
 }  // namespace
 }  // namespace gantry

@@ -93,6 +93,11 @@ TEST(Catalogue, DeviceBandwidthHasOneDefinitionTheHardwareTable) {
 TEST(Catalogue, BadFilesNameTheFileAndField) {
   EXPECT_NE(parse_catalogue("{not json", "x.json").status().message().find("x.json"), std::string::npos);
   EXPECT_FALSE(parse_catalogue("[]", "x.json").ok());
+  const std::string deep = R"({"x":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_NE(
+      parse_catalogue(deep, "x.json").status().message().find("x.json: JSON nests deeper than 64 levels"),
+      std::string::npos)
+      << parse_catalogue(deep, "x.json").status().message();
   struct Case {
     std::function<void(json&)> edit;
     std::string expect;

@@ -84,6 +84,50 @@ TEST(DynamicBatcher, ConcurrentRequestsBatchAndGetTheirOwnRows) {
   EXPECT_GT(largest_batch, 1u) << "48 concurrent requests never shared a batch";
 }
 
+TEST(DynamicBatcher, AnEmptyRequestFailsAloneNotItsBatch) {
+  REQUIRE_MODEL(kMlp);
+  auto rt = make_runtime();
+  auto h = rt->load(kMlp.string(), one_thread()).value();
+  BatchingConfig cfg;
+  cfg.max_batch_size = 4;  // rows 1 + 1 (an empty request counts one) + 2: the third starts the batch
+  cfg.max_queue_delay = std::chrono::seconds(30);
+  DynamicBatcher batcher("mlp", h.model(), cfg);
+  const std::string name = h.model().metadata().inputs[0].name;
+  const std::vector<Tensor> inputs = {random_f32(Shape({1, 64}), 1),
+                                      Tensor::allocate(DType::kFloat32, Shape({0, 64})).value(),
+                                      random_f32(Shape({2, 64}), 2)};
+  std::vector<std::promise<Outcome>> done(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    DynamicBatcher::Item item;
+    item.inputs = {{name, inputs[i]}};
+    item.handle = rt->get("mlp_64_128_10").value();
+    item.done = [&, i](Result<std::vector<NamedTensor>> out, const BatchTiming& t) {
+      done[i].set_value(Outcome{std::move(out), t});
+    };
+    ASSERT_TRUE(batcher.submit(std::move(item)).ok());
+  }
+  std::vector<Outcome> outcomes;
+  for (auto& d : done) {
+    auto fut = d.get_future();
+    ASSERT_EQ(fut.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+    outcomes.push_back(fut.get());
+    EXPECT_EQ(outcomes.back().timing.batch_requests, 3u) << "the three were batched together";
+  }
+  ASSERT_FALSE(outcomes[1].outputs.ok());
+  EXPECT_EQ(outcomes[1].outputs.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(outcomes[1].outputs.status().message().find("dimension 0 is 0"), std::string::npos)
+      << outcomes[1].outputs.status().message();
+  for (size_t i : {size_t{0}, size_t{2}}) {
+    ASSERT_TRUE(outcomes[i].outputs.ok()) << outcomes[i].outputs.status().message();
+    std::vector<NamedTensor> alone_in = {{name, inputs[i]}};
+    auto alone = h.model().infer_one(alone_in).value();
+    const Tensor& a = alone[0].tensor;
+    const Tensor& b = (*outcomes[i].outputs)[0].tensor;
+    ASSERT_EQ(a.shape(), b.shape());
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.byte_size())) << "request " << i;
+  }
+}
+
 TEST(DynamicBatcher, FullQueueRefusesAtOnce) {
   REQUIRE_MODEL(kMlp);
   auto rt = make_runtime();

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "gantry/runtime/runtime.h"
 #include "gantry/server/server.h"
@@ -73,6 +76,72 @@ TEST_F(GrpcServerTest, AnyFreePortThenDrainTurnsReadinessOff) {
   inference::ServerLiveResponse live;
   EXPECT_TRUE(stub->ServerLive(&ctx, {}, &live).ok());
   EXPECT_TRUE(live.live());
+  (*srv)->stop();
+}
+
+// Over gRPC, like HTTP: a prompt longer than the context is INVALID_ARGUMENT (never a retryable
+// RESOURCE_EXHAUSTED), and a zero batch for Silero (which made ONNX Runtime call std::terminate) is
+// INVALID_ARGUMENT naming the input; the server answers normally afterwards.
+TEST_F(GrpcServerTest, OversizedPromptAndZeroBatchAreInvalidArgument) {
+  const auto models = std::filesystem::path(GANTRY_DEPS_DIR) / "models";
+  for (const char* f : {"tiny-llama.gguf", "silero_vad_v5.onnx"})
+    ASSERT_TRUE(std::filesystem::exists(models / f)) << f << " missing: run make setup";
+  ServeOptions o = options(0);
+  o.models = {(models / "tiny-llama.gguf").string(), (models / "silero_vad_v5.onnx").string()};
+  o.load.factory.intra_op_threads = 1;
+  o.load.factory.llama.n_ctx = 256;
+  o.load.factory.llama.parallel = 1;
+  auto srv = Server::start(*rt_, o);
+  ASSERT_TRUE(srv.ok()) << srv.status().message();
+  auto stub = inference::GRPCInferenceService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string((*srv)->grpc_port()), grpc::InsecureChannelCredentials()));
+  auto infer = [&](const inference::ModelInferRequest& req) {
+    grpc::ClientContext ctx;
+    inference::ModelInferResponse r;
+    return stub->ModelInfer(&ctx, req, &r);
+  };
+
+  inference::ModelInferRequest prompt;
+  prompt.set_model_name("tiny-llama");
+  auto* in = prompt.add_inputs();
+  in->set_name("prompt");
+  in->set_datatype("BYTES");
+  in->add_shape(1);
+  std::string text;
+  for (int i = 0; i < 600; ++i) text += " word";
+  in->mutable_contents()->add_bytes_contents(text);
+  grpc::Status st = infer(prompt);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_NE(st.error_message().find("context length exceeded"), std::string::npos) << st.error_message();
+  in->mutable_contents()->set_bytes_contents(0, "Hello");
+  st = infer(prompt);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+
+  auto silero = [](int64_t batch) {
+    inference::ModelInferRequest r;
+    r.set_model_name("silero_vad_v5");
+    const std::vector<std::pair<const char*, std::vector<int64_t>>> inputs = {{"input", {batch, 512}},
+                                                                              {"state", {2, batch, 128}}};
+    for (const auto& [name, shape] : inputs) {
+      auto* t = r.add_inputs();
+      t->set_name(name);
+      t->set_datatype("FP32");
+      int64_t n = 1;
+      for (int64_t d : shape) t->add_shape(d), n *= d;
+      for (int64_t i = 0; i < n; ++i) t->mutable_contents()->add_fp32_contents(0.0f);
+    }
+    auto* sr = r.add_inputs();
+    sr->set_name("sr");
+    sr->set_datatype("INT64");
+    sr->mutable_contents()->add_int64_contents(16000);
+    return r;
+  };
+  st = infer(silero(0));
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_NE(st.error_message().find("input 'input': dimension 0 is 0"), std::string::npos)
+      << st.error_message();
+  st = infer(silero(1));
+  EXPECT_TRUE(st.ok()) << st.error_message();
   (*srv)->stop();
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "gantry/core/json.h"
+
 namespace gantry::server::kserve {
 namespace {
 
@@ -641,6 +643,33 @@ TEST(KServeJsonFastPath, OnlyInputDataIsRewritten) {
   auto e = parse_infer_request(bad, std::nullopt, multi());
   ASSERT_FALSE(e.ok());
   EXPECT_HAS(e.status().message(), "not valid JSON");
+}
+
+TEST(KServeJson, DeepJsonIsRefusedBeforeParsing) {
+  const auto nested = [](size_t depth, const std::string& leaf) {
+    return std::string(depth, '[') + leaf + std::string(depth, ']');
+  };
+  const auto m = single(DType::kInt64);
+  const std::string input = R"({"name":"in","datatype":"INT64","shape":[1],"data":[7]})";
+  // 100,000 levels in "parameters" used to crash the server when the parameters were copied.
+  const std::string bomb = R"({"parameters":{"p":)" + nested(100000, "") + R"(},"inputs":[)" + input + "]}";
+  for (auto length : {std::optional<size_t>(), std::optional<size_t>(bomb.size())}) {
+    auto r = parse_infer_request(bomb, length, m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_HAS(r.status().message(), "inference request: JSON nests deeper than 64 levels");
+  }
+  // Numeric "data" counts too, although the fast path takes it out of the text nlohmann parses:
+  // the request, "inputs" and the input are 3 levels, so 61 more are the most.
+  const auto data_request = [&](size_t depth) {
+    return R"({"inputs":[{"name":"in","datatype":"INT64","shape":[1],"data":)" + nested(depth, "7") + "}]}";
+  };
+  auto too_deep = parse_infer_request(data_request(kMaxJsonDepth - 2), std::nullopt, m);
+  ASSERT_FALSE(too_deep.ok());
+  EXPECT_HAS(too_deep.status().message(), "JSON nests deeper than 64 levels");
+  auto at_limit = parse_infer_request(data_request(kMaxJsonDepth - 3), std::nullopt, m);
+  ASSERT_FALSE(at_limit.ok());  // parsed, then refused for what it is
+  EXPECT_HAS(at_limit.status().message(), "nested deeper than the shape's rank");
 }
 
 TEST(KServeJsonFastPath, DepthAndCountChecksApply) {

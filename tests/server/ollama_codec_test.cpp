@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "gantry/core/json.h"
+
 namespace gantry::server::ollama {
 namespace {
 
@@ -170,6 +172,26 @@ TEST(OllamaCodec, BadBodies) {
   error(R"({"model":3})", "'model' must be a string");
   error(gen(R"("stream":"yes")"), "'stream' must be a boolean");
   error(R"({"model":"m","prompt":5})", "'prompt' must be a string");
+}
+
+TEST(OllamaCodec, DeepJsonIsA400NotACrash) {
+  const auto nested = [](size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  // A 100,000-deep `format` schema used to overflow the stack when it was copied and dumped.
+  error(gen(R"("format": {"type": "object", "default": )" + nested(100000) + "}"),
+        "JSON nests deeper than 64 levels");
+  error(R"({"model":"m","messages":[{"role":"user","content":"x"}],"format":)" + nested(65) + "}",
+        "JSON nests deeper than 64 levels", Endpoint::kChat);
+  for (bool legacy : {false, true}) {
+    auto e = parse_embed_request(R"({"model":"m","input":)" + nested(100000) + "}", legacy);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(e));
+    EXPECT_EQ(std::get<ApiError>(e).http_status, 400);
+    EXPECT_NE(std::get<ApiError>(e).message.find("nests deeper than 64 levels"), std::string::npos);
+  }
+  error(gen(R"("options": {"temperature": 1e6079})"), "not valid JSON");
+  // Up to the limit is accepted: the body, "format" and "default" are 3 of the 64 levels.
+  EXPECT_EQ(ok(gen(R"("format": {"type": "object", "default": )" + nested(kMaxJsonDepth - 3) + "}"))
+                .generation.constraint.kind,
+            Kind::kJsonSchema);
 }
 
 TEST(OllamaCodec, Chat) {

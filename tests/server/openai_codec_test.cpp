@@ -7,6 +7,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "gantry/core/json.h"
+
 namespace gantry::server::openai {
 namespace {
 
@@ -150,6 +152,30 @@ TEST(OpenAiCodec, ResponseFormatJsonSchema) {
   EXPECT_EQ(r.generation.constraint.kind, Kind::kJsonObject) << "no schema: any JSON object";
 }
 
+// `depth` nested arrays.
+std::string nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+TEST(OpenAiCodec, DeepJsonIsA400NotACrash) {
+  // 100,000 levels in a schema used to overflow the stack when the schema was copied and dumped.
+  const std::string deep_schema = chat_body(R"("response_format": {"type": "json_schema", "json_schema": {
+      "name": "x", "schema": {"type": "object", "default": )" +
+                                            nested(100000) + "}}}");
+  chat_error(deep_schema, "", "JSON nests deeper than 64 levels");
+  completion_error(R"({"prompt": "hi", "stop": )" + nested(100000) + "}", "",
+                   "JSON nests deeper than 64 levels");
+  auto emb = parse_embedding_request(R"({"input": )" + nested(65) + "}");
+  ASSERT_TRUE(std::holds_alternative<ApiError>(emb));
+  EXPECT_EQ(std::get<ApiError>(emb).http_status, 400);
+  EXPECT_NE(error_body(std::get<ApiError>(emb)).find("nests deeper than 64 levels"), std::string::npos);
+  // Numbers beyond double's range are a 400 too (nlohmann throws for them even without exceptions).
+  chat_error(chat_body(R"("temperature": 1e6079)"), "", "not valid JSON");
+  // The deepest a request may be is accepted (a schema nesting to the limit, as a client may send).
+  TextRequest r = chat_ok(chat_body(R"("response_format": {"type": "json_schema", "json_schema": {
+      "name": "x", "schema": {"type": "object", "default": )" +
+                                    nested(kMaxJsonDepth - 4) + "}}}"));
+  EXPECT_EQ(r.generation.constraint.kind, Kind::kJsonSchema);
+}
+
 TEST(OpenAiCodec, ChatRequestErrors) {
   chat_error("not json", "", "not valid JSON");
   chat_error("[1,2]", "", "must be a JSON object");
@@ -276,9 +302,16 @@ TEST(OpenAiCodec, ErrorsFromStatus) {
   EXPECT_EQ(e.type, "invalid_request_error");
   EXPECT_EQ(e.param, "response_format");
   EXPECT_NE(e.message.find("'pattern'"), std::string::npos);
-  e = api_error(ResourceExhausted("the prompt has 900 tokens"));
+  // A prompt longer than the context is the request's fault, also once wrapped with context.
+  e = api_error(backend::context_length_exceeded("the prompt has 900 tokens").with_context("request 0"));
   EXPECT_EQ(e.http_status, 400);
+  EXPECT_EQ(e.type, "invalid_request_error");
   EXPECT_EQ(e.code, "context_length_exceeded");
+  EXPECT_TRUE(api_error(InvalidArgument("bad schema")).code.empty());
+  // Resource exhaustion is the server's (a full queue or KV cache): retry later.
+  e = api_error(ResourceExhausted("out of KV cache space"));
+  EXPECT_EQ(e.http_status, 429);
+  EXPECT_TRUE(e.code.empty());
   EXPECT_EQ(api_error(NotFound("no model x")).http_status, 404);
   e = api_error(Unavailable("draining"));
   EXPECT_EQ(e.http_status, 503);

@@ -115,6 +115,37 @@ class KServe(unittest.TestCase):
         prob = out["outputs"][names.index("output")]["data"][0]
         self.assertTrue(0.0 <= prob <= 1.0)
 
+    def test_silero_empty_or_mismatched_inputs_are_400_and_the_server_lives(self):
+        def silero(batch, width=512, state_batch=None):
+            sb = batch if state_batch is None else state_batch
+            return get_json("POST", f"/v2/models/{SILERO}/infer", {"inputs": [
+                {"name": "input", "datatype": "FP32", "shape": [batch, width], "data": [0.0] * (batch * width)},
+                {"name": "state", "datatype": "FP32", "shape": [2, sb, 128], "data": [0.0] * (256 * sb)},
+                {"name": "sr", "datatype": "INT64", "shape": [], "data": [16000]}]})
+        # The zero batch made ONNX Runtime call std::terminate: the whole server died.
+        self.assert_error(silero(0), 400, "input 'input': dimension 0 is 0")
+        self.assert_error(silero(1, width=0), 400, "input 'input': dimension 1 is 0")
+        self.assert_error(silero(2, state_batch=1), 400, "ONNX Runtime Run failed")  # was a 500
+        status, _, out = silero(1)
+        self.assertEqual(status, 200, out)
+        self.assertEqual(request("GET", "/v2/health/live")[0], 200)
+
+    def test_deep_json_is_400_and_the_server_lives(self):
+        deep = "[" * 100000 + "]" * 100000
+        body = ('{"parameters": {"p": ' + deep + '}, "inputs": []}').encode()
+        status, _, data = request("POST", f"/v2/models/{MLP}/infer", body, {"Content-Type": "application/json"})
+        self.assertEqual(status, 400, data[:300])
+        self.assertIn("nests deeper than 64 levels", json.loads(data)["error"])
+        schema = '{"type": "object", "default": ' + deep + '}'
+        for path, doc in (("/v1/chat/completions", '{"model": "%s", "messages": [{"role": "user", "content": "x"}], '
+                                                    '"response_format": {"type": "json_schema", "json_schema": '
+                                                    '{"name": "x", "schema": %s}}}' % (LLAMA, schema)),
+                          ("/api/generate", '{"model": "%s", "prompt": "x", "format": %s}' % (LLAMA, schema))):
+            status, _, data = request("POST", path, doc.encode(), {"Content-Type": "application/json"})
+            self.assertEqual(status, 400, data[:300])
+            self.assertIn(b"nests deeper than 64 levels", data)
+        self.assertEqual(request("GET", "/v2/health/live")[0], 200)
+
     def assert_error(self, status_and_body, want_status, phrase):
         status, _, body = status_and_body
         self.assertEqual(status, want_status, body)
@@ -312,6 +343,54 @@ class OpenAI(unittest.TestCase):
                 return
             time.sleep(0.05)
         self.fail("the disconnected stream was still in flight after 10 s")
+
+
+class OversizedPrompt(unittest.TestCase):
+    """A prompt longer than the context (--ctx 512) is the request's fault on every protocol: 400 with a
+    reason, never a retryable 429, streamed or not."""
+    LONG = "word " * 3000
+
+    def assert_400(self, got, phrase="context length exceeded"):
+        status, hdrs, body = got
+        self.assertEqual(status, 400, body)
+        self.assertNotIn("retry-after", hdrs)
+        err = body["error"]
+        self.assertIn(phrase, err["message"] if isinstance(err, dict) else err)
+        return err
+
+    def test_kserve_infer(self):
+        self.assert_400(get_json("POST", f"/v2/models/{LLAMA}/infer", {"inputs": [
+            {"name": "prompt", "datatype": "BYTES", "shape": [1], "data": [self.LONG]}]}))
+
+    def test_openai_chat_and_completions_plain_and_streamed(self):
+        for path, fields, param in (("/v1/chat/completions", {"messages": [{"role": "user", "content": self.LONG}]},
+                                     "messages"),
+                                    ("/v1/completions", {"prompt": self.LONG}, "prompt")):
+            for stream in (False, True):
+                with self.subTest(path=path, stream=stream):
+                    err = self.assert_400(get_json("POST", path, {"model": LLAMA, "max_tokens": 4, "stream": stream,
+                                                                  **fields}))
+                    self.assertEqual(err["code"], "context_length_exceeded")
+                    self.assertEqual(err["param"], param)
+                    self.assertEqual(err["type"], "invalid_request_error")
+
+    def test_openai_embeddings(self):
+        err = self.assert_400(get_json("POST", "/v1/embeddings", {"model": LLAMA, "input": ["hi", self.LONG]}))
+        self.assertEqual(err["code"], "context_length_exceeded")
+
+    def test_ollama_generate_chat_and_embed(self):
+        for stream in (False, True):  # Ollama streams unless told not to
+            with self.subTest(stream=stream):
+                self.assert_400(get_json("POST", "/api/generate", {"model": LLAMA, "prompt": self.LONG,
+                                                                   "stream": stream}))
+                self.assert_400(get_json("POST", "/api/chat", {"model": LLAMA, "stream": stream, "messages": [
+                    {"role": "user", "content": self.LONG}]}))
+        self.assert_400(get_json("POST", "/api/embed", {"model": LLAMA, "input": self.LONG}))
+
+    def test_the_model_still_answers(self):
+        status, _, body = get_json("POST", "/api/generate", {"model": LLAMA, "prompt": "Hi", "stream": False,
+                                                             "options": {"num_predict": 4}})
+        self.assertEqual(status, 200, body)
 
 
 class Auth(unittest.TestCase):

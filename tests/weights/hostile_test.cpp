@@ -62,6 +62,16 @@ TEST(Hostile, ShapeOverflowAndSizeMismatch) {
   expect_refused(safetensors(R"({"__metadata__":{"a":1}})", 0), "__metadata__");
 }
 
+TEST(Hostile, DeepOrOverflowingJsonIsCorruptNotACrash) {
+  // 100,000 levels in __metadata__ would overflow the stack when walked; a huge number made nlohmann throw.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  expect_refused(safetensors(R"({"__metadata__":{"a":)" + deep + "}}", 0), "nests deeper than 64 levels");
+  EXPECT_EQ(open_status(safetensors(R"({"__metadata__":{"a":)" + deep + "}}", 0)).code(),
+            StatusCode::kCorrupt);
+  expect_refused(safetensors(R"({"w":{"dtype":"F32","shape":[1e6079],"data_offsets":[0,4]}})", 4),
+                 "not valid JSON");
+}
+
 TEST(Hostile, GoodHeaderIsAccepted) {
   // The control: the same builder with a consistent header loads.
   auto m = metadata(WeightSource::owned(
@@ -112,6 +122,11 @@ TEST_F(HostileIndex, MissingShardsEscapesAndLies) {
   EXPECT_FALSE(s.ok());
   s = index_status(R"({"metadata":{}})");
   EXPECT_NE(s.message().find("weight_map"), std::string::npos) << s.message();
+  // Its metadata values are dumped as text: a deep one must be refused before (dump recurses).
+  s = index_status(R"({"metadata":{"m":)" + std::string(100000, '[') + std::string(100000, ']') +
+                   R"(},"weight_map":{"a":"s1.safetensors"}})");
+  EXPECT_EQ(s.code(), StatusCode::kCorrupt);
+  EXPECT_NE(s.message().find("nests deeper than 64 levels"), std::string::npos) << s.message();
 }
 
 TEST(Hostile, NpzAndNpyRefusals) {

@@ -31,6 +31,14 @@ struct SamplingParams {
 // Checks every field; the message names the bad one and its allowed range.
 Status validate(const SamplingParams& p);
 
+// A prompt or text to embed that is longer than the model's context allows: the request's fault, so
+// InvalidArgument (400 on every protocol, never a retryable 429; OpenAI's code
+// "context_length_exceeded"). The message starts with "context length exceeded: " and goes on with
+// `details` (both numbers and what to do).
+Status context_length_exceeded(std::string_view details);
+// Whether `st` is such an error (also after with_context() prefixed it).
+bool is_context_length_exceeded(const Status& st);
+
 enum class FinishReason { kEndOfGeneration, kMaxTokens, kStopString, kCancelled };
 std::string_view finish_reason_name(FinishReason r);  // "eog", "max_tokens", "stop", "cancelled"
 

@@ -1,9 +1,16 @@
-// Parsing JSON from untrusted text without exceptions escaping.
+// Parsing JSON from untrusted text without exceptions escaping, and without documents too deep to walk.
 //
 // nlohmann::json::parse(..., allow_exceptions=false) still throws out_of_range for number overflow
 // (e.g. "1e6079"), so every parser of untrusted JSON goes through parse_json() instead.
+//
+// Depth: nlohmann parses iteratively, but copying, dump(), comparison and our own schema walkers recurse
+// once per level, so a 100,000-deep document parses fine and then overflows the stack of whichever
+// thread touches it. parse_json() therefore refuses a document nested deeper than kMaxJsonDepth before
+// building anything; a parser that does not go through it (a SAX pass, a hand-written scanner) calls
+// check_json_depth() first.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -14,9 +21,23 @@
 
 namespace gantry {
 
+// The deepest nesting of arrays and objects a JSON document from outside may have. Far above legitimate
+// use: a KServe request's tensor "data" nests to the tensor's rank (ONNX models rarely exceed 8) under 3
+// levels; a JSON schema nests 2 levels per object level ("properties", then the property), so OpenAI's
+// limit of 10 object levels is about 24 levels with the request around it.
+inline constexpr size_t kMaxJsonDepth = 64;
+
+// InvalidArgument "<origin>: JSON nests deeper than 64 levels ..." when `text` opens more than
+// `max_depth` arrays/objects inside one another; OK otherwise. Brackets inside strings (escapes
+// included) do not count. Text that is not JSON may pass: the parser then says what is wrong with it.
+// One linear pass, no allocation.
+Status check_json_depth(std::string_view text, std::string_view origin, size_t max_depth = kMaxJsonDepth);
+
 // Parses `text`; `origin` names the file or stream in the error ("<origin>: not valid JSON: ...").
+// A document deeper than kMaxJsonDepth is refused (check_json_depth) before anything is built.
 template <typename Json = nlohmann::json>
 Result<Json> parse_json(std::string_view text, std::string_view origin) {
+  GANTRY_RETURN_IF_ERROR(check_json_depth(text, origin));
   try {
     return Json::parse(text);
   } catch (const nlohmann::json::exception& e) {
@@ -26,9 +47,10 @@ Result<Json> parse_json(std::string_view text, std::string_view origin) {
 
 // Like parse_json, for documents where a repeated key is an attacker's trick rather than a typo: a key that
 // appears twice in one object is an InvalidArgument naming it ("<origin>: duplicate key 'name'") instead of
-// the last one silently winning. Linear time: one hash set per open object.
+// the last one silently winning. Linear time: one hash set per open object. Depth as parse_json.
 template <typename Json = nlohmann::json>
 Result<Json> parse_json_unique_keys(std::string_view text, std::string_view origin) {
+  GANTRY_RETURN_IF_ERROR(check_json_depth(text, origin));
   struct Duplicate {
     std::string key;
   };

@@ -3,7 +3,9 @@
 // the oldest request plus every queued request with the same per-row shapes, up to max_batch_size
 // rows, runs them as ONE Model::infer_batch (concatenate, run, split) and hands each its own rows.
 // A batch starts when it is full (or reaches the largest preferred size), or when its oldest request
-// has waited max_queue_delay. Results equal unbatched ones: rows never influence each other.
+// has waited max_queue_delay. Results equal unbatched ones: rows never influence each other. When the
+// batch fails with InvalidArgument (some request's inputs are at fault), each request runs alone, so a
+// bad request cannot fail the good ones it was batched with.
 #pragma once
 
 #include <chrono>

@@ -37,10 +37,11 @@ struct ApiError {
 std::string error_body(const ApiError& e);
 
 // The ApiError for a failed Status (e.g. from start_generation or embed): InvalidArgument and
-// Unsupported -> 400 invalid_request_error; ResourceExhausted (prompt longer than the context) ->
-// 400 invalid_request_error, code "context_length_exceeded"; NotFound -> 404; Unavailable and
-// Cancelled -> 503 server_error; anything else -> 500 server_error. `param` names the request field
-// when the caller knows it (e.g. "response_format" for a refused schema).
+// Unsupported -> 400 invalid_request_error, with code "context_length_exceeded" for a prompt longer
+// than the context (backend::is_context_length_exceeded); ResourceExhausted (a full queue or KV
+// cache) -> 429 rate_limit_error; NotFound -> 404; Unavailable and Cancelled -> 503 server_error;
+// anything else -> 500 server_error. `param` names the request field when the caller knows it (e.g.
+// "response_format" for a refused schema).
 ApiError api_error(const Status& status, std::string param = "");
 
 enum class Endpoint { kChat, kCompletion };

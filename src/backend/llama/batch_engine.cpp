@@ -161,7 +161,7 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
   if (s->prompt.empty()) return InvalidArgument("the prompt is empty (no tokens to start from)");
   const size_t cap = ctx_->n_ctx_seq();
   if (s->prompt.size() + 1 > cap) {
-    return ResourceExhausted(
+    return backend::context_length_exceeded(
         "the prompt has " + std::to_string(s->prompt.size()) + " tokens but the context holds " +
         std::to_string(cap) +
         " per sequence (including one for the reply); use a larger --ctx or a shorter prompt");

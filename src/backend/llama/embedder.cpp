@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "gantry/backend/generation.h"
+
 namespace gantry::llama {
 namespace {
 
@@ -52,9 +54,10 @@ Result<std::vector<std::vector<float>>> LlamaEmbedder::embed(std::span<const std
     GANTRY_ASSIGN_OR_RETURN(auto t, w.tokenize(texts[i], true, false));
     if (t.empty()) return InvalidArgument("text " + std::to_string(i) + " is empty");
     if (static_cast<int32_t>(t.size()) > n_batch || t.size() > ctx_->n_ctx_seq()) {
-      return ResourceExhausted("text " + std::to_string(i) + " has " + std::to_string(t.size()) +
-                               " tokens; the embedding context takes at most " +
-                               std::to_string(std::min<uint32_t>(n_batch, ctx_->n_ctx_seq())));
+      return backend::context_length_exceeded("text " + std::to_string(i) + " has " +
+                                              std::to_string(t.size()) +
+                                              " tokens; the embedding context takes at most " +
+                                              std::to_string(std::min<uint32_t>(n_batch, ctx_->n_ctx_seq())));
     }
     toks.push_back(std::move(t));
   }

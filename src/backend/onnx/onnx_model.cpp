@@ -1,6 +1,7 @@
 #include "gantry/backend/onnx/onnx_model.h"
 
 #include <cstring>
+#include <map>
 #include <system_error>
 
 #include "gantry/backend/onnx/ort_env.h"
@@ -334,6 +335,15 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
     m->input_ort_types_.push_back(ort_element_type(t.dtype));
   }
   for (const auto& t : m->meta_.outputs) m->output_names_.push_back(t.name.c_str());
+  std::map<std::string, std::vector<std::pair<size_t, size_t>>> by_dim_name;
+  for (size_t i = 0; i < m->meta_.inputs.size(); ++i) {
+    const TensorInfo& t = m->meta_.inputs[i];
+    for (size_t d = 0; d < t.shape.rank(); ++d)
+      if (t.shape[d] == Shape::kDynamic && !t.dim_names[d].empty())
+        by_dim_name[t.dim_names[d]].emplace_back(i, d);
+  }
+  for (auto& [name, positions] : by_dim_name)
+    if (positions.size() > 1) m->shared_dims_.push_back(std::move(positions));
   m->cpu_memory_owner_ = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
   m->cpu_memory_ = m->cpu_memory_owner_;
   if (!options.use_env_allocators) m->plan_output_reuse();
@@ -449,9 +459,34 @@ Status OnnxModel::check_input(size_t i, const Tensor& t) const {
                            shape_text(want.dtype, want.shape) + ", got " + shape_text(t.dtype(), t.shape()));
   if (t.dtype() != DType::kString && t.empty() && t.element_count() > 0)
     return InvalidArgument("model '" + meta_.name + "' input '" + want.name + "' has no data");
+  // An empty batch (or any empty dynamic dim) can make an ONNX Runtime kernel call std::terminate.
+  // A dim the model itself declares as 0 is its author's intent (the ONNX node tests have such).
+  for (size_t d = 0; d < want.shape.rank(); ++d)
+    if (want.shape[d] == Shape::kDynamic && t.shape()[d] == 0)
+      return InvalidArgument("model '" + meta_.name + "' input '" + want.name + "': dimension " +
+                             std::to_string(d) + " is 0 (shape " + t.shape().to_string() +
+                             "); an empty input cannot run: every dynamic dimension must be at least 1");
   if (t.memory_class() == MemoryClass::kDevice)
     return Unsupported("model '" + meta_.name + "' input '" + want.name + "' is in device memory; the " +
                        placement_.provider + " session takes host tensors");
+  return Status::Ok();
+}
+
+Status OnnxModel::check_shared_dims(const NamedTensor* const* ordered) const {
+  for (const auto& positions : shared_dims_) {
+    const auto [i0, d0] = positions[0];
+    const int64_t want = ordered[i0]->tensor.shape()[d0];
+    for (size_t k = 1; k < positions.size(); ++k) {
+      const auto [i, d] = positions[k];
+      const int64_t got = ordered[i]->tensor.shape()[d];
+      if (got == want) continue;
+      return InvalidArgument(
+          "model '" + meta_.name + "': inputs '" + meta_.inputs[i0].name + "' and '" + meta_.inputs[i].name +
+          "' disagree on dimension '" + meta_.inputs[i0].dim_names[d0] + "': " + std::to_string(want) +
+          " (dim " + std::to_string(d0) + " of '" + meta_.inputs[i0].name + "') vs " + std::to_string(got) +
+          " (dim " + std::to_string(d) + " of '" + meta_.inputs[i].name + "')");
+    }
+  }
   return Status::Ok();
 }
 
@@ -472,7 +507,12 @@ Status OnnxModel::validate(std::span<const NamedTensor> inputs, std::vector<size
                              "' (expected " + shape_text(meta_.inputs[i].dtype, meta_.inputs[i].shape) + ")");
     GANTRY_RETURN_IF_ERROR(check_input(i, inputs[order[i]].tensor));
   }
-  return Status::Ok();
+  if (shared_dims_.empty()) return Status::Ok();
+  const NamedTensor* inline_order[kInline];
+  std::vector<const NamedTensor*> heap_order(n > kInline ? n : 0);
+  const NamedTensor** ordered = n > kInline ? heap_order.data() : inline_order;
+  for (size_t i = 0; i < n; ++i) ordered[i] = &inputs[order[i]];
+  return check_shared_dims(ordered);
 }
 
 Ort::Session* OnnxModel::pick_session(const NamedTensor* const* ordered) const {
@@ -505,12 +545,23 @@ Result<std::vector<NamedTensor>> OnnxModel::infer_one(std::span<const NamedTenso
       GANTRY_RETURN_IF_ERROR(check_input(i, inputs[i].tensor));
       ordered[i] = &inputs[i];
     }
+    GANTRY_RETURN_IF_ERROR(check_shared_dims(ordered));
   } else {
     std::vector<size_t> order;
     GANTRY_RETURN_IF_ERROR(validate(inputs, order));
     for (size_t i = 0; i < n; ++i) ordered[i] = &inputs[order[i]];
   }
-  return run(ordered);
+  return run_caught(ordered);
+}
+
+Result<std::vector<NamedTensor>> OnnxModel::run_caught(const NamedTensor* const* ordered) {
+  try {
+    return run(ordered);
+  } catch (const std::exception& e) {
+    return Internal("model '" + meta_.name + "': running it threw: " + e.what());
+  } catch (...) {
+    return Internal("model '" + meta_.name + "': running it threw an unknown exception");
+  }
 }
 
 Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordered) {
@@ -603,7 +654,11 @@ Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordere
     std::string msg = "model '" + meta_.name + "': ONNX Runtime Run failed: " + status_message(st);
     if (options_.use_env_allocators && !PoolAllocator::last_failure().empty())
       return ResourceExhausted(msg + " (memory refused: " + PoolAllocator::last_failure() + ")");
-    return code == ORT_INVALID_ARGUMENT ? InvalidArgument(std::move(msg)) : Internal(std::move(msg));
+    // A kernel refusing the inputs' shapes or values says INVALID_ARGUMENT, or FAIL once a control-flow
+    // node (If, Loop) wraps its error: the request's fault, as validate() could not see it. A kernel that
+    // threw (RUNTIME_EXCEPTION: out of memory, a bug), an execution provider's failure, ...: ours.
+    if (code == ORT_INVALID_ARGUMENT || code == ORT_FAIL) return InvalidArgument(std::move(msg));
+    return Internal(std::move(msg));
   }
 
   for (size_t o = 0; o < m; ++o)
@@ -721,7 +776,7 @@ Result<std::vector<std::vector<NamedTensor>>> OnnxModel::infer_batch(
   }
   std::vector<const NamedTensor*> ordered(n);
   for (size_t i = 0; i < n; ++i) ordered[i] = &merged[i];
-  GANTRY_ASSIGN_OR_RETURN(auto outputs, run(ordered.data()));
+  GANTRY_ASSIGN_OR_RETURN(auto outputs, run_caught(ordered.data()));
   // Split along dim 0.
   std::vector<std::vector<NamedTensor>> result(requests.size());
   for (const auto& out : outputs) {

@@ -282,8 +282,11 @@ TEST(BatchEngine, PromptLongerThanTheContextIsRefused) {
   for (int i = 0; i < 300; ++i) prompt += " word";
   auto r = (*e)->submit(greedy(prompt, 4));
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  // The request's fault, never a retryable "resource exhausted" (the server would answer 429).
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(backend::is_context_length_exceeded(r.status())) << r.status().message();
   EXPECT_NE(r.status().message().find("the context holds 256"), std::string::npos) << r.status().message();
+  EXPECT_EQ((*e)->stats().pending, 0u);
 }
 
 TEST(BatchEngine, AGenerationStopsWhenItsContextIsFull) {

@@ -70,6 +70,15 @@ TEST(LlamaEmbedder, MeanPoolingIsTheMeanOfTokenEmbeddings) {
   ContextOptions bad = o;
   bad.pooling = Pooling::kNone;
   EXPECT_FALSE(LlamaEmbedder::create(weights, bad).ok());
+
+  // A text longer than the embedding context is the request's fault (400), not a full server (429).
+  std::string long_text;
+  for (int i = 0; i < 600; ++i) long_text += " word";
+  auto too_long = (*emb)->embed(std::vector<std::string>{"ok", long_text}, false);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_EQ(too_long.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(backend::is_context_length_exceeded(too_long.status())) << too_long.status().message();
+  EXPECT_NE(too_long.status().message().find("text 1 has"), std::string::npos) << too_long.status().message();
 }
 
 // Settings as LlamaBackend would make them for `path` on the CPU with one thread.

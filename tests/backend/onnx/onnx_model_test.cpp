@@ -1,6 +1,8 @@
 #include "gantry/backend/onnx/onnx_model.h"
 
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -308,6 +310,138 @@ TEST(OnnxModel, SileroVadMatchesRawOrt) {
   auto e = (*m)->infer_one(bad);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("'sr'"), std::string::npos);
+}
+
+// Inputs that made ONNX Runtime call std::terminate (a zero batch) or fail inside Run (an empty input, a
+// batch the state disagrees with) are refused before Run with the input named; the model still works.
+TEST(OnnxModel, SileroVadRefusesEmptyAndMismatchedInputs) {
+  REQUIRE_MODEL(kSilero);
+  auto m = OnnxModel::open(kSilero, one_thread());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const Tensor sr = Tensor::from_values<int64_t>(DType::kInt64, Shape(), {16000}).value();
+  auto run = [&](const Shape& input, const Shape& state) {
+    std::vector<NamedTensor> in{{"input", random_f32(input, 1)}, {"state", random_f32(state, 2)}, {"sr", sr}};
+    return (*m)->infer_one(in);
+  };
+  struct Case {
+    Shape input, state;
+    std::vector<std::string> phrases;
+  };
+  const Case cases[] = {
+      {Shape({0, 512}), Shape({2, 0, 128}), {"'input'", "dimension 0 is 0"}},  // the zero batch
+      {Shape({1, 512}), Shape({2, 0, 128}), {"'state'", "dimension 1 is 0"}},
+      {Shape({1, 0}), Shape({2, 1, 128}), {"'input'", "dimension 1 is 0"}},  // an empty input
+      // Silero names no dims, so only Run finds these (its LSTM checks the state): still the request's.
+      {Shape({2, 512}), Shape({2, 1, 128}), {"ONNX Runtime Run failed", "initial_h"}},  // batch 2, state 1
+      {Shape({1, 512}), Shape({2, 3, 128}), {"ONNX Runtime Run failed", "initial_h"}},  // batch 1, state 3
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("input " + c.input.to_string() + " state " + c.state.to_string());
+    auto r = run(c.input, c.state);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().to_string();
+    for (const auto& p : c.phrases)
+      EXPECT_NE(r.status().message().find(p), std::string::npos) << r.status().message();
+  }
+  // The model still answers, as raw ONNX Runtime does.
+  Ort::Session raw(testing::raw_env(), kSilero.c_str(), testing::raw_options(1));
+  for (int64_t batch : {1, 3}) {
+    Tensor audio = random_f32(Shape({batch, 512}), 42);
+    Tensor state = random_f32(Shape({2, batch, 128}), 43);
+    std::vector<NamedTensor> in{{"input", audio}, {"state", state}, {"sr", sr}};
+    auto out = (*m)->infer_one(in);
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    auto want = testing::raw_run(raw, {audio, state, sr});
+    ASSERT_EQ(want.size(), out->size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(want[i].size(), (*out)[i].tensor.byte_size());
+      EXPECT_EQ(0, std::memcmp(want[i].data(), (*out)[i].tensor.data(), want[i].size())) << (*out)[i].name;
+    }
+  }
+}
+
+// z = Add(a, b), every tensor [batch, 4]: two inputs sharing the symbolic dim "batch".
+fs::path write_add_model() {
+  ::onnx::ModelProto mp;
+  mp.set_ir_version(8);
+  auto* op = mp.add_opset_import();
+  op->set_domain("");
+  op->set_version(17);
+  auto* g = mp.mutable_graph();
+  g->set_name("add");
+  auto* n = g->add_node();
+  n->set_op_type("Add");
+  n->add_input("a");
+  n->add_input("b");
+  n->add_output("z");
+  for (auto* v : {g->add_input(), g->add_input(), g->add_output()}) {
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(::onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_param("batch");
+    t->mutable_shape()->add_dim()->set_dim_value(4);
+  }
+  g->mutable_input(0)->set_name("a");
+  g->mutable_input(1)->set_name("b");
+  g->mutable_output(0)->set_name("z");
+  const fs::path file = fs::temp_directory_path() / ("gantry-add-" + std::to_string(::getpid()) + ".onnx");
+  std::ofstream f(file, std::ios::binary);
+  EXPECT_TRUE(mp.SerializeToOstream(&f));
+  return file;
+}
+
+TEST(OnnxModel, InputsSharingADimNameMustAgree) {
+  const fs::path file = write_add_model();
+  auto m = OnnxModel::open(file, one_thread());
+  fs::remove(file);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  ASSERT_EQ((*m)->metadata().inputs[1].name, "b");
+  ASSERT_EQ((*m)->metadata().inputs[1].dim_names[0], "batch");
+  for (bool in_order : {true, false}) {
+    std::vector<NamedTensor> in{{"a", random_f32(Shape({2, 4}), 1)}, {"b", random_f32(Shape({3, 4}), 2)}};
+    if (!in_order) std::swap(in[0], in[1]);
+    auto r = (*m)->infer_one(in);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(
+        r.status().message().find("inputs 'a' and 'b' disagree on dimension 'batch': 2 (dim 0 of 'a') vs 3"),
+        std::string::npos)
+        << r.status().message();
+  }
+  // Batched: each request is checked, and named.
+  std::vector<std::vector<NamedTensor>> reqs = {
+      {{"a", random_f32(Shape({1, 4}), 1)}, {"b", random_f32(Shape({1, 4}), 2)}},
+      {{"a", random_f32(Shape({1, 4}), 3)}, {"b", random_f32(Shape({2, 4}), 4)}}};
+  ASSERT_TRUE((*m)->metadata().batchable);
+  auto b = (*m)->infer_batch(reqs);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(b.status().message().find("request 1"), std::string::npos) << b.status().message();
+  EXPECT_NE(b.status().message().find("disagree on dimension 'batch'"), std::string::npos)
+      << b.status().message();
+  // Agreeing inputs run.
+  std::vector<NamedTensor> ok{{"a", random_f32(Shape({3, 4}), 1)}, {"b", random_f32(Shape({3, 4}), 2)}};
+  auto r = (*m)->infer_one(ok);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FLOAT_EQ((*r)[0].tensor.values<float>()[5],
+                  ok[0].tensor.values<float>()[5] + ok[1].tensor.values<float>()[5]);
+}
+
+TEST(OnnxModel, ZeroBatchIsRefusedAloneAndInABatch) {
+  REQUIRE_MODEL(kMlp);
+  auto m = open_mlp();
+  ASSERT_TRUE(m);
+  std::vector<NamedTensor> empty{{"input", Tensor::allocate(DType::kFloat32, Shape({0, 64})).value()}};
+  auto r = m->infer_one(empty);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("input 'input': dimension 0 is 0"), std::string::npos)
+      << r.status().message();
+  std::vector<std::vector<NamedTensor>> reqs = {{{"input", random_f32(Shape({2, 64}), 1)}}, empty};
+  auto b = m->infer_batch(reqs);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(b.status().message().find("request 1"), std::string::npos) << b.status().message();
+  EXPECT_TRUE(m->infer_one(reqs[0]).ok());
 }
 
 TEST(OnnxModel, PaddleOcrModelsMatchRawOrt) {

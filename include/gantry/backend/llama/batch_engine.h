@@ -67,8 +67,10 @@ class BatchEngine {
   BatchEngine(const BatchEngine&) = delete;
   BatchEngine& operator=(const BatchEngine&) = delete;
 
-  // Validates the request (sampling parameters, max_tokens, prompt fits the context) and queues it.
-  // Errors here are the request's fault; the handle's result carries errors found later.
+  // Validates the request (sampling parameters, max_tokens, prompt fits the context: else
+  // backend::context_length_exceeded), compiles its output constraint to a grammar on the calling
+  // thread (never the decoding loop) and queues it. Errors here are the request's fault
+  // (InvalidArgument); the handle's result carries errors found later.
   Result<SequenceHandle> submit(backend::GenerationRequest request);
 
   // submit + wait, driving the engine from this thread when no background loop runs.

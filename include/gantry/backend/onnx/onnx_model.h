@@ -2,6 +2,10 @@
 //
 // - Inputs are validated (name, dtype, rank, static dims) before Run, with errors naming the input and
 //   the expected vs. given dtype/shape; host inputs are bound zero-copy (the tensor's own memory).
+//   A zero-size dimension where the model declares a dynamic one is refused (ONNX Runtime kernels can
+//   call std::terminate on empty batches), and inputs that share a symbolic dimension name ("batch")
+//   must agree on it. A Run that still fails on the inputs is InvalidArgument; anything Run throws is
+//   caught (Internal).
 // - Outputs are owned gantry::Tensors. String tensors are supported both ways.
 // - Output buffers are reused: an output whose shape follows from the inputs' shapes (static dims, or
 //   symbolic dims an input shares, like "batch") is preallocated and handed to Run, from a small
@@ -70,6 +74,10 @@ class OnnxModel final : public backend::Model {
   };
   Result<std::vector<backend::NamedTensor>> run(const backend::NamedTensor* const* ordered);
   Status check_input(size_t index, const Tensor& t) const;
+  // Inputs that share a symbolic dim name agree on its size (`ordered`: the model's input order).
+  Status check_shared_dims(const backend::NamedTensor* const* ordered) const;
+  // run() with every exception caught.
+  Result<std::vector<backend::NamedTensor>> run_caught(const backend::NamedTensor* const* ordered);
   Ort::Session* pick_session(const backend::NamedTensor* const* ordered) const;
   // Where each dim of a predictable output comes from.
   struct DimSource {
@@ -96,6 +104,8 @@ class OnnxModel final : public backend::Model {
   std::vector<const char*> input_names_;
   std::vector<const char*> output_names_;
   std::vector<int> input_ort_types_;
+  // Per symbolic dim name that two or more dynamic input dims share: those (input, dim) positions.
+  std::vector<std::vector<std::pair<size_t, size_t>>> shared_dims_;
   std::vector<std::vector<DimSource>> output_dims_;  // per output; empty when not predictable
   std::atomic<bool> reuse_outputs_{false};
   std::mutex slots_mu_;
