@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "backend/llama/llama_test_util.h"
 #include "gantry/backend/llama/batch_engine.h"
@@ -153,6 +154,86 @@ TEST(JsonGrammar, UnsupportedSchemasAreRefusedByName) {
   expect_refused("{not json", "not valid JSON");
 }
 
+// An object of `n` boolean properties named p0, p1, ...; all required or all optional.
+std::string wide_object(size_t n, bool required) {
+  json s = {{"type", "object"}, {"properties", json::object()}};
+  json names = json::array();
+  for (size_t i = 0; i < n; ++i) {
+    s["properties"]["p" + std::to_string(i)] = {{"type", "boolean"}};
+    names.push_back("p" + std::to_string(i));
+  }
+  if (required) s["required"] = names;
+  return s.dump();
+}
+
+json enum_of(size_t n, const std::string& prefix = "v") {
+  json values = json::array();
+  for (size_t i = 0; i < n; ++i) values.push_back(prefix + std::to_string(i));
+  return {{"enum", values}};
+}
+
+TEST(JsonGrammar, SchemasAreBoundedInSize) {
+  // Alternatives at one point: optional properties of one object, values of one enum, anyOf branches.
+  grammar_ok(wide_object(kMaxSchemaAlternatives, false));
+  expect_refused(wide_object(kMaxSchemaAlternatives + 1, false),
+                 "'properties' (the optional ones) at the schema root offers more than 128 alternatives at "
+                 "one point (at most 128;");
+  grammar_ok(enum_of(kMaxSchemaAlternatives).dump());
+  expect_refused(enum_of(kMaxSchemaAlternatives + 1).dump(),
+                 "'enum' at the schema root offers more than 128");
+  // Nested enums and anyOfs add up, through $ref too.
+  expect_refused(json{{"anyOf", {enum_of(100, "a"), enum_of(100, "b")}}}.dump(),
+                 "'anyOf' at the schema root");
+  expect_refused(json{{"$defs", {{"e", enum_of(100)}}},
+                      {"type", "object"},
+                      {"properties", {{"x", {{"anyOf", {{{"$ref", "#/$defs/e"}}, enum_of(100, "b")}}}}}}}
+                     .dump(),
+                 "'anyOf' at '/properties/x' offers more than 128");
+  grammar_ok(json{{"anyOf", {enum_of(64, "a"), enum_of(64, "b")}}}.dump());
+  // Subschemas in all (the root is one).
+  grammar_ok(wide_object(kMaxSchemaNodes - 1, true));
+  expect_refused(wide_object(kMaxSchemaNodes, true), "more than 1024 subschemas");
+  // Enum values in all.
+  json enums = {{"type", "object"}, {"properties", json::object()}};
+  for (size_t k = 0; k <= kMaxSchemaEnumValues / kMaxSchemaAlternatives; ++k)
+    enums["properties"]["e" + std::to_string(k)] = enum_of(kMaxSchemaAlternatives);
+  expect_refused(enums.dump(), "more than 1024 enum values in all");
+  // The grammar text.
+  expect_refused(json{{"const", std::string(kMaxGrammarBytes, 'x')}}.dump(), "its grammar would take");
+  // Nesting is bounded by the JSON depth limit, before any conversion (a 20,000-deep "items" took 81 s).
+  std::string deep;
+  for (int i = 0; i < 20000; ++i) deep += R"({"type":"array","items":)";
+  deep += "{}" + std::string(20000, '}');
+  expect_refused(deep, "the JSON schema: JSON nests deeper than 64 levels");
+}
+
+TEST(JsonGrammar, HugeOrSimilarNamesStayLinear) {
+  // 1,000 properties whose rules all get the same name base ("s-root-----..."): numbered, not searched.
+  json same = {{"type", "object"}, {"properties", json::object()}, {"required", json::array()}};
+  for (size_t i = 0; i < 1000; ++i) {
+    const std::string name = std::string(60, '!') + std::to_string(i);  // the hint keeps only the '!'s
+    same["properties"][name] = {{"type", "string"}, {"maxLength", 3}};
+    same["required"].push_back(name);
+  }
+  const std::string g = grammar_ok(same.dump());
+  std::set<std::string> names;
+  size_t rules = 0;
+  for (size_t at = 0; (at = g.find(" ::= \"\\\"\" char{0,3}", at)) != std::string::npos; ++at, ++rules) {
+    const size_t line = g.rfind('\n', at) + 1;
+    names.insert(g.substr(line, at - line));
+  }
+  EXPECT_EQ(rules, 1000u);
+  EXPECT_EQ(names.size(), 1000u) << "rule names must stay unique";
+  // A 100 KB key, nested: rule names and error pointers stay short.
+  const std::string key(100000, 'k');
+  json nested = {{"type", "object"},
+                 {"properties", {{key, {{"type", "object"}, {"properties", {{key, {{"type", "date"}}}}}}}}}};
+  auto r = json_schema_grammar(nested.dump());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unknown type 'date'"), std::string::npos);
+  EXPECT_LT(r.status().message().size(), 600u);
+}
+
 TEST(JsonGrammar, GrammarForConstraintKinds) {
   OutputConstraint none;
   auto g = grammar_for(none);
@@ -167,13 +248,14 @@ TEST(JsonGrammar, GrammarForConstraintKinds) {
 TEST(JsonGrammar, LlamaCppAcceptsEveryGrammarWeWrite) {
   GANTRY_REQUIRE_TINY_MODEL();
   std::vector<std::string> grammars = {
-      json_object_grammar(),
-      grammar_ok(kBoundedSchema),
-      grammar_ok(R"({"enum":["x\"y\\z\n", 3.5, null]})"),
+      json_object_grammar(), grammar_ok(kBoundedSchema), grammar_ok(R"({"enum":["x\"y\\z\n", 3.5, null]})"),
       grammar_ok(R"({"type":"array","items":{"type":"string","maxLength":3}})"),
       grammar_ok(R"({"properties":{"ключ":{"const":"значение"}}})"),
       grammar_ok(R"({"definitions":{"a":{"type":["integer","string"]}},
-                                                     "type":"array","items":{"$ref":"#/definitions/a"}})")};
+                                                     "type":"array","items":{"$ref":"#/definitions/a"}})"),
+      // The largest accepted schemas.
+      grammar_ok(wide_object(kMaxSchemaAlternatives, false)),
+      grammar_ok(wide_object(kMaxSchemaNodes - 1, true)), grammar_ok(enum_of(kMaxSchemaAlternatives).dump())};
   for (const auto& g : grammars) {
     llama_sampler* s = llama_sampler_init_grammar(weights->vocab(), g.c_str(), "root");
     EXPECT_NE(s, nullptr) << "llama.cpp rejected:\n" << g;
@@ -310,6 +392,14 @@ TEST(JsonGrammar, UnsupportedSchemaIsRefusedAtSubmit) {
   ASSERT_FALSE(h.ok());
   EXPECT_EQ(h.status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(contains(h.status().message(), "'format'")) << h.status().message();
+  EXPECT_EQ((*e)->stats().pending, 0u);
+  // Too large: refused by submit, on the caller's thread, before anything reaches the decoding loop.
+  auto big = (*e)->submit(constrained(
+      OutputConstraint{OutputConstraint::Kind::kJsonSchema, wide_object(kMaxSchemaAlternatives + 1, false)},
+      0.0f, 0, 8));
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(contains(big.status().message(), "the JSON schema is too large")) << big.status().message();
   EXPECT_EQ((*e)->stats().pending, 0u);
 }
 

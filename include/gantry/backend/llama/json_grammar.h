@@ -13,8 +13,17 @@
 //
 // Whitespace between tokens is bounded (at most a newline and 8 spaces) and numbers have at most
 // 16 integer and 16 fraction digits, so a model cannot stall in an endless run of them.
+//
+// Size: a schema is compiled to a grammar on the request's thread, and llama.cpp then applies the grammar
+// to the whole vocabulary at every generated token, on the decoding thread every sequence shares: a
+// grammar offering thousands of alternatives at one point slows every decode step of the engine. So a
+// schema is bounded (InvalidArgument "the JSON schema is too large: ... (at most N; ...)"). At these
+// limits the largest schemas compile in milliseconds, and the widest costs a sequence decoding next to
+// it less per token than a plain json_object constraint does (bench/schema_grammar_bench.cpp).
+// Nesting is bounded by kMaxJsonDepth (gantry/core/json.h) when the schema is parsed.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -22,6 +31,17 @@
 #include "gantry/core/status.h"
 
 namespace gantry::llama {
+
+// Subschemas in one schema: each property, items, anyOf branch, type-array entry and $ref'd definition.
+inline constexpr size_t kMaxSchemaNodes = 1024;
+// Alternatives at one point of the output: the optional properties of one object, the values of one
+// enum, the branches of one anyOf (nested enums and anyOfs counted in). Each is a grammar stack that
+// llama.cpp checks against the whole vocabulary at every step the sequence spends there.
+inline constexpr size_t kMaxSchemaAlternatives = 128;
+// Enum values, all of the schema's enums together.
+inline constexpr size_t kMaxSchemaEnumValues = 1024;
+// The grammar text (long names, enum values and consts make it large).
+inline constexpr size_t kMaxGrammarBytes = size_t{256} << 10;
 
 // A grammar accepting exactly one JSON object (any keys and values).
 std::string json_object_grammar();
