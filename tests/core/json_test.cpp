@@ -71,5 +71,28 @@ TEST(ParseJson, BracketsInsideStringsDoNotCount) {
   EXPECT_FALSE(check_json_depth("{\"]]]]\": " + nested(kMaxJsonDepth) + "}", "x").ok());
 }
 
+TEST(ParseJson, MembersAreBoundedWhenAsked) {
+  JsonShapeLimits limits;
+  limits.max_object_members = 3;
+  limits.max_members = 5;
+  // Colons in strings and array elements are no members.
+  EXPECT_TRUE(
+      check_json_shape(R"({"a:b": [1, 2, 3, 4, 5], "c": "x:y:z", "d": {"e": 1, "f": 2}})", "x", limits).ok());
+  auto wide = parse_json<nlohmann::ordered_json>(R"({"a": 1, "b": 2, "c": 3, "d": 4})", "wide.json", limits);
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.status().message().find("wide.json: a JSON object has more than 3 members"),
+            std::string::npos)
+      << wide.status().message();
+  auto many =
+      check_json_shape(R"([{"a": 1, "b": 2}, {"a": 1, "b": 2}, {"a": 1, "b": 2}])", "many.json", limits);
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.message().find("many.json: JSON objects have more than 5 members in all"), std::string::npos)
+      << many.message();
+  // By default only the depth is bounded.
+  std::string big = "{";
+  for (int i = 0; i < 5000; ++i) big += (i ? ",\"k" : "\"k") + std::to_string(i) + "\": 0";
+  EXPECT_TRUE(parse_json(big + "}", "x").ok());
+}
+
 }  // namespace
 }  // namespace gantry

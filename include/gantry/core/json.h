@@ -7,10 +7,12 @@
 // once per level, so a 100,000-deep document parses fine and then overflows the stack of whichever
 // thread touches it. parse_json() therefore refuses a document nested deeper than kMaxJsonDepth before
 // building anything; a parser that does not go through it (a SAX pass, a hand-written scanner) calls
-// check_json_depth() first.
+// check_json_depth() first. Callers parsing into ordered_json also bound the members of objects
+// (JsonShapeLimits), whose parse is quadratic in them.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -27,17 +29,33 @@ namespace gantry {
 // limit of 10 object levels is about 24 levels with the request around it.
 inline constexpr size_t kMaxJsonDepth = 64;
 
+// Bounds on a document's shape, checked by one linear pass before it is parsed.
+struct JsonShapeLimits {
+  size_t max_depth = kMaxJsonDepth;
+  // Members of one object, and of all objects together. For ordered_json: it keeps an object's members in
+  // a vector and looks each new key up linearly, so parsing an object of n members costs n^2/2 key
+  // comparisons (20,000 keys: half a second). Unbounded by default (nlohmann::json's std::map is fine).
+  size_t max_object_members = SIZE_MAX;
+  size_t max_members = SIZE_MAX;
+};
+
 // InvalidArgument "<origin>: JSON nests deeper than 64 levels ..." when `text` opens more than
-// `max_depth` arrays/objects inside one another; OK otherwise. Brackets inside strings (escapes
-// included) do not count. Text that is not JSON may pass: the parser then says what is wrong with it.
-// One linear pass, no allocation.
-Status check_json_depth(std::string_view text, std::string_view origin, size_t max_depth = kMaxJsonDepth);
+// `max_depth` arrays/objects inside one another (or "<origin>: a JSON object has more than N members",
+// "...: JSON objects have more than N members in all"); OK otherwise. Brackets, colons inside strings
+// (escapes included) do not count. Text that is not JSON may pass: the parser then says what is wrong
+// with it. One linear pass; no allocation unless members are bounded.
+Status check_json_shape(std::string_view text, std::string_view origin, const JsonShapeLimits& limits = {});
+
+// check_json_shape with the default limits: only the depth.
+inline Status check_json_depth(std::string_view text, std::string_view origin) {
+  return check_json_shape(text, origin);
+}
 
 // Parses `text`; `origin` names the file or stream in the error ("<origin>: not valid JSON: ...").
-// A document deeper than kMaxJsonDepth is refused (check_json_depth) before anything is built.
+// A document beyond `limits` (by default: deeper than kMaxJsonDepth) is refused before anything is built.
 template <typename Json = nlohmann::json>
-Result<Json> parse_json(std::string_view text, std::string_view origin) {
-  GANTRY_RETURN_IF_ERROR(check_json_depth(text, origin));
+Result<Json> parse_json(std::string_view text, std::string_view origin, const JsonShapeLimits& limits = {}) {
+  GANTRY_RETURN_IF_ERROR(check_json_shape(text, origin, limits));
   try {
     return Json::parse(text);
   } catch (const nlohmann::json::exception& e) {

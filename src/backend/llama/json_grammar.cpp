@@ -418,7 +418,10 @@ class Converter {
 std::string json_object_grammar() { return "root ::= object\n" + std::string(kBaseRules); }
 
 Result<std::string> json_schema_grammar(std::string_view schema_json) {
-  GANTRY_ASSIGN_OR_RETURN(const Json schema, parse_json<Json>(schema_json, "the JSON schema"));
+  JsonShapeLimits limits;
+  limits.max_object_members = kMaxSchemaNodes;
+  limits.max_members = kMaxSchemaMembers;
+  GANTRY_ASSIGN_OR_RETURN(const Json schema, parse_json<Json>(schema_json, "the JSON schema", limits));
   Converter c(schema);
   GANTRY_ASSIGN_OR_RETURN(Expr root, c.visit(schema, Path{}, "root"));
   std::string text = c.text(root.text);

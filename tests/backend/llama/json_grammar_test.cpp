@@ -198,6 +198,15 @@ TEST(JsonGrammar, SchemasAreBoundedInSize) {
   for (size_t k = 0; k <= kMaxSchemaEnumValues / kMaxSchemaAlternatives; ++k)
     enums["properties"]["e" + std::to_string(k)] = enum_of(kMaxSchemaAlternatives);
   expect_refused(enums.dump(), "more than 1024 enum values in all");
+  // Object members, bounded before the schema is parsed (ordered_json parses in quadratic time).
+  expect_refused(wide_object(20000, false), "the JSON schema: a JSON object has more than 1024 members");
+  json annotated = {{"type", "object"}, {"properties", json::object()}};
+  for (size_t k = 0; k < 20; ++k) {
+    json big = json::object();
+    for (size_t i = 0; i < 1000; ++i) big["k" + std::to_string(i)] = i;
+    annotated["properties"]["p" + std::to_string(k)] = {{"type", "object"}, {"default", big}};
+  }
+  expect_refused(annotated.dump(), "JSON objects have more than 16384 members in all");
   // The grammar text.
   expect_refused(json{{"const", std::string(kMaxGrammarBytes, 'x')}}.dump(), "its grammar would take");
   // Nesting is bounded by the JSON depth limit, before any conversion (a 20,000-deep "items" took 81 s).

@@ -40,6 +40,10 @@ inline constexpr size_t kMaxSchemaNodes = 1024;
 inline constexpr size_t kMaxSchemaAlternatives = 128;
 // Enum values, all of the schema's enums together.
 inline constexpr size_t kMaxSchemaEnumValues = 1024;
+// Object members (keywords, properties, and inside annotations), all objects together; one object may
+// have at most kMaxSchemaNodes. The schema is parsed as ordered_json (to keep `properties` in order),
+// whose parse is quadratic in an object's members: 20,000 properties took half a second just to parse.
+inline constexpr size_t kMaxSchemaMembers = 16384;
 // The grammar text (long names, enum values and consts make it large).
 inline constexpr size_t kMaxGrammarBytes = size_t{256} << 10;
 
