@@ -331,11 +331,12 @@ Status for_each_leaf(const json& data, int max_depth, size_t& index, F&& f) {
 // request (a 57 MiB body of numbers peaked at 747 MiB). Before parsing, the header is scanned
 // (string-aware) for the "data" arrays of the objects in the top-level "inputs" array; one that holds
 // only numbers, true, false, null and nested arrays is read here (numbers with std::from_chars), replaced
-// by `null` in the text given to nlohmann, and recorded under the input's position in "inputs". When the
-// input's "datatype" came before its "data" (as clients usually write it), each element is converted
-// straight into a buffer of that type, which becomes the tensor; otherwise the array is only checked and
-// counted here and converted from its text once the datatype is known. Either way nothing is kept per
-// element but the tensor's bytes. Anything else (strings, objects, a number from_chars cannot take, odd
+// by `null` in the text given to nlohmann, and recorded under the input's position in "inputs". The
+// input object's "datatype" and "shape" are read first (before or after "data", one pass to the object's
+// end), so each element is converted straight into a buffer of that type and size, which becomes the
+// tensor; only when the datatype is not plainly written (an escape) is the array checked and counted
+// here and converted from its text once the DOM has it. Either way nothing is kept per element but the
+// tensor's bytes. Anything else (strings, objects, a number from_chars cannot take, odd
 // syntax) stays in the text for nlohmann, so errors and exotic input keep the ordinary path. As in
 // nlohmann, the last of duplicate keys wins. The mapping is by position, so nothing a client writes can
 // name an array.
@@ -346,8 +347,8 @@ struct FastArray {
   size_t leaves = 0;  // elements, row-major
   int depth = 0;      // deepest array nesting; a flat list is 1
   Leaf first;         // element 0, when there is one
-  // Set when converted while scanning: the elements as `dtype` (room for at least `leaves`), or the
-  // first element that does not fit it.
+  // Set when converted while scanning: the elements as `dtype` (the request's last "datatype"; room for
+  // at least `leaves`), or the first element that does not fit it.
   std::optional<DType> dtype;
   std::shared_ptr<std::byte[]> bytes;
   Status error;
@@ -365,7 +366,7 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 // Parses the JSON number at s[pos..]; advances pos past it. False when the grammar or value is not one
 // this fast path takes (nlohmann then decides).
-bool scan_number(std::string_view s, size_t& pos, Leaf& out) {
+[[gnu::always_inline]] inline bool scan_number(std::string_view s, size_t& pos, Leaf& out) {
   const size_t start = pos;
   size_t p = pos;
   const size_t n = s.size();
@@ -417,18 +418,19 @@ bool scan_number(std::string_view s, size_t& pos, Leaf& out) {
 }
 
 // Parses the element at s[pos..] (a number, true, false or null); advances pos past it.
-bool scan_leaf(std::string_view s, size_t& pos, Leaf& out) {
+[[gnu::always_inline]] inline bool scan_leaf(std::string_view s, size_t& pos, Leaf& out) {
+  const char c = s[pos];
+  if (c == '-' || is_digit(c)) return scan_number(s, pos, out);
   for (auto [word, kind] : {std::pair{std::string_view("true"), Leaf::Kind::kTrue},
                             std::pair{std::string_view("false"), Leaf::Kind::kFalse},
                             std::pair{std::string_view("null"), Leaf::Kind::kNull}}) {
-    if (s[pos] == word[0]) {
-      if (s.substr(pos, word.size()) != word) return false;
+    if (s.substr(pos, word.size()) == word) {
       out.kind = kind;
       pos += word.size();
       return true;
     }
   }
-  return scan_number(s, pos, out);
+  return false;
 }
 
 // Scans the array starting at s[pos] == '[', calling on_leaf(leaf) for each element in row-major order.
@@ -549,8 +551,11 @@ std::optional<FastArray> scan_data(std::string_view h, size_t begin, std::option
       count(leaf);
       if (!a.error.ok()) return;
       std::byte* dst = buffer.room_for(i);
-      a.error = dst ? convert(leaf, i, dst)
-                    : ResourceExhausted("out of host memory for " + std::to_string(i + 1) + " elements");
+      if (!dst) {
+        a.error = ResourceExhausted("out of host memory for " + std::to_string(i + 1) + " elements");
+        return;
+      }
+      if (Status st = convert(leaf, i, dst); !st.ok()) a.error = std::move(st);
     });
     return Status::Ok();
   });
@@ -582,18 +587,71 @@ std::optional<DType> datatype_token(std::string_view token) {
   return parse_datatype(token.substr(1, token.size() - 2));
 }
 
+// What an input object's keys say about its "data": its "datatype" and the element count of its "shape",
+// the last of each (as nlohmann keeps the last of duplicate keys), when plainly written.
+struct InputHints {
+  bool has_datatype = false;
+  std::optional<DType> dtype;
+  bool has_shape = false;
+  std::optional<uint64_t> count;
+
+  // Takes the key `token` (quotes included) whose value starts at h[value].
+  void key(std::string_view h, std::string_view token, size_t value) {
+    const bool has_value = value < h.size();
+    if (token == "\"datatype\"") {
+      has_datatype = true;
+      dtype = has_value && h[value] == '"' ? datatype_token(h.substr(value, string_end(h, value) + 1 - value))
+                                           : std::nullopt;
+    } else if (token == "\"shape\"") {
+      has_shape = true;
+      count = has_value && h[value] == '[' ? shape_count(h, value) : std::nullopt;
+    }
+  }
+};
+
+// The hints among the keys of the object that h[pos] is inside, from pos to the object's end: one
+// string-aware pass, so a "datatype" written after "data" (keys in sorted order) is known before the
+// data is read.
+InputHints hints_after(std::string_view h, size_t pos) {
+  // Most of what this passes over is numbers: skip to the next character that matters by table.
+  static constexpr auto kStructural = [] {
+    std::array<bool, 256> t{};
+    for (char c : {'"', '[', ']', '{', '}'}) t[static_cast<unsigned char>(c)] = true;
+    return t;
+  }();
+  InputHints out;
+  int depth = 1;
+  for (size_t i = pos; i < h.size(); ++i) {
+    const char c = h[i];
+    if (!kStructural[static_cast<unsigned char>(c)]) continue;
+    if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) break;
+    } else if (c == '"') {
+      const size_t end = string_end(h, i);
+      if (depth == 1) {
+        const size_t colon = skip_spaces(h, end + 1);
+        if (colon < h.size() && h[colon] == ':')
+          out.key(h, h.substr(i, end + 1 - i), skip_spaces(h, colon + 1));
+      }
+      i = end;
+    }
+  }
+  return out;
+}
+
 Prescan prescan_numeric_data(std::string_view h) {
   Prescan out;
   out.source = h;
-  size_t copied = 0;           // h[0, copied) is already in out.text
-  int depth = 0;               // open containers outside strings
-  char opened[3] = {0, 0, 0};  // the kinds of the first three
-  bool key_is_inputs = false;  // the last key of the top-level object was "inputs"
-  bool in_inputs = false;      // inside the top-level "inputs" array
-  size_t element = 0;          // position in it
-  // What the current input object said before its "data" (the last of duplicates so far).
-  std::optional<DType> dtype;
-  std::optional<uint64_t> count_hint;
+  size_t copied = 0;                // h[0, copied) is already in out.text
+  int depth = 0;                    // open containers outside strings
+  char opened[3] = {0, 0, 0};       // the kinds of the first three
+  bool key_is_inputs = false;       // the last key of the top-level object was "inputs"
+  bool in_inputs = false;           // inside the top-level "inputs" array
+  size_t element = 0;               // position in it
+  InputHints hints;                 // the current input object's keys so far
+  std::optional<InputHints> after;  // ... and after its first "data", looked up there once
   for (size_t i = 0; i < h.size();) {
     const char c = h[i];
     if (c == '{' || c == '[') {
@@ -604,8 +662,8 @@ Prescan prescan_numeric_data(std::string_view h) {
         out.data.clear();
       }
       if (depth == 2 && in_inputs) {
-        dtype.reset();
-        count_hint.reset();
+        hints = {};
+        after.reset();
       }
       ++depth;
     } else if (c == '}' || c == ']') {
@@ -620,16 +678,16 @@ Prescan prescan_numeric_data(std::string_view h) {
       if (is_key && depth == 1) key_is_inputs = token == "\"inputs\"";
       if (is_key && depth == 3 && in_inputs && opened[2] == '{') {
         j = skip_spaces(h, j + 1);
-        const bool is_array = j < h.size() && h[j] == '[';
-        if (token == "\"datatype\"") {
-          dtype = j < h.size() && h[j] == '"' ? datatype_token(h.substr(j, string_end(h, j) + 1 - j))
-                                              : std::nullopt;
-        } else if (token == "\"shape\"") {
-          count_hint = is_array ? shape_count(h, j) : std::nullopt;
-        } else if (token == "\"data\"") {
+        hints.key(h, token, j);
+        if (token == "\"data\"") {
           if (out.data.size() <= element) out.data.resize(element + 1);
           out.data[element].reset();  // unless this one is taken below
-          if (auto array = is_array ? scan_data(h, j, dtype, count_hint) : std::nullopt) {
+          if (!after) after = hints_after(h, j);
+          // Where a "datatype" follows the first "data", the last one does; else the last one before.
+          const InputHints& last_dtype = after->has_datatype ? *after : hints;
+          const InputHints& last_shape = after->has_shape ? *after : hints;
+          const bool is_array = j < h.size() && h[j] == '[';
+          if (auto array = is_array ? scan_data(h, j, last_dtype.dtype, last_shape.count) : std::nullopt) {
             const size_t array_end = array->end;
             if (!out.rewritten) out.text.reserve(std::min<size_t>(h.size(), 4096));
             out.rewritten = true;
@@ -771,7 +829,7 @@ Result<Tensor> tensor_from_json(const PendingInput& in, DType dtype, const Presc
       GANTRY_RETURN_IF_ERROR(fast->error);
       return Tensor::adopt(dtype, in.shape, fast->bytes.get(), count * dtype_size(dtype), fast->bytes);
     }
-    // Its "datatype" came after it: convert from the text now.
+    // Its "datatype" was not plainly written (so not read before the DOM): convert from the text now.
     GANTRY_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, in.shape));
     void* dst = t.data();
     GANTRY_RETURN_IF_ERROR(with_converter(dtype, [&](auto convert) {

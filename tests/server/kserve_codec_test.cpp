@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -689,9 +690,10 @@ TEST(KServeJsonFastPath, DepthAndCountChecksApply) {
   EXPECT_EQ(p->inputs[1].tensor.element_count(), 0);
 }
 
-// One input's "data" three ways: converted while scanned ("datatype" first), scanned then converted once
-// the datatype is known ("data" first), and through nlohmann's DOM (the key written with an escape,
-// which the pre-scan does not take). All three must agree: the same bytes, or the same error.
+// One input's "data" four ways: converted while scanned, with "datatype" before or after it; checked while
+// scanned and converted once the datatype is known (written with an escape, which the pre-scan does not
+// read); and through nlohmann's DOM (the "data" key written with an escape, which the pre-scan does not
+// take). All must agree: the same bytes, or the same error.
 TEST(KServeJsonFastPath, EveryKeyOrderAgreesWithTheDom) {
   const std::vector<std::string> datas = {"[1,2,3]",
                                           "[-1,0,1]",
@@ -738,8 +740,13 @@ TEST(KServeJsonFastPath, EveryKeyOrderAgreesWithTheDom) {
       const std::string first = body("\"name\":\"in\"," + shape + "," + dt + ",\"data\":" + data);
       const std::string last = body("\"data\":" + data + "," + dt + ",\"name\":\"in\"," + shape);
       const std::string dom = body("\"name\":\"in\"," + dt + "," + shape + ",\"\\u0064ata\":" + data);
+      // An escaped datatype is not read before the DOM: the data is checked first, converted later.
+      char first_letter[8];
+      std::snprintf(first_letter, sizeof first_letter, "\\u%04X", dtype_name[0]);
+      const std::string escaped = body("\"name\":\"in\",\"datatype\":\"" + std::string(first_letter) +
+                                       dtype_name.substr(1) + "\"," + shape + ",\"data\":" + data);
       auto want = parse_infer_request(dom, std::nullopt, m);
-      for (const std::string& text : {first, last}) {
+      for (const std::string& text : {first, last, escaped}) {
         auto got = parse_infer_request(text, std::nullopt, m);
         ASSERT_EQ(got.ok(), want.ok()) << text << "\n"
                                        << got.status().to_string() << "\n"
@@ -779,14 +786,14 @@ TEST(KServeJsonFastPath, DuplicateDatatypeOrShapeAfterTheDataWins) {
   EXPECT_EQ(std::vector<int32_t>(i.begin(), i.end()), (std::vector<int32_t>{4, 5, 6}));
 }
 
-TEST(KServeJsonFastPath, LargeDataWithoutAShapeFirstGrowsItsBuffer) {
-  // No "shape" before "data": the buffer starts small and grows; every value lands where it belongs.
+TEST(KServeJsonFastPath, LargeDataWithTheShapeAfterItOrLongerThanIt) {
   constexpr int kCount = 200000;
   std::string data = "[";
   for (int k = 0; k < kCount; ++k) data += (k ? "," : "") + std::to_string(k % 1000 - 500);
   data += "]";
   for (const std::string dt : {"INT16", "FP64"}) {
     const DType dtype = dt == "INT16" ? DType::kInt16 : DType::kFloat64;
+    // "shape" after "data": every value lands where it belongs.
     auto p = parse_infer_request(R"({"inputs":[{"name":"in","datatype":")" + dt + R"(","data":)" + data +
                                      R"(,"shape":[)" + std::to_string(kCount) + "]}]}",
                                  std::nullopt, single(dtype));
@@ -797,6 +804,12 @@ TEST(KServeJsonFastPath, LargeDataWithoutAShapeFirstGrowsItsBuffer) {
       const double got = dtype == DType::kInt16 ? t.values<int16_t>()[k] : t.values<double>()[k];
       ASSERT_EQ(got, k % 1000 - 500) << dt << " element " << k;
     }
+    // Far more data than the shape says: the buffer sized for the shape grows, and the count is refused.
+    auto longer = parse_infer_request(
+        R"({"inputs":[{"name":"in","shape":[10],"datatype":")" + dt + R"(","data":)" + data + "}]}",
+        std::nullopt, single(dtype));
+    ASSERT_FALSE(longer.ok());
+    EXPECT_HAS(longer.status().message(), "\"data\" has 200000 elements but shape [10] needs 10");
   }
 }
 
