@@ -6,6 +6,12 @@
 //                                      in-process, Model::infer_batch of 32 one-row requests (goal >= 0.8)
 // All three measured here, in this run, on the same loaded model. SERVE_BENCH_SECONDS sets the
 // measuring time per case (default 4).
+// Also printed, to explain the ratio: the process's CPU time per request in each case (unlike requests/s,
+// not inflated by other processes competing for the cores) and the batched server's mean batch size
+// (from its gantry_batch_size metric): with 32 closed-loop clients and batches of up to 32, clients
+// answered together come back together, so the server runs smaller batches than the in-process 32.
+#include <sys/resource.h>
+
 #include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -15,8 +21,10 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -51,11 +59,22 @@ std::pair<std::string, size_t> request_body(int seed) {
   return {body, header.size()};
 }
 
+// CPU seconds used by this process (every thread: clients, server, ONNX Runtime).
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
 struct Load {
   uint64_t ok = 0;
   uint64_t failed = 0;
   double seconds = 0;
+  double cpu_seconds = 0;  // this process's CPU time over the measured window
+  double mean_batch = 0;   // requests per batch the server ran (batched HTTP only)
   double rps() const { return seconds > 0 ? static_cast<double>(ok) / seconds : 0; }
+  double cpu_ms_per_request() const { return ok ? 1e3 * cpu_seconds / static_cast<double>(ok) : 0; }
 };
 
 // kClients keep-alive connections sending requests back to back; counts answers in the timed window.
@@ -90,16 +109,41 @@ Load drive(uint16_t port, double warmup_s, double measure_s) {
   }
   std::this_thread::sleep_for(std::chrono::duration<double>(warmup_s));
   const auto t0 = Clock::now();
+  const double cpu0 = cpu_seconds();
   measuring = true;
   std::this_thread::sleep_for(std::chrono::duration<double>(measure_s));
   measuring = false;
   Load load;
+  load.cpu_seconds = cpu_seconds() - cpu0;
   load.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   load.ok = ok.load();
   load.failed = failed.load();
   stop = true;
   for (auto& t : clients) t.join();
   return load;
+}
+
+// The mean of the server's gantry_batch_size histogram (0 when it has none): one GET /metrics.
+double mean_batch_size(uint16_t port) {
+  net::io_context ioc;
+  tcp::socket socket(ioc);
+  boost::system::error_code ec;
+  socket.connect({net::ip::make_address("127.0.0.1"), port}, ec);
+  http::request<http::empty_body> req{http::verb::get, "/metrics", 11};
+  req.set(http::field::host, "127.0.0.1");
+  if (!ec) http::write(socket, req, ec);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  if (!ec) http::read(socket, buffer, res, ec);
+  if (ec) return 0;
+  auto value = [&](std::string_view series) {
+    const size_t at = res.body().find(series);
+    if (at == std::string::npos) return 0.0;
+    const size_t space = res.body().find(' ', res.body().find('}', at));
+    return space == std::string::npos ? 0.0 : std::atof(res.body().c_str() + space + 1);
+  };
+  const double count = value("gantry_batch_size_count{");
+  return count > 0 ? value("gantry_batch_size_sum{") / count : 0;
 }
 
 Load serve_and_drive(runtime::Runtime& rt, const std::string& model, bool batching, double secs) {
@@ -115,6 +159,7 @@ Load serve_and_drive(runtime::Runtime& rt, const std::string& model, bool batchi
     std::exit(1);
   }
   Load l = drive((*srv)->port(), 1.0, secs);
+  if (batching) l.mean_batch = mean_batch_size((*srv)->port());
   (*srv)->drain(std::chrono::seconds(30));
   (*srv)->stop();
   return l;
@@ -133,11 +178,13 @@ Load in_process(backend::Model& model, double secs) {
   for (int i = 0; i < 3; ++i) (void)model.infer_batch(requests);  // warm-up
   Load l;
   const auto t0 = Clock::now();
+  const double cpu0 = cpu_seconds();
   while (std::chrono::duration<double>(Clock::now() - t0).count() < secs) {
     auto out = model.infer_batch(requests);
     (out.ok() ? l.ok : l.failed) += kClients;
   }
   l.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  l.cpu_seconds = cpu_seconds() - cpu0;
   return l;
 }
 
@@ -169,6 +216,12 @@ int main() {
       "(%llu failed), in-process infer_batch x%d %.1f req/s\n",
       kClients, batched.rps(), static_cast<unsigned long long>(batched.failed), unbatched.rps(),
       static_cast<unsigned long long>(unbatched.failed), kClients, direct.rps());
+  std::printf(
+      "cpu per request: batched %.3f ms (mean batch %.1f requests), unbatched %.3f ms, in-process %.3f ms "
+      "(batch of %d); in-process / batched cpu %.3f\n",
+      batched.cpu_ms_per_request(), batched.mean_batch, unbatched.cpu_ms_per_request(),
+      direct.cpu_ms_per_request(), kClients,
+      batched.cpu_ms_per_request() > 0 ? direct.cpu_ms_per_request() / batched.cpu_ms_per_request() : 0);
   if (batched.ok == 0 || unbatched.ok == 0 || direct.ok == 0) return 1;
   std::printf("BENCH serve-dynamic-batching-gain ratio=%.3f\n", batched.rps() / unbatched.rps());
   std::printf("BENCH serve-http-efficiency ratio=%.3f\n", batched.rps() / direct.rps());

@@ -122,24 +122,24 @@ float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32
 
 // ---- JSON data -> tensor elements ---------------------------------------------------------------------
 //
-// Element conversion is written once for two kinds of leaf: a nlohmann::json value, and a Num that the
-// numeric-array pre-scan below produced. Num mirrors the json calls the converters use, with nlohmann's
-// number typing (unsigned / negative integer / float), so both paths accept and reject the same things.
+// Element conversion is written once for two kinds of leaf: a nlohmann::json value, and a Leaf that the
+// "data" pre-scan below produced. Leaf mirrors the json calls the converters use, with nlohmann's number
+// typing (unsigned / negative integer / float), so both paths accept and reject the same things.
 
-struct Num {
-  enum class Kind : uint8_t { kInt, kUInt, kFloat };
+struct Leaf {
+  enum class Kind : uint8_t { kInt, kUInt, kFloat, kTrue, kFalse, kNull };
   Kind kind = Kind::kInt;
   union {
-    int64_t i;
+    int64_t i = 0;
     uint64_t u;
     double d;
   };
 
-  bool is_number() const { return true; }
+  bool is_number() const { return kind == Kind::kInt || kind == Kind::kUInt || kind == Kind::kFloat; }
   bool is_number_unsigned() const { return kind == Kind::kUInt; }
-  bool is_number_integer() const { return kind != Kind::kFloat; }  // as nlohmann: signed or unsigned
+  bool is_number_integer() const { return kind == Kind::kInt || kind == Kind::kUInt; }  // as nlohmann
   bool is_number_float() const { return kind == Kind::kFloat; }
-  bool is_boolean() const { return false; }
+  bool is_boolean() const { return kind == Kind::kTrue || kind == Kind::kFalse; }
   bool is_string() const { return false; }
   template <typename T>
   T get() const {
@@ -149,16 +149,32 @@ struct Num {
       case Kind::kUInt:
         return static_cast<T>(u);
       case Kind::kFloat:
+        return static_cast<T>(d);
+      case Kind::kTrue:
+      case Kind::kFalse:
+      case Kind::kNull:
         break;
     }
-    return static_cast<T>(d);
+    return static_cast<T>(kind == Kind::kTrue);
   }
 };
 
-std::string describe(const Num& n) {
-  return n.kind == Num::Kind::kInt    ? std::to_string(n.i)
-         : n.kind == Num::Kind::kUInt ? std::to_string(n.u)
-                                      : describe(json(n.d));
+std::string describe(const Leaf& n) {
+  switch (n.kind) {
+    case Leaf::Kind::kInt:
+      return std::to_string(n.i);
+    case Leaf::Kind::kUInt:
+      return std::to_string(n.u);
+    case Leaf::Kind::kFloat:
+      return describe(json(n.d));
+    case Leaf::Kind::kTrue:
+      return "true";
+    case Leaf::Kind::kFalse:
+      return "false";
+    case Leaf::Kind::kNull:
+      break;
+  }
+  return "null";
 }
 
 template <typename V, typename T>
@@ -214,75 +230,83 @@ Status float_overflow(size_t i, const V& v, std::string_view datatype) {
                          str(datatype));
 }
 
-// Fills `t` (allocated with as many elements as there are leaves) through `each(f)`, which calls
-// f(leaf, flat_index) for every leaf in row-major order and stops at the first error f returns.
-template <typename Each>
-Status fill_elements(Each&& each, DType dtype, Tensor& t) {
-  auto integers = [&]<typename T>(T* dst) {
-    return each([&](const auto& v, size_t i) { return to_integer(v, i, dst[i]); });
-  };
+template <typename T>
+auto integer_converter() {
+  return [](const auto& v, size_t i, void* dst) { return to_integer(v, i, static_cast<T*>(dst)[i]); };
+}
+
+// Calls body(convert) with the element converter for `dtype` and returns what body returns.
+// convert(leaf, i, dst) checks leaf `i` (a json value or a Leaf) and writes it as element i of `dst`, the
+// tensor's bytes. Choosing the converter once per array keeps the dtype switch out of the element loop.
+template <typename Body>
+Status with_converter(DType dtype, Body&& body) {
   switch (dtype) {
     case DType::kFloat32: {
-      float* dst = t.values<float>().data();
       // FLT_MAX = 2^128 - 2^104; anything from the midpoint to 2^128 up rounds to infinity.
       const double limit = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);
-      return each([&](const auto& v, size_t i) {
+      return body([limit](const auto& v, size_t i, void* dst) {
         double d = 0;
         GANTRY_RETURN_IF_ERROR(to_double(v, i, d));
         if (std::fabs(d) >= limit) return float_overflow(i, v, "FP32");
-        dst[i] = static_cast<float>(d);
+        static_cast<float*>(dst)[i] = static_cast<float>(d);
         return Status::Ok();
       });
     }
-    case DType::kFloat64: {
-      double* dst = t.values<double>().data();
-      return each([&](const auto& v, size_t i) { return to_double(v, i, dst[i]); });
-    }
+    case DType::kFloat64:
+      return body(
+          [](const auto& v, size_t i, void* dst) { return to_double(v, i, static_cast<double*>(dst)[i]); });
     case DType::kFloat16:
     case DType::kBFloat16: {
-      uint16_t* dst = t.values<uint16_t>().data();
       const bool half = dtype == DType::kFloat16;
-      return each([&](const auto& v, size_t i) {
+      return body([half](const auto& v, size_t i, void* dst) {
         double d = 0;
         GANTRY_RETURN_IF_ERROR(to_double(v, i, d));
         bool overflow = false;
-        dst[i] = half ? to_small_float(d, 5, 10, overflow) : to_small_float(d, 8, 7, overflow);
+        static_cast<uint16_t*>(dst)[i] =
+            half ? to_small_float(d, 5, 10, overflow) : to_small_float(d, 8, 7, overflow);
         if (overflow) return float_overflow(i, v, half ? "FP16 (largest finite 65504)" : "BF16");
         return Status::Ok();
       });
     }
     case DType::kInt8:
-      return integers(t.values<int8_t>().data());
+      return body(integer_converter<int8_t>());
     case DType::kInt16:
-      return integers(t.values<int16_t>().data());
+      return body(integer_converter<int16_t>());
     case DType::kInt32:
-      return integers(t.values<int32_t>().data());
+      return body(integer_converter<int32_t>());
     case DType::kInt64:
-      return integers(t.values<int64_t>().data());
+      return body(integer_converter<int64_t>());
     case DType::kUInt8:
-      return integers(t.values<uint8_t>().data());
+      return body(integer_converter<uint8_t>());
     case DType::kUInt16:
-      return integers(t.values<uint16_t>().data());
+      return body(integer_converter<uint16_t>());
     case DType::kUInt32:
-      return integers(t.values<uint32_t>().data());
+      return body(integer_converter<uint32_t>());
     case DType::kUInt64:
-      return integers(t.values<uint64_t>().data());
-    case DType::kBool: {
-      auto* dst = static_cast<uint8_t*>(t.data());
-      return each([&](const auto& v, size_t i) {
+      return body(integer_converter<uint64_t>());
+    case DType::kBool:
+      return body([](const auto& v, size_t i, void* dst) {
         if (!v.is_boolean())
           return InvalidArgument("element " + std::to_string(i) + " is " + describe(v) +
                                  ", expected true or false");
-        dst[i] = v.template get<bool>() ? 1 : 0;
+        static_cast<uint8_t*>(dst)[i] = v.template get<bool>() ? 1 : 0;
         return Status::Ok();
       });
-    }
     case DType::kFloat8E4M3:  // KServe v2 has no FP8 datatype: never parsed, refused on output
     case DType::kFloat8E5M2:
     case DType::kString:
       break;
   }
-  return Internal("fill_elements: unhandled dtype");
+  return Internal("with_converter: unhandled dtype");
+}
+
+// Fills `t` (allocated with as many elements as there are leaves) through `each(f)`, which calls
+// f(leaf, flat_index) for every leaf in row-major order and stops at the first error f returns.
+template <typename Each>
+Status fill_elements(Each&& each, DType dtype, Tensor& t) {
+  void* dst = t.data();
+  return with_converter(
+      dtype, [&](auto convert) { return each([&](const auto& v, size_t i) { return convert(v, i, dst); }); });
 }
 
 // Calls f(leaf, flat_index) for every non-array element of `data` in row-major order; arrays may nest at
@@ -301,22 +325,37 @@ Status for_each_leaf(const json& data, int max_depth, size_t& index, F&& f) {
   return Status::Ok();
 }
 
-// ---- numeric "data" pre-scan ---------------------------------------------------------------------------
+// ---- "data" pre-scan -----------------------------------------------------------------------------------
 //
 // nlohmann's DOM costs about a microsecond and dozens of bytes per number, which dominates a large JSON
-// request. Before parsing, the header is scanned (string-aware) for the "data" arrays of the objects in
-// the top-level "inputs" array; one that holds only numbers and nested arrays is parsed here with
-// std::from_chars and replaced by `null` in the text given to nlohmann, and recorded under the input's
-// position in "inputs". Anything else (strings, booleans, a number from_chars cannot take, odd syntax)
-// stays in the text for nlohmann, so errors and exotic input keep the ordinary path. As in nlohmann, the
-// last of duplicate keys wins. The mapping is by position, so nothing a client writes can name an array.
+// request (a 57 MiB body of numbers peaked at 747 MiB). Before parsing, the header is scanned
+// (string-aware) for the "data" arrays of the objects in the top-level "inputs" array; one that holds
+// only numbers, true, false, null and nested arrays is read here (numbers with std::from_chars), replaced
+// by `null` in the text given to nlohmann, and recorded under the input's position in "inputs". The
+// input object's "datatype" and "shape" are read first (before or after "data", one pass to the object's
+// end), so each element is converted straight into a buffer of that type and size, which becomes the
+// tensor; only when the datatype is not plainly written (an escape) is the array checked and counted
+// here and converted from its text once the DOM has it. Either way nothing is kept per element but the
+// tensor's bytes. Anything else (strings, objects, a number from_chars cannot take, odd
+// syntax) stays in the text for nlohmann, so errors and exotic input keep the ordinary path. As in
+// nlohmann, the last of duplicate keys wins. The mapping is by position, so nothing a client writes can
+// name an array.
 
 struct FastArray {
-  std::vector<Num> leaves;  // row-major
-  int depth = 0;            // deepest array nesting; a flat list is 1
+  size_t begin = 0;   // its text in the header: h[begin] == '[' ...
+  size_t end = 0;     // ... to its closing ']', exclusive
+  size_t leaves = 0;  // elements, row-major
+  int depth = 0;      // deepest array nesting; a flat list is 1
+  Leaf first;         // element 0, when there is one
+  // Set when converted while scanning: the elements as `dtype` (the request's last "datatype"; room for
+  // at least `leaves`), or the first element that does not fit it.
+  std::optional<DType> dtype;
+  std::shared_ptr<std::byte[]> bytes;
+  Status error;
 };
 
 struct Prescan {
+  std::string_view source;                     // the header as the client sent it
   std::string text;                            // the header with fast arrays replaced; empty when none was
   std::vector<std::optional<FastArray>> data;  // by position in "inputs": its "data", when pre-scanned
   bool rewritten = false;
@@ -327,7 +366,7 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 // Parses the JSON number at s[pos..]; advances pos past it. False when the grammar or value is not one
 // this fast path takes (nlohmann then decides).
-bool scan_number(std::string_view s, size_t& pos, Num& out) {
+[[gnu::always_inline]] inline bool scan_number(std::string_view s, size_t& pos, Leaf& out) {
   const size_t start = pos;
   size_t p = pos;
   const size_t n = s.size();
@@ -360,10 +399,10 @@ bool scan_number(std::string_view s, size_t& pos, Num& out) {
     std::from_chars_result r{};
     if (*first == '-') {
       r = std::from_chars(first, last, out.i);
-      out.kind = Num::Kind::kInt;
+      out.kind = Leaf::Kind::kInt;
     } else {
       r = std::from_chars(first, last, out.u);
-      out.kind = Num::Kind::kUInt;
+      out.kind = Leaf::Kind::kUInt;
     }
     if (r.ec == std::errc() && r.ptr == last) {
       pos = p;
@@ -373,13 +412,31 @@ bool scan_number(std::string_view s, size_t& pos, Num& out) {
   }
   auto r = std::from_chars(first, last, out.d);
   if (r.ec != std::errc() || r.ptr != last || !std::isfinite(out.d)) return false;
-  out.kind = Num::Kind::kFloat;
+  out.kind = Leaf::Kind::kFloat;
   pos = p;
   return true;
 }
 
-// Scans the array starting at s[pos] == '['. On success returns true and sets pos past its ']'.
-bool scan_numeric_array(std::string_view s, size_t& pos, FastArray& out) {
+// Parses the element at s[pos..] (a number, true, false or null); advances pos past it.
+[[gnu::always_inline]] inline bool scan_leaf(std::string_view s, size_t& pos, Leaf& out) {
+  const char c = s[pos];
+  if (c == '-' || is_digit(c)) return scan_number(s, pos, out);
+  for (auto [word, kind] : {std::pair{std::string_view("true"), Leaf::Kind::kTrue},
+                            std::pair{std::string_view("false"), Leaf::Kind::kFalse},
+                            std::pair{std::string_view("null"), Leaf::Kind::kNull}}) {
+    if (s.substr(pos, word.size()) == word) {
+      out.kind = kind;
+      pos += word.size();
+      return true;
+    }
+  }
+  return false;
+}
+
+// Scans the array starting at s[pos] == '[', calling on_leaf(leaf) for each element in row-major order.
+// On success returns true, sets pos past its ']' and depth to its deepest nesting (a flat list is 1).
+template <typename OnLeaf>
+bool scan_array(std::string_view s, size_t& pos, int& depth_out, OnLeaf&& on_leaf) {
   constexpr int kMaxDepth = 64;
   const size_t n = s.size();
   size_t p = pos;
@@ -395,7 +452,7 @@ bool scan_numeric_array(std::string_view s, size_t& pos, FastArray& out) {
     if (expect_value) {
       if (s[p] == '[') {
         if (++depth > kMaxDepth) return false;
-        out.depth = std::max(out.depth, depth);
+        depth_out = std::max(depth_out, depth);
         ++p;
         skip();
         if (p < n && s[p] == ']') {  // empty array
@@ -405,9 +462,9 @@ bool scan_numeric_array(std::string_view s, size_t& pos, FastArray& out) {
         }
         continue;
       }
-      Num num;
-      if (!scan_number(s, p, num)) return false;
-      out.leaves.push_back(num);
+      Leaf leaf;
+      if (!scan_leaf(s, p, leaf)) return false;
+      on_leaf(leaf);
       expect_value = false;
       continue;
     }
@@ -425,6 +482,90 @@ bool scan_numeric_array(std::string_view s, size_t& pos, FastArray& out) {
   return true;
 }
 
+// The element count of the "shape" array at h[pos] == '[', when it is a flat list of non-negative
+// integers (a hint for the buffer of a "data" that follows; parse_shape decides what the shape is).
+std::optional<uint64_t> shape_count(std::string_view h, size_t pos) {
+  uint64_t count = 1;
+  bool ok = true;
+  int depth = 0;
+  const bool scanned = scan_array(h, pos, depth, [&](const Leaf& d) {
+    if (d.kind != Leaf::Kind::kUInt || (d.u != 0 && count > std::numeric_limits<uint64_t>::max() / d.u))
+      ok = false;
+    else
+      count *= d.u;
+  });
+  if (!scanned || !ok || depth != 1) return std::nullopt;
+  return count;
+}
+
+// Element bytes of one "data" array as it is converted: room for `capacity` elements, grown by doubling
+// when the shape's count was not known (or not true), never beyond what the rest of the text can hold.
+class ElementBuffer {
+ public:
+  ElementBuffer(size_t elem_size, size_t capacity, size_t most)
+      : elem_size_(elem_size), most_(std::max<size_t>(most, 1)) {
+    grow_to(std::clamp<size_t>(capacity, 1, most_));
+  }
+  // The buffer with room for element `i`; null when out of memory.
+  std::byte* room_for(size_t i) {
+    if (i >= capacity_ && bytes_) grow_to(std::min(std::max(capacity_ * 2, i + 1), std::max(most_, i + 1)));
+    return bytes_.get();
+  }
+  std::shared_ptr<std::byte[]> release() { return std::move(bytes_); }
+
+ private:
+  void grow_to(size_t capacity) {
+    std::unique_ptr<std::byte[]> bigger(new (std::nothrow) std::byte[capacity * elem_size_]);
+    if (bigger && bytes_) std::memcpy(bigger.get(), bytes_.get(), capacity_ * elem_size_);
+    bytes_ = std::move(bigger);
+    capacity_ = capacity;
+  }
+  size_t elem_size_;
+  size_t most_;
+  size_t capacity_ = 0;
+  std::unique_ptr<std::byte[]> bytes_;
+};
+
+// Scans the "data" array at h[begin] == '['; nullopt when it is not one the fast path takes. Its elements
+// are converted to `dtype` as they are read when that is known and numeric (or BOOL).
+std::optional<FastArray> scan_data(std::string_view h, size_t begin, std::optional<DType> dtype,
+                                   std::optional<uint64_t> count_hint) {
+  FastArray a;
+  a.begin = begin;
+  size_t pos = begin;
+  auto count = [&](const Leaf& leaf) {
+    if (a.leaves++ == 0) a.first = leaf;
+  };
+  if (!dtype || *dtype == DType::kString) {
+    if (!scan_array(h, pos, a.depth, count)) return std::nullopt;
+    a.end = pos;
+    return a;
+  }
+  // Every element takes at least two characters ("1,"), which bounds the buffer whatever "shape" says.
+  const size_t most = (h.size() - begin) / 2 + 1;
+  ElementBuffer buffer(dtype_size(*dtype), count_hint.value_or(size_t{1} << 16), most);
+  bool scanned = false;
+  Status st = with_converter(*dtype, [&](auto convert) {
+    scanned = scan_array(h, pos, a.depth, [&](const Leaf& leaf) {
+      const size_t i = a.leaves;
+      count(leaf);
+      if (!a.error.ok()) return;
+      std::byte* dst = buffer.room_for(i);
+      if (!dst) {
+        a.error = ResourceExhausted("out of host memory for " + std::to_string(i + 1) + " elements");
+        return;
+      }
+      if (Status st = convert(leaf, i, dst); !st.ok()) a.error = std::move(st);
+    });
+    return Status::Ok();
+  });
+  if (!scanned || !st.ok()) return std::nullopt;
+  a.end = pos;
+  a.dtype = dtype;
+  a.bytes = buffer.release();
+  return a;
+}
+
 // Index of the '"' closing the string that opens at h[i], or h.size() when unterminated.
 size_t string_end(std::string_view h, size_t i) {
   for (++i; i < h.size() && h[i] != '"'; ++i)
@@ -438,14 +579,79 @@ size_t skip_spaces(std::string_view h, size_t i) {
   return i;
 }
 
+// The datatype named by the JSON string token `token` (quotes included), when it is one written plainly.
+std::optional<DType> datatype_token(std::string_view token) {
+  if (token.size() < 2 || token.front() != '"' || token.back() != '"' ||
+      token.find('\\') != std::string_view::npos)
+    return std::nullopt;
+  return parse_datatype(token.substr(1, token.size() - 2));
+}
+
+// What an input object's keys say about its "data": its "datatype" and the element count of its "shape",
+// the last of each (as nlohmann keeps the last of duplicate keys), when plainly written.
+struct InputHints {
+  bool has_datatype = false;
+  std::optional<DType> dtype;
+  bool has_shape = false;
+  std::optional<uint64_t> count;
+
+  // Takes the key `token` (quotes included) whose value starts at h[value].
+  void key(std::string_view h, std::string_view token, size_t value) {
+    const bool has_value = value < h.size();
+    if (token == "\"datatype\"") {
+      has_datatype = true;
+      dtype = has_value && h[value] == '"' ? datatype_token(h.substr(value, string_end(h, value) + 1 - value))
+                                           : std::nullopt;
+    } else if (token == "\"shape\"") {
+      has_shape = true;
+      count = has_value && h[value] == '[' ? shape_count(h, value) : std::nullopt;
+    }
+  }
+};
+
+// The hints among the keys of the object that h[pos] is inside, from pos to the object's end: one
+// string-aware pass, so a "datatype" written after "data" (keys in sorted order) is known before the
+// data is read.
+InputHints hints_after(std::string_view h, size_t pos) {
+  // Most of what this passes over is numbers: skip to the next character that matters by table.
+  static constexpr auto kStructural = [] {
+    std::array<bool, 256> t{};
+    for (char c : {'"', '[', ']', '{', '}'}) t[static_cast<unsigned char>(c)] = true;
+    return t;
+  }();
+  InputHints out;
+  int depth = 1;
+  for (size_t i = pos; i < h.size(); ++i) {
+    const char c = h[i];
+    if (!kStructural[static_cast<unsigned char>(c)]) continue;
+    if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) break;
+    } else if (c == '"') {
+      const size_t end = string_end(h, i);
+      if (depth == 1) {
+        const size_t colon = skip_spaces(h, end + 1);
+        if (colon < h.size() && h[colon] == ':')
+          out.key(h, h.substr(i, end + 1 - i), skip_spaces(h, colon + 1));
+      }
+      i = end;
+    }
+  }
+  return out;
+}
+
 Prescan prescan_numeric_data(std::string_view h) {
   Prescan out;
-  size_t copied = 0;           // h[0, copied) is already in out.text
-  int depth = 0;               // open containers outside strings
-  char opened[3] = {0, 0, 0};  // the kinds of the first three
-  bool key_is_inputs = false;  // the last key of the top-level object was "inputs"
-  bool in_inputs = false;      // inside the top-level "inputs" array
-  size_t element = 0;          // position in it
+  out.source = h;
+  size_t copied = 0;                // h[0, copied) is already in out.text
+  int depth = 0;                    // open containers outside strings
+  char opened[3] = {0, 0, 0};       // the kinds of the first three
+  bool key_is_inputs = false;       // the last key of the top-level object was "inputs"
+  bool in_inputs = false;           // inside the top-level "inputs" array
+  size_t element = 0;               // position in it
+  InputHints hints;                 // the current input object's keys so far
+  std::optional<InputHints> after;  // ... and after its first "data", looked up there once
   for (size_t i = 0; i < h.size();) {
     const char c = h[i];
     if (c == '{' || c == '[') {
@@ -454,6 +660,10 @@ Prescan prescan_numeric_data(std::string_view h) {
         in_inputs = true;  // a later duplicate "inputs" replaces an earlier one, as in nlohmann
         element = 0;
         out.data.clear();
+      }
+      if (depth == 2 && in_inputs) {
+        hints = {};
+        after.reset();
       }
       ++depth;
     } else if (c == '}' || c == ']') {
@@ -466,21 +676,28 @@ Prescan prescan_numeric_data(std::string_view h) {
       size_t j = skip_spaces(h, end + 1);
       const bool is_key = j < h.size() && h[j] == ':';
       if (is_key && depth == 1) key_is_inputs = token == "\"inputs\"";
-      if (is_key && depth == 3 && in_inputs && opened[2] == '{' && token == "\"data\"") {
-        if (out.data.size() <= element) out.data.resize(element + 1);
-        out.data[element].reset();  // unless this one is taken below
+      if (is_key && depth == 3 && in_inputs && opened[2] == '{') {
         j = skip_spaces(h, j + 1);
-        FastArray array;
-        size_t array_end = j;
-        if (j < h.size() && h[j] == '[' && scan_numeric_array(h, array_end, array)) {
-          if (!out.rewritten) out.text.reserve(h.size() / 4 + 64);
-          out.rewritten = true;
-          out.text.append(h.substr(copied, j - copied));
-          out.text += "null";
-          out.data[element] = std::move(array);
-          copied = array_end;
-          i = array_end;
-          continue;
+        hints.key(h, token, j);
+        if (token == "\"data\"") {
+          if (out.data.size() <= element) out.data.resize(element + 1);
+          out.data[element].reset();  // unless this one is taken below
+          if (!after) after = hints_after(h, j);
+          // Where a "datatype" follows the first "data", the last one does; else the last one before.
+          const InputHints& last_dtype = after->has_datatype ? *after : hints;
+          const InputHints& last_shape = after->has_shape ? *after : hints;
+          const bool is_array = j < h.size() && h[j] == '[';
+          if (auto array = is_array ? scan_data(h, j, last_dtype.dtype, last_shape.count) : std::nullopt) {
+            const size_t array_end = array->end;
+            if (!out.rewritten) out.text.reserve(std::min<size_t>(h.size(), 4096));
+            out.rewritten = true;
+            out.text.append(h.substr(copied, j - copied));
+            out.text += "null";
+            out.data[element] = std::move(*array);
+            copied = array_end;
+            i = array_end;
+            continue;
+          }
         }
       }
       i = end;
@@ -489,6 +706,33 @@ Prescan prescan_numeric_data(std::string_view h) {
   }
   if (out.rewritten) out.text.append(h.substr(copied));
   return out;
+}
+
+// nlohmann's message for why `text` is not JSON (nullopt when it is), found without building its DOM: the
+// text may be a large body whose numbers the pre-scan already took.
+std::optional<std::string> json_syntax_error(std::string_view text) {
+  struct Checker : nlohmann::json_sax<json> {
+    std::optional<std::string> error;
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override { return true; }
+    bool key(string_t&) override { return true; }
+    bool end_object() override { return true; }
+    bool start_array(std::size_t) override { return true; }
+    bool end_array() override { return true; }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+      error = e.what();
+      return false;
+    }
+  };
+  Checker checker;
+  json::sax_parse(text, &checker);
+  return checker.error;
 }
 
 // ---- request pieces -----------------------------------------------------------------------------------
@@ -574,18 +818,32 @@ Result<Tensor> tensor_from_json(const PendingInput& in, DType dtype, const Presc
     fast = &*prescan.data[in.position];
   if (fast) {
     if (fast->depth > max_depth) return InvalidArgument("\"data\" is nested deeper than the shape's rank");
-    if (fast->leaves.size() != count) return count_error(fast->leaves.size());
+    if (fast->leaves != count) return count_error(fast->leaves);
     if (dtype == DType::kString) {
-      if (!fast->leaves.empty())
-        return InvalidArgument("element 0 is " + describe(fast->leaves[0]) + ", expected a string");
+      if (fast->leaves != 0)
+        return InvalidArgument("element 0 is " + describe(fast->first) + ", expected a string");
       return Tensor::from_strings(in.shape, {});
     }
+    if (count == 0) return Tensor::allocate(dtype, in.shape);
+    if (fast->dtype == dtype) {  // converted while scanned: the buffer becomes the tensor
+      GANTRY_RETURN_IF_ERROR(fast->error);
+      return Tensor::adopt(dtype, in.shape, fast->bytes.get(), count * dtype_size(dtype), fast->bytes);
+    }
+    // Its "datatype" was not plainly written (so not read before the DOM): convert from the text now.
     GANTRY_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, in.shape));
-    auto each = [&](auto&& f) {
-      for (size_t i = 0; i < fast->leaves.size(); ++i) GANTRY_RETURN_IF_ERROR(f(fast->leaves[i], i));
-      return Status::Ok();
-    };
-    GANTRY_RETURN_IF_ERROR(fill_elements(each, dtype, t));
+    void* dst = t.data();
+    GANTRY_RETURN_IF_ERROR(with_converter(dtype, [&](auto convert) {
+      size_t pos = fast->begin, i = 0;
+      int depth = 0;
+      Status error;
+      const bool scanned = scan_array(prescan.source, pos, depth, [&](const Leaf& leaf) {
+        if (error.ok()) error = convert(leaf, i, dst);
+        ++i;
+      });
+      if (!scanned || i != count)
+        return Internal("\"data\" reads differently the second time (a bug in Gantry)");
+      return error;
+    }));
     return t;
   }
 
@@ -852,8 +1110,9 @@ Result<InferRequest> parse_infer_request(std::string_view body, std::optional<si
   auto parsed = parse_json(prescan.rewritten ? std::string_view(prescan.text) : header, "inference request");
   if (!parsed.ok()) {
     // Report positions in the text the client sent, not in the rewritten one.
-    if (prescan.rewritten) parsed = parse_json(header, "inference request");
-    if (!parsed.ok()) return parsed.status();
+    if (!prescan.rewritten) return parsed.status();
+    if (auto error = json_syntax_error(header))
+      return InvalidArgument("inference request: not valid JSON: " + *error);
     return Internal("inference request: the numeric pre-scan broke valid JSON (a bug in Gantry)");
   }
   const json& request = *parsed;

@@ -1,5 +1,6 @@
 // KServe v2 / Open Inference Protocol routes: model metadata and readiness, infer (JSON and binary
 // tensors, dynamically batched where the model allows), and the model repository extension.
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <charconv>
 #include <nlohmann/json.hpp>
@@ -75,8 +76,15 @@ void kserve_infer(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest re
     return;
   }
   auto infer = std::make_shared<kserve::InferRequest>(std::move(*parsed));
-  run_inference(s, name, std::move(*handle), infer->inputs, body, reply->received(),
-                [reply, infer, name](Result<std::vector<NamedTensor>> out) {
+  // JSON data is copied into the tensors, so unless a binary input borrows from the body, the body (up to
+  // --max-body-size) is freed before inference rather than held through it.
+  std::shared_ptr<const void> keep_alive;
+  if (std::any_of(infer->inputs.begin(), infer->inputs.end(),
+                  [](const NamedTensor& t) { return !t.tensor.owns_data(); }))
+    keep_alive = std::move(body);
+  body.reset();
+  run_inference(s, name, std::move(*handle), std::move(infer->inputs), std::move(keep_alive),
+                reply->received(), [reply, infer, name](Result<std::vector<NamedTensor>> out) {
                   send_outputs(*reply, name, *infer, out);  // a full queue: 429
                 });
 }

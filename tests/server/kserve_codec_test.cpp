@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -643,6 +644,7 @@ TEST(KServeJsonFastPath, OnlyInputDataIsRewritten) {
   auto e = parse_infer_request(bad, std::nullopt, multi());
   ASSERT_FALSE(e.ok());
   EXPECT_HAS(e.status().message(), "not valid JSON");
+  EXPECT_EQ(e.status().message(), parse_json(bad, "inference request").status().message());
 }
 
 TEST(KServeJson, DeepJsonIsRefusedBeforeParsing) {
@@ -686,6 +688,129 @@ TEST(KServeJsonFastPath, DepthAndCountChecksApply) {
   auto p = parse_infer_request(json{{"inputs", empty}}.dump(), std::nullopt, m);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   EXPECT_EQ(p->inputs[1].tensor.element_count(), 0);
+}
+
+// One input's "data" four ways: converted while scanned, with "datatype" before or after it; checked while
+// scanned and converted once the datatype is known (written with an escape, which the pre-scan does not
+// read); and through nlohmann's DOM (the "data" key written with an escape, which the pre-scan does not
+// take). All must agree: the same bytes, or the same error.
+TEST(KServeJsonFastPath, EveryKeyOrderAgreesWithTheDom) {
+  const std::vector<std::string> datas = {"[1,2,3]",
+                                          "[-1,0,1]",
+                                          "[1.5,-2.25,3]",
+                                          "[[1],[2],[3]]",
+                                          "[[[1]],[[2]],[[3]]]",
+                                          "[1,2]",
+                                          "[1,2,3,4]",
+                                          "[true,false,true]",
+                                          "[1,true,3]",
+                                          "[1,null,3]",
+                                          "[300,1,1]",
+                                          "[1,-129,1]",
+                                          "[65520,1,1]",
+                                          "[1e39,1,1]",
+                                          "[-1e39,1,1]",
+                                          "[2.5e0,3e2,1]",
+                                          "[18446744073709551615,1,1]",
+                                          "[18446744073709551616,1,1]",
+                                          "[-9223372036854775808,1,1]",
+                                          "[1e-400,1,1]",
+                                          "[[1,2],3]",
+                                          "[]"};
+  for (const auto& [dtype_name, dtype] :
+       std::vector<std::pair<std::string, DType>>{{"FP32", DType::kFloat32},
+                                                  {"FP64", DType::kFloat64},
+                                                  {"FP16", DType::kFloat16},
+                                                  {"BF16", DType::kBFloat16},
+                                                  {"INT8", DType::kInt8},
+                                                  {"INT16", DType::kInt16},
+                                                  {"INT32", DType::kInt32},
+                                                  {"INT64", DType::kInt64},
+                                                  {"UINT8", DType::kUInt8},
+                                                  {"UINT16", DType::kUInt16},
+                                                  {"UINT32", DType::kUInt32},
+                                                  {"UINT64", DType::kUInt64},
+                                                  {"BOOL", DType::kBool},
+                                                  {"BYTES", DType::kString}}) {
+    const auto m = single(dtype);
+    for (const std::string& data : datas) {
+      const std::string dt = "\"datatype\":\"" + dtype_name + "\"";
+      const std::string shape = data == "[]" ? "\"shape\":[0]" : "\"shape\":[3]";
+      auto body = [&](const std::string& fields) { return "{\"inputs\":[{" + fields + "}]}"; };
+      const std::string first = body("\"name\":\"in\"," + shape + "," + dt + ",\"data\":" + data);
+      const std::string last = body("\"data\":" + data + "," + dt + ",\"name\":\"in\"," + shape);
+      const std::string dom = body("\"name\":\"in\"," + dt + "," + shape + ",\"\\u0064ata\":" + data);
+      // An escaped datatype is not read before the DOM: the data is checked first, converted later.
+      char first_letter[8];
+      std::snprintf(first_letter, sizeof first_letter, "\\u%04X", dtype_name[0]);
+      const std::string escaped = body("\"name\":\"in\",\"datatype\":\"" + std::string(first_letter) +
+                                       dtype_name.substr(1) + "\"," + shape + ",\"data\":" + data);
+      auto want = parse_infer_request(dom, std::nullopt, m);
+      for (const std::string& text : {first, last, escaped}) {
+        auto got = parse_infer_request(text, std::nullopt, m);
+        ASSERT_EQ(got.ok(), want.ok()) << text << "\n"
+                                       << got.status().to_string() << "\n"
+                                       << want.status().to_string();
+        if (!want.ok()) {
+          EXPECT_EQ(got.status().to_string(), want.status().to_string()) << text;
+          continue;
+        }
+        const Tensor& g = got->inputs[0].tensor;
+        const Tensor& w = want->inputs[0].tensor;
+        ASSERT_EQ(g.shape(), w.shape()) << text;
+        if (dtype == DType::kString) {
+          EXPECT_EQ(g.strings(), w.strings()) << text;
+        } else {
+          ASSERT_EQ(g.byte_size(), w.byte_size()) << text;
+          EXPECT_EQ(std::memcmp(g.data(), w.data(), g.byte_size()), 0) << text;
+        }
+      }
+    }
+  }
+}
+
+TEST(KServeJsonFastPath, DuplicateDatatypeOrShapeAfterTheDataWins) {
+  // Converted as INT8 while scanned (300 does not fit), but the last "datatype" says FP32.
+  auto p = parse_infer_request(
+      R"({"inputs":[{"name":"in","datatype":"INT8","shape":[2],"data":[1,300],"datatype":"FP32"}]})",
+      std::nullopt, single(DType::kFloat32));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  auto v = p->inputs[0].tensor.values<float>();
+  EXPECT_EQ(std::vector<float>(v.begin(), v.end()), (std::vector<float>{1, 300}));
+  // The buffer was sized for the first "shape"; the data and the last "shape" are larger.
+  p = parse_infer_request(
+      R"({"inputs":[{"name":"in","datatype":"INT32","shape":[1],"data":[4,5,6],"shape":[3]}]})", std::nullopt,
+      single(DType::kInt32));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  auto i = p->inputs[0].tensor.values<int32_t>();
+  EXPECT_EQ(std::vector<int32_t>(i.begin(), i.end()), (std::vector<int32_t>{4, 5, 6}));
+}
+
+TEST(KServeJsonFastPath, LargeDataWithTheShapeAfterItOrLongerThanIt) {
+  constexpr int kCount = 200000;
+  std::string data = "[";
+  for (int k = 0; k < kCount; ++k) data += (k ? "," : "") + std::to_string(k % 1000 - 500);
+  data += "]";
+  for (const std::string dt : {"INT16", "FP64"}) {
+    const DType dtype = dt == "INT16" ? DType::kInt16 : DType::kFloat64;
+    // "shape" after "data": every value lands where it belongs.
+    auto p = parse_infer_request(R"({"inputs":[{"name":"in","datatype":")" + dt + R"(","data":)" + data +
+                                     R"(,"shape":[)" + std::to_string(kCount) + "]}]}",
+                                 std::nullopt, single(dtype));
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    const Tensor& t = p->inputs[0].tensor;
+    ASSERT_EQ(t.element_count(), kCount);
+    for (int k = 0; k < kCount; k += 997) {
+      const double got = dtype == DType::kInt16 ? t.values<int16_t>()[k] : t.values<double>()[k];
+      ASSERT_EQ(got, k % 1000 - 500) << dt << " element " << k;
+    }
+    // Far more data than the shape says: the buffer sized for the shape grows, and the count is refused.
+    auto longer = parse_infer_request(
+        R"({"inputs":[{"name":"in","shape":[10],"datatype":")" + dt + R"(","data":)" + data + "}]}",
+        std::nullopt, single(dtype));
+    ASSERT_FALSE(longer.ok());
+    EXPECT_HAS(longer.status().message(), "\"data\" has 200000 elements but shape [10] needs 10");
+  }
 }
 
 // ---- binary framing -----------------------------------------------------------------------------------
