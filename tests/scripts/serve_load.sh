@@ -3,13 +3,13 @@
 # clients and a few thousand mixed ONNX / GGUF requests answer only 200 or 429, none lost, the server
 # live afterwards; SIGTERM during load finishes every accepted request (answers being written
 # included) and exits 0.
-# Usage: serve_load.sh BUILD_DIR   (run from the source dir; exit 77 = skipped)
+# Usage: serve_load.sh BUILD_DIR   (run from the source dir)
 set -euo pipefail
 BUILD=${1:?usage: serve_load.sh BUILD_DIR}
 GANTRY=$BUILD/bin/gantry
 MODELS=${GANTRY_DEPS_DIR:-.cache}/models
-[[ -x $GANTRY ]] || { echo "SKIP: $GANTRY not built"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: python3 not found"; exit 77; }
+[[ -x $GANTRY ]] || { echo "FAIL: $GANTRY not built"; exit 1; }
+command -v python3 >/dev/null || { echo "FAIL: python3 not found: run make setup"; exit 1; }
 for m in mlp_64_128_10.onnx silero_vad_v5.onnx tiny-llama.gguf; do
   [[ -f $MODELS/$m ]] || { echo "FAIL: $MODELS/$m missing: run make setup"; exit 1; }
 done
