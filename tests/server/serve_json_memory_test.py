@@ -19,27 +19,17 @@ kernel when freed and RSS tracks what is live rather than what the allocator kee
 the numbers were streamed into the tensor, a 57 MiB body peaked at 747 MiB. --report prints the
 numbers without asserting.
 
-Bounded: every socket has a timeout and the server is killed on exit.
+Bounded: every socket has a timeout (serve_process.SOCKET_TIMEOUT) and the server is killed on exit.
 """
-import http.client
 import json
 import os
 import random
-import subprocess
 import sys
-import tempfile
-import time
 
-SOCKET_TIMEOUT = 120
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_process import Server  # noqa: E402
+
 MODEL = "mlp_64_128_10"
-
-
-def status_kib(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {field} in /proc/{pid}/status")
 
 
 def body_of(name, rows, layout, numbers):
@@ -60,16 +50,8 @@ def binary_body(name, rows):
     """The same kind of input as raw FP32 bytes after a JSON header (the binary tensor extension)."""
     header = json.dumps({"inputs": [{"name": name, "shape": [rows, 64], "datatype": "FP32",
                                      "parameters": {"binary_data_size": rows * 64 * 4}}]}).encode()
-    return header + bytes(rows * 64 * 4), {"Inference-Header-Content-Length": str(len(header))}
-
-
-def call(port, method, path, body=None, headers=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=SOCKET_TIMEOUT)
-    conn.request(method, path, body=body, headers={"Content-Type": "application/json", **(headers or {})})
-    res = conn.getresponse()
-    payload = res.read()
-    conn.close()
-    return res.status, payload
+    return header + bytes(rows * 64 * 4), {"Content-Type": "application/octet-stream",
+                                           "Inference-Header-Content-Length": str(len(header))}
 
 
 def main():
@@ -82,30 +64,14 @@ def main():
     # A row of 64 numbers as json.dumps writes them: about 1.3 KB of floats, 230 bytes of one-digit ints.
     rows = max(1, int(mib * 2**20 / (64 * (20.5 if numbers == "floats" else 3.5))))
 
-    work = tempfile.mkdtemp(prefix="gantry-jsonmem-")
-    out_path, err_path = os.path.join(work, "out"), os.path.join(work, "err")
-    cmd = [gantry, "serve", "--port", "0", os.path.join(models, MODEL + ".onnx"), "--threads", "1",
-           "--max-body-size", str(int(mib * 2 + 8)) + "MiB"]
-    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+    # RSS then tracks live memory: glibc's threshold would otherwise rise to the largest block freed, and
+    # blocks below it stay mapped for reuse after they are freed.
+    os.environ["MALLOC_MMAP_THRESHOLD_"] = "131072"
+    server = Server(gantry, [os.path.join(models, MODEL + ".onnx"), "--threads", "1",
+                             "--max-body-size", str(int(mib * 2 + 8)) + "MiB"])
     failures = []
     try:
-        port = None
-        deadline = time.time() + 60
-        while time.time() < deadline and port is None:
-            with open(out_path) as f:
-                line = f.readline()
-            if "listening on http://" in line:
-                port = int(line.split("listening on http://")[1].split()[0].rsplit(":", 1)[1])
-            elif proc.poll() is not None:
-                raise RuntimeError(f"gantry serve exited {proc.returncode}: " + open(err_path).read()[-2000:])
-            else:
-                time.sleep(0.1)
-        if port is None:
-            raise RuntimeError("gantry serve did not start in 60 s")
-
-        status, meta = call(port, "GET", f"/v2/models/{MODEL}")
+        status, _, meta = server.request("GET", f"/v2/models/{MODEL}")
         if status != 200:
             raise RuntimeError(f"model metadata answered {status}")
         name = json.loads(meta)["inputs"][0]["name"]
@@ -113,24 +79,25 @@ def main():
         # Warm up with the same inference sent as binary tensors: what the model itself needs for it
         # (activations, ONNX Runtime's arena) is then resident, so the growth measured below is what the
         # JSON costs: the body and the input tensor.
-        status, _ = call(port, "POST", infer_path, *binary_body(name, rows))
+        status, _, _ = server.request("POST", infer_path, *binary_body(name, rows))
         if status != 200:
             raise RuntimeError(f"warm-up infer answered {status}")
         tensor_bytes = rows * 64 * 4
 
         for layout in ("nested, datatype first", "flat, keys sorted"):
             body = body_of(name, rows, layout, numbers)
-            rss_before = status_kib(proc.pid, "VmRSS")
-            with open(f"/proc/{proc.pid}/clear_refs", "w") as f:
+            rss_before = server.status_field("VmRSS")
+            with open(f"/proc/{server.proc.pid}/clear_refs", "w") as f:
                 f.write("5")  # resets VmHWM to the current RSS
-            status, payload = call(port, "POST", infer_path, body)
-            peak = status_kib(proc.pid, "VmHWM")
-            growth = (peak - rss_before) * 1024
+            status, _, payload = server.request("POST", infer_path, body,
+                                                {"Content-Type": "application/json"})
+            peak = server.status_field("VmHWM")
+            growth = peak - rss_before
             ratio = growth / len(body)
             bound = limit * len(body) + tensor_bytes
             print(f"{layout}: body {len(body) / 2**20:.1f} MiB ({rows} x 64, tensor "
-                  f"{tensor_bytes / 2**20:.1f} MiB), RSS before {rss_before / 1024:.0f} MiB, peak "
-                  f"{peak / 1024:.0f} MiB: growth {growth / 2**20:.0f} MiB = {ratio:.2f}x the body (limit: "
+                  f"{tensor_bytes / 2**20:.1f} MiB), RSS before {rss_before / 2**20:.0f} MiB, peak "
+                  f"{peak / 2**20:.0f} MiB: growth {growth / 2**20:.0f} MiB = {ratio:.2f}x the body (limit: "
                   f"{limit}x the body + the tensor = {bound / 2**20:.0f} MiB)", flush=True)
             if status != 200:
                 failures.append(f"{layout}: infer answered {status}: {payload[:300]!r}")
@@ -141,15 +108,14 @@ def main():
             if not report_only and growth >= bound:
                 failures.append(f"{layout}: peak RSS grew {growth / 2**20:.0f} MiB, more than {limit}x the "
                                 f"body + the tensor ({bound / 2**20:.0f} MiB)")
-        if proc.poll() is not None:
-            failures.append(f"gantry serve exited {proc.returncode}")
+        if not server.alive():
+            failures.append(f"gantry serve exited {server.proc.returncode}")
     finally:
-        proc.kill()
-        proc.wait()
+        server.kill()
     for f in failures:
         print("FAIL:", f)
     if failures:
-        print(open(err_path, errors="replace").read()[-2000:])
+        print(server.stderr()[-2000:])
         return 1
     print("serve_json_memory: all passed")
     return 0
