@@ -125,7 +125,7 @@ struct Server::State {
   bool admit(const std::string& model, size_t capacity);
   void release(const std::string& model);
 
-  // The pool for a metadata request about `model`: `control`, unless answering may load the model
+  // The pool for a request about one model's metadata: `control`, unless answering may load the model
   // (--load-on-demand), which is slow work for `workers`.
   boost::asio::thread_pool& metadata_pool();
 
