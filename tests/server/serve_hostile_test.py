@@ -343,8 +343,10 @@ class StrangersCannotExhaust(Base):
             t.join(TIMEOUT * 4)
         self.assertEqual(code, 200, body)
         self.assertEqual(done, [200] * 6)
-        # Behind the one worker busy with the embeddings, /v1/models would have come after all of them.
-        self.assertLess(finished_before, 6)
+        # Behind the one worker busy with the embeddings, /v1/models would have come after all of them
+        # (the last one's client may not have counted it yet, hence not "< 6"); on its own pool it comes
+        # while most (each ~1 s of work) are still running.
+        self.assertLessEqual(finished_before, 3)
 
 
 # ------------------------------------------------------------------------------------------ 5: truth
