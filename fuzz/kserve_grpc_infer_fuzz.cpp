@@ -9,30 +9,25 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "kserve_fuzz_common.h"
 #include "server/grpc_codec.h"
 
 namespace {
 
 using gantry::DType;
 using gantry::Shape;
-
-gantry::backend::TensorInfo info(const char* name, DType dtype, Shape shape) {
-  gantry::backend::TensorInfo i;
-  i.name = name;
-  i.dtype = dtype;
-  i.shape = std::move(shape);
-  i.dim_names.assign(i.shape.rank(), "");
-  return i;
-}
+using gantry::server::fuzz::tensor_info;
 
 const gantry::backend::ModelMetadata& model() {
   static const gantry::backend::ModelMetadata m = [] {
     gantry::backend::ModelMetadata md;
     md.name = "fuzz";
     md.backend = "onnxruntime";
-    md.inputs = {info("x", DType::kFloat32, Shape{Shape::kDynamic, 2}),
-                 info("ids", DType::kInt64, Shape{Shape::kDynamic}), info("b", DType::kInt8, Shape{2}),
-                 info("text", DType::kString, Shape{Shape::kDynamic}), info("h", DType::kFloat16, Shape{2})};
+    md.inputs = {tensor_info("x", DType::kFloat32, Shape{Shape::kDynamic, 2}),
+                 tensor_info("ids", DType::kInt64, Shape{Shape::kDynamic}),
+                 tensor_info("b", DType::kInt8, Shape{2}),
+                 tensor_info("text", DType::kString, Shape{Shape::kDynamic}),
+                 tensor_info("h", DType::kFloat16, Shape{2})};
     md.outputs = md.inputs;
     return md;
   }();

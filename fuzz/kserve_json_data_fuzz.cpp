@@ -12,32 +12,25 @@
 #include <string_view>
 
 #include "gantry/server/kserve_codec.h"
+#include "kserve_fuzz_common.h"
 
 namespace {
 
 using gantry::DType;
 using gantry::Shape;
-
-gantry::backend::TensorInfo info(const char* name, DType dtype, Shape shape) {
-  gantry::backend::TensorInfo i;
-  i.name = name;
-  i.dtype = dtype;
-  i.shape = std::move(shape);
-  i.dim_names.assign(i.shape.rank(), "");
-  return i;
-}
+using gantry::server::fuzz::tensor_info;
 
 const gantry::backend::ModelMetadata& model() {
   static const gantry::backend::ModelMetadata m = [] {
     gantry::backend::ModelMetadata md;
     md.name = "fuzz";
     md.backend = "onnxruntime";
-    md.inputs = {info("x", DType::kFloat32, Shape{Shape::kDynamic, 2}),
-                 info("i", DType::kInt8, Shape{Shape::kDynamic}),
-                 info("u", DType::kUInt64, Shape{Shape::kDynamic}),
-                 info("b", DType::kBool, Shape{Shape::kDynamic}),
-                 info("h", DType::kFloat16, Shape{Shape::kDynamic}),
-                 info("t", DType::kString, Shape{Shape::kDynamic})};
+    md.inputs = {tensor_info("x", DType::kFloat32, Shape{Shape::kDynamic, 2}),
+                 tensor_info("i", DType::kInt8, Shape{Shape::kDynamic}),
+                 tensor_info("u", DType::kUInt64, Shape{Shape::kDynamic}),
+                 tensor_info("b", DType::kBool, Shape{Shape::kDynamic}),
+                 tensor_info("h", DType::kFloat16, Shape{Shape::kDynamic}),
+                 tensor_info("t", DType::kString, Shape{Shape::kDynamic})};
     md.outputs = md.inputs;
     return md;
   }();
