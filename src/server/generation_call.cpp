@@ -1,6 +1,5 @@
 #include "generation_call.h"
 
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <mutex>
 

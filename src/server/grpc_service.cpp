@@ -2,7 +2,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <boost/asio/post.hpp>
 #include <climits>
 
 #include "gantry/build_info.h"

@@ -1,7 +1,6 @@
 // KServe v2 / Open Inference Protocol routes: model metadata and readiness, infer (JSON and binary
 // tensors, dynamically batched where the model allows), and the model repository extension.
 #include <algorithm>
-#include <boost/asio/post.hpp>
 #include <charconv>
 #include <nlohmann/json.hpp>
 

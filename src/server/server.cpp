@@ -1,6 +1,5 @@
 #include "gantry/server/server.h"
 
-#include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 #include <thread>
 
