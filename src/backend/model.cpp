@@ -59,8 +59,14 @@ Result<GenerationResult> Model::generate(GenerationRequest request) {
   return g->wait();
 }
 
-Result<std::string> Model::format_chat(std::span<const ChatMessage>, bool) const {
-  return Unsupported("model '" + metadata().name + "' (" + metadata().backend + ") has no chat template");
+Result<std::string> Model::format_chat(std::span<const ChatMessage> messages, bool add_assistant_turn) const {
+  const TextModel* t = text();
+  if (!t) return Unsupported("model '" + metadata().name + "' (" + metadata().backend + ") has no chat template");
+  ChatRequest request;
+  request.messages.assign(messages.begin(), messages.end());
+  request.add_assistant_turn = add_assistant_turn;
+  GANTRY_ASSIGN_OR_RETURN(ChatPrompt prompt, t->apply_chat(request));
+  return std::move(prompt.prompt);
 }
 
 Result<int> Model::token_count(std::string_view) const {

@@ -41,9 +41,9 @@ constexpr std::array kIntOptions = {
     IntOption{"max_tokens", &LlamaOptions::max_tokens, 1, 1 << 24},
 };
 
-constexpr std::array<std::string_view, 10> kKeys = {"n_ctx",        "parallel",     "n_batch", "n_ubatch",
-                                                    "n_gpu_layers", "tensor_split", "kv_type", "flash_attn",
-                                                    "mmap",         "max_tokens"};
+constexpr std::array<std::string_view, 12> kKeys = {
+    "n_ctx",   "parallel",   "n_batch", "n_ubatch",   "n_gpu_layers",       "tensor_split",
+    "kv_type", "flash_attn", "mmap",    "max_tokens", "chat_template_file", "reasoning_format"};
 
 Status bad(std::string_view key, std::string_view value, std::string_view what) {
   return InvalidArgument(fmt::format("llama.cpp option {}='{}' {}", key, value, what));
@@ -114,6 +114,14 @@ Status set_llama_option(LlamaOptions& o, std::string_view key, std::string_view 
       return bad(key, value, "must be on or off");
   } else if (key == "tensor_split") {
     GANTRY_ASSIGN_OR_RETURN(o.tensor_split, parse_split(value));
+  } else if (key == "chat_template_file") {
+    if (value.empty() || value.size() > 4096) return bad(key, value.substr(0, 80), "must be a file path");
+    o.chat_template_file = std::string(value);
+  } else if (key == "reasoning_format") {
+    if (value != "auto" && value != "deepseek" && value != "none") {
+      return bad(key, value, "must be auto, deepseek or none");
+    }
+    o.reasoning_format = std::string(value);
   } else {
     return InvalidArgument(
         fmt::format("unknown llama.cpp option '{}' (known: {})", key, fmt::join(kKeys, ", ")));
@@ -136,6 +144,8 @@ std::map<std::string, std::string> llama_option_texts(const LlamaOptions& o) {
   if (o.kv_type) out.emplace("kv_type", kv_type_name(*o.kv_type));
   if (o.flash_attn) out.emplace("flash_attn", *o.flash_attn ? "on" : "off");
   if (o.mmap) out.emplace("mmap", *o.mmap ? "on" : "off");
+  if (o.chat_template_file) out.emplace("chat_template_file", *o.chat_template_file);
+  if (o.reasoning_format) out.emplace("reasoning_format", *o.reasoning_format);
   return out;
 }
 
@@ -168,6 +178,8 @@ void overlay(LlamaOptions& base, const LlamaOptions& over) {
   if (over.kv_type) base.kv_type = over.kv_type;
   if (over.flash_attn) base.flash_attn = over.flash_attn;
   if (over.mmap) base.mmap = over.mmap;
+  if (over.chat_template_file) base.chat_template_file = over.chat_template_file;
+  if (over.reasoning_format) base.reasoning_format = over.reasoning_format;
 }
 
 }  // namespace gantry::model

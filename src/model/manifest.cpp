@@ -358,7 +358,7 @@ class Reader {
     for (const auto& [key, value] : j.items()) {
       const std::string kf = join(f, key);
       std::string text;
-      if (key == "kv_type") {
+      if (key == "kv_type" || key == "chat_template_file" || key == "reasoning_format") {
         GANTRY_ASSIGN_OR_RETURN(text, string(value, kf));
       } else if (key == "flash_attn") {
         if (value.is_boolean()) {
@@ -610,7 +610,7 @@ std::string manifest_to_json(const Manifest& m, int indent) {
   if (const auto& l = m.llama; !l.empty()) {
     OrderedJson lj = OrderedJson::object();
     for (const auto& [key, text] : llama_option_texts(l)) {
-      if (key == "kv_type")
+      if (key == "kv_type" || key == "chat_template_file" || key == "reasoning_format")
         lj[key] = text;
       else if (key == "flash_attn" || key == "mmap")
         lj[key] = text == "on";

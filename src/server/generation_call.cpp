@@ -45,7 +45,9 @@ struct GenerationCall {
     }
     if (!stream) return true;
     begin_stream();
-    return reply->event(hooks.text_event(piece));
+    std::string bytes = hooks.text_event(piece);
+    if (bytes.empty()) return true;  // the protocol holds the piece back (a tool call being parsed)
+    return reply->event(std::move(bytes));
   }
 
   void cancel() {

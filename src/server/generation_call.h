@@ -22,7 +22,8 @@ struct GenerationHooks {
   // Streaming only, optional: right after the stream's header went out, before any text (OpenAI's
   // chat role chunk).
   std::function<void(Reply&)> stream_begun;
-  // Streaming only: the bytes that carry one piece of text (a whole SSE event or NDJSON line).
+  // Streaming only: the bytes that carry one piece of text (whole SSE events or NDJSON lines; ""
+  // sends nothing for this piece).
   std::function<std::string(std::string_view piece)> text_event;
   // The generation ended with a result: answer it (the whole body, or the last events and
   // Reply::end_stream()).

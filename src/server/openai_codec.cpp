@@ -114,12 +114,60 @@ Err read_content(const json& msg, const std::string& param, std::string& out) {
     const json* type = field(part, "type");
     if (!type || !type->is_string()) return bad(pp + ".type", "'" + pp + ".type' must be a string");
     if (type->get<std::string>() != "text") {
-      return bad(pp + ".type", "content part type '" + type->get<std::string>() +
-                                   "' is not supported (only \"text\": this server runs text models)");
+      return bad(pp + ".type",
+                 "content part type '" + type->get<std::string>().substr(0, 80) +
+                     "' is not supported (only \"text\": the models served here read no images, "
+                     "audio or files)");
     }
     const json* text = field(part, "text");
     if (!text || !text->is_string()) return bad(pp + ".text", "'" + pp + ".text' must be a string");
     out += text->get<std::string>();
+  }
+  return std::nullopt;
+}
+
+// An assistant message's "tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]
+// ("arguments" a JSON string as OpenAI sends it; an object is taken too).
+Err read_tool_calls(const json& msg, const std::string& p, std::vector<backend::ToolCall>& out) {
+  const json* calls = field(msg, "tool_calls");
+  if (!calls) return std::nullopt;
+  const std::string param = p + ".tool_calls";
+  if (!calls->is_array()) return bad(param, "'" + param + "' must be an array, got " + type_of(*calls));
+  for (size_t k = 0; k < calls->size(); ++k) {
+    const json& c = (*calls)[k];
+    const std::string cp = param + "[" + std::to_string(k) + "]";
+    if (!c.is_object()) return bad(cp, "'" + cp + "' must be an object, got " + type_of(c));
+    backend::ToolCall call;
+    if (auto e = read_string(c, "id", call.id)) return bad(cp + ".id", "'" + cp + ".id' must be a string");
+    const json* fn = field(c, "function");
+    if (!fn || !fn->is_object()) {
+      return bad(cp + ".function", "'" + cp + ".function' must be an object {\"name\", \"arguments\"}");
+    }
+    const json* name = field(*fn, "name");
+    if (!name || !name->is_string()) {
+      return bad(cp + ".function.name", "'" + cp + ".function.name' must be a string");
+    }
+    call.name = name->get<std::string>();
+    if (const json* args = field(*fn, "arguments")) {
+      if (args->is_string()) {
+        call.arguments = args->get<std::string>();
+      } else if (args->is_object()) {
+        call.arguments = dump(*args);
+      } else {
+        return bad(cp + ".function.arguments",
+                   "'" + cp + ".function.arguments' must be a JSON object encoded as a string, got " +
+                       type_of(*args));
+      }
+    }
+    if (!call.arguments.empty()) {
+      auto parsed = parse_json(call.arguments, cp + ".function.arguments");
+      if (!parsed.ok() || !parsed->is_object()) {
+        return bad(
+            cp + ".function.arguments",
+            "'" + cp + ".function.arguments' must hold a JSON object, got: " + call.arguments.substr(0, 80));
+      }
+    }
+    out.push_back(std::move(call));
   }
   return std::nullopt;
 }
@@ -141,9 +189,105 @@ Err read_messages(const json& obj, std::vector<backend::ChatMessage>& out) {
       return bad(p + ".role", "'" + p + ".role' must be a non-empty string (system, user, assistant, ...)");
     }
     cm.role = role->get<std::string>();
+    if (cm.role == "function") {
+      return bad(p + ".role", "'" + p + ".role' \"function\" is the deprecated form of tools: use \"tool\"");
+    }
     if (auto e = read_content(msg, p + ".content", cm.content)) return e;
+    if (cm.role == "assistant") {
+      if (auto e = read_tool_calls(msg, p, cm.tool_calls)) return e;
+      if (auto e = read_string(msg, "reasoning_content", cm.reasoning_content)) {
+        e->param = p + ".reasoning_content";
+        return e;
+      }
+    }
+    if (cm.role == "tool") {
+      if (auto e = read_string(msg, "tool_call_id", cm.tool_call_id)) {
+        e->param = p + ".tool_call_id";
+        return e;
+      }
+      if (cm.tool_call_id.empty()) {
+        return bad(p + ".tool_call_id",
+                   "'" + p + ".tool_call_id' is required in a tool message: the id of the call it answers");
+      }
+      if (auto e = read_string(msg, "name", cm.tool_name)) {
+        e->param = p + ".name";
+        return e;
+      }
+    }
     out.push_back(std::move(cm));
   }
+  return std::nullopt;
+}
+
+// "tools": [{"type": "function", "function": {"name", "description", "parameters", "strict"}}].
+Err read_tools(const json& obj, std::vector<backend::ToolDefinition>& out) {
+  const json* tools = field(obj, "tools");
+  if (!tools) return std::nullopt;
+  if (!tools->is_array()) return bad("tools", "'tools' must be an array, got " + type_of(*tools));
+  for (size_t i = 0; i < tools->size(); ++i) {
+    const json& t = (*tools)[i];
+    const std::string p = "tools[" + std::to_string(i) + "]";
+    if (!t.is_object()) return bad(p, "'" + p + "' must be an object, got " + type_of(t));
+    const json* type = field(t, "type");
+    if (!type || !type->is_string() || type->get<std::string>() != "function") {
+      return bad(p + ".type",
+                 "'" + p + ".type' must be \"function\" (the only tool type a model here can call)");
+    }
+    const json* fn = field(t, "function");
+    if (!fn || !fn->is_object()) {
+      return bad(p + ".function",
+                 "'" + p + ".function' must be an object {\"name\", \"description\", \"parameters\"}");
+    }
+    backend::ToolDefinition d;
+    const json* name = field(*fn, "name");
+    if (!name || !name->is_string())
+      return bad(p + ".function.name", "'" + p + ".function.name' must be a string");
+    d.name = name->get<std::string>();
+    if (auto e = read_string(*fn, "description", d.description)) {
+      e->param = p + ".function.description";
+      return e;
+    }
+    if (const json* params = field(*fn, "parameters")) {
+      if (!params->is_object()) {
+        return bad(p + ".function.parameters",
+                   "'" + p + ".function.parameters' must be a JSON schema object, got " + type_of(*params));
+      }
+      d.parameters = dump(*params);
+    }
+    out.push_back(std::move(d));
+  }
+  return std::nullopt;
+}
+
+// "tool_choice": "auto" | "none" | "required" | {"type": "function", "function": {"name"}}.
+Err read_tool_choice(const json& obj, backend::ChatRequest& r) {
+  const json* tc = field(obj, "tool_choice");
+  if (!tc) return std::nullopt;
+  if (tc->is_string()) {
+    const std::string v = tc->get<std::string>();
+    if (v == "auto") {
+      r.tool_choice = backend::ToolChoice::kAuto;
+    } else if (v == "none") {
+      r.tool_choice = backend::ToolChoice::kNone;
+    } else if (v == "required") {
+      r.tool_choice = backend::ToolChoice::kRequired;
+    } else {
+      return bad("tool_choice",
+                 "'tool_choice' must be \"auto\", \"none\", \"required\" or a function, got \"" +
+                     v.substr(0, 80) + "\"");
+    }
+    return std::nullopt;
+  }
+  const json* fn = tc->is_object() ? field(*tc, "function") : nullptr;
+  const json* name = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+  if (!name || !name->is_string()) {
+    return bad(
+        "tool_choice",
+        "'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": "
+        "{\"name\": ...}}");
+  }
+  r.forced_tool = name->get<std::string>();
+  r.tool_choice = backend::ToolChoice::kRequired;
   return std::nullopt;
 }
 
@@ -349,7 +493,20 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
   r.endpoint = endpoint;
   GANTRY_TRY_FIELD(read_string(j, "model", r.model));
   if (chat) {
-    GANTRY_TRY_FIELD(read_messages(j, r.messages));
+    GANTRY_TRY_FIELD(read_messages(j, r.chat.messages));
+    GANTRY_TRY_FIELD(read_tools(j, r.chat.tools));
+    GANTRY_TRY_FIELD(read_tool_choice(j, r.chat));
+    GANTRY_TRY_FIELD(read_bool(j, "parallel_tool_calls", r.chat.parallel_tool_calls));
+    std::string effort;
+    GANTRY_TRY_FIELD(read_string(j, "reasoning_effort", effort));
+    if (effort == "none") r.chat.enable_thinking = false;
+    for (const char* media : {"audio", "modalities"}) {
+      const json* v = field(j, media);
+      if (v && !(v->is_array() && v->size() == 1 && (*v)[0] == "text")) {
+        return bad(media,
+                   std::string("'") + media + "' is not supported: the models served here produce text only");
+      }
+    }
   } else {
     GANTRY_TRY_FIELD(read_prompt(j, r.prompt));
   }
@@ -472,13 +629,37 @@ std::string_view finish_reason(FinishReason r) {
   return "stop";
 }
 
+std::string_view chat_finish_reason(FinishReason r, const backend::ChatOutput& output) {
+  if (!output.tool_calls.empty() && r != FinishReason::kMaxTokens) return "tool_calls";
+  return finish_reason(r);
+}
+
+namespace {
+
+json tool_calls_json(const std::vector<backend::ToolCall>& calls) {
+  json a = json::array();
+  for (const auto& c : calls) {
+    a.push_back(
+        {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  }
+  return a;
+}
+
+}  // namespace
+
 std::string chat_response(std::string_view id, std::string_view model, int64_t created,
-                          const backend::GenerationResult& result, const TextRequest& request) {
+                          const backend::GenerationResult& result, const backend::ChatOutput& output,
+                          const TextRequest& request) {
+  json message = {{"role", "assistant"}};
+  message["content"] =
+      output.content.empty() && !output.tool_calls.empty() ? json(nullptr) : json(output.content);
+  if (!output.reasoning_content.empty()) message["reasoning_content"] = output.reasoning_content;
+  if (!output.tool_calls.empty()) message["tool_calls"] = tool_calls_json(output.tool_calls);
   json j = chunk_head(id, model, created, "chat.completion");
   j["choices"] = json::array({{{"index", 0},
-                               {"message", {{"role", "assistant"}, {"content", result.text}}},
+                               {"message", std::move(message)},
                                {"logprobs", request.logprobs ? chat_logprobs(result) : json(nullptr)},
-                               {"finish_reason", finish_reason(result.finish)}}});
+                               {"finish_reason", chat_finish_reason(result.finish, output)}}});
   j["usage"] = usage(result.n_prompt_tokens, static_cast<int>(result.tokens.size()));
   return dump(j);
 }
@@ -504,9 +685,28 @@ std::string chat_chunk_text(std::string_view id, std::string_view model, int64_t
   return sse(chat_chunk(id, model, created, {{"content", text}}, nullptr));
 }
 
+std::string chat_chunk_delta(std::string_view id, std::string_view model, int64_t created,
+                             const backend::ChatOutputDelta& d) {
+  json delta = json::object();
+  if (!d.reasoning_content.empty()) delta["reasoning_content"] = d.reasoning_content;
+  if (!d.content.empty()) delta["content"] = d.content;
+  if (d.tool_index != static_cast<size_t>(-1)) {
+    json call = {{"index", d.tool_index}};
+    json fn = {{"arguments", d.tool_call.arguments}};
+    if (!d.tool_call.name.empty()) {
+      call["id"] = d.tool_call.id;
+      call["type"] = "function";
+      fn["name"] = d.tool_call.name;
+    }
+    call["function"] = std::move(fn);
+    delta["tool_calls"] = json::array({std::move(call)});
+  }
+  return sse(chat_chunk(id, model, created, std::move(delta), nullptr));
+}
+
 std::string chat_chunk_finish(std::string_view id, std::string_view model, int64_t created,
-                              FinishReason reason) {
-  return sse(chat_chunk(id, model, created, json::object(), finish_reason(reason)));
+                              std::string_view finish_reason) {
+  return sse(chat_chunk(id, model, created, json::object(), finish_reason));
 }
 
 std::string completion_chunk_text(std::string_view id, std::string_view model, int64_t created,

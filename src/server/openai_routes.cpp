@@ -88,32 +88,49 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
   }
   backend::Model& model = handle->model();
   const backend::ModelMetadata& md = model.metadata();
-  if (md.properties.find("n_ctx") == md.properties.end()) {
+  backend::TextModel* text = model.text();
+  if (!text || !text->text_info().generates) {
     reply->error(
         400,
         "model '" + name + "' does not generate text (" + md.backend + "); use /v2/models/" + name + "/infer",
         "model", "model_not_text_generation");
     return;
   }
-  if (!admit_generation(s, *reply, name, md)) return;
   GenerationStart start;
   start.model = name;
   start.stream = req->stream;
   backend::GenerationRequest& g = start.request;
   g = req->generation;
+  // A chat's answer is parsed back (content, reasoning, tool calls) by the model's chat layer.
+  std::shared_ptr<backend::ChatOutputParser> parser;
   if (chat) {
-    auto prompt = model.format_chat(req->messages, true);
-    if (!prompt.ok()) {
-      s.release(name);
-      reply->error(400, prompt.status().message(), "messages");
+    if (auto e = backend::check_chat_request(req->chat)) {
+      reply->error(400, e->message, e->field);
       return;
     }
-    g.prompt = std::move(*prompt);
+    auto prompt = text->apply_chat(req->chat);
+    if (!prompt.ok()) {
+      const std::string& m = prompt.status().message();
+      reply->error(http_status_for(prompt.status()), m, m.rfind("tools[", 0) == 0 ? "tools" : "messages");
+      return;
+    }
+    auto p = text->chat_parser(*prompt);
+    if (!p.ok()) {
+      reply->error(500, p.status().message());
+      return;
+    }
+    parser = std::move(*p);
+    g.prompt = std::move(prompt->prompt);
+    if (prompt->constraint.kind != backend::OutputConstraint::Kind::kNone)
+      g.constraint = std::move(prompt->constraint);
+    g.stop.insert(g.stop.end(), prompt->stop.begin(), prompt->stop.end());
+    g.render_tokens = std::move(prompt->keep_tokens);
   } else {
     g.prompt = req->prompt;
   }
   if (g.max_tokens <= 0) g.max_tokens = s.options.max_tokens_default;
   g.render_special = false;
+  if (!admit_generation(s, *reply, name, md)) return;
 
   GenerationHooks hooks;
   if (chat) {
@@ -121,18 +138,28 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
       r.event(openai::chat_chunk_role(id, name, created));
     };
   }
-  hooks.text_event = [req, id, created, chat](std::string_view piece) {
-    return chat ? openai::chat_chunk_text(id, req->model, created, piece)
-                : openai::completion_chunk_text(id, req->model, created, piece);
+  hooks.text_event = [req, id, created, chat, parser](std::string_view piece) {
+    if (!chat) return openai::completion_chunk_text(id, req->model, created, piece);
+    std::string events;
+    for (const auto& d : parser->add(piece, false))
+      events += openai::chat_chunk_delta(id, req->model, created, d);
+    return events;
   };
-  hooks.done = [req, id, created, chat](Reply& reply, const backend::GenerationResult& r) {
+  hooks.done = [req, id, created, chat, parser](Reply& reply, const backend::GenerationResult& r) {
     if (!req->stream) {
-      reply.json(200, chat ? openai::chat_response(id, req->model, created, r, *req)
+      if (chat) parser->add(r.text, true);
+      reply.json(200, chat ? openai::chat_response(id, req->model, created, r, parser->output(), *req)
                            : openai::completion_response(id, req->model, created, r, *req));
       return;
     }
-    reply.event(chat ? openai::chat_chunk_finish(id, req->model, created, r.finish)
-                     : openai::completion_chunk_finish(id, req->model, created, r.finish));
+    if (chat) {
+      for (const auto& d : parser->add("", true))
+        reply.event(openai::chat_chunk_delta(id, req->model, created, d));
+      reply.event(openai::chat_chunk_finish(id, req->model, created,
+                                            openai::chat_finish_reason(r.finish, parser->output())));
+    } else {
+      reply.event(openai::completion_chunk_finish(id, req->model, created, r.finish));
+    }
     if (req->include_usage) {
       reply.event(openai::usage_chunk(id, req->model, created, req->endpoint, r.n_prompt_tokens,
                                       static_cast<int>(r.tokens.size())));
@@ -146,6 +173,8 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
     std::string param;
     if (at_start && backend::is_context_length_exceeded(st)) {
       param = chat ? "messages" : "prompt";
+    } else if (at_start && !req->chat.tools.empty()) {
+      param = "tools";
     } else if (at_start && req->generation.constraint.kind != backend::OutputConstraint::Kind::kNone) {
       param = "response_format";
     }

@@ -60,6 +60,17 @@ std::string chat_body(const std::string& extra) {
   return "{" + kMsgs + (extra.empty() ? "" : "," + extra) + "}";
 }
 
+// The 400 a chat body gets (an empty ApiError, after a test failure, when it is accepted).
+ApiError chat_err(const std::string& body) {
+  auto r = parse_text_request(body, Endpoint::kChat);
+  if (auto* e = std::get_if<ApiError>(&r)) {
+    EXPECT_EQ(e->http_status, 400);
+    return *e;
+  }
+  ADD_FAILURE() << "accepted: " << body;
+  return {};
+}
+
 // Parses one SSE event "data: X\n\n" and returns X as JSON.
 json sse_json(const std::string& event) {
   EXPECT_EQ(event.rfind("data: ", 0), 0u) << event;
@@ -74,9 +85,9 @@ TEST(OpenAiCodec, ChatRequestDefaults) {
   TextRequest r = chat_ok(R"({"model":"m","messages":[{"role":"user","content":"hello"}]})");
   EXPECT_EQ(r.endpoint, Endpoint::kChat);
   EXPECT_EQ(r.model, "m");
-  ASSERT_EQ(r.messages.size(), 1u);
-  EXPECT_EQ(r.messages[0].role, "user");
-  EXPECT_EQ(r.messages[0].content, "hello");
+  ASSERT_EQ(r.chat.messages.size(), 1u);
+  EXPECT_EQ(r.chat.messages[0].role, "user");
+  EXPECT_EQ(r.chat.messages[0].content, "hello");
   EXPECT_FALSE(r.stream);
   EXPECT_FALSE(r.include_usage);
   EXPECT_FALSE(r.logprobs);
@@ -107,12 +118,12 @@ TEST(OpenAiCodec, ChatRequestEveryField) {
     "frequency_penalty": 0, "user": "someone", "unknown_field": {"anything": [1, 2]}
   })");
   EXPECT_EQ(r.model, "tiny");
-  ASSERT_EQ(r.messages.size(), 3u);
-  EXPECT_EQ(r.messages[0].role, "system");
-  EXPECT_EQ(r.messages[0].content, "be brief");
-  EXPECT_EQ(r.messages[1].content, "ab");
-  EXPECT_EQ(r.messages[2].role, "assistant");
-  EXPECT_EQ(r.messages[2].content, "");
+  ASSERT_EQ(r.chat.messages.size(), 3u);
+  EXPECT_EQ(r.chat.messages[0].role, "system");
+  EXPECT_EQ(r.chat.messages[0].content, "be brief");
+  EXPECT_EQ(r.chat.messages[1].content, "ab");
+  EXPECT_EQ(r.chat.messages[2].role, "assistant");
+  EXPECT_EQ(r.chat.messages[2].content, "");
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
   EXPECT_EQ(r.generation.max_tokens, 9) << "max_completion_tokens wins over max_tokens";
@@ -223,7 +234,7 @@ TEST(OpenAiCodec, CompletionRequest) {
       R"({"model":"m","prompt":"Once","max_tokens":4,"logprobs":2,"stream":true,"temperature":0,"stop":"."})");
   EXPECT_EQ(r.endpoint, Endpoint::kCompletion);
   EXPECT_EQ(r.prompt, "Once");
-  EXPECT_TRUE(r.messages.empty());
+  EXPECT_TRUE(r.chat.messages.empty());
   EXPECT_EQ(r.generation.max_tokens, 4);
   EXPECT_TRUE(r.logprobs);
   EXPECT_EQ(r.top_logprobs, 2);
@@ -340,9 +351,17 @@ backend::GenerationResult sample_result() {
   return g;
 }
 
+// The parsed answer of a plain-text generation.
+backend::ChatOutput text_output(const backend::GenerationResult& g) {
+  backend::ChatOutput o;
+  o.content = g.text;
+  return o;
+}
+
 TEST(OpenAiCodec, ChatResponseShape) {
   TextRequest req = chat_ok(chat_body(""));
-  json j = json::parse(chat_response("chatcmpl-1", "tiny", 1700000000, sample_result(), req));
+  json j = json::parse(
+      chat_response("chatcmpl-1", "tiny", 1700000000, sample_result(), text_output(sample_result()), req));
   EXPECT_EQ(j["id"], "chatcmpl-1");
   EXPECT_EQ(j["object"], "chat.completion");
   EXPECT_EQ(j["created"], 1700000000);
@@ -359,7 +378,7 @@ TEST(OpenAiCodec, ChatResponseShape) {
 
 TEST(OpenAiCodec, ChatResponseLogprobs) {
   TextRequest req = chat_ok(chat_body(R"("logprobs": true, "top_logprobs": 2)"));
-  json j = json::parse(chat_response("c", "m", 1, sample_result(), req));
+  json j = json::parse(chat_response("c", "m", 1, sample_result(), text_output(sample_result()), req));
   const json& content = j["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(content.size(), 2u);
   EXPECT_EQ(content[0]["token"], "Hi");
@@ -394,7 +413,7 @@ TEST(OpenAiCodec, InvalidUtf8IsReplacedNotThrown) {
   g.logprobs[0].text = "\xE2\x82";
   TextRequest req = chat_ok(chat_body(R"("logprobs": true)"));
   std::string body;
-  ASSERT_NO_THROW(body = chat_response("c", "m", 1, g, req));
+  ASSERT_NO_THROW(body = chat_response("c", "m", 1, g, text_output(g), req));
   json j = json::parse(body);
   EXPECT_EQ(j["choices"][0]["message"]["content"].get<std::string>().substr(0, 2), "ab");
   EXPECT_EQ(j["choices"][0]["logprobs"]["content"][0]["bytes"], json({0xE2, 0x82})) << "bytes are exact";
@@ -412,7 +431,8 @@ TEST(OpenAiCodec, ChatStreamChunks) {
   EXPECT_EQ(text["choices"][0]["delta"]["content"], "line one\nline two")
       << "newlines are escaped in the event";
   EXPECT_TRUE(text["choices"][0]["finish_reason"].is_null());
-  json fin = sse_json(chat_chunk_finish("id1", "m", 3, FinishReason::kEndOfGeneration));
+  json fin =
+      sse_json(chat_chunk_finish("id1", "m", 3, chat_finish_reason(FinishReason::kEndOfGeneration, {})));
   EXPECT_TRUE(fin["choices"][0]["delta"].is_object());
   EXPECT_TRUE(fin["choices"][0]["delta"].empty());
   EXPECT_EQ(fin["choices"][0]["finish_reason"], "stop");
@@ -501,6 +521,153 @@ TEST(OpenAiCodec, ModelsResponse) {
   ASSERT_EQ(j["data"].size(), 2u);
   EXPECT_EQ(j["data"][1], json({{"id", "b"}, {"object", "model"}, {"created", 20}, {"owned_by", "me"}}));
   EXPECT_TRUE(json::parse(models_response({}))["data"].empty());
+}
+
+namespace {
+
+const char* kTools = R"("tools": [{"type": "function", "function": {"name": "get_weather",
+    "description": "Weather of a city", "parameters": {"type": "object",
+    "properties": {"city": {"type": "string"}}, "required": ["city"]}}}])";
+
+}  // namespace
+
+TEST(OpenAiCodec, ToolsToolChoiceAndToolHistory) {
+  TextRequest r = chat_ok(std::string(R"({"messages": [
+      {"role": "user", "content": "Weather in Paris?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "22 C"}], )") +
+                          kTools +
+                          R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+      "parallel_tool_calls": false})");
+  ASSERT_EQ(r.chat.tools.size(), 1u);
+  EXPECT_EQ(r.chat.tools[0].name, "get_weather");
+  EXPECT_EQ(r.chat.tools[0].description, "Weather of a city");
+  EXPECT_EQ(json::parse(r.chat.tools[0].parameters)["required"], json({"city"}));
+  EXPECT_EQ(r.chat.forced_tool, "get_weather");
+  EXPECT_EQ(r.chat.tool_choice, backend::ToolChoice::kRequired);
+  EXPECT_FALSE(r.chat.parallel_tool_calls);
+  ASSERT_EQ(r.chat.messages.size(), 3u);
+  ASSERT_EQ(r.chat.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(r.chat.messages[1].tool_calls[0].id, "call_1");
+  EXPECT_EQ(r.chat.messages[1].tool_calls[0].arguments, R"({"city": "Paris"})");
+  EXPECT_EQ(r.chat.messages[2].tool_call_id, "call_1");
+  EXPECT_FALSE(backend::check_chat_request(r.chat).has_value());
+
+  for (const char* choice : {"auto", "none", "required"}) {
+    TextRequest t = chat_ok(std::string(R"({"messages": [{"role": "user", "content": "x"}], )") + kTools +
+                            R"(, "tool_choice": ")" + choice + "\"}");
+    EXPECT_TRUE(t.chat.forced_tool.empty());
+  }
+}
+
+TEST(OpenAiCodec, BadToolsAreRefusedNamingTheField) {
+  EXPECT_EQ(chat_err(chat_body(R"("tools": {"type": "function"})")).param, "tools");
+  EXPECT_EQ(chat_err(chat_body(R"("tools": [{"type": "retrieval"}])")).param, "tools[0].type");
+  EXPECT_EQ(chat_err(chat_body(R"("tools": [{"type": "function"}])")).param, "tools[0].function");
+  EXPECT_EQ(chat_err(chat_body(R"("tools": [{"type": "function", "function": {"name": 3}}])")).param,
+            "tools[0].function.name");
+  EXPECT_EQ(
+      chat_err(chat_body(R"("tools": [{"type": "function", "function": {"name": "f", "parameters": []}}])"))
+          .param,
+      "tools[0].function.parameters");
+  EXPECT_EQ(chat_err(chat_body(R"("tool_choice": "sometimes")")).param, "tool_choice");
+  EXPECT_EQ(chat_err(chat_body(R"("tool_choice": {"type": "function"})")).param, "tool_choice");
+  EXPECT_EQ(chat_err(R"({"messages": [{"role": "tool", "content": "22 C"}]})").param,
+            "messages[0].tool_call_id");
+  EXPECT_EQ(chat_err(R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "type": "function",
+      "function": {"name": "f", "arguments": "not json"}}]}]})")
+                .param,
+            "messages[0].tool_calls[0].function.arguments");
+  EXPECT_EQ(chat_err(R"({"messages": [{"role": "user", "content": [{"type": "image_url",
+      "image_url": {"url": "http://x/y.png"}}]}]})")
+                .param,
+            "messages[0].content[0].type");
+
+  // Well-formed JSON that no model can honour: the backend-neutral check names the field.
+  TextRequest undeclared = chat_ok(chat_body(
+      std::string(kTools) + R"(, "tool_choice": {"type": "function", "function": {"name": "nope"}})"));
+  auto e = backend::check_chat_request(undeclared.chat);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->field, "tool_choice");
+  TextRequest orphan = chat_ok(R"({"messages": [{"role": "user", "content": "x"},
+      {"role": "tool", "tool_call_id": "call_9", "content": "22 C"}]})");
+  e = backend::check_chat_request(orphan.chat);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->field, "messages[1].tool_call_id");
+  TextRequest required_without_tools = chat_ok(chat_body(R"("tool_choice": "required")"));
+  e = backend::check_chat_request(required_without_tools.chat);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->field, "tool_choice");
+  TextRequest twice = chat_ok(chat_body(R"("tools": [{"type": "function", "function": {"name": "f"}},
+      {"type": "function", "function": {"name": "f"}}])"));
+  e = backend::check_chat_request(twice.chat);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->field, "tools[1].function.name");
+}
+
+TEST(OpenAiCodec, ToolCallsInTheAnswerAndItsStream) {
+  TextRequest req = chat_ok(chat_body(kTools));
+  backend::GenerationResult g = sample_result();
+  g.finish = FinishReason::kEndOfGeneration;
+  backend::ChatOutput out;
+  out.tool_calls = {{"call_abc", "get_weather", R"({"city":"Paris"})"}};
+  json j = json::parse(chat_response("c", "m", 1, g, out, req));
+  const json& choice = j["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_TRUE(choice["message"]["content"].is_null());
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+  EXPECT_EQ(choice["message"]["tool_calls"][0],
+            json({{"id", "call_abc"},
+                  {"type", "function"},
+                  {"function", {{"name", "get_weather"}, {"arguments", R"({"city":"Paris"})"}}}}));
+  EXPECT_EQ(chat_finish_reason(FinishReason::kMaxTokens, out), "length") << "a cut-off call is not a call";
+
+  backend::ChatOutputDelta head;
+  head.tool_index = 0;
+  head.tool_call = {"call_abc", "get_weather", ""};
+  json first = sse_json(chat_chunk_delta("c", "m", 1, head));
+  EXPECT_EQ(first["choices"][0]["delta"]["tool_calls"][0],
+            json({{"index", 0},
+                  {"id", "call_abc"},
+                  {"type", "function"},
+                  {"function", {{"name", "get_weather"}, {"arguments", ""}}}}));
+  backend::ChatOutputDelta frag;
+  frag.tool_index = 0;
+  frag.tool_call.arguments = R"({"ci)";
+  json second = sse_json(chat_chunk_delta("c", "m", 1, frag));
+  EXPECT_EQ(second["choices"][0]["delta"]["tool_calls"][0],
+            json({{"index", 0}, {"function", {{"arguments", R"({"ci)"}}}}));
+  backend::ChatOutputDelta thinking;
+  thinking.reasoning_content = "hmm";
+  EXPECT_EQ(sse_json(chat_chunk_delta("c", "m", 1, thinking))["choices"][0]["delta"],
+            json({{"reasoning_content", "hmm"}}));
+}
+
+TEST(ChatDeltaTracker, AnnouncesACallOnceItsNameIsCompleteThenStreamsArguments) {
+  backend::ChatDeltaTracker t;
+  backend::ChatOutput o;
+  o.content = "Let me check.";
+  auto d = t.update(o, false);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].content, "Let me check.");
+  o.tool_calls = {{"id1", "get_wea", ""}};
+  EXPECT_TRUE(t.update(o, false).empty()) << "a name that may still grow is held back";
+  o.tool_calls[0] = {"id1", "get_weather", "{\"ci"};
+  d = t.update(o, false);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].tool_index, 0u);
+  EXPECT_EQ(d[0].tool_call.name, "get_weather");
+  EXPECT_EQ(d[0].tool_call.id, "id1");
+  EXPECT_EQ(d[1].tool_call.arguments, "{\"ci");
+  EXPECT_TRUE(d[1].tool_call.name.empty());
+  o.tool_calls[0].arguments = "{\"city\":\"Paris\"}";
+  o.tool_calls.push_back({"id2", "get_time", ""});
+  d = t.update(o, true);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].tool_call.arguments, "ty\":\"Paris\"}");
+  EXPECT_EQ(d[1].tool_index, 1u);
+  EXPECT_EQ(d[1].tool_call.name, "get_time") << "the final update announces every call";
 }
 
 }  // namespace

@@ -54,9 +54,22 @@ struct OutputConstraint {
     kNone,
     kJsonObject,  // any JSON object
     kJsonSchema,  // a JSON value valid against `json_schema` (a supported subset; see the backend)
+    kGrammar,     // the GBNF `grammar` (a chat layer's tool-call or schema grammar; see below)
   };
+  OutputConstraint() = default;
+  OutputConstraint(Kind k, std::string schema = {}) : kind(k), json_schema(std::move(schema)) {}
+
   Kind kind = Kind::kNone;
   std::string json_schema;  // kJsonSchema: the schema as JSON text
+  // kGrammar: the grammar (root rule "root"). When `lazy`, it only applies once the text matches one
+  // of `trigger_patterns` (regular expressions over the generated text) or a `trigger_tokens`
+  // token is sampled; before that the model writes freely. `prefill_tokens` (not lazy only) are
+  // tokens the prompt already ends with that the grammar must accept before the first sampled one.
+  std::string grammar;
+  bool lazy = false;
+  std::vector<std::string> trigger_patterns;
+  std::vector<int32_t> trigger_tokens;
+  std::vector<int32_t> prefill_tokens;
 };
 
 // One generated token's log-probability (natural log) under the model's distribution: log-softmax
@@ -69,11 +82,14 @@ struct TokenLogprob {
 };
 
 struct GenerationRequest {
-  std::string prompt;             // used when `tokens` is empty
-  std::vector<int32_t> tokens;    // pre-tokenized prompt
-  bool add_special = true;        // add BOS (as the model's vocabulary asks)
-  bool parse_special = true;      // "<s>" in the prompt text becomes the special token
-  bool render_special = true;     // show special tokens in the output text (as llama.cpp's tools do)
+  std::string prompt;           // used when `tokens` is empty
+  std::vector<int32_t> tokens;  // pre-tokenized prompt
+  bool add_special = true;      // add BOS (as the model's vocabulary asks)
+  bool parse_special = true;    // "<s>" in the prompt text becomes the special token
+  bool render_special = true;   // show special tokens in the output text (as llama.cpp's tools do)
+  // Special tokens shown in the text even when render_special is off (a chat format's tool-call
+  // markers, which its parser needs to see).
+  std::vector<int32_t> render_tokens;
   int max_tokens = 128;           // >= 1
   std::vector<std::string> stop;  // generation ends before the first occurrence of any
   SamplingParams sampling;
@@ -101,12 +117,6 @@ struct GenerationResult {
   // When n_logprobs >= 0: one entry per element of `tokens`, in order (an end-of-generation token
   // is not included, as it is not in `tokens` either).
   std::vector<TokenLogprob> logprobs;
-};
-
-// One message of a conversation, for a model's chat template.
-struct ChatMessage {
-  std::string role;  // "system", "user", "assistant"
-  std::string content;
 };
 
 // Throughput of a text-generation model, measured as llama.cpp's llama-bench does: prompt processing

@@ -10,9 +10,10 @@
 // - Inputs are matched by name; inputs given in metadata().inputs order take the fastest path.
 // - drain() refuses new calls (Unavailable) and returns once every in-flight call has finished;
 //   reset() drops per-model state (caches, sequences) and accepts calls again.
-// - Text-generation backends (llama.cpp) also implement start_generation/format_chat/embed (the
-//   defaults say the model cannot); through infer_one they take a string tensor (prompt) or an i32
-//   tensor (token ids). Callers never need the backend's own Model class.
+// - Text-generation backends (llama.cpp) also implement start_generation/embed (the defaults say the
+//   model cannot) and the typed text facet text() (context, chat template, tool calls); through
+//   infer_one they take a string tensor (prompt) or an i32 tensor (token ids). Callers never need the
+//   backend's own Model class, nor its name.
 #pragma once
 
 #include <atomic>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "gantry/backend/generation.h"
+#include "gantry/backend/text_model.h"
 #include "gantry/core/shape.h"
 #include "gantry/core/status.h"
 #include "gantry/core/tensor.h"
@@ -95,10 +97,12 @@ class Model {
   virtual Result<std::unique_ptr<Generation>> start_generation(GenerationRequest request);
   // start_generation + wait.
   Result<GenerationResult> generate(GenerationRequest request);
-  // Formats a conversation with the model's own chat template, ending with the assistant's turn
-  // when `add_assistant_turn`. The default: Unsupported.
-  virtual Result<std::string> format_chat(std::span<const ChatMessage> messages,
-                                          bool add_assistant_turn) const;
+  // The text facet (gantry/backend/text_model.h), borrowed; nullptr when the model takes no text.
+  virtual TextModel* text() { return nullptr; }
+  const TextModel* text() const { return const_cast<Model*>(this)->text(); }
+  // Formats a conversation with the model's own chat template (text()->apply_chat, no tools),
+  // ending with the assistant's turn when `add_assistant_turn`. Unsupported without a text facet.
+  Result<std::string> format_chat(std::span<const ChatMessage> messages, bool add_assistant_turn) const;
   // One pooled vector per text, L2-normalised when `normalize`. The default: Unsupported.
   virtual Result<std::vector<std::vector<float>>> embed(std::span<const std::string> texts,
                                                         bool normalize = true);

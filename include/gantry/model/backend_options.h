@@ -59,6 +59,11 @@ struct LlamaOptions {
   std::optional<bool> flash_attn;   // unset = auto
   std::optional<bool> mmap;         // false: read the weights into memory instead of mapping the file
   std::optional<int> max_tokens;    // 1..2^24 tokens a plain infer call generates
+  // A Jinja chat template file used instead of the GGUF's own (in a manifest: relative to the package).
+  std::optional<std::string> chat_template_file;
+  // How a thinking model's reasoning comes back: "auto" (= "deepseek": in reasoning_content), "none"
+  // (left in the content). llama-server's --reasoning-format spellings.
+  std::optional<std::string> reasoning_format;
 
   bool empty() const { return *this == LlamaOptions{}; }
   bool operator==(const LlamaOptions&) const = default;

@@ -28,6 +28,7 @@
 #include <variant>
 #include <vector>
 
+#include "gantry/backend/chat.h"
 #include "gantry/backend/generation.h"
 #include "gantry/core/status.h"
 #include "gantry/model/gguf.h"

@@ -4,6 +4,12 @@
 //
 // Compatibility notes:
 // - One choice only: n other than 1 is refused (400, param "n").
+// - Tools: "tools" (type "function" only), "tool_choice" ("auto", "none", "required" or
+//   {"type":"function","function":{"name":..}}), "parallel_tool_calls"; assistant messages with
+//   "tool_calls" and "tool" messages with "tool_call_id" in the history. The answer's tool calls come
+//   back as message.tool_calls (arguments as a JSON string) with finish_reason "tool_calls"; streamed,
+//   each call's first delta carries index, id, type and name, then arguments in fragments.
+// - Content parts other than text (images, audio, files) are refused (400 naming the part).
 // - Unknown fields are ignored (clients send many optional ones); known fields of the wrong type or
 //   out of range are refused with 400 naming the field (ApiError::param).
 // - finish_reason: end-of-generation and stop strings are "stop", max_tokens is "length"; a
@@ -20,6 +26,7 @@
 #include <variant>
 #include <vector>
 
+#include "gantry/backend/chat.h"
 #include "gantry/backend/generation.h"
 
 namespace gantry::server::openai {
@@ -50,8 +57,9 @@ struct TextRequest {
   Endpoint endpoint = Endpoint::kChat;
   std::string model;
   // kChat: the conversation ("content" may be a string, null, or an array of {"type":"text","text"}
-  // parts, which are concatenated). Roles are passed through as given (system/user/assistant/...).
-  std::vector<backend::ChatMessage> messages;
+  // parts, which are concatenated; roles system, developer, user, assistant, tool), the tools and
+  // the tool choice. "reasoning_effort": "none" turns a thinking template's thinking off.
+  backend::ChatRequest chat;
   // kCompletion: the prompt ("prompt" is a string or an array holding exactly one string).
   std::string prompt;
   bool stream = false;
@@ -87,11 +95,16 @@ std::variant<EmbeddingRequest, ApiError> parse_embedding_request(std::string_vie
 // "stop" or "length" (see the compatibility notes above).
 std::string_view finish_reason(backend::FinishReason r);
 
+// "stop", "length" or, when the answer calls tools, "tool_calls".
+std::string_view chat_finish_reason(backend::FinishReason r, const backend::ChatOutput& output);
+
 // Non-streaming bodies ("chat.completion" / "text_completion"), one choice, with usage. Logprobs
 // are included when `request.logprobs` (from `result.logprobs`; chat: logprobs.content[],
-// completions: tokens/token_logprobs/top_logprobs/text_offset), else null.
+// completions: tokens/token_logprobs/top_logprobs/text_offset), else null. A chat's message is
+// `output` (the parsed answer: content, reasoning_content, tool_calls).
 std::string chat_response(std::string_view id, std::string_view model, int64_t created,
-                          const backend::GenerationResult& result, const TextRequest& request);
+                          const backend::GenerationResult& result, const backend::ChatOutput& output,
+                          const TextRequest& request);
 std::string completion_response(std::string_view id, std::string_view model, int64_t created,
                                 const backend::GenerationResult& result, const TextRequest& request);
 
@@ -100,8 +113,12 @@ std::string completion_response(std::string_view id, std::string_view model, int
 std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created);
 std::string chat_chunk_text(std::string_view id, std::string_view model, int64_t created,
                             std::string_view text);
+// One parsed change of the answer: content, reasoning_content or a tool-call fragment
+// ({"tool_calls":[{"index","id","type","function":{"name","arguments"}}]}).
+std::string chat_chunk_delta(std::string_view id, std::string_view model, int64_t created,
+                             const backend::ChatOutputDelta& delta);
 std::string chat_chunk_finish(std::string_view id, std::string_view model, int64_t created,
-                              backend::FinishReason reason);
+                              std::string_view finish_reason);
 // Completions ("text_completion"): text chunks, then the finish chunk (text "").
 std::string completion_chunk_text(std::string_view id, std::string_view model, int64_t created,
                                   std::string_view text);

@@ -169,12 +169,32 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
   s->reserve = std::min(cap, s->prompt.size() + static_cast<size_t>(request.max_tokens));
   llama_sampler* grammar = nullptr;
   if (request.constraint.kind != backend::OutputConstraint::Kind::kNone) {
-    GANTRY_ASSIGN_OR_RETURN(std::string gbnf, grammar_for(request.constraint));
-    grammar = llama_sampler_init_grammar(ctx_->weights().vocab(), gbnf.c_str(), "root");
+    const backend::OutputConstraint& c = request.constraint;
+    GANTRY_ASSIGN_OR_RETURN(std::string gbnf, grammar_for(c));
+    if (c.kind == backend::OutputConstraint::Kind::kGrammar && c.lazy) {
+      std::vector<const char*> patterns;
+      for (const auto& p : c.trigger_patterns) patterns.push_back(p.c_str());
+      grammar = llama_sampler_init_grammar_lazy_patterns(ctx_->weights().vocab(), gbnf.c_str(), "root",
+                                                         patterns.data(), patterns.size(),
+                                                         c.trigger_tokens.data(), c.trigger_tokens.size());
+    } else {
+      grammar = llama_sampler_init_grammar(ctx_->weights().vocab(), gbnf.c_str(), "root");
+    }
     if (!grammar) {
       return InvalidArgument(
           "llama.cpp rejected the grammar built for the output constraint "
-          "(a bug in the JSON schema converter; the grammar is in the llama.cpp log)");
+          "(a bug in the grammar's producer; the grammar is in the llama.cpp log)");
+    }
+    if (!c.lazy) {
+      // Tokens the prompt ends with that the grammar's root begins with (a chat format's opening
+      // tag). llama.cpp's grammar sampler reports a token it cannot accept by throwing.
+      try {
+        for (int32_t t : c.prefill_tokens) llama_sampler_accept(grammar, t);
+      } catch (const std::exception& e) {
+        llama_sampler_free(grammar);
+        return InvalidArgument(std::string("the grammar does not accept the prompt's last tokens: ") +
+                               e.what());
+      }
     }
   }
   s->sampler = make_sampler_chain(request.sampling, ctx_->weights().n_vocab(), static_cast<int32_t>(cap),
@@ -387,7 +407,10 @@ Result<bool> BatchEngine::step() {
       s->result.logprobs.push_back(token_logprob(weights, llama_get_logits_ith(ctx_->raw(), s->out_index),
                                                  n_vocab, tok, s->req.n_logprobs, s->req.render_special));
     }
-    std::string text = s->stream.push(weights.token_to_piece(tok, s->req.render_special));
+    const bool render =
+        s->req.render_special || std::find(s->req.render_tokens.begin(), s->req.render_tokens.end(), tok) !=
+                                     s->req.render_tokens.end();
+    std::string text = s->stream.push(weights.token_to_piece(tok, render));
     bool keep_going = true;
     if (!text.empty()) {
       s->result.text += text;

@@ -439,6 +439,12 @@ Result<std::string> grammar_for(const backend::OutputConstraint& c) {
       return json_object_grammar();
     case backend::OutputConstraint::Kind::kJsonSchema:
       return json_schema_grammar(c.json_schema);
+    case backend::OutputConstraint::Kind::kGrammar:
+      if (c.grammar.size() > kMaxGrammarBytes) {
+        return InvalidArgument("the grammar takes " + std::to_string(c.grammar.size()) + " bytes (at most " +
+                               std::to_string(kMaxGrammarBytes) + ")");
+      }
+      return c.grammar;
   }
   return InvalidArgument("unknown output constraint kind");
 }

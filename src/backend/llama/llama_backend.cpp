@@ -1,13 +1,16 @@
 #include "gantry/backend/llama/llama_backend.h"
 
 #include <fmt/format.h>
+#include <llama.h>
 
 #include <filesystem>
 #include <optional>
 
+#include "backend/llama/chat_layer.h"
 #include "gantry/backend/llama/llama_info.h"
 #include "gantry/backend/llama/measure.h"
 #include "gantry/backend/llama/speed.h"
+#include "gantry/core/file_io.h"
 #include "gantry/memory/owner_scope.h"
 #include "gantry/model/package.h"
 
@@ -23,6 +26,25 @@ bool has_gpu(std::string_view prefix) {
     if (d.type == "gpu" && (prefix.empty() || d.name.rfind(prefix, 0) == 0)) return true;
   }
   return false;
+}
+
+// The model's declared pooling ("<arch>.pooling_type"), as llama.cpp names them.
+std::string pooling_name(const LlamaWeights& w) {
+  char buf[32];
+  const std::string key = w.architecture() + ".pooling_type";
+  if (llama_model_meta_val_str(w.raw(), key.c_str(), buf, sizeof buf) < 0) return "none";
+  switch (std::atoi(buf)) {
+    case 1:
+      return "mean";
+    case 2:
+      return "cls";
+    case 3:
+      return "last";
+    case 4:
+      return "rank";
+    default:
+      return "none";
+  }
 }
 
 }  // namespace
@@ -85,6 +107,23 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
     GANTRY_ASSIGN_OR_RETURN(m->weights_, LlamaWeights::load(path, s.load));
   }
   GANTRY_ASSIGN_OR_RETURN(m->engine_, BatchEngine::create(m->weights_, s.context));
+  {
+    std::string source, label;
+    if (!s.chat_template_file.empty()) {
+      auto text = read_file(s.chat_template_file, uint64_t{1} << 20);
+      if (!text.ok()) return text.status().with_context("reading the chat template (chat_template_file)");
+      source = std::move(*text);
+      label = "file " + s.chat_template_file;
+    }
+    GANTRY_ASSIGN_OR_RETURN(m->chat_, LlamaChatLayer::create(m->weights_, source, label, s.reasoning_format));
+  }
+  auto& ti = m->text_info_;
+  ti.context_length = static_cast<int64_t>(m->engine_->context().n_ctx_seq());
+  ti.sequences = static_cast<int>(s.context.n_seq_max);
+  ti.trained_context = m->weights_->n_ctx_train();
+  ti.embeds = true;
+  ti.pooling = pooling_name(*m->weights_);
+  ti.chat = m->chat_->info();
   auto& meta = m->meta_;
   meta.name = m->weights_->description();
   meta.backend = "llama.cpp";
@@ -103,7 +142,8 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
                      {"n_gpu_layers", std::to_string(s.load.placement.n_gpu_layers)},
                      {"kv_type", std::string(kv_type_name(s.context.type_k))},
                      {"placement", s.reason},
-                     {"chat_template", m->weights_->has_chat_template() ? "yes" : "no"}};
+                     {"chat_template", m->chat_->info().source},
+                     {"chat_format", m->chat_->info().format}};
   return m;
 }
 
@@ -288,14 +328,18 @@ Result<std::unique_ptr<backend::Generation>> LlamaModel::start_generation(Genera
   return std::unique_ptr<backend::Generation>(new Run(this, std::move(guard), std::move(*h)));
 }
 
-Result<std::string> LlamaModel::format_chat(std::span<const backend::ChatMessage> messages,
-                                            bool add_assistant_turn) const {
+Result<backend::ChatPrompt> LlamaModel::apply_chat(const backend::ChatRequest& request) const {
   // Formatting touches no engine state, so it is not counted as a call; it is refused while draining
   // like every other call.
   if (draining()) {
     return Unavailable("model '" + meta_.name + "' is draining; call reset() to accept requests again");
   }
-  return weights_->apply_chat_template(messages, add_assistant_turn);
+  return chat_->apply(request);
+}
+
+Result<std::unique_ptr<backend::ChatOutputParser>> LlamaModel::chat_parser(
+    const backend::ChatPrompt& prompt) const {
+  return chat_->parser(prompt);
 }
 
 Result<int> LlamaModel::token_count(std::string_view text) const {

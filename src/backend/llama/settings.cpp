@@ -107,6 +107,9 @@ Result<LlamaSettings> llama_settings(const backend::Placement& p, const plan::Mo
   // process with SIGBUS on the next access.
   s.load.use_mmap = o.mmap.value_or(true);
   s.max_tokens = o.max_tokens.value_or(128);
+  s.chat_template_file = o.chat_template_file.value_or("");
+  s.reasoning_format =
+      o.reasoning_format == "none" ? backend::ReasoningFormat::kNone : backend::ReasoningFormat::kAuto;
 
   auto& lp = s.load.placement;
   lp.main_gpu = p.primary_device();

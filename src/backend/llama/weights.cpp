@@ -176,35 +176,4 @@ Result<std::string> LlamaWeights::detokenize(std::span<const int32_t> tokens, bo
 
 bool LlamaWeights::is_eog(int32_t token) const { return llama_vocab_is_eog(vocab_, token); }
 
-bool LlamaWeights::has_chat_template() const { return llama_model_chat_template(model_, nullptr) != nullptr; }
-
-Result<std::string> LlamaWeights::apply_chat_template(std::span<const backend::ChatMessage> messages,
-                                                      bool add_assistant) const {
-  const char* tmpl = llama_model_chat_template(model_, nullptr);
-  if (!tmpl) {
-    return FailedPrecondition("model '" + path_ +
-                              "' has no chat template (tokenizer.chat_template); use a plain prompt");
-  }
-  std::vector<llama_chat_message> msgs;
-  size_t total = 0;
-  for (const auto& m : messages) {
-    msgs.push_back({m.role.c_str(), m.content.c_str()});
-    total += m.role.size() + m.content.size();
-  }
-  std::string buf(total * 2 + 256, '\0');
-  int32_t n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), add_assistant, buf.data(),
-                                        static_cast<int32_t>(buf.size()));
-  if (n < 0) {
-    return Unsupported("the chat template of '" + path_ +
-                       "' is not one of the formats llama.cpp's llama_chat_apply_template recognises");
-  }
-  if (static_cast<size_t>(n) > buf.size()) {
-    buf.resize(static_cast<size_t>(n));
-    n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), add_assistant, buf.data(),
-                                  static_cast<int32_t>(buf.size()));
-  }
-  buf.resize(static_cast<size_t>(n));
-  return buf;
-}
-
 }  // namespace gantry::llama

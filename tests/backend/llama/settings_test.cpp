@@ -68,7 +68,9 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
                                             {"kv_type", "q4_1"},
                                             {"flash_attn", "on"},
                                             {"max_tokens", "9"},
-                                            {"mmap", "off"}});
+                                            {"mmap", "off"},
+                                            {"chat_template_file", "/t/chat.jinja"},
+                                            {"reasoning_format", "none"}});
   p.intra_op_threads = 3;
   p.device_ids = {1};
   auto s = llama_settings(p, tiny_profile(), kCpuOnly);
@@ -86,7 +88,9 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
   EXPECT_EQ(s->load.placement.main_gpu, 1);
   EXPECT_EQ(s->max_tokens, 9);
   EXPECT_FALSE(s->load.use_mmap);
-  EXPECT_EQ(model::llama_option_keys().size(), 10u);
+  EXPECT_EQ(s->chat_template_file, "/t/chat.jinja");
+  EXPECT_EQ(s->reasoning_format, backend::ReasoningFormat::kNone);
+  EXPECT_EQ(model::llama_option_keys().size(), 12u);
 }
 
 TEST(LlamaSettings, BadOptionsAreRefusedWithTheirName) {

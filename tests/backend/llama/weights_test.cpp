@@ -32,7 +32,6 @@ TEST(LlamaWeights, LoadsTheTinyModel) {
   EXPECT_EQ(weights->n_layer(), 2);
   EXPECT_EQ(weights->n_embd(), 64);
   EXPECT_EQ(weights->n_vocab(), 32000);
-  EXPECT_TRUE(weights->has_chat_template());
 }
 
 TEST(LlamaWeights, TokenizeDetokenizeRoundTrip) {
@@ -52,16 +51,6 @@ TEST(LlamaWeights, TokenizeDetokenizeRoundTrip) {
   ASSERT_TRUE(plain.ok());
   EXPECT_GT(plain->size(), 1u);
   EXPECT_FALSE(weights->detokenize(std::vector<int32_t>{5, 40000}).ok());
-}
-
-TEST(LlamaWeights, ChatTemplateIsTheModelsOwn) {
-  GANTRY_REQUIRE_TINY_MODEL();
-  std::vector<backend::ChatMessage> msgs = {{"system", "Be brief."}, {"user", "Hi there"}};
-  auto text = weights->apply_chat_template(msgs, true);
-  ASSERT_TRUE(text.ok()) << text.status().to_string();
-  EXPECT_EQ(*text,
-            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n"
-            "<|im_start|>assistant\n");
 }
 
 TEST(LlamaWeights, MissingFileIsNotFound) {

@@ -9,8 +9,10 @@
 // Through infer_one a model takes "prompt" (string, [1]) or "tokens" (int32, [n]) and returns "text"
 // (string, [1]) and "tokens" (int32, [n]): greedy, max_tokens from the placement. infer_batch runs its
 // requests as parallel sequences of one context. The full generation API (sampling, stop strings,
-// streaming, cancellation), chat templates and embeddings are Model's generic ones: start_generation,
-// generate, format_chat, embed; stats() counts prompt and generated tokens.
+// streaming, cancellation) and embeddings are Model's generic ones: start_generation, generate, embed;
+// stats() counts prompt and generated tokens. The text facet (text()) is llama.cpp's own chat layer
+// (common/chat.h): the GGUF's Jinja template or a chat_template_file, tool calls in the model family's
+// format, constrained by its grammar and parsed back.
 #pragma once
 
 #include <memory>
@@ -23,7 +25,9 @@
 
 namespace gantry::llama {
 
-class LlamaModel final : public backend::Model {
+class LlamaChatLayer;
+
+class LlamaModel final : public backend::Model, public backend::TextModel {
  public:
   ~LlamaModel() override;
   const backend::ModelMetadata& metadata() const override { return meta_; }
@@ -36,9 +40,12 @@ class LlamaModel final : public backend::Model {
   // The returned Generation must not outlive this model. It counts as an in-flight call (drain()
   // waits for it) until it has been waited for or destroyed.
   Result<std::unique_ptr<backend::Generation>> start_generation(backend::GenerationRequest request) override;
-  // The model's own chat template (llama_chat_apply_template). Unavailable while draining.
-  Result<std::string> format_chat(std::span<const backend::ChatMessage> messages,
-                                  bool add_assistant_turn) const override;
+  backend::TextModel* text() override { return this; }
+  const backend::TextModelInfo& text_info() const override { return text_info_; }
+  // The chat layer's rendering; Unavailable while draining.
+  Result<backend::ChatPrompt> apply_chat(const backend::ChatRequest& request) const override;
+  Result<std::unique_ptr<backend::ChatOutputParser>> chat_parser(
+      const backend::ChatPrompt& prompt) const override;
   // Pooled (the model's pooling, else mean) embeddings from a second context over the same weights,
   // created on first use with the generation context's size; one call at a time.
   Result<int> token_count(std::string_view text) const override;
@@ -67,6 +74,8 @@ class LlamaModel final : public backend::Model {
   LlamaSettings settings_;
   std::shared_ptr<LlamaWeights> weights_;
   std::unique_ptr<BatchEngine> engine_;
+  std::unique_ptr<LlamaChatLayer> chat_;
+  backend::TextModelInfo text_info_;
   std::mutex embed_mu_;  // guards embedder_ (created lazily; one embedding call at a time)
   std::unique_ptr<LlamaEmbedder> embedder_;
 };

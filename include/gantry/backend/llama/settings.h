@@ -16,6 +16,8 @@
 //   flash_attn     auto                                        auto | on | off
 //   mmap           on                                          off: read the weights into memory
 //   max_tokens     128                                         tokens infer_one generates
+//   chat_template_file  the GGUF's own                         a Jinja chat template file instead
+//   reasoning_format    auto                                   auto (= deepseek) | none
 //
 // Placement::intra_op_threads becomes the decode thread count (0: every core); device_ids' first entry
 // the main GPU. Ranges and spellings are checked where the options are read (model/backend_options.h).
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "gantry/backend/chat.h"
 #include "gantry/backend/llama/options.h"
 #include "gantry/backend/placement.h"
 #include "gantry/core/status.h"
@@ -36,6 +39,8 @@ struct LlamaSettings {
   LoadOptions load;
   ContextOptions context;
   int max_tokens = 128;  // infer_one's generation length
+  std::string chat_template_file;  // "" = the GGUF's own template
+  backend::ReasoningFormat reasoning_format = backend::ReasoningFormat::kAuto;
   std::string reason;    // how n_gpu_layers was chosen, for messages and logs
 };
 

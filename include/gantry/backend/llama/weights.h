@@ -1,5 +1,5 @@
 // LlamaWeights: a GGUF model loaded by llama.cpp (weights mmapped, placed as the planner said), with its
-// vocabulary: tokenize, detokenize, chat template. Immutable once loaded; share it between contexts.
+// vocabulary: tokenize, detokenize. Immutable once loaded; share it between contexts.
 #pragma once
 
 #include <cstdint>
@@ -66,11 +66,6 @@ class LlamaWeights {
   bool is_eog(int32_t token) const;
   bool token_valid(int32_t token) const { return token >= 0 && token < n_vocab(); }
 
-  bool has_chat_template() const;
-  // Formats a conversation with the model's own template (llama_chat_apply_template); with
-  // add_assistant the text ends where the assistant's reply begins.
-  Result<std::string> apply_chat_template(std::span<const backend::ChatMessage> messages,
-                                          bool add_assistant = true) const;
 
  private:
   LlamaWeights() = default;
