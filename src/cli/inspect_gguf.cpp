@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "gantry/backend/llama/llama_backend.h"
 #include "gantry/model/gguf.h"
 
 namespace gantry::cli {
@@ -65,6 +66,8 @@ int inspect_gguf(const std::filesystem::path& path, bool json, std::ostream& out
   if (!kv_heads) kv_heads = heads;
   const auto n_embd = f.get_uint(f.arch_key("embedding_length"));
   const auto n_ctx = f.get_uint(f.arch_key("context_length"));
+  // What llama.cpp's chat layer makes of the template (its vocabulary is loaded, no weights).
+  auto chat = llama::inspect_chat_template(path.string());
 
   if (json) {
     nlohmann::json j;
@@ -82,6 +85,15 @@ int inspect_gguf(const std::filesystem::path& path, bool json, std::ostream& out
     j["context_length"] = opt(n_ctx);
     j["vocab_size"] = opt(n_vocab);
     j["chat_template"] = chat_template;
+    if (chat.ok()) {
+      j["chat"] = {{"source", chat->source},
+                   {"format", chat->format},
+                   {"tools", chat->tools},
+                   {"parallel_tool_calls", chat->parallel_tool_calls},
+                   {"thinking", chat->thinking}};
+    } else {
+      j["chat"] = {{"error", chat.status().message()}};
+    }
     j["metadata_count"] = f.metadata().size();
     j["tensor_count"] = f.tensors().size();
     j["alignment"] = f.alignment();
@@ -102,7 +114,14 @@ int inspect_gguf(const std::filesystem::path& path, bool json, std::ostream& out
   out << fmt::format("embedding length: {}\n", opt_text(n_embd));
   out << fmt::format("context length:   {}\n", opt_text(n_ctx));
   out << fmt::format("vocabulary:       {}\n", opt_text(n_vocab));
-  out << fmt::format("chat template:    {}\n", chat_template ? "yes" : "no");
+  out << fmt::format("chat template:    {}\n", chat_template ? "yes" : "no (llama.cpp's default, ChatML)");
+  if (chat.ok()) {
+    out << fmt::format("chat format:      {} (tools: {}{}; thinking: {})\n", chat->format,
+                       chat->tools ? "yes" : "no", chat->parallel_tool_calls ? ", parallel calls" : "",
+                       chat->thinking ? "yes" : "no");
+  } else {
+    out << fmt::format("chat format:      unknown ({})\n", chat.status().message());
+  }
   out << "tensor types:\n";
   for (const auto& [name, s] : types) {
     out << fmt::format("  {:<8} {:>5} tensors {:>14} bytes\n", name, s.count, s.bytes);

@@ -162,6 +162,7 @@ int run_model(RunArgs& a) {
   if (a.gguf.ctx) llama.n_ctx = static_cast<int>(*a.gguf.ctx);
   llama.n_gpu_layers = a.gguf.n_gpu_layers;
   if (a.gguf.no_mmap) llama.mmap = false;
+  if (!a.gguf.chat_template_file.empty()) llama.chat_template_file = a.gguf.chat_template_file;
   auto handle = (*rt)->load(a.model, lo);
   if (!handle.ok()) {
     std::cerr << "gantry run: error: " << handle.status().message() << "\n";

@@ -34,6 +34,8 @@ void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& o) {
   cmd.add_option("--repeat-penalty", o.sampling.repeat_penalty, "Penalty for repeated tokens; 1 = off")
       ->capture_default_str();
   cmd.add_option("--seed", o.seed, "Sampling seed; -1 = random")->capture_default_str();
+  cmd.add_option("--chat-template-file", o.chat_template_file,
+                 "A Jinja chat template for --chat instead of the GGUF's own (and the package's)");
   cmd.add_option("--ctx", o.ctx, "Context size in tokens (default: the package's, else 2048)");
   cmd.add_option("--threads,-t", o.threads, "CPU threads; 0 = all")->capture_default_str();
   cmd.add_option("--n-gpu-layers,--ngl", o.n_gpu_layers,

@@ -26,6 +26,7 @@ struct RunGgufOptions {
   std::optional<int> n_gpu_layers;   // unset: what the planner says fits on the chosen GPU (0 on the CPU)
   bool chat = false;
   bool no_mmap = false;  // --no-mmap: read the weights into memory instead of mapping the file
+  std::string chat_template_file;  // --chat-template-file: a Jinja chat template instead of the GGUF's
   std::vector<std::string> stop;
 };
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <iostream>
 #include <thread>
+#include <tuple>
 
 #include "cli/commands.h"
 #include "gantry/memory/budget.h"
@@ -48,6 +49,8 @@ struct ServeArgs {
   uint32_t parallel = 0;  // 0: the package's llama.parallel, else 4
   uint32_t ctx = 0;
   std::string kv_type;
+  std::string chat_template_file;
+  std::string reasoning_format;
   bool no_mmap = false;
   int64_t max_batch_size = 32;
   int64_t max_queue_delay_us = 1000;
@@ -103,6 +106,15 @@ int serve(ServeArgs& a) {
     }
   }
   if (a.no_mmap) llama.mmap = false;
+  for (const auto& [key, value, flag] :
+       {std::tuple{"chat_template_file", a.chat_template_file, "--chat-template-file"},
+        std::tuple{"reasoning_format", a.reasoning_format, "--reasoning-format"}}) {
+    if (value.empty()) continue;
+    if (Status s = model::set_llama_option(llama, key, value); !s.ok()) {
+      std::cerr << "gantry serve: " << flag << ": " << s.message() << "\n";
+      return 2;
+    }
+  }
 
   // SIGINT/SIGTERM: the first starts the drain, a second exits at once (from the handler: whichever
   // thread the signal lands on, nothing else needs to run).
@@ -168,6 +180,11 @@ void register_serve_command(CLI::App& app, int& exit_code) {
                   "Context size of text models (default: the package's, else 2048 or the model's training "
                   "context if smaller)");
   cmd->add_option("--kv-type", a->kv_type, "KV cache type of text models (f16, q8_0, ...)");
+  cmd->add_option("--chat-template-file", a->chat_template_file,
+                  "A Jinja chat template for text models instead of the GGUF's own (and the package's)");
+  cmd->add_option("--reasoning-format", a->reasoning_format,
+                  "auto|deepseek: a thinking model's reasoning in reasoning_content (default); none: left in "
+                  "the content");
   cmd->add_flag("--no-mmap", a->no_mmap,
                 "Read GGUF weights into memory instead of mapping them (a mapped file overwritten in place "
                 "ends the process with SIGBUS; to update a model, rename a new file over the old one)");

@@ -3,9 +3,11 @@
 #include <chat.h>
 #include <common.h>
 #include <llama.h>
+#include <log.h>
 
 #include <cctype>
 #include <exception>
+#include <mutex>
 #include <regex>
 
 #include "backend/llama/generic_tools.h"
@@ -156,6 +158,10 @@ Result<std::unique_ptr<LlamaChatLayer>> LlamaChatLayer::create(std::shared_ptr<c
                                                                const std::string& template_source,
                                                                const std::string& source_label,
                                                                backend::ReasoningFormat default_reasoning) {
+  // llama.cpp's common library logs to stderr on its own; what matters reaches us as exceptions, which
+  // become our errors, so its log stays silent (set once, before any of it runs).
+  static std::once_flag quiet;
+  std::call_once(quiet, [] { common_log_set_verbosity_thold(-1); });
   std::unique_ptr<LlamaChatLayer> layer(new LlamaChatLayer());
   layer->weights_ = std::move(weights);
   layer->default_reasoning_ = default_reasoning;

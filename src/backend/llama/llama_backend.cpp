@@ -378,6 +378,22 @@ Result<std::vector<backend::ThroughputResult>> LlamaModel::measure_throughput(
   return measure_speed(weights_, so);
 }
 
+Result<backend::ChatTemplateInfo> inspect_chat_template(const std::string& gguf_path,
+                                                        const std::string& chat_template_file) {
+  LoadOptions o;
+  o.vocab_only = true;
+  o.use_mmap = false;
+  GANTRY_ASSIGN_OR_RETURN(std::shared_ptr<LlamaWeights> weights, LlamaWeights::load(gguf_path, o));
+  std::string source, label;
+  if (!chat_template_file.empty()) {
+    GANTRY_ASSIGN_OR_RETURN(source, read_file(chat_template_file, uint64_t{1} << 20));
+    label = "file " + chat_template_file;
+  }
+  GANTRY_ASSIGN_OR_RETURN(
+      auto layer, LlamaChatLayer::create(std::move(weights), source, label, backend::ReasoningFormat::kAuto));
+  return layer->info();
+}
+
 std::unique_ptr<backend::Backend> make_llama_backend(memory::BlockPool* cpu_pool) {
   return std::make_unique<LlamaBackend>(cpu_pool);
 }

@@ -76,6 +76,7 @@ Result<std::shared_ptr<LlamaWeights>> LlamaWeights::load(const std::string& path
   mp.load_mode = options.use_mmap && !options.dry_run ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
   mp.check_tensors = options.check_tensors && !options.dry_run;
   mp.no_alloc = options.dry_run;
+  mp.vocab_only = options.vocab_only;
 
   // CPU weights from the runtime's pool where no slower (see LoadOptions::cpu_pool).
   const bool use_pool = options.cpu_pool && !options.dry_run && !options.use_mmap &&

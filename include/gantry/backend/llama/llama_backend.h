@@ -113,4 +113,9 @@ class LlamaBackend final : public backend::Backend {
 
 std::unique_ptr<backend::Backend> make_llama_backend(memory::BlockPool* cpu_pool = nullptr);
 
+// What the chat template of `gguf_path` (or `chat_template_file` when given) offers through llama.cpp's chat
+// layer: the format a chat with tools renders to, tool and thinking support. Reads the vocabulary only.
+Result<backend::ChatTemplateInfo> inspect_chat_template(const std::string& gguf_path,
+                                                        const std::string& chat_template_file = "");
+
 }  // namespace gantry::llama

@@ -31,6 +31,8 @@ struct LoadOptions {
   // data, mmap off). A context created over such weights is a dry run too: it reports its memory
   // (llama_get_memory_breakdown) but cannot decode.
   bool dry_run = false;
+  // Only the vocabulary and metadata (no tensors): enough to tokenize and to render a chat template.
+  bool vocab_only = false;
   // The runtime's CPU pool: CPU weights are allocated from it (charged to the model's ledger) where that is
   // no slower than llama.cpp's own allocation — weights read into memory (mmap off), no layer offloaded, and
   // no tensor of a type ggml's CPU backend repacks (an override would lose the repacked layout). Else unused.
