@@ -395,6 +395,7 @@ ModelInfo ModelManager::snapshot_locked(const Entry& e) const {
   i.state = e.state;
   i.reason = e.reason;
   i.backend = e.backend;
+  if (e.model) i.format = e.model->metadata().format;
   i.provider = e.provider;
   i.reserved_bytes = e.reserved;
   i.memory_basis = e.basis;

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "gantry/build_info.h"
 #include "gantry/hw/registry_json.h"
+#include "gantry/model/package.h"
 #include "server/dashboard_assets.h"
 #include "server_state.h"
 
@@ -16,18 +18,14 @@ namespace gantry::server {
 namespace {
 using json = nlohmann::json;
 
-// "gguf" / "onnx" from the backend of a loaded model, else from the file name; "" when unknown (a
-// package directory or .tar not loaded yet).
-std::string format_of(const std::string& backend, const std::string& source) {
-  if (backend == "llama.cpp") return "gguf";
-  if (backend == "onnxruntime") return "onnx";
-  auto ends = [&](std::string_view suffix) {
-    return source.size() >= suffix.size() &&
-           source.compare(source.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (ends(".gguf")) return "gguf";
-  if (ends(".onnx")) return "onnx";
-  return "";
+// "gguf" / "onnx": the loaded model's, else what the file says (model::detect_model_format); "" when
+// unknown (a package directory or .tar not loaded yet).
+std::string format_of(const runtime::ModelInfo* info, const std::string& source) {
+  if (info && !info->format.empty()) return info->format;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(source, ec)) return "";
+  auto f = model::detect_model_format(source);
+  return f.ok() ? std::string(model::model_format_name(*f)) : "";
 }
 
 json model_json(const runtime::ModelInfo* info, const std::string& name, const std::string& source,
@@ -38,7 +36,7 @@ json model_json(const runtime::ModelInfo* info, const std::string& name, const s
   m["reason"] = info ? info->reason : "not loaded yet";
   m["backend"] = info ? info->backend : "";
   m["provider"] = info ? info->provider : "";
-  m["format"] = format_of(info ? info->backend : "", source);
+  m["format"] = format_of(info, source);
   json mem = json::object();
   if (info) {
     for (const auto& [device, bytes] : info->reserved_bytes) mem[device] = bytes;

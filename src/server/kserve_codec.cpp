@@ -1339,9 +1339,7 @@ nlohmann::json model_metadata(std::string_view name, std::span<const std::string
     }
     return list;
   };
-  std::string platform = md.backend;
-  if (md.backend == "onnxruntime") platform = "onnx_onnxv1";
-  if (md.backend == "llama.cpp") platform = "llama.cpp_gguf";
+  const std::string& platform = md.platform.empty() ? md.backend : md.platform;
   return json{{"name", std::string(name)},
               {"versions", json(std::vector<std::string>(versions.begin(), versions.end()))},
               {"platform", platform},

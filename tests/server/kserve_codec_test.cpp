@@ -41,6 +41,7 @@ backend::ModelMetadata multi() {
   backend::ModelMetadata m;
   m.name = "multi";
   m.backend = "onnxruntime";
+  m.platform = "onnx_onnxv1";
   m.inputs = {info("x", DType::kFloat32, Shape{Shape::kDynamic, 3}),
               info("ids", DType::kInt64, Shape{Shape::kDynamic}),
               info("text", DType::kString, Shape{Shape::kDynamic}), info("h", DType::kFloat16, Shape{2})};
@@ -1117,6 +1118,7 @@ TEST(KServeMetadata, ShapeOfTheObject) {
 
   backend::ModelMetadata llama = multi();
   llama.backend = "llama.cpp";
+  llama.platform = "llama.cpp_gguf";  // the backend names its platform; the codec only reports it
   EXPECT_EQ(model_metadata("l", {}, llama)["platform"], "llama.cpp_gguf");
   EXPECT_EQ(model_metadata("l", {}, llama)["versions"], json::array());
 }

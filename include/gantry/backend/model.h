@@ -47,6 +47,8 @@ struct ModelMetadata {
   std::string name;
   std::string backend;   // "onnxruntime", "llama.cpp"
   std::string provider;  // the provider it runs on ("cpu", "cuda", ...)
+  std::string format;    // the file format it was loaded from: "onnx", "gguf"
+  std::string platform;  // KServe v2's platform name for it ("onnx_onnxv1", "llama.cpp_gguf")
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
   MemoryClass preferred_memory = MemoryClass::kHost;  // where inputs are cheapest to bind

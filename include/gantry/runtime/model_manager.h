@@ -51,6 +51,7 @@ struct ModelInfo {
   std::string reason;  // why it failed / was evicted / was unloaded
   std::string backend;
   std::string provider;
+  std::string format;  // "onnx" | "gguf" once loaded (ModelMetadata::format)
   std::map<std::string, uint64_t> reserved_bytes;  // device id -> bytes reserved for it
   std::string memory_basis;                        // how the reservation was computed
   bool pinned = false;

@@ -127,6 +127,8 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
   auto& meta = m->meta_;
   meta.name = m->weights_->description();
   meta.backend = "llama.cpp";
+  meta.format = "gguf";
+  meta.platform = "llama.cpp_gguf";
   meta.provider = p.provider;
   meta.inputs = {{"prompt", DType::kString, Shape({1}), {""}}};
   meta.outputs = {{"text", DType::kString, Shape({1}), {""}},

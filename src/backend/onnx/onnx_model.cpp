@@ -249,6 +249,8 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
     return status_from_ort(e, what);
   };
   m->meta_.backend = "onnxruntime";
+  m->meta_.format = "onnx";
+  m->meta_.platform = "onnx_onnxv1";
   m->meta_.provider = placement.provider;
 
   auto make_options = [&](const model::SessionBucket* bucket,
