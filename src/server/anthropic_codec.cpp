@@ -436,8 +436,9 @@ std::string error_body(const ApiError& e) {
 
 ApiError bad_request(std::string field, std::string_view message) {
   ApiError e;
-  e.message = field.empty() || message.rfind(field, 0) == 0 ? std::string(message)
-                                                            : field + ": " + std::string(message);
+  const bool named =
+      field.empty() || (message.rfind(field, 0) == 0 && message.substr(field.size(), 2) == ": ");
+  e.message = named ? std::string(message) : field + ": " + std::string(message);
   e.field = std::move(field);
   return e;
 }

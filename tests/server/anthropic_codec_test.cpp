@@ -242,6 +242,9 @@ TEST(AnthropicCodec, ErrorsInAnthropicsShape) {
   EXPECT_EQ(api_error(NotFound("no model"), "model").type, "not_found_error");
   EXPECT_EQ(api_error(NotFound("no model"), "model").message, "model: no model");
   EXPECT_EQ(api_error(Unavailable("loading")).http_status, 503);
+  EXPECT_EQ(bad_request("tool_choice", "tool_choice names 'f'").message,
+            "tool_choice: tool_choice names 'f'");
+  EXPECT_EQ(bad_request("tools", "tools: bad").message, "tools: bad");
   EXPECT_EQ(api_error(Internal("bug")).type, "api_error");
   EXPECT_EQ(error_type(401), "authentication_error");
   EXPECT_EQ(sse_error(e).rfind("event: error\ndata: {", 0), 0u);

@@ -57,7 +57,7 @@ std::string error_body(const ApiError& e);
 // overloaded_error, other 5xx api_error, other 4xx invalid_request_error.
 std::string_view error_type(int http_status);
 
-// An ApiError with `message` prefixed by `field` ("field: message") unless it already starts with it.
+// An ApiError with `message` prefixed by `field` ("field: message") unless it already starts so.
 ApiError bad_request(std::string field, std::string_view message);
 
 // The ApiError for a failed Status (from apply_chat, start_generation, a generation that failed):
