@@ -126,6 +126,21 @@ for (const model of MODELS) {
     assert.ok(m.usage.output_tokens <= 16);
   });
 
+  await check(model, 'stop_sequences end the answer with stop_reason stop_sequence', async () => {
+    // Greedy decoding repeats itself: a piece of the free answer, given as a stop sequence, ends it there.
+    const body = { model, max_tokens: 24, temperature: 0, messages: [{ role: 'user', content: 'Say hello.' }] };
+    const free = textOf(await client.messages.create(body));
+    const chars = Array.from(free);
+    assert.ok(chars.length >= 8, `the free answer is too short to cut: ${JSON.stringify(free)}`);
+    const seq = chars.slice(4, 8).join('');
+    const m = await client.messages.create({ ...body, stop_sequences: [seq] });
+    assert.equal(m.stop_reason, 'stop_sequence', `stop_reason ${m.stop_reason} (free answer ${JSON.stringify(free)}, stop ${JSON.stringify(seq)})`);
+    assert.equal(m.stop_sequence, seq);
+    const cut = textOf(m);
+    assert.ok(free.startsWith(cut.trimEnd()) && free.indexOf(seq) >= cut.trimEnd().length,
+      `the answer ${JSON.stringify(cut)} is not the free answer ${JSON.stringify(free)} cut before ${JSON.stringify(seq)}`);
+  });
+
   await check(model, 'messages.stream text deltas make the final message', async () => {
     const stream = client.messages.stream({
       model,
