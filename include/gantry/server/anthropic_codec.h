@@ -5,10 +5,11 @@
 //
 // Compatibility notes:
 // - Request: "model" and "max_tokens" (messages only) are required; "system" is a string or an array of
-//   text blocks (joined with "\n"); "messages" alternate user/assistant with "content" a string or an
+//   text blocks (joined with "\n"); "messages" (role "user" or "assistant") hold "content", a string or an
 //   array of blocks: "text", "tool_use" {id, name, input (an object)} (assistant), "tool_result"
 //   {tool_use_id, content (a string or text blocks), is_error} (user), "thinking"/"redacted_thinking"
-//   (kept as the assistant's reasoning / ignored). "image", "document" and every other block type are
+//   (kept as the assistant's reasoning / ignored); a tool_result with "is_error": true reaches the model
+//   as "Error: " and its content. "image", "document" and every other block type are
 //   refused (400 naming the block: the models served here read text only). A user message's blocks
 //   keep their order: each tool_result becomes a "tool" message, the text around it a user message.
 // - "tools": [{name, description, input_schema}] (type absent or "custom"; Anthropic's server tools,
