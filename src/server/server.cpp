@@ -5,6 +5,7 @@
 
 #include "gantry/build_info.h"
 #include "gantry/core/log.h"
+#include "gantry/server/anthropic_codec.h"
 #include "gantry/server/kserve_codec.h"
 #include "gantry/server/ollama_codec.h"
 #include "gantry/server/openai_codec.h"
@@ -67,6 +68,8 @@ struct Route {
     kChat,
     kCompletions,
     kEmbeddings,
+    kMessages,     // Anthropic
+    kCountTokens,  // Anthropic
     kMetrics,
     kDashboardPage,
     kDashboardAsset,
@@ -145,6 +148,10 @@ Route route_of(std::string_view path) {
     r.kind = Route::kCompletions, r.method = "POST";
   else if (is({"v1", "embeddings"}))
     r.kind = Route::kEmbeddings, r.method = "POST";
+  else if (is({"v1", "messages"}))
+    r.kind = Route::kMessages, r.method = "POST", r.protocol = Protocol::kAnthropic;
+  else if (is({"v1", "messages", "count_tokens"}))
+    r.kind = Route::kCountTokens, r.method = "POST", r.protocol = Protocol::kAnthropic;
   else if (r.protocol == Protocol::kOllama && p.size() == 2) {
     static const struct {
       std::string_view path;
@@ -168,7 +175,8 @@ bool is_inference(const Route& r) {
     return r.ollama == OllamaRoute::kGenerate || r.ollama == OllamaRoute::kChat ||
            r.ollama == OllamaRoute::kEmbed || r.ollama == OllamaRoute::kEmbeddings;
   }
-  return k == Route::kInfer || k == Route::kChat || k == Route::kCompletions || k == Route::kEmbeddings;
+  return k == Route::kInfer || k == Route::kChat || k == Route::kCompletions || k == Route::kEmbeddings ||
+         k == Route::kMessages;
 }
 
 // Where a routed request runs: inference and model loading on the workers; everything that only reads
@@ -224,7 +232,8 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
       pre.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
       pre.headers.emplace_back(
           "Access-Control-Allow-Headers",
-          "Authorization, Content-Type, api-key, x-api-key, Inference-Header-Content-Length");
+          "Authorization, Content-Type, api-key, x-api-key, Inference-Header-Content-Length, "
+          "anthropic-version, anthropic-beta, anthropic-dangerous-direct-browser-access");
       pre.headers.emplace_back("Access-Control-Max-Age", "600");
     }
     return pre;
@@ -295,6 +304,8 @@ std::string_view protocol_name(Protocol p) {
       return "ollama";
     case Protocol::kGrpc:
       return "grpc";
+    case Protocol::kAnthropic:
+      return "anthropic";
   }
   return "http";
 }
@@ -316,6 +327,11 @@ HttpResponse error_response(Protocol protocol, int status, std::string_view mess
     if (status == 429) e.type = "rate_limit_error";
     if (status >= 500) e.type = "server_error";
     r.body = openai::error_body(e);
+  } else if (protocol == Protocol::kAnthropic) {
+    anthropic::ApiError e = anthropic::bad_request(std::string(param), message);
+    e.http_status = status;
+    e.type = std::string(anthropic::error_type(status));
+    r.body = anthropic::error_body(e);
   } else if (protocol == Protocol::kOllama) {
     r.body = ollama::error_body(message);
   } else {
@@ -688,6 +704,10 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
           return;
         case Route::kEmbeddings:
           openai_embeddings(*s, reply, std::move(*req_ptr));
+          return;
+        case Route::kMessages:
+        case Route::kCountTokens:
+          anthropic_messages(*s, reply, std::move(*req_ptr), r.kind == Route::kCountTokens);
           return;
         case Route::kGantryStatus:
           dashboard_status(*s, reply);

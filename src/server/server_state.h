@@ -25,8 +25,9 @@
 
 namespace gantry::server {
 
-enum class Protocol { kKserve, kOpenai, kHttp, kOllama, kGrpc };
-std::string_view protocol_name(Protocol p);  // "kserve", "openai", "http", "ollama", "grpc"
+enum class Protocol { kKserve, kOpenai, kHttp, kOllama, kGrpc, kAnthropic };
+// "kserve", "openai", "http", "ollama", "grpc", "anthropic"
+std::string_view protocol_name(Protocol p);
 
 // Runs `fn` as a task on `pool`. Nothing it throws leaves the task: it is logged under `what` (a string
 // literal) and the thread serves on; a Reply the task held is answered 500 when it is dropped.
@@ -62,7 +63,8 @@ class Reply {
 
   void send(HttpResponse response);
   void json(int status, std::string body);
-  // The protocol's error shape: KServe and Ollama {"error": m}; OpenAI {"error": {"message", "type", ...}}.
+  // The protocol's error shape: KServe and Ollama {"error": m}; OpenAI {"error": {"message", "type", ...}};
+  // Anthropic {"type": "error", "error": {"type", "message"}}.
   void error(int status, std::string_view message, std::string_view param = {}, std::string_view code = {});
   void error(const Status& status);  // HTTP status from the Status code
   // Streaming (SSE, or NDJSON for Ollama): begin, events, end. end() records the metrics.
@@ -161,6 +163,9 @@ void kserve_repository_load(Server::State& s, std::shared_ptr<Reply> reply, std:
 void openai_models(Server::State& s, std::shared_ptr<Reply> reply);
 void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, bool chat);
 void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request);
+// Anthropic (anthropic_routes.cpp): POST /v1/messages, or /v1/messages/count_tokens when `count_tokens`.
+void anthropic_messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request,
+                        bool count_tokens);
 // Dashboard (dashboard_routes.cpp): an embedded asset with its security headers (304 when the request's
 // If-None-Match holds its ETag; nullopt when there is no such asset), the JSON the page polls, pinning.
 std::optional<HttpResponse> dashboard_asset(std::string_view name, const HttpRequest& request);

@@ -1,0 +1,143 @@
+// Anthropic Messages routes: POST /v1/messages (plain or streamed as named server-sent events, on the
+// model's continuous-batching engine) and POST /v1/messages/count_tokens. The conversation goes
+// through the model's own chat layer (TextModel::apply_chat), as on the OpenAI chat route.
+#include <nlohmann/json.hpp>
+
+#include "gantry/server/anthropic_codec.h"
+#include "generation_call.h"
+#include "server_state.h"
+
+namespace gantry::server {
+namespace {
+
+void send_error(Reply& reply, const anthropic::ApiError& e) {
+  HttpResponse r;
+  r.status = e.http_status;
+  r.body = anthropic::error_body(e);
+  if (e.http_status == 429 || e.http_status == 503) r.headers.emplace_back("Retry-After", "1");
+  reply.send(std::move(r));
+}
+
+}  // namespace
+
+void anthropic_messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request,
+                        bool count_tokens) {
+  auto parsed = anthropic::parse_messages_request(
+      request.body, count_tokens ? anthropic::Endpoint::kCountTokens : anthropic::Endpoint::kMessages);
+  if (auto* e = std::get_if<anthropic::ApiError>(&parsed)) {
+    send_error(*reply, *e);
+    return;
+  }
+  // Shared by the hooks, which answer after this function has returned.
+  auto req = std::make_shared<const anthropic::MessagesRequest>(
+      std::move(std::get<anthropic::MessagesRequest>(parsed)));
+  const std::string& name = req->model;
+  reply->set_model(name);
+
+  auto handle = s.model(name);
+  if (!handle.ok()) {
+    send_error(*reply, anthropic::api_error(handle.status(), "model"));
+    return;
+  }
+  backend::Model& model = handle->model();
+  const backend::ModelMetadata& md = model.metadata();
+  backend::TextModel* text = model.text();
+  if (!text || !text->text_info().generates) {
+    send_error(*reply,
+               anthropic::bad_request("model", "model '" + name + "' does not generate text (" + md.backend +
+                                                   "); use /v2/models/" + name + "/infer"));
+    return;
+  }
+  if (auto e = backend::check_chat_request(req->chat)) {
+    send_error(*reply, anthropic::bad_request(anthropic::request_field(*req, e->field), e->message));
+    return;
+  }
+  auto prompt = text->apply_chat(req->chat);
+  if (!prompt.ok()) {
+    send_error(*reply, anthropic::chat_error(*req, prompt.status()));
+    return;
+  }
+  // count_tokens answers with it; a stream's message_start carries it (the prompt is tokenized again
+  // when it is evaluated; message_delta then gives the engine's own count).
+  int prompt_tokens = 0;
+  if (count_tokens || req->stream) {
+    auto n = text->token_count(prompt->prompt);
+    if (!n.ok()) {
+      send_error(*reply, anthropic::api_error(n.status(), "messages"));
+      return;
+    }
+    if (count_tokens) {
+      reply->json(200, anthropic::count_tokens_response(*n));
+      return;
+    }
+    prompt_tokens = *n;
+  }
+  std::shared_ptr<backend::ChatOutputParser> parser;
+  {
+    auto p = text->chat_parser(*prompt);
+    if (!p.ok()) {
+      send_error(*reply, anthropic::api_error(p.status()));
+      return;
+    }
+    parser = std::move(*p);
+  }
+
+  GenerationStart start;
+  start.model = name;
+  start.stream = req->stream;
+  backend::GenerationRequest& g = start.request;
+  g = req->generation;
+  g.prompt = std::move(prompt->prompt);
+  if (prompt->constraint.kind != backend::OutputConstraint::Kind::kNone)
+    g.constraint = std::move(prompt->constraint);
+  g.stop.insert(g.stop.end(), prompt->stop.begin(), prompt->stop.end());
+  g.render_tokens = std::move(prompt->keep_tokens);
+  g.render_special = false;
+  if (!admit_generation(s, *reply, name, md)) return;
+
+  const std::string id = anthropic::new_message_id();
+  auto writer = std::make_shared<anthropic::EventWriter>(id, name);
+  GenerationHooks hooks;
+  hooks.stream_begun = [writer, prompt_tokens](Reply& r) { r.event(writer->start(prompt_tokens)); };
+  hooks.text_event = [parser, writer](std::string_view piece) {
+    std::string events;
+    for (const auto& d : parser->add(piece, false)) events += writer->add(d);
+    return events;
+  };
+  hooks.done = [req, id, parser, writer](Reply& reply, const backend::GenerationResult& r) {
+    const int output_tokens = static_cast<int>(r.tokens.size());
+    if (!req->stream) {
+      parser->add(r.text, true);
+      const auto stop = anthropic::stop_reason(r.finish, parser->output(), req->stop_sequences);
+      reply.json(200, anthropic::message_response(id, req->model, parser->output(), stop, r.n_prompt_tokens,
+                                                  output_tokens));
+      return;
+    }
+    std::string events;
+    for (const auto& d : parser->add("", true)) events += writer->add(d);
+    const auto stop = anthropic::stop_reason(r.finish, parser->output(), req->stop_sequences);
+    events += writer->finish(stop, r.n_prompt_tokens, output_tokens);
+    reply.event(std::move(events));
+    reply.end_stream(200);
+  };
+  hooks.failed = [req](Reply& reply, const Status& st, bool at_start) {
+    // Refused at start (no stream has begun): a prompt longer than the context, or a tool schema the
+    // backend cannot enforce.
+    std::string field;
+    if (at_start && backend::is_context_length_exceeded(st)) {
+      field = "messages";
+    } else if (at_start && !req->chat.tools.empty()) {
+      field = "tools";
+    }
+    const auto e = anthropic::api_error(st, std::move(field));
+    if (!req->stream || at_start) {
+      send_error(reply, e);
+      return;
+    }
+    reply.event(anthropic::sse_error(e));
+    reply.end_stream(e.http_status);
+  };
+  start_generation_call(s, reply, model, std::move(start), std::move(hooks));
+}
+
+}  // namespace gantry::server
