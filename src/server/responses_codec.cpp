@@ -78,7 +78,8 @@ Err read_part(const json& part, const std::string& p, std::string& out) {
     return bad(p + ".type", "content part type " + in_quotes(type) +
                                 " is not supported: the models served here read text only (input_text)");
   }
-  return bad(p + ".type", "'" + p + ".type' must be \"input_text\" or \"output_text\", got " + in_quotes(type));
+  return bad(p + ".type",
+             "'" + p + ".type' must be \"input_text\" or \"output_text\", got " + in_quotes(type));
 }
 
 // A message's or a function_call_output's content: a string or an array of text parts.
@@ -633,11 +634,17 @@ std::string StreamEncoder::close(std::string_view status) {
   return out;
 }
 
+std::string StreamEncoder::switch_to(Open kind, const backend::ChatOutputDelta& d) {
+  std::string out = close("completed");  // first: open() starts the next item
+  out += open(kind, d);
+  return out;
+}
+
 std::string StreamEncoder::add(const std::vector<backend::ChatOutputDelta>& deltas) {
   std::string out;
   for (const auto& d : deltas) {
     if (!d.reasoning_content.empty()) {
-      if (open_ != Open::kReasoning) out += close("completed") + open(Open::kReasoning, d);
+      if (open_ != Open::kReasoning) out += switch_to(Open::kReasoning, d);
       text_ += d.reasoning_content;
       out += event({{"type", "response.reasoning_text.delta"},
                     {"item_id", item_id_},
@@ -646,7 +653,7 @@ std::string StreamEncoder::add(const std::vector<backend::ChatOutputDelta>& delt
                     {"delta", d.reasoning_content}});
     }
     if (!d.content.empty()) {
-      if (open_ != Open::kMessage) out += close("completed") + open(Open::kMessage, d);
+      if (open_ != Open::kMessage) out += switch_to(Open::kMessage, d);
       text_ += d.content;
       out += event({{"type", "response.output_text.delta"},
                     {"item_id", item_id_},
@@ -656,8 +663,7 @@ std::string StreamEncoder::add(const std::vector<backend::ChatOutputDelta>& delt
                     {"logprobs", json::array()}});
     }
     if (d.tool_index != static_cast<size_t>(-1)) {
-      if (open_ != Open::kCall || call_index_ != d.tool_index)
-        out += close("completed") + open(Open::kCall, d);
+      if (open_ != Open::kCall || call_index_ != d.tool_index) out += switch_to(Open::kCall, d);
       if (!d.tool_call.arguments.empty()) {
         call_.arguments += d.tool_call.arguments;
         out += event({{"type", "response.function_call_arguments.delta"},

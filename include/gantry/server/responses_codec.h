@@ -132,6 +132,7 @@ class StreamEncoder {
   std::string event(nlohmann::json data);
   std::string open(Open kind, const backend::ChatOutputDelta& d);
   std::string close(std::string_view status);
+  std::string switch_to(Open kind, const backend::ChatOutputDelta& d);  // close(), then open()
 
   ResponseHead head_;
   nlohmann::json response_;
