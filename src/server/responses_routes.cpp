@@ -32,7 +32,8 @@ struct ResponseCall {
   std::vector<backend::ChatMessage> conversation;  // the history + input, without the instructions
   std::shared_ptr<backend::ChatOutputParser> parser;
   std::unique_ptr<responses::StreamEncoder> encoder;
-  backend::TextModel* text = nullptr;  // borrowed: the model outlives the generation
+  runtime::ModelHandle handle;         // holds the model (its text facet counts reasoning tokens at the end)
+  backend::TextModel* text = nullptr;  // handle's facet
 };
 
 responses::Usage usage_of(const ResponseCall& c, const backend::GenerationResult& r,
@@ -93,7 +94,8 @@ void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
     reply->error(code, handle.status().message(), "model", code == 404 ? "model_not_found" : "");
     return;
   }
-  backend::Model& model = handle->model();
+  call->handle = std::move(*handle);
+  backend::Model& model = call->handle.model();
   const backend::ModelMetadata& md = model.metadata();
   backend::TextModel* text = model.text();
   if (!text || !text->text_info().generates) {

@@ -18,6 +18,8 @@
 // - "text.format" {type:"text"|"json_object"|"json_schema", schema} becomes the output constraint.
 // - "max_output_tokens" caps the answer: a response cut there is "incomplete" with
 //   incomplete_details.reason "max_output_tokens".
+// - A generation cancelled by the server (--max-generation-time) ends "completed" with what it made,
+//   as chat completions' finish_reason "stop" does.
 // - Unknown fields are ignored; known fields of the wrong type are refused (400 naming the field).
 //   "background": true and "conversation" are refused (not kept here).
 // - Streaming sends `event: <type>` + `data: {...}` pairs, each with a sequence_number starting at 0,
