@@ -58,6 +58,24 @@ TEST(ResponseStore, CapacityZeroKeepsNothing) {
   EXPECT_EQ(s.size(), 0u);
 }
 
+TEST(ResponseStore, BoundedInBytes) {
+  const size_t one = entry("a")->bytes();
+  ResponseStore s(100, 2 * one + one / 2);  // room for two entries of this size
+  s.put(entry("a"));
+  s.put(entry("b"));
+  EXPECT_EQ(s.bytes(), 2 * one);
+  s.put(entry("c"));
+  EXPECT_EQ(s.size(), 2u);
+  EXPECT_EQ(s.get("a"), nullptr) << "the least recently used goes first";
+  EXPECT_LE(s.bytes(), 2 * one + one / 2);
+  s.put(entry("huge", std::string(3 * one, 'x')));
+  EXPECT_EQ(s.get("huge"), nullptr) << "larger than the whole budget: not kept";
+  EXPECT_EQ(s.size(), 2u) << "and nothing was evicted for it";
+  EXPECT_TRUE(s.erase("b"));
+  EXPECT_TRUE(s.erase("c"));
+  EXPECT_EQ(s.bytes(), 0u);
+}
+
 TEST(ResponseStore, ManyThreadsAtOnce) {
   ResponseStore s(8);
   std::vector<std::thread> threads;
@@ -75,6 +93,13 @@ TEST(ResponseStore, ManyThreadsAtOnce) {
   }
   for (auto& th : threads) th.join();
   EXPECT_LE(s.size(), 8u);
+  size_t held = 0;
+  for (int t = 0; t < 4; ++t) {
+    for (int i = 0; i < 16; ++i) {
+      if (auto e = s.get(std::to_string(t) + "-" + std::to_string(i))) held += e->bytes();
+    }
+  }
+  EXPECT_EQ(s.bytes(), held) << "the byte count matches what is held";
 }
 
 }  // namespace

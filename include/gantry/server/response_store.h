@@ -2,8 +2,10 @@
 // GET and DELETE /v1/responses/{id}), in memory, bounded.
 //
 // Contract:
-// - Holds at most `capacity` responses; putting one more evicts the least recently used (a get
-//   counts as a use). Capacity 0 keeps nothing (every get misses).
+// - Holds at most `capacity` responses and at most `max_bytes` of them (StoredResponse::bytes(): its
+//   body and conversation text); putting one more evicts the least recently used (a get counts as a
+//   use) until both hold. Capacity 0 keeps nothing (every get misses); a response larger than
+//   max_bytes alone is not kept.
 // - Each entry is immutable once put and shared: get() returns a pointer that stays valid however
 //   the store changes afterwards.
 // - put() of an id already held replaces it. erase() says whether the id was held.
@@ -31,23 +33,32 @@ struct StoredResponse {
   // history it continued, then the assistant turn), without its instructions: what a request with
   // previous_response_id = id continues.
   std::vector<backend::ChatMessage> conversation;
+
+  size_t bytes() const;  // what it costs the store: its strings' sizes plus a fixed overhead per message
 };
 
 class ResponseStore {
  public:
-  explicit ResponseStore(size_t capacity) : capacity_(capacity) {}
+  static constexpr size_t kDefaultMaxBytes = size_t{256} << 20;
+  explicit ResponseStore(size_t capacity, size_t max_bytes = kDefaultMaxBytes)
+      : capacity_(capacity), max_bytes_(max_bytes) {}
 
   void put(std::shared_ptr<const StoredResponse> response);
   std::shared_ptr<const StoredResponse> get(std::string_view id);  // nullptr: not held
   bool erase(std::string_view id);
   size_t size() const;
   size_t capacity() const { return capacity_; }
+  size_t bytes() const;  // of the responses held
 
  private:
   using Order = std::list<std::shared_ptr<const StoredResponse>>;  // most recently used first
+  void erase_locked(Order::iterator it);
+
   const size_t capacity_;
+  const size_t max_bytes_;
   mutable std::mutex mu_;
   Order order_;
+  size_t bytes_ = 0;
   std::unordered_map<std::string, Order::iterator> index_;
 };
 
