@@ -107,7 +107,10 @@ Err read_arguments(const json& item, const std::string& p, std::string& out) {
     return bad(p, "'" + p + "' must be a JSON object encoded as a string, got " + args->type_name());
   }
   out = args->get<std::string>();
-  if (out.empty()) return std::nullopt;
+  if (out.empty()) {
+    out = "{}";  // no arguments: templates that parse them get an empty object
+    return std::nullopt;
+  }
   auto parsed = parse_json(out, p);
   if (!parsed.ok() || !parsed->is_object()) {
     return bad(p, "'" + p + "' must hold a JSON object, got: " + out.substr(0, 80));
@@ -163,6 +166,7 @@ Err read_input(const json& j, std::vector<backend::ChatMessage>& out) {
       if (auto e = read_string(item, "name", p + ".name", call.name)) return e;
       if (call.name.empty()) return bad(p + ".name", "'" + p + ".name' is required: the function's name");
       if (auto e = read_arguments(item, p + ".arguments", call.arguments)) return e;
+      if (call.arguments.empty()) call.arguments = "{}";  // absent: no arguments
       assistant_turn().tool_calls.push_back(std::move(call));
     } else if (type == "function_call_output") {
       backend::ChatMessage m("tool", "");

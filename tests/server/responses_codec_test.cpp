@@ -104,6 +104,7 @@ TEST(ResponsesCodec, InputItemsBecomeChatMessages) {
   EXPECT_EQ(m[2].tool_calls[0].name, "f");
   EXPECT_EQ(m[2].tool_calls[0].arguments, "{\"x\":1}");
   EXPECT_EQ(m[2].tool_calls[1].id, "c2");
+  EXPECT_EQ(m[2].tool_calls[1].arguments, "{}") << "empty arguments are an empty object";
   EXPECT_EQ(m[3].role, "tool");
   EXPECT_EQ(m[3].tool_call_id, "c1");
   EXPECT_EQ(m[3].content, "one");
