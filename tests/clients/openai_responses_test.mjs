@@ -326,6 +326,16 @@ await check('errors: unknown previous_response_id, bad tools, images', async () 
     openai.responses.create({ model: MODEL, input: [{ type: 'function_call_output', call_id: 'call_x', output: 'x' }] }),
   );
   await expectError('an unknown model', 404, 'model', () => openai.responses.create({ model: 'nope', input: 'Hi' }));
+  // Refused when the generation starts: a plain 400, streamed or not, naming the format.
+  const huge = { type: 'string', enum: Array.from({ length: 2000 }, (_, i) => `v${i}`) };
+  await expectError('a schema too large, streamed', 400, 'text.format', () =>
+    openai.responses.create({
+      model: MODEL,
+      input: 'Hi',
+      stream: true,
+      text: { format: { type: 'json_schema', name: 'huge', schema: huge } },
+    }),
+  );
 });
 
 clearTimeout(watchdog);
