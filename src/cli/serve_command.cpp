@@ -218,6 +218,10 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-queue-delay-us", a->max_queue_delay_us,
                   "How long a request may wait for a batch to fill (default 1000 us)");
   cmd->add_flag("--no-dynamic-batching", a->no_dynamic_batching, "Run every ONNX request alone");
+  cmd->add_option("--responses-store", o.responses_store,
+                  "Responses API answers kept in memory for previous_response_id and GET /v1/responses/{id} "
+                  "(also at most 256 MiB; least recently used dropped first; default 1000; 0: none)")
+      ->check(CLI::Range(static_cast<size_t>(0), static_cast<size_t>(1) << 24));
   cmd->add_option("--http-threads", o.http_threads, "I/O threads (default 2)")->check(CLI::Range(1, 64));
   cmd->add_option("--workers", o.workers, "Request worker threads (default max(4, 2 x cores))")
       ->check(CLI::Range(0, 1024));

@@ -70,6 +70,9 @@ struct Route {
     kEmbeddings,
     kMessages,     // Anthropic
     kCountTokens,  // Anthropic
+    kResponses,       // POST /v1/responses
+    kResponseGet,     // GET /v1/responses/{id}
+    kResponseDelete,  // DELETE /v1/responses/{id}
     kMetrics,
     kDashboardPage,
     kDashboardAsset,
@@ -82,11 +85,12 @@ struct Route {
   std::string model;
   std::string version;         // /versions/{v}, "" when not given
   std::string asset;           // /dashboard/{asset}
+  std::string response_id;     // /v1/responses/{id} (not a metrics label)
   const char* method = "GET";  // the method the route takes
   Protocol protocol = Protocol::kHttp;
 };
 
-Route route_of(std::string_view path) {
+Route route_of(std::string_view path, std::string_view method) {
   auto p = split_path(path);
   Route r;
   auto is = [&](std::initializer_list<std::string_view> want) {
@@ -152,6 +156,12 @@ Route route_of(std::string_view path) {
     r.kind = Route::kMessages, r.method = "POST", r.protocol = Protocol::kAnthropic;
   else if (is({"v1", "messages", "count_tokens"}))
     r.kind = Route::kCountTokens, r.method = "POST", r.protocol = Protocol::kAnthropic;
+  else if (is({"v1", "responses"}))
+    r.kind = Route::kResponses, r.method = "POST";
+  else if (is({"v1", "responses", "*"}) && method == "DELETE")
+    r.kind = Route::kResponseDelete, r.response_id = p[2], r.method = "DELETE";
+  else if (is({"v1", "responses", "*"}))
+    r.kind = Route::kResponseGet, r.response_id = p[2];
   else if (r.protocol == Protocol::kOllama && p.size() == 2) {
     static const struct {
       std::string_view path;
@@ -176,7 +186,7 @@ bool is_inference(const Route& r) {
            r.ollama == OllamaRoute::kEmbed || r.ollama == OllamaRoute::kEmbeddings;
   }
   return k == Route::kInfer || k == Route::kChat || k == Route::kCompletions || k == Route::kEmbeddings ||
-         k == Route::kMessages;
+         k == Route::kMessages || k == Route::kResponses;
 }
 
 // Where a routed request runs: inference and model loading on the workers; everything that only reads
@@ -191,6 +201,8 @@ boost::asio::thread_pool& pool_for(Server::State& s, const Route& r) {
     case Route::kGantryStatus:
     case Route::kGantryPin:
     case Route::kGantryUnpin:
+    case Route::kResponseGet:
+    case Route::kResponseDelete:
       return s.control;
     case Route::kModelMetadata:
       return s.metadata_pool();
@@ -229,7 +241,7 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
     pre.content_type.clear();
     pre.headers = cors_headers(s.options, req);
     if (!pre.headers.empty()) {
-      pre.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      pre.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
       pre.headers.emplace_back(
           "Access-Control-Allow-Headers",
           "Authorization, Content-Type, api-key, x-api-key, Inference-Header-Content-Length, "
@@ -598,7 +610,7 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   HttpHooks hooks;
   const size_t global_limit = o.max_queue * (state->repository.entries().size() + 1) + workers;
   hooks.on_header = [s, global_limit](const HttpRequest& req) -> HeaderDecision {
-    const Route r = route_of(req.path);
+    const Route r = route_of(req.path, req.method);
     auto early = early_answer(*s, global_limit, r, req);
     if (early) {
       if (req.method != "OPTIONS") {
@@ -613,7 +625,7 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   };
 
   hooks.on_request = [s](HttpRequest&& req, std::shared_ptr<Exchange> ex) {
-    const Route r = route_of(req.path);
+    const Route r = route_of(req.path, req.method);
     auto reply = std::make_shared<Reply>(*s, std::move(ex), r.protocol, req.received);
     if (!r.model.empty()) reply->set_model(r.model);
     reply->add_headers(cors_headers(s->options, req));
@@ -708,6 +720,13 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
         case Route::kMessages:
         case Route::kCountTokens:
           anthropic_messages(*s, reply, std::move(*req_ptr), r.kind == Route::kCountTokens);
+          return;
+        case Route::kResponses:
+          responses_create(*s, reply, std::move(*req_ptr));
+          return;
+        case Route::kResponseGet:
+        case Route::kResponseDelete:
+          responses_stored(*s, reply, r.response_id, r.kind == Route::kResponseDelete);
           return;
         case Route::kGantryStatus:
           dashboard_status(*s, reply);

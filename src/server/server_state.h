@@ -20,6 +20,7 @@
 #include "gantry/server/http_server.h"
 #include "gantry/server/metrics.h"
 #include "gantry/server/model_repository.h"
+#include "gantry/server/response_store.h"
 #include "gantry/server/server.h"
 #include "grpc_service.h"
 
@@ -100,6 +101,7 @@ struct Server::State {
   ApiKeys keys;
   ModelRepository repository;
   Metrics metrics;
+  ResponseStore responses{options.responses_store};  // the Responses API's kept responses
   std::atomic<bool> draining{false};
   std::atomic<size_t> inflight{0};
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
@@ -166,6 +168,10 @@ void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpReque
 // Anthropic (anthropic_routes.cpp): POST /v1/messages, or /v1/messages/count_tokens when `count_tokens`.
 void anthropic_messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request,
                         bool count_tokens);
+// The Responses API (responses_routes.cpp): POST /v1/responses; GET (erase false) and DELETE (erase
+// true) /v1/responses/{id}.
+void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request);
+void responses_stored(Server::State& s, std::shared_ptr<Reply> reply, std::string id, bool erase);
 // Dashboard (dashboard_routes.cpp): an embedded asset with its security headers (304 when the request's
 // If-None-Match holds its ETag; nullopt when there is no such asset), the JSON the page polls, pinning.
 std::optional<HttpResponse> dashboard_asset(std::string_view name, const HttpRequest& request);

@@ -50,6 +50,7 @@ struct ServeOptions {
   std::vector<std::string> cors_origins;  // "*" or exact origins
   std::chrono::milliseconds max_generation_time{600'000};
   int max_tokens_default = 1024;  // when a request sets none (capped by the context)
+  size_t responses_store = 1000;  // Responses API responses kept for previous_response_id (LRU; 0: none)
   int http_threads = 2;
   int workers = 0;               // request workers (parse, encode, unbatched inference); 0: max(4, 2 x cores)
   BatchingConfig batching;       // defaults for batchable models (a manifest may override)
