@@ -81,5 +81,42 @@ else
   status=1
 fi
 
+# 3. Pulling from an http registry (Ollama's /v2/<namespace>/<model>/manifests|blobs layout, served by
+# python's http.server, which ignores Range: the client's whole-file path): the good model and the
+# corrupted one, over curl.
+mkdir -p "$tmp/www/v2/library/tiny-http/manifests" "$tmp/www/v2/library/tiny-http/blobs" \
+  "$tmp/www/v2/library/tiny-http-corrupt/manifests" "$tmp/www/v2/library/tiny-http-corrupt/blobs" "$tmp/repo-http"
+cp "$tmp/source/manifests/registry.ollama.ai/library/tiny-pulled/latest" "$tmp/www/v2/library/tiny-http/manifests/latest"
+cp "$MODEL" "$tmp/www/v2/library/tiny-http/blobs/sha256:$good"
+cp "$tmp/source/manifests/registry.ollama.ai/library/tiny-corrupt/latest" \
+  "$tmp/www/v2/library/tiny-http-corrupt/manifests/latest"
+cp "$tmp/source/blobs/sha256-$bad" "$tmp/www/v2/library/tiny-http-corrupt/blobs/sha256:$bad"
+registry="http://127.0.0.1:$(free_port)"
+(cd "$tmp/www" && exec /usr/bin/python3 -m http.server "${registry##*:}" --bind 127.0.0.1) >"$tmp/http.log" 2>&1 &
+http_pid=$!
+trap 'stop_server; kill "$http_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+for _ in $(seq 1 100); do
+  [[ "$(curl -s -o /dev/null -w '%{http_code}' "$registry/v2/library/tiny-http/manifests/latest")" == 200 ]] && break
+  sleep 0.1
+done
+if start_server "$tmp/server-http.log" --model-repository "$tmp/repo-http" --pull-source "$registry"; then
+  out=$(curl -s "$base/api/pull" -d '{"model":"tiny-http"}')
+  if [[ "$(tail -1 <<<"$out")" != '{"status":"success"}' ]] || ! grep -q '"completed":'"$size" <<<"$out"; then
+    echo "FAIL: pull over http: $out"; status=1
+  fi
+  answer=$(curl -s "$base/api/generate" -d '{"model":"tiny-http","prompt":"Hi","stream":false,"options":{"num_predict":2}}')
+  grep -q '"done":true' <<<"$answer" || { echo "FAIL: generate with the model pulled over http: $answer"; status=1; }
+  out=$(curl -s "$base/api/pull" -d '{"model":"tiny-http-corrupt"}')
+  if ! tail -1 <<<"$out" | grep -q '"error":"digest mismatch'; then
+    echo "FAIL: a corrupted pull over http did not end with a digest mismatch: $out"; status=1
+  fi
+  [[ -e "$tmp/repo-http/tiny-http-corrupt.gguf" ]] && { echo "FAIL: the corrupted http pull was kept"; status=1; }
+  ((status)) && tail -20 "$tmp/server-http.log"
+  stop_server || status=1
+else
+  status=1
+fi
+((status)) || echo "ok pull over http (success and a corrupted blob)"
+
 ((status)) && echo "FAIL: the ollama client checks failed against gantry serve"
 exit $status
