@@ -913,7 +913,7 @@ Result<ModelPath> parse_model_path(std::string_view name) {
     return InvalidArgument("model name " + shown +
                            ": the tag must be 1 to 128 letters, digits, '_', '-' or '.'");
   const bool host_ok =
-      !m.host.empty() && m.host.size() <= 253 &&
+      !m.host.empty() && m.host.size() <= 253 && m.host.front() != '.' && m.host.front() != '-' &&
       std::all_of(m.host.begin(), m.host.end(), [](char c) { return name_char(c) || c == ':'; });
   if (!host_ok) return InvalidArgument("model name " + shown + ": the registry host is not a host name");
   return m;

@@ -57,7 +57,7 @@ class PartialFile {
 }  // namespace
 
 Result<fs::path> pull_model(std::string_view source, const ollama::ModelPath& path, const fs::path& dir,
-                            const std::function<void(std::string)>& progress) {
+                            const std::function<bool(std::string)>& progress) {
   const std::string served = ollama::served_name(path);
   progress(ollama::pull_status("pulling manifest"));
   const std::string where = manifest_location(source, path);
@@ -65,9 +65,11 @@ Result<fs::path> pull_model(std::string_view source, const ollama::ModelPath& pa
   if (!manifest_source.ok()) {
     // Named relative to the source: a client need not learn the server's paths.
     const std::string shown =
-        is_url(source) ? where : "manifests/" + path.host + "/" + path.name_space + "/" + path.model + "/" + path.tag;
+        is_url(source) ? where
+                       : "manifests/" + path.host + "/" + path.name_space + "/" + path.model + "/" + path.tag;
     if (manifest_source.status().code() == StatusCode::kNotFound)
-      return NotFound("pull model manifest: the pull source has no model '" + served + "' (no " + shown + ")");
+      return NotFound("pull model manifest: the pull source has no model '" + served + "' (no " + shown +
+                      ")");
     return manifest_source.status().with_context("pull model manifest " + where);
   }
   if (manifest_source->size() > kMaxManifestBytes)
@@ -106,7 +108,8 @@ Result<fs::path> pull_model(std::string_view source, const ollama::ModelPath& pa
     out.write(view.data(), static_cast<std::streamsize>(view.size()));
     if (!out) return IoError("pull: writing " + partial.path().string() + " failed");
     done += n;
-    progress(ollama::pull_progress(layer->digest, layer->size, done));
+    if (!progress(ollama::pull_progress(layer->digest, layer->size, done)))
+      return Cancelled("pull " + layer->digest + ": the client went away");
   }
   out.close();
   if (!out) return IoError("pull: writing " + partial.path().string() + " failed");

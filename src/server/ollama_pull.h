@@ -23,11 +23,12 @@ namespace gantry::server {
 
 // Downloads the model `path` names from `source` into `dir` as "<served_name(path)>.gguf" and returns
 // that file. `progress` gets each NDJSON progress line (pulling manifest, pulling <digest> with
-// total/completed, verifying sha256 digest, writing manifest). Nothing is left in `dir` on failure:
-// NotFound when the source has no such model, Corrupt when the blob's size, digest or format is not
-// what the manifest says, IoError when `dir` cannot be written.
+// total/completed, verifying sha256 digest, writing manifest) and returns false to stop (the client
+// left: Cancelled). Nothing is left in `dir` on failure: NotFound when the source has no such model,
+// Corrupt when the blob's size, digest or format is not what the manifest says, IoError when `dir`
+// cannot be written.
 Result<std::filesystem::path> pull_model(std::string_view source, const ollama::ModelPath& path,
                                          const std::filesystem::path& dir,
-                                         const std::function<void(std::string)>& progress);
+                                         const std::function<bool(std::string)>& progress);
 
 }  // namespace gantry::server

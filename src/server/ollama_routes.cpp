@@ -367,7 +367,12 @@ void text(Server::State& s, std::shared_ptr<Reply> reply, const HttpRequest& req
       return send_error(*reply, 400, "'" + e->field + "': " + e->message);
     }
     auto prompt = text->apply_chat(*conversation);
-    if (!prompt.ok()) return send_error(*reply, http_status_for(prompt.status()), prompt.status().message());
+    if (!prompt.ok()) {
+      // No chat template (FailedPrecondition) is the request's problem too: use /api/generate with raw.
+      const Status& st = prompt.status();
+      return send_error(*reply, st.code() == StatusCode::kFailedPrecondition ? 400 : http_status_for(st),
+                        st.message());
+    }
     if (chat) {
       auto p = text->chat_parser(*prompt);
       if (!p.ok()) return send_error(*reply, 500, p.status().message());
@@ -533,9 +538,7 @@ void pull(Server::State& s, Reply& reply, const HttpRequest& request) {
     }
   }
   if (req.stream) reply.begin_stream("application/x-ndjson");
-  auto progress = [&](std::string line) {
-    if (req.stream) reply.event(std::move(line));
-  };
+  auto progress = [&](std::string line) { return !req.stream || reply.event(std::move(line)); };
   auto file = pull_model(s.options.pull_source, *path, s.options.model_repository, progress);
   Status st = file.ok() ? s.repository.add(*file) : file.status();
   if (st.ok() && !s.options.load_on_demand) {

@@ -647,7 +647,8 @@ TEST(OllamaCodec, ModelPaths) {
   EXPECT_EQ(q->model, "qwen");
   EXPECT_EQ(q->tag, "0.5b");
   EXPECT_EQ(served_name(*q), "me-qwen:0.5b");
-  for (const char* bad : {"", "a/b/c/d", "../x", "x:", "sp ace", "x/../y"})
+  for (const char* bad :
+       {"", "a/b/c/d", "../x", "x:", "sp ace", "x/../y", "../library/x", ".h/ns/x", "h/ns/x:.."})
     EXPECT_FALSE(parse_model_path(bad).ok()) << bad;
 }
 
