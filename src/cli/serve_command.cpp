@@ -159,6 +159,10 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   auto& o = a->options;
   cmd->add_option("models", o.models, "Model files (.onnx, .gguf) or packages (directory or .tar)");
   cmd->add_option("--model-repository", o.model_repository, "A directory of models and packages to serve");
+  cmd->add_option(
+      "--pull-source", o.pull_source,
+      "Where Ollama's /api/pull fetches models (into --model-repository): an http(s) registry base "
+      "URL or a directory laid out like ~/.ollama/models");
   cmd->add_flag("--load-on-demand", o.load_on_demand,
                 "Load models on their first request (then idle ones unload after their keep-alive)");
   cmd->add_option("--host", o.host, "Address to listen on (default 127.0.0.1; others need an API key)");

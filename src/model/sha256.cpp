@@ -61,4 +61,27 @@ Result<std::string> sha256_file(const std::filesystem::path& path) {
   return to_hex(digest, len);
 }
 
+struct Sha256::Ctx {
+  MdCtx md = new_ctx();
+};
+
+Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {}
+Sha256::~Sha256() = default;
+
+Status Sha256::update(std::string_view bytes) {
+  if (!ctx_->md) return Internal("OpenSSL could not create a SHA-256 context");
+  if (EVP_DigestUpdate(ctx_->md.get(), bytes.data(), bytes.size()) != 1)
+    return Internal("OpenSSL SHA-256 update failed");
+  return Status();
+}
+
+Result<std::string> Sha256::hex() {
+  if (!ctx_->md) return Internal("OpenSSL could not create a SHA-256 context");
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  if (EVP_DigestFinal_ex(ctx_->md.get(), digest, &len) != 1) return Internal("OpenSSL SHA-256 final failed");
+  ctx_->md.reset();
+  return to_hex(digest, len);
+}
+
 }  // namespace gantry::model

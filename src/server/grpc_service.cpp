@@ -93,12 +93,13 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     Call call(s_, ctx, request->name());
     if (refused(call, ctx) || unknown_version(call, request->name(), request->version()))
       return call.reactor();
-    if (!s_.repository.find(request->name())) {
+    auto entry = s_.repository.find(request->name());
+    if (!entry) {
       call.finish(
           grpc::Status(grpc::StatusCode::NOT_FOUND, "model '" + request->name() + "' is not served here"));
       return call.reactor();
     }
-    auto info = s_.runtime.manager().info(request->name());
+    auto info = s_.runtime.manager().info(entry->runtime_name);
     response->set_ready(info && info->state == runtime::ModelState::kReady);
     call.finish(grpc::Status::OK);
     return call.reactor();

@@ -132,11 +132,12 @@ void kserve_model_metadata(Server::State& s, std::shared_ptr<Reply> reply, std::
 }
 
 void kserve_model_ready(Server::State& s, std::shared_ptr<Reply> reply, std::string name) {
-  if (!s.repository.find(name)) {
+  auto entry = s.repository.find(name);
+  if (!entry) {
     reply->error(404, "model '" + name + "' is not served here");
     return;
   }
-  auto info = s.runtime.manager().info(name);
+  auto info = s.runtime.manager().info(entry->runtime_name);
   const bool ready = info && info->state == runtime::ModelState::kReady;
   if (ready) {
     reply->json(200,
@@ -150,7 +151,7 @@ void kserve_model_ready(Server::State& s, std::shared_ptr<Reply> reply, std::str
 std::vector<RepositoryModel> repository_index(Server::State& s) {
   std::vector<RepositoryModel> out;
   for (const auto& e : s.repository.entries()) {
-    auto info = s.runtime.manager().info(e.name);
+    auto info = s.runtime.manager().info(e.runtime_name);
     out.push_back({e.name, kVersions[0], std::string(info ? repository_state(info->state) : "UNAVAILABLE"),
                    info ? info->reason : "not loaded"});
   }
@@ -158,7 +159,7 @@ std::vector<RepositoryModel> repository_index(Server::State& s) {
 }
 
 Status repository_load(Server::State& s, const std::string& name, bool load) {
-  const RepositoryEntry* entry = s.repository.find(name);
+  auto entry = s.repository.find(name);
   if (!entry) return NotFound("model '" + name + "' is not in the model repository (the index lists it)");
   if (load) {
     auto h = s.runtime.load(entry->source.string(), s.load_options(*entry));
@@ -170,7 +171,7 @@ Status repository_load(Server::State& s, const std::string& name, bool load) {
     std::lock_guard lock(s.mu);
     s.batchers.erase(name);  // its queued requests hold the model; unload waits for them
   }
-  Status st = s.runtime.unload(name);
+  Status st = s.runtime.unload(entry->runtime_name);
   if (st.code() == StatusCode::kNotFound) return InvalidArgument(st.message());  // known, not loaded
   return st;
 }

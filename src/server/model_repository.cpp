@@ -10,7 +10,9 @@ namespace fs = std::filesystem;
 
 Result<RepositoryEntry> repository_entry(const fs::path& source) {
   std::error_code ec;
-  auto from = [&](const model::Manifest& m) { return RepositoryEntry{m.name, source, m.dynamic_batching}; };
+  auto from = [&](const model::Manifest& m) {
+    return RepositoryEntry{m.name, source, m.dynamic_batching, m.name};
+  };
   if (fs::is_directory(source, ec)) {
     auto m = model::read_manifest(source / std::string(model::kManifestFileName));
     if (!m.ok()) return m.status().with_context("model package " + source.string());
@@ -23,22 +25,65 @@ Result<RepositoryEntry> repository_entry(const fs::path& source) {
     if (!p.ok()) return p.status();
     return from(p->manifest());
   }
-  return RepositoryEntry{source.stem().string(), source, std::nullopt};
+  return RepositoryEntry{source.stem().string(), source, std::nullopt, source.stem().string()};
 }
 
 Status ModelRepository::add(const fs::path& source) {
   auto entry = repository_entry(source);
   if (!entry.ok()) return entry.status();
-  const std::string name = entry->name;
+  std::lock_guard lock(mu_);
+  return add_locked(std::move(*entry));
+}
+
+Status ModelRepository::add_locked(RepositoryEntry entry) {
+  const std::string name = entry.name;
   auto it = entries_.find(name);
   if (it != entries_.end()) {
-    if (fs::weakly_canonical(it->second.source) == fs::weakly_canonical(source)) return Status();
-    return InvalidArgument("two models are named '" + name + "': " + it->second.source.string() + " and " +
-                           source.string() +
+    if (fs::weakly_canonical(it->second->source) == fs::weakly_canonical(entry.source)) return Status();
+    return InvalidArgument("two models are named '" + name + "': " + it->second->source.string() + " and " +
+                           entry.source.string() +
                            " (rename one file or set a different `name` in its gantry.json)");
   }
-  entries_.emplace(name, std::move(*entry));
+  entries_.emplace(name, std::make_shared<const RepositoryEntry>(std::move(entry)));
   return Status();
+}
+
+Status ModelRepository::copy(std::string_view existing, const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto from = entries_.find(existing);
+  if (from == entries_.end()) return NotFound("model '" + std::string(existing) + "' is not served here");
+  auto to = entries_.find(name);
+  if (to != entries_.end()) {
+    if (to->second->runtime_name == from->second->runtime_name) return Status();
+    return InvalidArgument("the name '" + name + "' is taken by another model (" +
+                           to->second->source.string() + "): delete it first");
+  }
+  RepositoryEntry e = *from->second;
+  e.name = name;
+  entries_.emplace(name, std::make_shared<const RepositoryEntry>(std::move(e)));
+  return Status();
+}
+
+std::shared_ptr<const RepositoryEntry> ModelRepository::remove(std::string_view name) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return nullptr;
+  auto e = std::move(it->second);
+  entries_.erase(it);
+  return e;
+}
+
+bool ModelRepository::in_use(std::string_view runtime_name) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [_, e] : entries_) {
+    if (e->runtime_name == runtime_name) return true;
+  }
+  return false;
+}
+
+bool ModelRepository::empty() const {
+  std::lock_guard lock(mu_);
+  return entries_.empty();
 }
 
 Status ModelRepository::add_directory(const fs::path& dir) {
@@ -60,14 +105,16 @@ Status ModelRepository::add_directory(const fs::path& dir) {
   return Status();
 }
 
-const RepositoryEntry* ModelRepository::find(std::string_view name) const {
+std::shared_ptr<const RepositoryEntry> ModelRepository::find(std::string_view name) const {
+  std::lock_guard lock(mu_);
   auto it = entries_.find(name);
-  return it == entries_.end() ? nullptr : &it->second;
+  return it == entries_.end() ? nullptr : it->second;
 }
 
 std::vector<RepositoryEntry> ModelRepository::entries() const {
+  std::lock_guard lock(mu_);
   std::vector<RepositoryEntry> out;
-  for (const auto& [_, e] : entries_) out.push_back(e);
+  for (const auto& [_, e] : entries_) out.push_back(*e);
   return out;
 }
 

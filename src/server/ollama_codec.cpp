@@ -214,6 +214,73 @@ Err refuse_nonempty(const json& obj, const char* key, const char* why) {
   return bad(std::string("'") + key + "' is not supported: " + why);
 }
 
+// A message's tool_calls: [{function: {name, arguments (an object)}}] (an optional "id" is kept).
+Err read_tool_calls(const json& msg, const std::string& where, size_t message_index,
+                    std::vector<backend::ToolCall>& out) {
+  const json* calls = field(msg, "tool_calls");
+  if (!calls) return std::nullopt;
+  if (!calls->is_array()) {
+    return bad("'" + where + ".tool_calls' must be an array of {function: {name, arguments}} objects, got " +
+               type_of(*calls));
+  }
+  for (size_t k = 0; k < calls->size(); ++k) {
+    const json& c = (*calls)[k];
+    const std::string p = where + ".tool_calls[" + std::to_string(k) + "]";
+    if (!c.is_object()) return bad("'" + p + "' must be an object, got " + type_of(c));
+    const json* fn = field(c, "function");
+    if (!fn || !fn->is_object()) return bad("'" + p + ".function' must be an object {name, arguments}");
+    backend::ToolCall call;
+    const json* name = field(*fn, "name");
+    if (!name || !name->is_string() || name->get_ref<const std::string&>().empty())
+      return bad("'" + p + ".function.name' must be a non-empty string");
+    call.name = name->get<std::string>();
+    const json* args = field(*fn, "arguments");
+    if (!args) {
+      call.arguments = "{}";
+    } else if (args->is_object()) {
+      call.arguments = dump(*args);
+    } else if (args->is_string()) {
+      // Some clients send the OpenAI form (a JSON text); accepted when it holds an object.
+      json parsed = json::parse(args->get_ref<const std::string&>(), nullptr, false);
+      if (parsed.is_discarded() || !parsed.is_object())
+        return bad("'" + p + ".function.arguments' must be an object, got a string that is not one");
+      call.arguments = dump(parsed);
+    } else {
+      return bad("'" + p + ".function.arguments' must be an object, got " + type_of(*args));
+    }
+    GANTRY_TRY_FIELD(read_string(c, "id", call.id));
+    if (call.id.empty()) call.id = "call_" + std::to_string(message_index) + "_" + std::to_string(k);
+    out.push_back(std::move(call));
+  }
+  return std::nullopt;
+}
+
+// Gives each tool message the id of the call it answers: the first unanswered call of the latest
+// assistant message with calls whose name is its tool_name, else the first unanswered one.
+void link_tool_results(std::vector<backend::ChatMessage>& messages) {
+  const backend::ChatMessage* caller = nullptr;
+  std::vector<bool> answered;
+  for (auto& m : messages) {
+    if (m.role == "assistant" && !m.tool_calls.empty()) {
+      caller = &m;
+      answered.assign(m.tool_calls.size(), false);
+      continue;
+    }
+    if (m.role != "tool" || !m.tool_call_id.empty() || !caller) continue;
+    size_t pick = answered.size();
+    for (size_t k = 0; k < answered.size() && pick == answered.size(); ++k) {
+      if (!answered[k] && !m.tool_name.empty() && caller->tool_calls[k].name == m.tool_name) pick = k;
+    }
+    for (size_t k = 0; k < answered.size() && pick == answered.size(); ++k) {
+      if (!answered[k]) pick = k;
+    }
+    if (pick == answered.size()) continue;  // more results than calls: left for the template
+    answered[pick] = true;
+    m.tool_call_id = caller->tool_calls[pick].id;
+    if (m.tool_name.empty()) m.tool_name = caller->tool_calls[pick].name;
+  }
+}
+
 Err read_messages(const json& obj, std::vector<backend::ChatMessage>& out) {
   const json* m = field(obj, "messages");
   if (!m) return std::nullopt;  // none: load only
@@ -235,9 +302,71 @@ Err read_messages(const json& obj, std::vector<backend::ChatMessage>& out) {
       cm.content = content->get<std::string>();
     }
     GANTRY_TRY_FIELD(refuse_nonempty(msg, "images", "this server runs text models only"));
+    GANTRY_TRY_FIELD(read_string(msg, "thinking", cm.reasoning_content));
+    GANTRY_TRY_FIELD(read_string(msg, "tool_name", cm.tool_name));
+    GANTRY_TRY_FIELD(read_tool_calls(msg, p, i, cm.tool_calls));
     out.push_back(std::move(cm));
   }
+  link_tool_results(out);
   return std::nullopt;
+}
+
+// `tools`: [{type: "function", function: {name, description, parameters}}].
+Err read_tools(const json& obj, std::vector<backend::ToolDefinition>& out) {
+  const json* t = field(obj, "tools");
+  if (!t) return std::nullopt;
+  if (!t->is_array())
+    return bad("'tools' must be an array of {type: \"function\", function} objects, got " + type_of(*t));
+  for (size_t i = 0; i < t->size(); ++i) {
+    const json& tool = (*t)[i];
+    const std::string p = "tools[" + std::to_string(i) + "]";
+    if (!tool.is_object()) return bad("'" + p + "' must be an object, got " + type_of(tool));
+    std::string type = "function";
+    GANTRY_TRY_FIELD(read_string(tool, "type", type));
+    if (type != "function")
+      return bad("'" + p + ".type' must be \"function\", got \"" + type.substr(0, 40) + "\"");
+    const json* fn = field(tool, "function");
+    if (!fn || !fn->is_object()) {
+      return bad("'" + p + ".function' must be an object {name, description, parameters}, got " +
+                 (fn ? type_of(*fn) : std::string("nothing")));
+    }
+    backend::ToolDefinition d;
+    const json* name = field(*fn, "name");
+    if (!name || !name->is_string() || name->get_ref<const std::string&>().empty())
+      return bad("'" + p + ".function.name' must be a non-empty string");
+    d.name = name->get<std::string>();
+    const json* desc = field(*fn, "description");
+    if (desc) {
+      if (!desc->is_string())
+        return bad("'" + p + ".function.description' must be a string, got " + type_of(*desc));
+      d.description = desc->get<std::string>();
+    }
+    if (const json* params = field(*fn, "parameters")) {
+      if (!params->is_object())
+        return bad("'" + p + ".function.parameters' must be a JSON schema object, got " + type_of(*params));
+      d.parameters = dump(*params);
+    }
+    out.push_back(std::move(d));
+  }
+  return std::nullopt;
+}
+
+// `think`: a boolean, or a level ("high", "medium", "low") read as true.
+Err read_think(const json& obj, std::optional<bool>& out) {
+  const json* t = field(obj, "think");
+  if (!t) return std::nullopt;
+  if (t->is_boolean()) {
+    out = t->get<bool>();
+    return std::nullopt;
+  }
+  if (t->is_string()) {
+    const std::string& v = t->get_ref<const std::string&>();
+    if (v == "high" || v == "medium" || v == "low") {
+      out = true;
+      return std::nullopt;
+    }
+  }
+  return bad("'think' must be a boolean (or \"high\", \"medium\", \"low\"), got " + t->dump().substr(0, 40));
 }
 
 std::variant<json, ApiError> parse_object(std::string_view body) {
@@ -280,6 +409,29 @@ json final_object(std::string_view model, std::string_view created_at, const bac
 }
 
 json message(std::string_view text) { return {{"role", "assistant"}, {"content", text}}; }
+
+// Tool calls as Ollama answers them: {id, function: {index, name, arguments (an object)}}.
+json tool_calls_json(std::span<const backend::ToolCall> calls, size_t first_index) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const backend::ToolCall& c = calls[i];
+    json args = json::parse(c.arguments, nullptr, false);
+    if (c.arguments.empty()) args = json::object();
+    if (args.is_discarded()) args = c.arguments;  // not JSON: the text, rather than losing it
+    json call = {
+        {"function", {{"index", first_index + i}, {"name", c.name}, {"arguments", std::move(args)}}}};
+    if (!c.id.empty()) call["id"] = c.id;
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
+json output_message(const backend::ChatOutput& o) {
+  json m = message(o.content);
+  if (!o.reasoning_content.empty()) m["thinking"] = o.reasoning_content;
+  if (!o.tool_calls.empty()) m["tool_calls"] = tool_calls_json(o.tool_calls, 0);
+  return m;
+}
 
 // A GGUF metadata value as JSON (arrays: empty unless verbose).
 json gguf_value_json(const model::GgufValue& v, bool verbose) {
@@ -388,13 +540,24 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
                                      "Ollama); send the conversation to /api/chat instead"));
   } else {
     GANTRY_TRY_FIELD(read_messages(j, r.messages));
-    GANTRY_TRY_FIELD(refuse_nonempty(j, "tools", "this server does not call tools"));
+    GANTRY_TRY_FIELD(read_tools(j, r.tools));
   }
+  GANTRY_TRY_FIELD(read_think(j, r.think));
   GANTRY_TRY_FIELD(read_bool(j, "stream", r.stream));
   GANTRY_TRY_FIELD(read_keep_alive(j, r.keep_alive));
   GANTRY_TRY_FIELD(read_format(j, r.generation.constraint));
   GANTRY_TRY_FIELD(read_options(j, r));
   return r;
+}
+
+backend::ChatRequest chat_request(const TextRequest& request) {
+  backend::ChatRequest c;
+  c.messages = request.messages;
+  c.tools = request.tools;
+  c.tool_choice = backend::ToolChoice::kAuto;
+  c.enable_thinking = request.think.value_or(true);
+  c.reasoning_format = c.enable_thinking ? backend::ReasoningFormat::kAuto : backend::ReasoningFormat::kNone;
+  return c;
 }
 
 bool is_load_only(const TextRequest& request) {
@@ -481,6 +644,25 @@ std::string chat_chunk(std::string_view model, std::string_view created_at, std:
          "\n";
 }
 
+std::string chat_delta_chunk(std::string_view model, std::string_view created_at,
+                             const backend::ChatOutputDelta& delta) {
+  if (delta.content.empty() && delta.reasoning_content.empty()) return "";
+  json m = message(delta.content);
+  if (!delta.reasoning_content.empty()) m["thinking"] = delta.reasoning_content;
+  return dump(
+             json{{"model", model}, {"created_at", created_at}, {"message", std::move(m)}, {"done", false}}) +
+         "\n";
+}
+
+std::string chat_tool_calls_chunk(std::string_view model, std::string_view created_at,
+                                  std::span<const backend::ToolCall> calls, size_t first_index) {
+  json m = message("");
+  m["tool_calls"] = tool_calls_json(calls, first_index);
+  return dump(
+             json{{"model", model}, {"created_at", created_at}, {"message", std::move(m)}, {"done", false}}) +
+         "\n";
+}
+
 std::string generate_final(std::string_view model, std::string_view created_at,
                            const backend::GenerationResult& result, const Timing& timing,
                            std::string_view text, bool line) {
@@ -490,10 +672,10 @@ std::string generate_final(std::string_view model, std::string_view created_at,
 }
 
 std::string chat_final(std::string_view model, std::string_view created_at,
-                       const backend::GenerationResult& result, const Timing& timing, std::string_view text,
-                       bool line) {
+                       const backend::GenerationResult& result, const Timing& timing,
+                       const backend::ChatOutput* output, bool line) {
   json j = final_object(model, created_at, result, timing);
-  j["message"] = message(text);
+  j["message"] = output ? output_message(*output) : message("");
   return dump(j) + (line ? "\n" : "");
 }
 
@@ -650,6 +832,142 @@ std::string gguf_model_info(const model::GgufFile& file, bool verbose) {
     info[key] = gguf_value_json(value, verbose);
   }
   return dump(info);
+}
+
+std::variant<CopyRequest, ApiError> parse_copy_request(std::string_view body) {
+  auto parsed = parse_object(body);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+  const json& j = std::get<json>(parsed);
+  CopyRequest r;
+  GANTRY_TRY_FIELD(read_string(j, "source", r.source));
+  GANTRY_TRY_FIELD(read_string(j, "destination", r.destination));
+  if (r.source.empty()) return bad("'source' is required: the name of the model to copy");
+  if (r.destination.empty()) return bad("'destination' is required: the model's new name");
+  return r;
+}
+
+std::variant<DeleteRequest, ApiError> parse_delete_request(std::string_view body) {
+  auto parsed = parse_object(body);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+  DeleteRequest r;
+  GANTRY_TRY_FIELD(read_model(std::get<json>(parsed), r.model));
+  return r;
+}
+
+std::variant<PullRequest, ApiError> parse_pull_request(std::string_view body) {
+  auto parsed = parse_object(body);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+  const json& j = std::get<json>(parsed);
+  PullRequest r;
+  GANTRY_TRY_FIELD(read_model(j, r.model));
+  GANTRY_TRY_FIELD(read_bool(j, "stream", r.stream));
+  bool insecure = false;
+  GANTRY_TRY_FIELD(read_bool(j, "insecure", insecure));
+  return r;
+}
+
+namespace {
+
+bool name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+         c == '.';
+}
+
+// A name part: 1 to 128 name characters, not starting with '.' or '-'.
+bool valid_part(std::string_view p) {
+  if (p.empty() || p.size() > 128 || p.front() == '.' || p.front() == '-') return false;
+  return std::all_of(p.begin(), p.end(), name_char);
+}
+
+}  // namespace
+
+Result<ModelPath> parse_model_path(std::string_view name) {
+  ModelPath m;
+  std::string_view rest = name;
+  const size_t slash = rest.rfind('/');
+  const size_t colon = rest.rfind(':');
+  if (colon != std::string_view::npos && (slash == std::string_view::npos || colon > slash)) {
+    m.tag = std::string(rest.substr(colon + 1));
+    rest = rest.substr(0, colon);
+  }
+  std::vector<std::string_view> parts;
+  for (size_t start = 0;;) {
+    const size_t end = rest.find('/', start);
+    parts.push_back(rest.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  const std::string shown = "'" + std::string(name.substr(0, 200)) + "'";
+  if (parts.size() > 3)
+    return InvalidArgument("model name " + shown + " has more than 3 '/'-separated parts");
+  m.model = std::string(parts.back());
+  if (parts.size() >= 2) m.name_space = std::string(parts[parts.size() - 2]);
+  if (parts.size() == 3) m.host = std::string(parts[0]);
+  if (!valid_part(m.model))
+    return InvalidArgument("model name " + shown +
+                           ": the model part must be 1 to 128 letters, digits, '_', '-' or '.'");
+  if (!valid_part(m.name_space))
+    return InvalidArgument("model name " + shown +
+                           ": the namespace must be 1 to 128 letters, digits, '_', '-' or '.'");
+  if (!valid_part(m.tag))
+    return InvalidArgument("model name " + shown +
+                           ": the tag must be 1 to 128 letters, digits, '_', '-' or '.'");
+  const bool host_ok =
+      !m.host.empty() && m.host.size() <= 253 && m.host.front() != '.' && m.host.front() != '-' &&
+      std::all_of(m.host.begin(), m.host.end(), [](char c) { return name_char(c) || c == ':'; });
+  if (!host_ok) return InvalidArgument("model name " + shown + ": the registry host is not a host name");
+  return m;
+}
+
+std::string served_name(const ModelPath& path) {
+  std::string name = path.name_space == "library" ? path.model : path.name_space + "-" + path.model;
+  if (path.tag != "latest") name += ":" + path.tag;
+  return name;
+}
+
+bool valid_model_name(std::string_view name) {
+  const size_t colon = name.find(':');
+  if (colon == std::string_view::npos) return valid_part(name);
+  return valid_part(name.substr(0, colon)) && valid_part(name.substr(colon + 1));
+}
+
+Result<ModelLayer> model_layer(std::string_view manifest_json) {
+  json m = json::parse(manifest_json, nullptr, false);
+  if (m.is_discarded() || !m.is_object()) return Corrupt("the manifest is not a JSON object");
+  const json* layers = field(m, "layers");
+  if (!layers || !layers->is_array()) return Corrupt("the manifest has no 'layers' array");
+  for (const json& l : *layers) {
+    if (!l.is_object()) continue;
+    const json* type = field(l, "mediaType");
+    if (!type || !type->is_string() || *type != "application/vnd.ollama.image.model") continue;
+    const json* digest = field(l, "digest");
+    const json* size = field(l, "size");
+    if (!digest || !digest->is_string()) return Corrupt("the model layer has no 'digest'");
+    const std::string d = digest->get<std::string>();
+    constexpr std::string_view kPrefix = "sha256:";
+    const bool hex = d.size() == kPrefix.size() + 64 && d.starts_with(kPrefix) &&
+                     std::all_of(d.begin() + kPrefix.size(), d.end(),
+                                 [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+    if (!hex)
+      return Corrupt("the model layer's digest '" + d.substr(0, 80) + "' is not sha256:<64 hex digits>");
+    if (!size || !size->is_number_unsigned()) return Corrupt("the model layer has no 'size'");
+    return ModelLayer{d, size->get<uint64_t>()};
+  }
+  return Corrupt("the manifest has no model layer (mediaType application/vnd.ollama.image.model)");
+}
+
+std::string pull_status(std::string_view status, bool line) {
+  return dump(json{{"status", status}}) + (line ? "\n" : "");
+}
+
+std::string pull_progress(std::string_view digest, uint64_t total, uint64_t completed) {
+  const std::string_view hex =
+      digest.substr(digest.find(':') == std::string_view::npos ? 0 : digest.find(':') + 1);
+  return dump(json{{"status", "pulling " + std::string(hex.substr(0, 12))},
+                   {"digest", digest},
+                   {"total", total},
+                   {"completed", completed}}) +
+         "\n";
 }
 
 }  // namespace gantry::server::ollama

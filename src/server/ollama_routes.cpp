@@ -1,6 +1,7 @@
 // Ollama-compatible routes: /api/tags, /api/ps, /api/version, /api/show, /api/generate and /api/chat
 // (NDJSON streams or one object, on the model's continuous-batching engine, through the same
-// GenerationCall as the OpenAI routes), /api/embed and the older /api/embeddings.
+// GenerationCall as the OpenAI routes, and the model's chat layer: tools, tool calls, thinking),
+// /api/embed and the older /api/embeddings, and the repository's /api/copy, /api/delete, /api/pull.
 //
 // Models are the repository's text models (GGUF), listed as "<name>:latest" and found by "<name>" or
 // "<name>:latest". keep_alive sets the ModelManager's keep-alive for the model when the server loads
@@ -16,6 +17,7 @@
 #include "gantry/model/sha256.h"
 #include "gantry/server/ollama_codec.h"
 #include "generation_call.h"
+#include "ollama_pull.h"
 #include "server_state.h"
 
 namespace gantry::server {
@@ -38,8 +40,8 @@ int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * 1e6); }
 void send_error(Reply& reply, int status, std::string_view message) { reply.error(status, message); }
 
 // The served model a requested name means: the name itself, or "x" for "x:latest".
-const RepositoryEntry* find_model(Server::State& s, std::string_view requested) {
-  if (const RepositoryEntry* e = s.repository.find(requested)) return e;
+std::shared_ptr<const RepositoryEntry> find_model(Server::State& s, std::string_view requested) {
+  if (auto e = s.repository.find(requested)) return e;
   const std::string untagged = ollama::untagged_name(requested);
   return untagged.empty() ? nullptr : s.repository.find(untagged);
 }
@@ -64,9 +66,23 @@ std::optional<fs::path> gguf_file(const RepositoryEntry& e) {
   return std::nullopt;
 }
 
-bool loaded_as_text(Server::State& s, const std::string& name) {
-  auto info = s.runtime.manager().info(name);
-  return info && info->state == runtime::ModelState::kReady && info->backend == "llama.cpp";
+// A ready model's text facet, through a handle (nullopt: not loaded, or not a text model). Taking the
+// handle counts as a use of the model (its keep-alive restarts): only for requests about that model.
+std::optional<backend::TextModelInfo> loaded_text_info(Server::State& s, const RepositoryEntry& e) {
+  auto info = s.runtime.manager().info(e.runtime_name);
+  if (!info || info->state != runtime::ModelState::kReady) return std::nullopt;
+  auto h = s.runtime.get(e.runtime_name);
+  if (!h.ok()) return std::nullopt;
+  const backend::TextModel* text = h->model().text();
+  if (!text) return std::nullopt;
+  return text->text_info();
+}
+
+// Whether an entry is a text model: by its file's format, else (a .tar package) by the loaded model.
+bool is_text(Server::State& s, const RepositoryEntry& e) {
+  if (gguf_file(e)) return true;
+  if (e.source.extension() != ".tar") return false;
+  return loaded_text_info(s, e).has_value();
 }
 
 // What /api/tags and /api/show say about an entry's file.
@@ -77,7 +93,7 @@ struct FileFacts {
 
 std::optional<FileFacts> file_facts(Server::State& s, const RepositoryEntry& e) {
   auto path = gguf_file(e);
-  if (!path && !loaded_as_text(s, e.name)) return std::nullopt;  // not a text model
+  if (!path && !is_text(s, e)) return std::nullopt;  // not a text model
   FileFacts f;
   f.entry.name = ollama::tagged_name(e.name);
   f.entry.details.format = "gguf";
@@ -117,11 +133,18 @@ void ps(Server::State& s, Reply& reply) {
   std::vector<ollama::ModelEntry> models;
   const auto sys_now = SysClock::now();
   const auto now = Clock::now();
-  for (const auto& info : s.runtime.manager().list()) {
-    if (info.state != runtime::ModelState::kReady || info.backend != "llama.cpp") continue;
-    const RepositoryEntry* e = s.repository.find(info.name);
-    if (!e) continue;
-    auto f = file_facts(s, *e);
+  std::map<std::string, runtime::ModelInfo, std::less<>> loaded;
+  for (auto& info : s.runtime.manager().list()) {
+    if (info.state == runtime::ModelState::kReady) loaded.emplace(info.name, std::move(info));
+  }
+  // Every served name of a loaded model (a copy shares its original's).
+  for (const auto& e : s.repository.entries()) {
+    auto it = loaded.find(e.runtime_name);
+    if (it == loaded.end()) continue;
+    const runtime::ModelInfo& info = it->second;
+    // By the file's format: a ready model's handle would count as a use and restart its keep-alive.
+    if (!gguf_file(e) && e.source.extension() != ".tar") continue;
+    auto f = file_facts(s, e);
     if (!f) continue;
     ollama::ModelEntry m = std::move(f->entry);
     m.size = 0;
@@ -151,7 +174,7 @@ void show(Server::State& s, Reply& reply, const HttpRequest& request) {
   auto parsed = ollama::parse_show_request(request.body);
   if (auto* e = std::get_if<ollama::ApiError>(&parsed)) return send_error(reply, e->http_status, e->message);
   const auto& req = std::get<ollama::ShowRequest>(parsed);
-  const RepositoryEntry* entry = find_model(s, req.model);
+  auto entry = find_model(s, req.model);
   if (!entry) return send_error(reply, 404, not_found(req.model));
   reply.set_model(entry->name);
   auto f = file_facts(s, *entry);
@@ -165,9 +188,24 @@ void show(Server::State& s, Reply& reply, const HttpRequest& request) {
   ollama::ShowInfo info;
   info.details = f->entry.details;
   info.modified_at = f->entry.modified_at;
+  // What the model can do: from its text facet when loaded, else from the GGUF file (every GGUF model
+  // here generates and can pool embeddings; tools and thinking need its template, read when loaded).
+  const auto text = loaded_text_info(s, *entry);
   info.capabilities = {"completion"};
+  if (text && text->chat.tools) info.capabilities.push_back("tools");
+  if (!text || text->embeds) info.capabilities.push_back("embedding");
+  if (text && text->chat.thinking) info.capabilities.push_back("thinking");
+  if (!text && f->gguf) {
+    // Not loaded: the template decides (Ollama's own test is whether it mentions tools / thinking).
+    const std::string tmpl = f->gguf->get_string("tokenizer.chat_template").value_or("");
+    if (tmpl.find("tools") != std::string::npos)
+      info.capabilities.insert(info.capabilities.begin() + 1, "tools");
+    if (tmpl.find("enable_thinking") != std::string::npos || tmpl.find("<think>") != std::string::npos)
+      info.capabilities.push_back("thinking");
+  }
   std::string parameters;
-  if (const int64_t n_ctx = configured_context(s)) parameters += "num_ctx " + std::to_string(n_ctx) + "\n";
+  const int64_t n_ctx = text ? text->context_length : configured_context(s);
+  if (n_ctx > 0) parameters += "num_ctx " + std::to_string(n_ctx) + "\n";
   parameters += "num_predict " + std::to_string(s.options.max_tokens_default) + "\n";
   info.parameters = parameters;
   info.modelfile = "# Modelfile of '" + entry->name + "' as gantry serve runs it\nFROM " + entry->name + "\n";
@@ -179,6 +217,15 @@ void show(Server::State& s, Reply& reply, const HttpRequest& request) {
   if (f->gguf) {
     info.model_info_json = ollama::gguf_model_info(*f->gguf, req.verbose);
     info.template_text = f->gguf->get_string("tokenizer.chat_template").value_or("");
+    // "<arch>.context_length": the context the model was trained with (the file's, else the facet's).
+    if (text && text->trained_context > 0 && !f->gguf->architecture().empty()) {
+      auto mi = nlohmann::json::parse(info.model_info_json, nullptr, false);
+      const std::string key = f->gguf->architecture() + ".context_length";
+      if (mi.is_object() && !mi.contains(key)) {
+        mi[key] = text->trained_context;
+        info.model_info_json = mi.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      }
+    }
   }
   reply.json(200, ollama::show_response(info));
 }
@@ -206,43 +253,35 @@ void unload(Server::State& s, Reply& reply, const ollama::TextRequest& req, cons
                           "applies with --load-on-demand); unload it with POST /v2/repository/models/" +
                           name + "/unload");
   }
-  Status st = s.runtime.unload(name);
+  auto entry = s.repository.find(name);
+  Status st = s.runtime.unload(entry ? entry->runtime_name : name);
   if (!st.ok() && st.code() != StatusCode::kNotFound)
     return send_error(reply, http_status_for(st), st.message());
   reply.json(200, ollama::load_response(req.endpoint, req.model, ollama::rfc3339(SysClock::now()), "unload"));
 }
 
-// The prompt a request gives the model: the conversation (chat) or the prompt (generate) in the
-// model's chat template; a raw prompt, or one for a model without a template, as it is.
-Result<std::string> build_prompt(const backend::Model& model, const ollama::TextRequest& req) {
-  if (req.endpoint == ollama::Endpoint::kChat) return model.format_chat(req.messages, true);
-  if (req.raw) return req.prompt;
-  const auto& props = model.metadata().properties;
-  auto t = props.find("chat_template");
-  if (t != props.end() && t->second == "yes") {
-    std::vector<backend::ChatMessage> messages;
-    if (!req.system.empty()) messages.push_back({"system", req.system});
-    messages.push_back({"user", req.prompt});
-    return model.format_chat(messages, true);
-  }
-  return req.system.empty() ? req.prompt : req.system + "\n\n" + req.prompt;
+// The conversation a request gives the model: its messages (chat), or the prompt with its system
+// message (generate); nullopt for a raw prompt or a model without a chat template (the prompt as it
+// is, after the system text).
+std::optional<backend::ChatRequest> chat_for(const backend::TextModel& text, const ollama::TextRequest& req) {
+  if (req.endpoint == ollama::Endpoint::kChat) return ollama::chat_request(req);
+  if (req.raw || !text.text_info().chat.present) return std::nullopt;
+  ollama::TextRequest conversation = req;
+  conversation.messages.clear();
+  if (!req.system.empty()) conversation.messages.emplace_back("system", req.system);
+  conversation.messages.emplace_back("user", req.prompt);
+  return ollama::chat_request(conversation);
 }
 
 // How many tokens to generate: num_predict (negative: until the context is full) or the server's
 // default, never more than the room the prompt leaves in one sequence's context (the engine would
 // fail the generation when it runs out of cells, where Ollama's user expects it to stop).
-int max_tokens_for(const Server::State& s, const backend::Model& model, const ollama::TextRequest& req,
+int max_tokens_for(const Server::State& s, const backend::TextModel& text, const ollama::TextRequest& req,
                    const std::string& prompt) {
-  const auto& props = model.metadata().properties;
   int64_t room = 0;
-  auto ctx = props.find("n_ctx");
-  auto parallel = props.find("parallel");
-  if (ctx != props.end()) {
-    const int64_t n_ctx = std::atoll(ctx->second.c_str());
-    const int64_t n_seq =
-        parallel != props.end() ? std::max<int64_t>(1, std::atoll(parallel->second.c_str())) : 1;
-    auto tokens = model.token_count(prompt);
-    if (tokens.ok()) room = n_ctx / n_seq - *tokens - 1;
+  if (const int64_t n_ctx = text.text_info().context_length; n_ctx > 0) {
+    auto tokens = text.token_count(prompt);
+    if (tokens.ok()) room = n_ctx - *tokens - 1;
   }
   int64_t want = req.num_predict.value_or(s.options.max_tokens_default);
   if (want < 0) want = room;
@@ -250,12 +289,41 @@ int max_tokens_for(const Server::State& s, const backend::Model& model, const ol
   return static_cast<int>(std::clamp<int64_t>(want, 1, std::numeric_limits<int32_t>::max()));
 }
 
+// Streams a chat's parsed answer as Ollama does: content and thinking as they come, each tool call in
+// one line once it is complete (a later call began, or the answer ended). Not thread-safe: one per
+// generation, fed by its hooks in order.
+class ChatStream {
+ public:
+  ChatStream(std::shared_ptr<backend::ChatOutputParser> parser, std::string model)
+      : parser_(std::move(parser)), model_(std::move(model)) {}
+
+  std::string add(std::string_view piece, bool final) {
+    const std::string at = ollama::rfc3339(SysClock::now());
+    std::string lines;
+    for (const auto& d : parser_->add(piece, final)) lines += ollama::chat_delta_chunk(model_, at, d);
+    const auto& calls = parser_->output().tool_calls;
+    // A call is complete once another follows it, or at the end.
+    const size_t complete = final ? calls.size() : (calls.empty() ? 0 : calls.size() - 1);
+    if (complete > calls_sent_) {
+      lines += ollama::chat_tool_calls_chunk(
+          model_, at, std::span(calls).subspan(calls_sent_, complete - calls_sent_), calls_sent_);
+      calls_sent_ = complete;
+    }
+    return lines;
+  }
+
+ private:
+  std::shared_ptr<backend::ChatOutputParser> parser_;
+  std::string model_;
+  size_t calls_sent_ = 0;
+};
+
 void text(Server::State& s, std::shared_ptr<Reply> reply, const HttpRequest& request,
           ollama::Endpoint endpoint) {
   auto parsed = ollama::parse_text_request(request.body, endpoint);
   if (auto* e = std::get_if<ollama::ApiError>(&parsed)) return send_error(*reply, e->http_status, e->message);
   auto req = std::make_shared<const ollama::TextRequest>(std::move(std::get<ollama::TextRequest>(parsed)));
-  const RepositoryEntry* entry = find_model(s, req->model);
+  auto entry = find_model(s, req->model);
   if (!entry) return send_error(*reply, 404, not_found(req->model));
   const std::string name = entry->name;
   reply->set_model(name);
@@ -272,7 +340,8 @@ void text(Server::State& s, std::shared_ptr<Reply> reply, const HttpRequest& req
   auto held = std::make_shared<runtime::ModelHandle>(std::move(*handle));
   backend::Model& model = held->model();
   const backend::ModelMetadata& md = model.metadata();
-  if (md.properties.find("n_ctx") == md.properties.end()) {
+  const backend::TextModel* text = model.text();
+  if (!text || !text->text_info().generates) {
     return send_error(*reply, 400,
                       "model '" + name + "' does not generate text (" + md.backend + "); use /v2/models/" +
                           name + "/infer");
@@ -281,11 +350,8 @@ void text(Server::State& s, std::shared_ptr<Reply> reply, const HttpRequest& req
     return reply->json(200,
                        ollama::load_response(endpoint, req->model, ollama::rfc3339(SysClock::now()), "load"));
   }
-  if (!admit_generation(s, *reply, name, md)) return;
-  auto prompt = build_prompt(model, *req);
-  if (!prompt.ok()) {
-    s.release(name);
-    return send_error(*reply, 400, prompt.status().message());
+  if (req->think.value_or(false) && !text->text_info().chat.thinking) {
+    return send_error(*reply, 400, "'think': model '" + req->model + "' does not support thinking");
   }
   GenerationStart start;
   start.model = name;
@@ -293,28 +359,61 @@ void text(Server::State& s, std::shared_ptr<Reply> reply, const HttpRequest& req
   start.stream_content_type = "application/x-ndjson";
   backend::GenerationRequest& g = start.request;
   g = req->generation;
-  g.max_tokens = max_tokens_for(s, model, *req, *prompt);
-  g.prompt = std::move(*prompt);
-  g.render_special = false;
-
   const bool chat = endpoint == ollama::Endpoint::kChat;
+  // A chat's answer is parsed back (content, thinking, tool calls) by the model's chat layer.
+  std::shared_ptr<backend::ChatOutputParser> parser;
+  if (auto conversation = chat_for(*text, *req)) {
+    if (auto e = backend::check_chat_request(*conversation)) {
+      return send_error(*reply, 400, "'" + e->field + "': " + e->message);
+    }
+    auto prompt = text->apply_chat(*conversation);
+    if (!prompt.ok()) {
+      // No chat template (FailedPrecondition) is the request's problem too: use /api/generate with raw.
+      const Status& st = prompt.status();
+      return send_error(*reply, st.code() == StatusCode::kFailedPrecondition ? 400 : http_status_for(st),
+                        st.message());
+    }
+    if (chat) {
+      auto p = text->chat_parser(*prompt);
+      if (!p.ok()) return send_error(*reply, 500, p.status().message());
+      parser = std::move(*p);
+      g.render_tokens = std::move(prompt->keep_tokens);
+    }
+    g.prompt = std::move(prompt->prompt);
+    if (prompt->constraint.kind != backend::OutputConstraint::Kind::kNone)
+      g.constraint = std::move(prompt->constraint);
+    g.stop.insert(g.stop.end(), prompt->stop.begin(), prompt->stop.end());
+  } else {
+    g.prompt = req->system.empty() ? req->prompt : req->system + "\n\n" + req->prompt;
+  }
+  g.max_tokens = max_tokens_for(s, *text, *req, g.prompt);
+  g.render_special = false;
+  if (!admit_generation(s, *reply, name, md)) return;
+
+  auto stream = parser ? std::make_shared<ChatStream>(parser, req->model) : nullptr;
   GenerationHooks hooks;
-  hooks.text_event = [req, chat](std::string_view piece) {
-    const std::string at = ollama::rfc3339(SysClock::now());
-    return chat ? ollama::chat_chunk(req->model, at, piece) : ollama::generate_chunk(req->model, at, piece);
+  hooks.text_event = [req, stream](std::string_view piece) {
+    if (stream) return stream->add(piece, false);
+    return ollama::generate_chunk(req->model, ollama::rfc3339(SysClock::now()), piece);
   };
-  hooks.done = [req, chat, load_ns, held](Reply& reply, const backend::GenerationResult& r) {
+  hooks.done = [req, chat, load_ns, held, parser, stream](Reply& reply, const backend::GenerationResult& r) {
     ollama::Timing t;
     t.total_ns = ns_since(reply.received());
     t.load_ns = load_ns;
     t.prompt_eval_ns = ms_to_ns(r.prompt_ms);
     t.eval_ns = ms_to_ns(r.generation_ms);
+    if (!req->stream) {
+      const std::string at = ollama::rfc3339(SysClock::now());
+      if (parser) parser->add(r.text, true);
+      return reply.json(200, chat ? ollama::chat_final(req->model, at, r, t, &parser->output(), false)
+                                  : ollama::generate_final(req->model, at, r, t, r.text, false));
+    }
+    if (stream) {
+      if (std::string rest = stream->add("", true); !rest.empty()) reply.event(std::move(rest));
+    }
     const std::string at = ollama::rfc3339(SysClock::now());
-    const std::string_view body_text = req->stream ? std::string_view() : std::string_view(r.text);
-    std::string body = chat ? ollama::chat_final(req->model, at, r, t, body_text, req->stream)
-                            : ollama::generate_final(req->model, at, r, t, body_text, req->stream);
-    if (!req->stream) return reply.json(200, std::move(body));
-    reply.event(std::move(body));
+    reply.event(chat ? ollama::chat_final(req->model, at, r, t, nullptr, true)
+                     : ollama::generate_final(req->model, at, r, t, "", true));
     reply.end_stream(200);
   };
   hooks.failed = [stream = req->stream, held](Reply& reply, const Status& st, bool at_start) {
@@ -330,7 +429,7 @@ void embed(Server::State& s, Reply& reply, const HttpRequest& request, bool lega
   auto parsed = ollama::parse_embed_request(request.body, legacy);
   if (auto* e = std::get_if<ollama::ApiError>(&parsed)) return send_error(reply, e->http_status, e->message);
   auto& req = std::get<ollama::EmbedRequest>(parsed);
-  const RepositoryEntry* entry = find_model(s, req.model);
+  auto entry = find_model(s, req.model);
   if (!entry) return send_error(reply, 404, not_found(req.model));
   const std::string name = entry->name;
   reply.set_model(name);
@@ -362,6 +461,106 @@ void embed(Server::State& s, Reply& reply, const HttpRequest& request, bool lega
   reply.json(200, ollama::embed_response(req.model, vectors, t, tokens));
 }
 
+// POST /api/copy: a second name for the same model (one loaded model serves both).
+void copy(Server::State& s, Reply& reply, const HttpRequest& request) {
+  auto parsed = ollama::parse_copy_request(request.body);
+  if (auto* e = std::get_if<ollama::ApiError>(&parsed)) return send_error(reply, e->http_status, e->message);
+  const auto& req = std::get<ollama::CopyRequest>(parsed);
+  auto from = find_model(s, req.source);
+  if (!from) return send_error(reply, 404, not_found(req.source));
+  reply.set_model(from->name);
+  // "x:latest" is served as "x"; other tags keep their name.
+  std::string to = ollama::untagged_name(req.destination);
+  if (to.empty()) to = req.destination;
+  if (!ollama::valid_model_name(to)) {
+    return send_error(reply, 400,
+                      "'destination': '" + req.destination.substr(0, 200) +
+                          "' is not a model name (letters, digits, '_', '-', '.', and an optional ':tag')");
+  }
+  Status st = s.repository.copy(from->name, to);
+  if (!st.ok()) return send_error(reply, st.code() == StatusCode::kNotFound ? 404 : 400, st.message());
+  GANTRY_LOG_INFO("model '{}' is also served as '{}'", from->name, to);
+  reply.send(HttpResponse{});  // Ollama answers 200 with no body
+}
+
+// DELETE /api/delete: the name leaves the repository; the model is unloaded unless another name (a
+// copy) still serves it. The file stays on disk.
+void remove(Server::State& s, Reply& reply, const HttpRequest& request) {
+  auto parsed = ollama::parse_delete_request(request.body);
+  if (auto* e = std::get_if<ollama::ApiError>(&parsed)) return send_error(reply, e->http_status, e->message);
+  const auto& req = std::get<ollama::DeleteRequest>(parsed);
+  auto entry = find_model(s, req.model);
+  if (!entry) return send_error(reply, 404, not_found(req.model));
+  reply.set_model(entry->name);
+  s.repository.remove(entry->name);
+  if (!s.repository.in_use(entry->runtime_name)) {
+    {
+      std::lock_guard lock(s.mu);
+      s.batchers.erase(entry->name);
+    }
+    Status st = s.runtime.unload(entry->runtime_name);
+    if (!st.ok() && st.code() != StatusCode::kNotFound)
+      GANTRY_LOG_WARN("deleted model '{}' could not be unloaded: {}", entry->name, st.message());
+  }
+  GANTRY_LOG_INFO("model '{}' deleted (no longer served; {} stays on disk)", entry->name,
+                  entry->source.string());
+  reply.send(HttpResponse{});
+}
+
+// POST /api/pull: from --pull-source into the --model-repository directory (ollama_pull.h), then served
+// under the name served_name() gives it.
+void pull(Server::State& s, Reply& reply, const HttpRequest& request) {
+  auto parsed = ollama::parse_pull_request(request.body);
+  if (auto* e = std::get_if<ollama::ApiError>(&parsed)) return send_error(reply, e->http_status, e->message);
+  const auto& req = std::get<ollama::PullRequest>(parsed);
+  if (s.options.pull_source.empty()) {
+    return send_error(
+        reply, 501,
+        "pulling is off: start gantry serve with --pull-source URL|DIR (an Ollama registry or a "
+        "directory laid out like ~/.ollama/models) and --model-repository DIR");
+  }
+  if (s.options.model_repository.empty()) {
+    return send_error(
+        reply, 501,
+        "pulling needs somewhere to put the model: start gantry serve with --model-repository DIR");
+  }
+  auto path = ollama::parse_model_path(req.model);
+  if (!path.ok()) return send_error(reply, 400, "'model': " + path.status().message());
+  const std::string name = ollama::served_name(*path);
+  reply.set_model(name);
+  if (auto existing = s.repository.find(name)) {
+    const fs::path target = fs::path(s.options.model_repository) / (name + ".gguf");
+    std::error_code ec;
+    if (!fs::equivalent(existing->source, target, ec)) {
+      return send_error(
+          reply, 400,
+          "'model': the name '" + name + "' is taken by " + existing->source.string() + " (delete it first)");
+    }
+  }
+  if (req.stream) reply.begin_stream("application/x-ndjson");
+  auto progress = [&](std::string line) { return !req.stream || reply.event(std::move(line)); };
+  auto file = pull_model(s.options.pull_source, *path, s.options.model_repository, progress);
+  Status st = file.ok() ? s.repository.add(*file) : file.status();
+  if (st.ok() && !s.options.load_on_demand) {
+    // A server that loads its models at start serves a pulled one at once too.
+    if (auto entry = s.repository.find(name)) {
+      auto loaded = s.runtime.load(entry->source.string(), s.load_options(*entry));
+      if (!loaded.ok()) st = loaded.status().with_context("pulled '" + name + "', but loading it failed");
+    }
+  }
+  if (!st.ok()) {
+    GANTRY_LOG_WARN("pull '{}' failed: {}", req.model, st.message());
+    const int code = http_status_for(st);
+    if (!req.stream) return send_error(reply, code, st.message());
+    reply.event(ollama::stream_error_line(st.message()));
+    return reply.end_stream(code);
+  }
+  GANTRY_LOG_INFO("pulled '{}' into {} (served as '{}')", req.model, file->string(), name);
+  if (!req.stream) return reply.json(200, ollama::pull_status("success", false));
+  reply.event(ollama::pull_status("success"));
+  reply.end_stream(200);
+}
+
 }  // namespace
 
 void ollama_route(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, OllamaRoute route) {
@@ -382,6 +581,12 @@ void ollama_route(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest re
       return embed(s, *reply, request, false);
     case OllamaRoute::kEmbeddings:
       return embed(s, *reply, request, true);
+    case OllamaRoute::kCopy:
+      return copy(s, *reply, request);
+    case OllamaRoute::kDelete:
+      return remove(s, *reply, request);
+    case OllamaRoute::kPull:
+      return pull(s, *reply, request);
   }
   reply->error(404, "no route");
 }

@@ -171,7 +171,9 @@ Route route_of(std::string_view path, std::string_view method) {
         {"tags", OllamaRoute::kTags, "GET"},          {"ps", OllamaRoute::kPs, "GET"},
         {"version", OllamaRoute::kVersion, "GET"},    {"show", OllamaRoute::kShow, "POST"},
         {"generate", OllamaRoute::kGenerate, "POST"}, {"chat", OllamaRoute::kChat, "POST"},
-        {"embed", OllamaRoute::kEmbed, "POST"},       {"embeddings", OllamaRoute::kEmbeddings, "POST"}};
+        {"embed", OllamaRoute::kEmbed, "POST"},       {"embeddings", OllamaRoute::kEmbeddings, "POST"},
+        {"copy", OllamaRoute::kCopy, "POST"},         {"delete", OllamaRoute::kDelete, "DELETE"},
+        {"pull", OllamaRoute::kPull, "POST"}};
     for (const auto& o : kOllamaRoutes) {
       if (p[1] == o.path) r.kind = Route::kOllama, r.ollama = o.route, r.method = o.method;
     }
@@ -432,21 +434,21 @@ void Reply::end_stream(int status_for_metrics) {
 // ------------------------------------------------------------------------------------------ State
 runtime::LoadOptions Server::State::load_options(const RepositoryEntry& entry) const {
   runtime::LoadOptions o = options.load;
-  o.name = entry.name;
+  o.name = entry.runtime_name;
   // Models loaded at start stay until evicted or unloaded; on-demand ones follow keep-alive.
   if (!options.load_on_demand && !o.keep_alive) o.keep_alive = std::chrono::milliseconds(-1);
   return o;
 }
 
 Result<runtime::ModelHandle> Server::State::model(std::string_view name) {
-  auto h = runtime.get(name);
-  if (h.ok()) return h;
-  const RepositoryEntry* entry = repository.find(name);
+  auto entry = repository.find(name);
   if (!entry) {
     return NotFound("model '" + std::string(name) + "' is not served here (GET /v1/models or POST " +
                     "/v2/repository/index lists the models)");
   }
-  auto info = runtime.manager().info(name);
+  auto h = runtime.get(entry->runtime_name);  // a copy's name shares its original's loaded model
+  if (h.ok()) return h;
+  auto info = runtime.manager().info(entry->runtime_name);
   if (!options.load_on_demand) {
     std::string state = info ? std::string(runtime::model_state_name(info->state)) : "not loaded";
     std::string why = info && !info->reason.empty() ? " (" + info->reason + ")" : "";
@@ -491,7 +493,7 @@ std::shared_ptr<DynamicBatcher> Server::State::batcher(const std::string& name,
   BatchingConfig config = options.batching;
   config.max_queue = options.max_queue;
   // The package's own dynamic_batching (Triton's knobs) wins over the server-wide defaults.
-  if (const RepositoryEntry* entry = repository.find(name); entry && entry->batching) {
+  if (auto entry = repository.find(name); entry && entry->batching) {
     const model::DynamicBatching& d = *entry->batching;
     if (d.max_batch_size) config.max_batch_size = *d.max_batch_size;
     if (!d.preferred_batch_size.empty()) config.preferred_batch_sizes = d.preferred_batch_size;
@@ -665,7 +667,7 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
           reply->error(404,
                        "no route for " + req.method + " " + req.path +
                            " (the Ollama API here: /api/tags, ps, show, generate, chat, embed, embeddings, "
-                           "version; models are not pulled, created or deleted over it)");
+                           "version, copy, delete, pull; models are not created or pushed over it)");
           return;
         }
         reply->error(404, "no route for " + req.method + " " + req.path +

@@ -178,8 +178,20 @@ std::optional<HttpResponse> dashboard_asset(std::string_view name, const HttpReq
 void dashboard_status(Server::State& s, std::shared_ptr<Reply> reply);
 void dashboard_pin(Server::State& s, std::shared_ptr<Reply> reply, std::string model, bool pinned);
 // Ollama (ollama_routes.cpp): /api/tags, /api/ps, /api/version, /api/show, /api/generate, /api/chat,
-// /api/embed, /api/embeddings.
-enum class OllamaRoute { kTags, kPs, kVersion, kShow, kGenerate, kChat, kEmbed, kEmbeddings };
+// /api/embed, /api/embeddings, /api/copy, /api/delete, /api/pull.
+enum class OllamaRoute {
+  kTags,
+  kPs,
+  kVersion,
+  kShow,
+  kGenerate,
+  kChat,
+  kEmbed,
+  kEmbeddings,
+  kCopy,
+  kDelete,
+  kPull
+};
 void ollama_route(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, OllamaRoute route);
 
 }  // namespace gantry::server

@@ -6,6 +6,11 @@
 // works, one without it gets 401.
 // The keep-alive checks (load, unload, keep_alive -1) expect a server that loads on demand
 // (gantry serve --load-on-demand); KEEP_ALIVE=0 skips them (printed as "skip", never as "ok").
+// TOOL_MODELS (comma-separated, default MODEL): the models the tool checks run on (chat with tools,
+// streamed and not, a history with tool calls and tool results, show's "tools" capability).
+// PULL_MODEL and PULL_CORRUPT: names the server's --pull-source holds, the second with a blob whose
+// sha256 does not match its manifest (both required unless API_KEY is set). With API_KEY, the server is
+// expected to run without --pull-source (pull answers 501).
 // Each check prints "ok <name>"; the first failure of a check prints "FAIL <name>: <why>"; the exit code
 // is 1 when any failed. A global timeout (TEST_TIMEOUT_S, default 90) ends a hung run with exit code 1.
 import assert from 'node:assert/strict';
@@ -27,6 +32,14 @@ const watchdog = setTimeout(() => {
   console.error(`FAIL timeout: the checks did not finish within ${TIMEOUT_S} s (server at ${HOST} hung?)`);
   process.exit(1);
 }, TIMEOUT_S * 1000);
+
+const TOOL_MODELS = (env.TOOL_MODELS ?? MODEL).split(',').filter((m) => m.length > 0);
+const PULL_MODEL = env.PULL_MODEL ?? '';
+const PULL_CORRUPT = env.PULL_CORRUPT ?? '';
+if (!API_KEY && (!PULL_MODEL || !PULL_CORRUPT)) {
+  console.error('FAIL setup: PULL_MODEL and PULL_CORRUPT are not set (models the server\'s --pull-source holds)');
+  process.exit(2);
+}
 
 const headers = API_KEY ? { Authorization: `Bearer ${API_KEY}` } : undefined;
 const ollama = new Ollama({ host: HOST, headers });
@@ -87,6 +100,11 @@ if (API_KEY) {
     const wrong = new Ollama({ host: HOST, headers: { Authorization: 'Bearer not-the-key' } });
     await expectResponseError(() => wrong.chat({ model: MODEL, messages: [{ role: 'user', content: 'Hi' }] }), 401,
       'chat with a wrong key');
+  });
+  check('pull without --pull-source', async () => {
+    const err = await expectResponseError(() => ollama.pull({ model: 'anything', stream: false }), 501,
+      'pull on a server without --pull-source');
+    assert.match(err.error, /--pull-source/, 'the error does not say how to turn pulling on');
   });
 } else {
   check('version', async () => {
@@ -241,6 +259,194 @@ if (API_KEY) {
     // A bad request is a 400 with Ollama's error shape, not a crash or a 500.
     await expectResponseError(() => ollama.generate({ model: MODEL, prompt: 'x', stream: false,
       options: { temperature: -1 } }), 400, 'negative temperature');
+  });
+
+  // Tools: Ollama has no tool_choice, so with random weights a call is likely, not certain. Whenever
+  // the model calls, the call must be well formed: the declared function, its arguments an OBJECT the
+  // schema allows (the grammar constrains a call once it starts: the enum leaves one value).
+  const TIME_TOOL = { type: 'function', function: { name: 'get_time', description: 'The current time in a zone',
+    parameters: { type: 'object', properties: { zone: { type: 'string', enum: ['utc'] } }, required: ['zone'] } } };
+  const assertCalls = (calls, what) => {
+    assert.ok(Array.isArray(calls) && calls.length > 0, `${what}: tool_calls ${JSON.stringify(calls)}`);
+    for (const c of calls) {
+      assert.equal(c.function.name, 'get_time', `${what}: called ${JSON.stringify(c.function.name)}`);
+      const args = c.function.arguments;
+      assert.ok(args && typeof args === 'object' && !Array.isArray(args),
+        `${what}: arguments ${JSON.stringify(args)} are not an object`);
+      assert.deepEqual(args, { zone: 'utc' }, `${what}: arguments outside the schema`);
+    }
+  };
+
+  check('show capabilities', async () => {
+    for (const model of TOOL_MODELS) {
+      // From the file when the model is not loaded (load on demand), from the model's chat layer once it is.
+      for (const loaded of [false, true]) {
+        if (loaded) await ollama.generate({ model, prompt: 'Hi', stream: false, options: { num_predict: 1 } });
+        const s = await ollama.show({ model });
+        for (const c of ['completion', 'tools', 'embedding']) {
+          assert.ok(s.capabilities.includes(c),
+            `${model} (loaded ${loaded}): capabilities ${JSON.stringify(s.capabilities)} lack ${c}`);
+        }
+        assert.ok(!s.capabilities.includes('thinking'), `${model}: a thinking capability its template lacks`);
+        // The trained context in model_info; the loaded one as num_ctx once loaded.
+        const arch = s.model_info['general.architecture'];
+        const trained = s.model_info[`${arch}.context_length`];
+        assert.ok(Number.isInteger(trained) && trained > 0, `${model}: ${arch}.context_length is ${trained}`);
+        const m = /(^|\n)num_ctx (\d+)/.exec(s.parameters);
+        if (loaded) assert.ok(m && Number(m[2]) > 0, `${model}: parameters ${JSON.stringify(s.parameters)} lack num_ctx`);
+      }
+    }
+  });
+
+  check('chat with tools', async () => {
+    let calls = 0;
+    for (const model of TOOL_MODELS) {
+      for (const seed of [1, 2, 3, 4]) {
+        const r = await ollama.chat({ model, stream: false, tools: [TIME_TOOL],
+          messages: [{ role: 'user', content: 'What time is it in UTC?' }],
+          options: { num_predict: 96, seed, temperature: 0.8 } });
+        assertStats(r, `${model} seed ${seed}`, 96);
+        assert.equal(r.message.role, 'assistant');
+        assert.equal(typeof r.message.content, 'string');
+        if (r.message.tool_calls !== undefined) {
+          assertCalls(r.message.tool_calls, `${model} seed ${seed}`);
+          calls++;
+        }
+      }
+    }
+    console.log(`   (${calls} answer(s) called the tool)`);
+  });
+
+  check('chat with tools stream', async () => {
+    let calls = 0;
+    for (const model of TOOL_MODELS) {
+      for (const seed of [1, 4]) {
+        const stream = await ollama.chat({ model, stream: true, tools: [TIME_TOOL],
+          messages: [{ role: 'user', content: 'What time is it in UTC?' }],
+          options: { num_predict: 96, seed, temperature: 0.8 } });
+        const parts = [];
+        for await (const part of stream) parts.push(part);
+        const last = parts[parts.length - 1];
+        assertStats(last, `${model} seed ${seed}: the last stream object`, 96);
+        assert.equal(last.message.content, '', 'the last object repeats the text');
+        for (const p of parts.slice(0, -1)) {
+          assert.equal(p.done, false, 'an object before the last one has done true');
+          // Ollama sends each call whole, in one object: never a fragment.
+          if (p.message.tool_calls !== undefined) {
+            assertCalls(p.message.tool_calls, `${model} seed ${seed} (streamed)`);
+            calls += p.message.tool_calls.length;
+          }
+        }
+      }
+    }
+    console.log(`   (${calls} streamed call(s))`);
+  });
+
+  check('chat tool history', async () => {
+    // The model called the tool, the tool answered: the next turn renders and answers.
+    for (const model of TOOL_MODELS) {
+      for (const stream of [false, true]) {
+        const req = { model, stream, tools: [TIME_TOOL], options: { num_predict: 8, seed: 3 },
+          messages: [
+            { role: 'user', content: 'What time is it in UTC?' },
+            { role: 'assistant', content: '', tool_calls: [{ function: { name: 'get_time', arguments: { zone: 'utc' } } }] },
+            { role: 'tool', content: '12:00', tool_name: 'get_time' },
+          ] };
+        let r = await ollama.chat(req);
+        if (stream) {
+          let last = null;
+          for await (const part of r) last = part;
+          r = last;
+        }
+        assertStats(r, `${model} history (stream ${stream})`, 8);
+        assert.ok(r.prompt_eval_count > 20, `${model}: the history rendered to ${r.prompt_eval_count} tokens`);
+      }
+    }
+    // Bad tools are a 400 naming the field, never a crash.
+    await expectResponseError(() => ollama.chat({ model: MODEL, stream: false,
+      messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function', function: { description: 'no name' } }] }),
+    400, 'a tool without a name').then((e) => assert.match(e.error, /tools\[0\]\.function\.name/));
+    await expectResponseError(() => ollama.chat({ model: MODEL, stream: false,
+      messages: [{ role: 'tool', content: 'orphan' }] }), 400, 'a tool result with no call')
+      .then((e) => assert.match(e.error, /messages\[0\]/));
+    await expectResponseError(() => ollama.chat({ model: MODEL, stream: false, think: true,
+      messages: [{ role: 'user', content: 'x' }] }), 400, 'think on a model that does not think')
+      .then((e) => assert.match(e.error, /think/));
+  });
+
+  check('copy and delete', async () => {
+    const copyName = `${MODEL}-copy`;
+    await ollama.copy({ source: MODEL, destination: `${copyName}:latest` });
+    let names = (await ollama.list()).models.map((m) => m.name);
+    assert.ok(names.includes(`${copyName}:latest`), `the copy is not listed: ${JSON.stringify(names)}`);
+    assert.ok(names.includes(TAGGED), 'the original is gone after a copy');
+    const r = await ollama.generate({ model: copyName, prompt: 'Hi', stream: false, options: { num_predict: 2 } });
+    assertStats(r, 'generate with the copy', 2);
+    const s = await ollama.show({ model: copyName });
+    assert.ok(s.capabilities.includes('completion'));
+    await expectResponseError(() => ollama.copy({ source: 'no-such-model', destination: 'x' }), 404, 'copy unknown');
+    await expectResponseError(() => ollama.copy({ source: MODEL, destination: '../escape' }), 400, 'copy bad name');
+
+    await ollama.delete({ model: copyName });
+    names = (await ollama.list()).models.map((m) => m.name);
+    assert.ok(!names.includes(`${copyName}:latest`), 'the deleted copy is still listed');
+    await expectResponseError(() => ollama.generate({ model: copyName, prompt: 'x', stream: false }), 404,
+      'generate with a deleted name');
+    await expectResponseError(() => ollama.delete({ model: copyName }), 404, 'delete twice');
+    // The original (which shared the loaded model) still answers.
+    const o = await ollama.generate({ model: MODEL, prompt: 'Hi', stream: false, options: { num_predict: 2 } });
+    assertStats(o, 'generate with the original after deleting its copy', 2);
+  });
+
+  check('pull', async () => {
+    const stream = await ollama.pull({ model: PULL_MODEL, stream: true });
+    const parts = [];
+    for await (const part of stream) parts.push(part);
+    const statuses = parts.map((p) => p.status);
+    assert.equal(statuses[0], 'pulling manifest', `statuses ${JSON.stringify(statuses)}`);
+    assert.equal(statuses[statuses.length - 1], 'success', `statuses ${JSON.stringify(statuses)}`);
+    assert.ok(statuses.includes('verifying sha256 digest'), `statuses ${JSON.stringify(statuses)}`);
+    const progress = parts.filter((p) => p.digest);
+    assert.ok(progress.length >= 2, 'no download progress');
+    const total = progress[0].total;
+    assert.match(progress[0].digest, /^sha256:[0-9a-f]{64}$/);
+    assert.ok(total > 0 && progress.every((p) => p.total === total), 'total changes while pulling');
+    for (let i = 1; i < progress.length; i++)
+      assert.ok(progress[i].completed >= progress[i - 1].completed, 'completed went backwards');
+    assert.equal(progress[progress.length - 1].completed, total, 'the download did not complete');
+
+    const tagged = PULL_MODEL.includes(':') ? PULL_MODEL : `${PULL_MODEL}:latest`;
+    assert.ok((await ollama.list()).models.some((m) => m.name === tagged), `${tagged} is not listed after the pull`);
+    const r = await ollama.generate({ model: PULL_MODEL, prompt: 'Hi', stream: false, options: { num_predict: 2 } });
+    assertStats(r, 'generate with the pulled model', 2);
+    // Pulling again is fine (the same file, replaced); stream false answers one object.
+    const again = await ollama.pull({ model: PULL_MODEL, stream: false });
+    assert.equal(again.status, 'success');
+    // Deleting it unloads it: no longer running, no longer served.
+    assert.ok((await ollama.ps()).models.some((m) => m.name === tagged), 'the pulled model is not running');
+    await ollama.delete({ model: PULL_MODEL });
+    assert.ok(!(await ollama.ps()).models.some((m) => m.name === tagged), 'the deleted model is still running');
+    await expectResponseError(() => ollama.show({ model: PULL_MODEL }), 404, 'show a deleted model');
+  });
+
+  check('pull corrupted', async () => {
+    // Streamed: the error arrives as an {"error"} line, which the client throws.
+    let err = null;
+    try {
+      for await (const part of await ollama.pull({ model: PULL_CORRUPT, stream: true })) void part;
+    } catch (e) {
+      err = e;
+    }
+    assert.ok(err, 'pulling a corrupted blob succeeded');
+    assert.match(err.message, /digest mismatch/, `error ${err.message}`);
+    const e = await expectResponseError(() => ollama.pull({ model: PULL_CORRUPT, stream: false }), 400,
+      'pull a corrupted blob, not streamed');
+    assert.match(e.error, /digest mismatch/);
+    const names = (await ollama.list()).models.map((m) => m.name);
+    assert.ok(!names.some((n) => n.startsWith(PULL_CORRUPT)), `the corrupted model was added: ${JSON.stringify(names)}`);
+    await expectResponseError(() => ollama.pull({ model: 'not-in-the-source', stream: false }), 404,
+      'pull a model the source lacks');
+    await expectResponseError(() => ollama.pull({ model: 'a/b/c/d', stream: false }), 400, 'pull a bad name');
   });
 }
 

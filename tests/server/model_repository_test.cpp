@@ -56,5 +56,37 @@ TEST(ModelRepository, MissingPathsAreNamed) {
   EXPECT_NE(st.message().find("/nonexistent/model.onnx"), std::string::npos);
 }
 
+TEST(ModelRepository, CopyGivesASecondNameForTheSameModel) {
+  TempDir d;
+  std::ofstream(d.path / "m.gguf") << "GGUF";
+  std::ofstream(d.path / "other.gguf") << "GGUF";
+  ModelRepository repo;
+  ASSERT_TRUE(repo.add(d.path / "m.gguf").ok());
+  ASSERT_TRUE(repo.add(d.path / "other.gguf").ok());
+  ASSERT_TRUE(repo.copy("m", "m2").ok());
+  auto copy = repo.find("m2");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->name, "m2");
+  EXPECT_EQ(copy->source, d.path / "m.gguf");
+  EXPECT_EQ(copy->runtime_name, "m") << "both names share one loaded model";
+  EXPECT_TRUE(repo.copy("m", "m2").ok()) << "copying again onto the same model is a no-op";
+  EXPECT_EQ(repo.copy("nope", "x").code(), StatusCode::kNotFound);
+  Status taken = repo.copy("m", "other");
+  EXPECT_EQ(taken.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(taken.message().find("'other' is taken"), std::string::npos) << taken.message();
+
+  // Removing the original keeps the copy (and the model it loads as) in use.
+  auto removed = repo.remove("m");
+  ASSERT_NE(removed, nullptr);
+  EXPECT_EQ(removed->name, "m");
+  EXPECT_EQ(repo.find("m"), nullptr);
+  EXPECT_TRUE(repo.in_use("m"));
+  EXPECT_EQ(copy->name, "m2") << "a found entry stays valid after removals";
+  ASSERT_NE(repo.remove("m2"), nullptr);
+  EXPECT_FALSE(repo.in_use("m"));
+  EXPECT_EQ(repo.remove("m2"), nullptr);
+  EXPECT_EQ(repo.entries().size(), 1u);
+}
+
 }  // namespace
 }  // namespace gantry::server

@@ -157,8 +157,6 @@ TEST(OllamaCodec, RefusedFields) {
   error(gen(R"("images":["aGVsbG8="])"), "'images' is not supported");
   error(gen(R"("suffix":"    return result")"), "'suffix' is not supported");
   error(gen(R"("context":[1,2,3])"), "'context' is not supported");
-  error(R"({"model":"m","messages":[],"tools":[{"type":"function"}]})", "'tools' is not supported",
-        Endpoint::kChat);
   error(R"({"model":"m","messages":[{"role":"user","content":"x","images":["aGk="]}]})",
         "'images' is not supported", Endpoint::kChat);
 }
@@ -316,7 +314,7 @@ TEST(OllamaCodec, StreamLinesAndFinals) {
   EXPECT_EQ(f["prompt_eval_duration"], 2'000);
   EXPECT_EQ(f["eval_count"], 3);
   EXPECT_EQ(f["eval_duration"], 3'000);
-  const std::string line = chat_final("m", "t", result(), t, "", true);
+  const std::string line = chat_final("m", "t", result(), t, nullptr, true);
   ASSERT_EQ(line.back(), '\n');
   json cf = json::parse(line);
   EXPECT_EQ(cf["message"]["content"], "");
@@ -454,6 +452,230 @@ TEST(OllamaCodec, GgufDetailsOfTinyLlama) {
   json verbose = json::parse(gguf_model_info(*f, true));
   EXPECT_EQ(verbose["tokenizer.ggml.tokens"].size(), 32000u);
   EXPECT_EQ(verbose["tokenizer.ggml.tokens"][1], "<s>");
+}
+
+TEST(OllamaCodec, ChatTools) {
+  TextRequest r = ok(R"({"model":"m","messages":[{"role":"user","content":"weather?"}],
+      "tools":[{"type":"function","function":{"name":"get_weather","description":"Weather in a city",
+        "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},
+        {"function":{"name":"noop"}}]})",
+                     Endpoint::kChat);
+  ASSERT_EQ(r.tools.size(), 2u);
+  EXPECT_EQ(r.tools[0].name, "get_weather");
+  EXPECT_EQ(r.tools[0].description, "Weather in a city");
+  json params = json::parse(r.tools[0].parameters);
+  EXPECT_EQ(params["properties"]["city"]["type"], "string");
+  EXPECT_EQ(r.tools[1].name, "noop") << "type defaults to function";
+  EXPECT_EQ(r.tools[1].parameters, "");
+  backend::ChatRequest c = chat_request(r);
+  EXPECT_EQ(c.tools.size(), 2u);
+  EXPECT_EQ(c.tool_choice, backend::ToolChoice::kAuto) << "Ollama has no tool_choice";
+  EXPECT_FALSE(backend::check_chat_request(c).has_value());
+}
+
+TEST(OllamaCodec, ChatToolHistory) {
+  // Ollama's calls carry no ids: each call gets one, each tool message the id of the call it answers
+  // (by tool_name, else in order), so check_chat_request and every template see a linked history.
+  TextRequest r = ok(R"({"model":"m","messages":[
+      {"role":"user","content":"weather in Paris and the time?"},
+      {"role":"assistant","content":"","thinking":"two calls","tool_calls":[
+        {"function":{"name":"get_weather","arguments":{"city":"Paris"}}},
+        {"function":{"name":"get_time","arguments":{}}}]},
+      {"role":"tool","content":"12:00","tool_name":"get_time"},
+      {"role":"tool","content":"sunny"}]})",
+                     Endpoint::kChat);
+  ASSERT_EQ(r.messages.size(), 4u);
+  const auto& a = r.messages[1];
+  EXPECT_EQ(a.reasoning_content, "two calls");
+  ASSERT_EQ(a.tool_calls.size(), 2u);
+  EXPECT_EQ(a.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(json::parse(a.tool_calls[0].arguments), json({{"city", "Paris"}}));
+  EXPECT_EQ(a.tool_calls[1].arguments, "{}");
+  EXPECT_FALSE(a.tool_calls[0].id.empty());
+  EXPECT_NE(a.tool_calls[0].id, a.tool_calls[1].id);
+  EXPECT_EQ(r.messages[2].tool_call_id, a.tool_calls[1].id) << "matched by tool_name";
+  EXPECT_EQ(r.messages[3].tool_call_id, a.tool_calls[0].id) << "the remaining call, in order";
+  EXPECT_EQ(r.messages[3].tool_name, "get_weather");
+  EXPECT_FALSE(backend::check_chat_request(chat_request(r)).has_value());
+  // A JSON text holding an object is accepted too (OpenAI's form).
+  TextRequest s = ok(R"({"model":"m","messages":[{"role":"assistant","content":"",
+      "tool_calls":[{"function":{"name":"f","arguments":"{\"a\":1}"}}]}]})",
+                     Endpoint::kChat);
+  EXPECT_EQ(json::parse(s.messages[0].tool_calls[0].arguments), json({{"a", 1}}));
+  // A tool result with no call before it is refused by the chat layer's check, naming the message.
+  TextRequest orphan = ok(R"({"model":"m","messages":[{"role":"tool","content":"x"}]})", Endpoint::kChat);
+  auto e = backend::check_chat_request(chat_request(orphan));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->field, "messages[0]");
+}
+
+TEST(OllamaCodec, BadTools) {
+  const auto chat = [](const std::string& extra) {
+    return R"({"model":"m","messages":[{"role":"user","content":"x"}],)" + extra + "}";
+  };
+  error(chat(R"("tools":{})"), "'tools' must be an array", Endpoint::kChat);
+  error(chat(R"("tools":[3])"), "'tools[0]' must be an object", Endpoint::kChat);
+  error(chat(R"("tools":[{"type":"retrieval","function":{"name":"f"}}])"), "'tools[0].type' must be",
+        Endpoint::kChat);
+  error(chat(R"("tools":[{"type":"function"}])"), "'tools[0].function' must be an object", Endpoint::kChat);
+  error(chat(R"("tools":[{"function":{"name":"ok"}},{"function":{"description":"x"}}])"),
+        "'tools[1].function.name' must be a non-empty string", Endpoint::kChat);
+  error(chat(R"("tools":[{"function":{"name":"f","parameters":"{}"}}])"),
+        "'tools[0].function.parameters' must be a JSON schema object", Endpoint::kChat);
+  error(chat(R"("tools":[{"function":{"name":"f","description":5}}])"), "'tools[0].function.description'",
+        Endpoint::kChat);
+  const auto history = [](const std::string& call) {
+    return R"({"model":"m","messages":[{"role":"assistant","content":"","tool_calls":[)" + call + "]}]}";
+  };
+  error(history(R"({"function":{"name":"f","arguments":[1]}})"),
+        "'messages[0].tool_calls[0].function.arguments' must be an object", Endpoint::kChat);
+  error(history(R"({"function":{"name":"f","arguments":"not json"}})"),
+        "'messages[0].tool_calls[0].function.arguments' must be an object", Endpoint::kChat);
+  error(history(R"({"function":{"arguments":{}}})"), "'messages[0].tool_calls[0].function.name'",
+        Endpoint::kChat);
+  error(history(R"("f")"), "'messages[0].tool_calls[0]' must be an object", Endpoint::kChat);
+  error(R"({"model":"m","messages":[{"role":"tool","content":"x","tool_name":3}]})",
+        "'tool_name' must be a string", Endpoint::kChat);
+  // An invalid function name passes the codec and is refused by check_chat_request, naming the field.
+  TextRequest r = ok(chat(R"("tools":[{"function":{"name":"bad name!"}}])"), Endpoint::kChat);
+  auto e = backend::check_chat_request(chat_request(r));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->field, "tools[0].function.name");
+}
+
+TEST(OllamaCodec, Think) {
+  const std::string base = R"({"model":"m","messages":[{"role":"user","content":"x"}])";
+  EXPECT_FALSE(ok(base + "}", Endpoint::kChat).think.has_value());
+  backend::ChatRequest on = chat_request(ok(base + R"(,"think":true})", Endpoint::kChat));
+  EXPECT_TRUE(on.enable_thinking);
+  EXPECT_EQ(on.reasoning_format, backend::ReasoningFormat::kAuto);
+  backend::ChatRequest off = chat_request(ok(base + R"(,"think":false})", Endpoint::kChat));
+  EXPECT_FALSE(off.enable_thinking);
+  EXPECT_EQ(off.reasoning_format, backend::ReasoningFormat::kNone);
+  EXPECT_TRUE(ok(base + R"(,"think":"high"})", Endpoint::kChat).think.value());
+  error(base + R"(,"think":"maybe"})", "'think' must be a boolean", Endpoint::kChat);
+  error(gen(R"("think":1)"), "'think' must be a boolean");
+}
+
+TEST(OllamaCodec, ToolCallAnswers) {
+  backend::GenerationResult r;
+  r.finish = FinishReason::kEndOfGeneration;
+  r.n_prompt_tokens = 5;
+  backend::ChatOutput out;
+  out.content = "";
+  out.reasoning_content = "let me check";
+  out.tool_calls.push_back({"call_1", "get_weather", R"({"city":"Paris","days":2})"});
+  json f = json::parse(chat_final("m", "t", r, Timing{}, &out, false));
+  const json& m = f["message"];
+  EXPECT_EQ(m["role"], "assistant");
+  EXPECT_EQ(m["content"], "");
+  EXPECT_EQ(m["thinking"], "let me check");
+  ASSERT_EQ(m["tool_calls"].size(), 1u);
+  const json& call = m["tool_calls"][0];
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  ASSERT_TRUE(call["function"]["arguments"].is_object()) << "Ollama's arguments are an object, not text";
+  EXPECT_EQ(call["function"]["arguments"]["city"], "Paris");
+  EXPECT_EQ(call["function"]["arguments"]["days"], 2);
+  EXPECT_EQ(call["function"]["index"], 0);
+  // No reasoning, no calls: neither field appears.
+  backend::ChatOutput plain;
+  plain.content = "hi";
+  json p = json::parse(chat_final("m", "t", r, Timing{}, &plain, false));
+  EXPECT_FALSE(p["message"].contains("thinking"));
+  EXPECT_FALSE(p["message"].contains("tool_calls"));
+  EXPECT_EQ(p["message"]["content"], "hi");
+
+  // Streaming: content and thinking deltas as lines; a tool call's fragments carry nothing (the call
+  // comes whole, in its own line).
+  backend::ChatOutputDelta d;
+  d.reasoning_content = "hm";
+  json dl = json::parse(chat_delta_chunk("m", "t", d));
+  EXPECT_EQ(dl["message"]["thinking"], "hm");
+  EXPECT_EQ(dl["message"]["content"], "");
+  EXPECT_EQ(dl["done"], false);
+  backend::ChatOutputDelta frag;
+  frag.tool_index = 0;
+  frag.tool_call.arguments = "{\"ci";
+  EXPECT_EQ(chat_delta_chunk("m", "t", frag), "");
+  std::vector<backend::ToolCall> calls = {{"a", "f", "{}"}, {"b", "g", R"({"x":[1]})"}};
+  const std::string tc = chat_tool_calls_chunk("m", "t", std::span(calls).subspan(1), 1);
+  ASSERT_EQ(tc.back(), '\n');
+  json tl = json::parse(tc);
+  ASSERT_EQ(tl["message"]["tool_calls"].size(), 1u);
+  EXPECT_EQ(tl["message"]["tool_calls"][0]["function"]["name"], "g");
+  EXPECT_EQ(tl["message"]["tool_calls"][0]["function"]["index"], 1);
+  EXPECT_EQ(tl["message"]["tool_calls"][0]["function"]["arguments"]["x"][0], 1);
+  EXPECT_EQ(tl["done"], false);
+}
+
+TEST(OllamaCodec, CopyDeletePullRequests) {
+  auto c = parse_copy_request(R"({"source":"a","destination":"b:v1"})");
+  ASSERT_TRUE(std::holds_alternative<CopyRequest>(c));
+  EXPECT_EQ(std::get<CopyRequest>(c).source, "a");
+  EXPECT_EQ(std::get<CopyRequest>(c).destination, "b:v1");
+  auto no_dest = parse_copy_request(R"({"source":"a"})");
+  ASSERT_TRUE(std::holds_alternative<ApiError>(no_dest));
+  EXPECT_NE(std::get<ApiError>(no_dest).message.find("'destination' is required"), std::string::npos);
+  auto d = parse_delete_request(R"({"model":"a:latest"})");
+  ASSERT_TRUE(std::holds_alternative<DeleteRequest>(d));
+  EXPECT_EQ(std::get<DeleteRequest>(d).model, "a:latest");
+  EXPECT_TRUE(std::holds_alternative<ApiError>(parse_delete_request("{}")));
+  auto p = parse_pull_request(R"({"model":"tiny","stream":false,"insecure":true})");
+  ASSERT_TRUE(std::holds_alternative<PullRequest>(p));
+  EXPECT_FALSE(std::get<PullRequest>(p).stream);
+  EXPECT_TRUE(parse_pull_request(R"({"name":"tiny"})").index() == 0);
+  EXPECT_TRUE(std::holds_alternative<ApiError>(parse_pull_request(R"({"model":"x","stream":1})")));
+
+  EXPECT_TRUE(valid_model_name("tiny-llama"));
+  EXPECT_TRUE(valid_model_name("tiny_2.5:q4"));
+  for (const char* bad : {"", "a b", "../x", "a/b", "a:b:c", ":t", "x:", ".hidden"})
+    EXPECT_FALSE(valid_model_name(bad)) << bad;
+}
+
+TEST(OllamaCodec, ModelPaths) {
+  auto p = parse_model_path("tiny");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->host, "registry.ollama.ai");
+  EXPECT_EQ(p->name_space, "library");
+  EXPECT_EQ(p->model, "tiny");
+  EXPECT_EQ(p->tag, "latest");
+  EXPECT_EQ(served_name(*p), "tiny");
+  auto q = parse_model_path("example.com:5000/me/qwen:0.5b");
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_EQ(q->host, "example.com:5000");
+  EXPECT_EQ(q->name_space, "me");
+  EXPECT_EQ(q->model, "qwen");
+  EXPECT_EQ(q->tag, "0.5b");
+  EXPECT_EQ(served_name(*q), "me-qwen:0.5b");
+  for (const char* bad :
+       {"", "a/b/c/d", "../x", "x:", "sp ace", "x/../y", "../library/x", ".h/ns/x", "h/ns/x:.."})
+    EXPECT_FALSE(parse_model_path(bad).ok()) << bad;
+}
+
+TEST(OllamaCodec, ManifestLayers) {
+  const std::string hex(64, 'a');
+  auto l = model_layer(R"({"schemaVersion":2,"layers":[
+      {"mediaType":"application/vnd.ollama.image.template","digest":"sha256:)" +
+                       std::string(64, 'b') + R"(","size":10},
+      {"mediaType":"application/vnd.ollama.image.model","digest":"sha256:)" +
+                       hex + R"(","size":1234}]})");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->digest, "sha256:" + hex);
+  EXPECT_EQ(l->size, 1234u);
+  EXPECT_EQ(model_layer("[]").status().code(), StatusCode::kCorrupt);
+  EXPECT_EQ(model_layer(R"({"layers":[]})").status().code(), StatusCode::kCorrupt);
+  auto bad_digest = model_layer(
+      R"({"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:xyz","size":1}]})");
+  EXPECT_FALSE(bad_digest.ok());
+  EXPECT_NE(bad_digest.status().message().find("not sha256:<64 hex digits>"), std::string::npos);
+
+  json s = json::parse(pull_status("pulling manifest"));
+  EXPECT_EQ(s["status"], "pulling manifest");
+  json pr = json::parse(pull_progress("sha256:" + hex, 100, 40));
+  EXPECT_EQ(pr["status"], "pulling " + hex.substr(0, 12));
+  EXPECT_EQ(pr["digest"], "sha256:" + hex);
+  EXPECT_EQ(pr["total"], 100);
+  EXPECT_EQ(pr["completed"], 40);
 }
 
 }  // namespace

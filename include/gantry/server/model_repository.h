@@ -2,10 +2,15 @@
 // the --model-repository directory (its .onnx/.gguf files, package directories holding gantry.json,
 // and .tar packages). A model's name is its package's `name`, else its file stem. Requests name models,
 // never paths: only what is listed here can be loaded.
+//
+// The repository changes while serving (Ollama's /api/copy, /api/delete and /api/pull): every method is
+// thread-safe, and find() hands out a snapshot of the entry that stays valid after a removal.
 #pragma once
 
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +24,9 @@ struct RepositoryEntry {
   std::string name;
   std::filesystem::path source;                    // what Runtime::load gets
   std::optional<model::DynamicBatching> batching;  // the package manifest's dynamic_batching
+  // The name the runtime loads it under: `name`, or for a second name given by copy() the first one's
+  // (both names then share one loaded model).
+  std::string runtime_name;
 };
 
 class ModelRepository {
@@ -28,12 +36,22 @@ class ModelRepository {
   // Adds every model in `dir` (not recursive into packages); NotFound when `dir` is not a directory.
   Status add_directory(const std::filesystem::path& dir);
 
-  const RepositoryEntry* find(std::string_view name) const;
+  // Adds `name` for the model `existing` names (same source, same loaded model). NotFound when `existing`
+  // is not listed; InvalidArgument when `name` is taken by another model (copying onto itself is a no-op).
+  Status copy(std::string_view existing, const std::string& name);
+  // Removes `name`; the removed entry, or nullptr when it was not listed.
+  std::shared_ptr<const RepositoryEntry> remove(std::string_view name);
+  // True when some listed name loads as `runtime_name`.
+  bool in_use(std::string_view runtime_name) const;
+
+  std::shared_ptr<const RepositoryEntry> find(std::string_view name) const;
   std::vector<RepositoryEntry> entries() const;  // by name
-  bool empty() const { return entries_.empty(); }
+  bool empty() const;
 
  private:
-  std::map<std::string, RepositoryEntry, std::less<>> entries_;
+  Status add_locked(RepositoryEntry entry);
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const RepositoryEntry>, std::less<>> entries_;
 };
 
 // The entry for the model at `source`: named by its package manifest's `name`, else its file stem.

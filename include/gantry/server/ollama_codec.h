@@ -1,7 +1,7 @@
 // The Ollama API's bodies (/api/generate, /api/chat, /api/embed, /api/embeddings, /api/show, /api/tags,
-// /api/ps, /api/version): parses requests into backend requests and writes responses, NDJSON stream
-// lines and errors. Pure functions of their arguments: no I/O, no model (the GGUF helpers read an
-// already parsed file).
+// /api/ps, /api/version, /api/copy, /api/delete, /api/pull): parses requests into backend requests and writes
+// responses, NDJSON stream lines and errors. Pure functions of their arguments: no I/O, no model (the GGUF
+// helpers read an already parsed file).
 //
 // Compatibility notes (docs/serve-ollama.md has the user-facing version):
 // - `stream` defaults to true, as Ollama's server does; a stream is NDJSON (one object per line).
@@ -10,9 +10,16 @@
 //   or an array of strings) are applied; num_ctx is read but not applied (the context is fixed when
 //   the model loads); every other option is ignored. A known option of the wrong type is a 400.
 // - format: "json" (any JSON object) or a JSON schema object; "" means none.
-// - Refused with 400 (the server cannot honour them): non-empty images, suffix, tools, or a non-empty
-//   context (the deprecated token context; this server never returns one). Ignored: template, think,
-//   truncate, logprobs, and unknown fields.
+// - /api/chat tools: [{type:"function", function:{name, description, parameters}}]; a message may carry
+//   tool_calls ([{function:{name, arguments: an OBJECT}}]), a tool message tool_name. Ollama has no call
+//   ids: the parser gives each call an id ("call_<message>_<k>") and each tool message the id of the
+//   call it answers (the first unanswered one of that tool_name, else the next one in order), so every
+//   chat template sees a consistent conversation.
+// - think: a boolean (or "high"/"medium"/"low", read as true); false turns thinking off and leaves any
+//   reasoning in the content; absent or true separates it into message.thinking.
+// - Refused with 400 (the server cannot honour them): non-empty images, suffix, or a non-empty context
+//   (the deprecated token context; this server never returns one). Ignored: template, truncate,
+//   logprobs, and unknown fields.
 // - keep_alive: a number of seconds or a duration string ("5m", "1h30m", "300ms", "0", and a bare
 //   number of seconds "300"); negative means forever.
 // - Durations in responses are nanoseconds; created_at is RFC 3339 UTC with nanoseconds.
@@ -61,6 +68,8 @@ struct TextRequest {
   bool raw = false;
   // kChat: the conversation (may be empty: load or unload only). content null reads as "".
   std::vector<backend::ChatMessage> messages;
+  std::vector<backend::ToolDefinition> tools;  // kChat: "tools"
+  std::optional<bool> think;                   // "think": nullopt when absent
   bool stream = true;
   // keep_alive: nullopt when absent; -1 ms = forever; 0 = unload once idle.
   std::optional<std::chrono::milliseconds> keep_alive;
@@ -73,6 +82,10 @@ struct TextRequest {
 };
 
 std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, Endpoint endpoint);
+
+// The chat a request asks the model's chat layer for: messages, tools (tool_choice auto: Ollama has no
+// tool_choice), thinking on unless think is false (then reasoning stays in the content).
+backend::ChatRequest chat_request(const TextRequest& request);
 
 // True for a request that only loads (or, with keep_alive 0, unloads) the model: an empty prompt
 // for /api/generate, no messages for /api/chat.
@@ -119,14 +132,23 @@ struct Timing {
 // Streaming lines (each ends with "\n"): one piece of text, done false.
 std::string generate_chunk(std::string_view model, std::string_view created_at, std::string_view text);
 std::string chat_chunk(std::string_view model, std::string_view created_at, std::string_view text);
+// A streamed chat line for one parsed delta: its content or thinking; "" when it carries neither (a
+// tool call's pieces: Ollama streams a call once it is complete, with chat_tool_calls_chunk).
+std::string chat_delta_chunk(std::string_view model, std::string_view created_at,
+                             const backend::ChatOutputDelta& delta);
+// A streamed chat line carrying complete tool calls (message.tool_calls, content "").
+std::string chat_tool_calls_chunk(std::string_view model, std::string_view created_at,
+                                  std::span<const backend::ToolCall> calls, size_t first_index);
 // The final object (done true, done_reason, counts and durations). `text` is the whole response for a
 // plain answer and "" for the last line of a stream. `line` adds the "\n" of an NDJSON line.
 std::string generate_final(std::string_view model, std::string_view created_at,
                            const backend::GenerationResult& result, const Timing& timing,
                            std::string_view text, bool line);
+// The final chat object. `output` is the parsed answer (content, thinking, tool_calls with their
+// arguments as JSON objects) for a plain answer, nullptr for the last line of a stream (empty message).
 std::string chat_final(std::string_view model, std::string_view created_at,
-                       const backend::GenerationResult& result, const Timing& timing, std::string_view text,
-                       bool line);
+                       const backend::GenerationResult& result, const Timing& timing,
+                       const backend::ChatOutput* output, bool line);
 // A load-only request's answer: done true, done_reason `reason` ("load" or "unload"), empty text.
 std::string load_response(Endpoint endpoint, std::string_view model, std::string_view created_at,
                           std::string_view reason);
@@ -178,6 +200,55 @@ void truncate_embeddings(std::vector<std::vector<float>>& vectors, size_t dimens
 
 // {"version": version}
 std::string version_response(std::string_view version);
+
+// POST /api/copy {source, destination}: both names required.
+struct CopyRequest {
+  std::string source;
+  std::string destination;
+};
+std::variant<CopyRequest, ApiError> parse_copy_request(std::string_view body);
+
+// DELETE /api/delete {model} (or the older "name").
+struct DeleteRequest {
+  std::string model;
+};
+std::variant<DeleteRequest, ApiError> parse_delete_request(std::string_view body);
+
+// POST /api/pull {model (or name), stream (default true), insecure (ignored)}.
+struct PullRequest {
+  std::string model;
+  bool stream = true;
+};
+std::variant<PullRequest, ApiError> parse_pull_request(std::string_view body);
+
+// An Ollama model name, "[host/][namespace/]model[:tag]", with Ollama's defaults filled in.
+struct ModelPath {
+  std::string host = "registry.ollama.ai";
+  std::string name_space = "library";
+  std::string model;
+  std::string tag = "latest";
+};
+// InvalidArgument naming the part that is wrong (each part: letters, digits, '_', '-', '.'; a tag
+// also; at most 3 '/'-separated parts).
+Result<ModelPath> parse_model_path(std::string_view name);
+// The name a pulled model is served under (and its file stem): "model" for library/model:latest,
+// "model:tag" for another tag, "namespace-model[:tag]" outside the library namespace.
+std::string served_name(const ModelPath& path);
+// A name /api/copy may give a model: 1 to 128 letters, digits, '_', '-', '.', one optional ":tag".
+bool valid_model_name(std::string_view name);
+
+// The layer of a manifest holding the model: the digest ("sha256:<64 hex>") and size of the layer
+// with mediaType application/vnd.ollama.image.model. Corrupt when the manifest has none or is not one.
+struct ModelLayer {
+  std::string digest;
+  uint64_t size = 0;
+};
+Result<ModelLayer> model_layer(std::string_view manifest_json);
+
+// /api/pull progress lines (NDJSON, "\n" ended unless `line` is false): {status}, and while a blob
+// downloads {status:"pulling <digest 12 hex>", digest, total, completed}.
+std::string pull_status(std::string_view status, bool line = true);
+std::string pull_progress(std::string_view digest, uint64_t total, uint64_t completed);
 
 // From a parsed GGUF file: format, family (general.architecture), parameter size (general.parameter_count,
 // else the tensors' elements) and quantization (general.file_type, else the commonest weight type).

@@ -28,8 +28,11 @@ inline constexpr int kDefaultGrpcPort = 8001;  // Triton's and KServe's
 
 struct ServeOptions {
   std::vector<std::string> models;  // MODEL|PKG arguments
-  std::string model_repository;     // a directory of models and packages
-  bool load_on_demand = false;      // load on first request instead of at start (then keep-alive applies)
+  std::string model_repository;     // a directory of models and packages (where /api/pull puts models)
+  // Where Ollama's /api/pull fetches models: an http(s) registry base URL or a directory laid out like
+  // ~/.ollama/models (src/server/ollama_pull.h). Empty: pulling is off (501).
+  std::string pull_source;
+  bool load_on_demand = false;  // load on first request instead of at start (then keep-alive applies)
   std::string host = "127.0.0.1";
   uint16_t port = 8080;  // 0: any free port
   // KServe v2 gRPC, on the same host. Unset: kDefaultGrpcPort, or no gRPC (with a warning) when that
