@@ -65,7 +65,8 @@ struct GenerationCall {
       return;
     }
     const backend::GenerationResult& r = *result;
-    server.metrics.tokens(model, static_cast<uint64_t>(r.n_prompt_tokens), r.tokens.size(),
+    server.metrics.tokens(model, static_cast<uint64_t>(r.n_prompt_tokens),
+                          static_cast<uint64_t>(backend::completion_tokens(r)),
                           std::chrono::duration<double, std::milli>(r.generation_ms));
     hooks.done(*reply, r);
   }
