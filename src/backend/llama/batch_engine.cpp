@@ -80,7 +80,9 @@ struct BatchEngine::Group {
   std::shared_ptr<std::atomic<bool>> cancel;  // the handle's; set also when a choice fails
   std::vector<GenerationResult> results;      // one per choice, filled as they end
   int remaining = 0;                          // choices not yet ended
-  Status error;                               // the first choice's failure
+  int live = 0;                               // choices admitted and not yet retired
+  size_t prompt_reserve = 0;  // KV cells the shared prompt holds until the last choice retires
+  Status error;               // the first choice's failure
   std::promise<Result<GenerationResult>> promise;
 };
 
@@ -96,7 +98,7 @@ struct BatchEngine::Seq {
   bool awaits_prompt = false;   // a choice other than the first: its prompt comes from the leader
   std::vector<Seq*> followers;  // the leader's choices waiting for its prompt (same group)
   int32_t next_token = -1;      // the sampled token the next step decodes
-  size_t reserve = 0;
+  size_t reserve = 0;           // KV cells for its generated tokens (the prompt's are the group's)
   llama_sampler* sampler = nullptr;
   TextStream stream;
   GenerationResult result;
@@ -236,18 +238,35 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
         std::to_string(cap) +
         " per sequence (including one for the reply); use a larger --ctx or a shorter prompt");
   }
+  // Room for each choice's tokens. In a unified cache the choices share the prompt's cells and draw
+  // their own from one pool, so n choices split what the prompt leaves.
+  const int n = request.n_choices;
+  size_t room = cap - g->prompt.size();
+  if (ctx_->options().kv_unified && n > 1) {
+    const size_t n_ctx = ctx_->n_ctx();
+    room = std::min(room, n_ctx > g->prompt.size() ? (n_ctx - g->prompt.size()) / static_cast<size_t>(n) : 0);
+    if (room < 1) {
+      return backend::context_length_exceeded(
+          "the prompt has " + std::to_string(g->prompt.size()) + " tokens and " + std::to_string(n) +
+          " choices need at least one more each, but the context holds " + std::to_string(n_ctx) +
+          "; use a larger --ctx, fewer choices or a shorter prompt");
+    }
+  }
+  // A sequence stops at its share of the context (finish reason max_tokens), never runs out of KV cells:
+  // `-n 2147483647 --ctx 64` generates until the context is full.
+  request.max_tokens = static_cast<int>(std::min<size_t>(static_cast<size_t>(request.max_tokens), room));
+  g->prompt_reserve = g->prompt.size();
   std::string gbnf;
   if (request.constraint.kind != backend::OutputConstraint::Kind::kNone) {
     GANTRY_ASSIGN_OR_RETURN(gbnf, grammar_for(request.constraint));
   }
-  const int n = request.n_choices;
   std::vector<std::unique_ptr<Seq>> seqs;
   for (int i = 0; i < n; ++i) {
     auto s = std::make_unique<Seq>();
     s->group = g;
     s->choice = i;
     s->awaits_prompt = i > 0;
-    s->reserve = std::min(cap, g->prompt.size() + static_cast<size_t>(request.max_tokens));
+    s->reserve = static_cast<size_t>(request.max_tokens);
     llama_sampler* grammar = nullptr;
     if (!gbnf.empty()) {
       GANTRY_ASSIGN_OR_RETURN(grammar, make_grammar(request.constraint, gbnf, ctx_->weights().vocab()));
@@ -264,10 +283,6 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
   g->cancel = std::make_shared<std::atomic<bool>>(false);
   g->results.resize(static_cast<size_t>(n));
   g->remaining = n;
-  // A sequence stops at its share of the context (finish reason max_tokens), never runs out of KV cells:
-  // `-n 2147483647 --ctx 64` generates until the context is full.
-  request.max_tokens =
-      static_cast<int>(std::min<size_t>(static_cast<size_t>(request.max_tokens), cap - g->prompt.size()));
   g->req = std::move(request);
 
   SequenceHandle h;
@@ -300,11 +315,14 @@ void BatchEngine::admit_locked() {
       continue;
     }
     if (free_slots_.size() < next.size()) break;
-    size_t reserve = 0;
+    Group& g = *next.front()->group;
+    size_t reserve = g.prompt_reserve;
     for (const auto& s : next) reserve += s->reserve;
     if (unified && !active_.empty() && reserved_ + reserve > n_ctx) break;  // wait for KV room
     auto entry = std::move(pending_.front());
     pending_.pop_front();
+    g.live = static_cast<int>(entry.size());
+    reserved_ += g.prompt_reserve;
     const auto now = Clock::now();
     for (auto& s : entry) {
       s->slot = free_slots_.back();
@@ -326,6 +344,7 @@ void BatchEngine::retire(Seq& s) {
   free_slots_.push_back(s.slot);
   std::sort(free_slots_.begin(), free_slots_.end(), std::greater<>());
   reserved_ -= s.reserve;
+  if (--s.group->live == 0) reserved_ -= s.group->prompt_reserve;
   if (s.choice == 0) ++stats_.completed;  // requests
 }
 

@@ -1,7 +1,9 @@
 // Several choices of one prompt (GenerationRequest::n_choices) and the sampling parameters OpenAI
 // clients send (penalties, logit_bias, seed), plus per-piece logprobs (on_piece), on the tiny model.
 #include <gtest/gtest.h>
+#include <llama.h>
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -115,6 +117,48 @@ TEST(BatchEngineChoices, EveryChoiceEndsOnItsOwnAndSlotsAreFreed) {
   for (auto& h : hs) ASSERT_TRUE(e->wait(h).ok());
   EXPECT_EQ(e->stats().active, 0u);
   EXPECT_EQ(e->stats().completed, 4u);
+}
+
+// Choices never run out of KV cells: in a unified cache they split what the shared prompt leaves
+// (each stops at its share, finish reason max_tokens); with a stream each, each has its stream.
+TEST(BatchEngineChoices, ChoicesStopAtTheirShareOfTheContext) {
+  GANTRY_REQUIRE_TINY_MODEL();
+  for (bool unified : {true, false}) {
+    SCOPED_TRACE(unified ? "unified" : "a stream per sequence");
+    ContextOptions o = ctx_options(2, unified);
+    o.n_ctx = 256;
+    auto e = BatchEngine::create(weights, o);
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    const size_t n_ctx = (*e)->context().n_ctx(), n_ctx_seq = (*e)->context().n_ctx_seq();
+    auto req = sampled(3, 100000);
+    req.n_choices = 2;
+    req.sampling.logit_bias = {{llama_vocab_eos(weights->vocab()), -INFINITY}};  // no early end
+    auto r = (*e)->generate(req);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    ASSERT_EQ(r->choices.size(), 2u);
+    const auto p = static_cast<size_t>(r->n_prompt_tokens);
+    const size_t share = unified ? (n_ctx - p) / 2 : n_ctx_seq - p;
+    if (unified) {
+      ASSERT_LT(share, n_ctx_seq - p) << "the test needs a context one choice alone could fill";
+    }
+    for (const auto& c : r->choices) {
+      EXPECT_EQ(c.finish, FinishReason::kMaxTokens);
+      EXPECT_EQ(c.tokens.size(), share);
+    }
+    if (!unified) continue;
+    // A prompt that leaves one cell: enough for one choice, not for two sharing the cache.
+    GenerationRequest full;
+    full.tokens.assign(n_ctx_seq - 1, 100);
+    full.max_tokens = 4;
+    full.sampling.temperature = 0;
+    auto one = (*e)->generate(full);
+    ASSERT_TRUE(one.ok()) << one.status().to_string();
+    EXPECT_EQ(one->tokens.size(), 1u);
+    full.n_choices = 2;
+    auto h = (*e)->submit(full);
+    ASSERT_FALSE(h.ok());
+    EXPECT_TRUE(backend::is_context_length_exceeded(h.status())) << h.status().to_string();
+  }
 }
 
 TEST(BatchEngineChoices, SeededSamplingIsReproducibleAndChoicesUseTheirOwnSeed) {
