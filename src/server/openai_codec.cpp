@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -409,7 +410,11 @@ Err read_logit_bias(const json& obj, std::vector<std::pair<int32_t, float>>& out
       return bad("logit_bias", "'logit_bias' values must be numbers in -100..100, got " +
                                    value.dump().substr(0, 40) + " for token " + key);
     }
-    out.emplace_back(static_cast<int32_t>(token), value.get<float>());
+    // OpenAI: -100 bans the token. A logit pushed down by 100 can still win where logits are large,
+    // so -100 becomes -inf.
+    const float bias =
+        value.get<double>() <= -100.0 ? -std::numeric_limits<float>::infinity() : value.get<float>();
+    out.emplace_back(static_cast<int32_t>(token), bias);
   }
   return std::nullopt;
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "gantry/core/json.h"
@@ -243,7 +244,9 @@ TEST(OpenAiCodec, ChoicesAndSamplingFields) {
   EXPECT_EQ(sp.seed, 7u);
   auto bias = sp.logit_bias;
   std::sort(bias.begin(), bias.end());
-  EXPECT_EQ(bias, (std::vector<std::pair<int32_t, float>>{{0, 100.0f}, {7, 2.5f}, {15, -100.0f}}));
+  EXPECT_EQ(bias, (std::vector<std::pair<int32_t, float>>{
+                      {0, 100.0f}, {7, 2.5f}, {15, -std::numeric_limits<float>::infinity()}}))
+      << "-100 bans the token";
   EXPECT_TRUE(backend::validate(sp).ok());
   // llama-server's and Ollama's spelling of the repeat penalty.
   r = completion_ok(R"({"prompt":"p","repeat_penalty":0.8,"n":2})");

@@ -74,8 +74,9 @@ struct TextRequest {
   //     0 when the request gives none: the server picks the default (the model's setting).
   //   temperature (0..2), top_p ((0,1]), seed (integer; taken modulo 2^32), presence_penalty and
   //     frequency_penalty (-2..2), repetition_penalty or repeat_penalty (> 0; llama-server's and
-  //     vLLM's names), logit_bias ({"token id": bias -100..100}; ids outside the vocabulary are
-  //     refused when the generation starts) -> sampling; the other sampling fields keep
+  //     vLLM's names), logit_bias ({"token id": bias -100..100; -100 bans the token (-inf); ids
+  //     outside the vocabulary are refused when the generation starts) -> sampling; the other
+  //     sampling fields keep
   //     SamplingParams' defaults.
   //   n (1..128) -> n_choices.
   //   stop (a string or an array of up to 4 strings) -> stop.
