@@ -1,6 +1,7 @@
 #include "gantry/backend/generation.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "gantry/core/enum_names.h"
@@ -23,6 +24,19 @@ Status validate(const SamplingParams& p) {
     return bad("repeat_penalty must be > 0 (1 = off), got " + std::to_string(p.repeat_penalty));
   }
   if (p.repeat_last_n < -1) return bad("repeat_last_n must be >= -1, got " + std::to_string(p.repeat_last_n));
+  if (!(p.presence_penalty >= -2 && p.presence_penalty <= 2)) {
+    return bad("presence_penalty must be in [-2, 2] (0 = off), got " + std::to_string(p.presence_penalty));
+  }
+  if (!(p.frequency_penalty >= -2 && p.frequency_penalty <= 2)) {
+    return bad("frequency_penalty must be in [-2, 2] (0 = off), got " + std::to_string(p.frequency_penalty));
+  }
+  for (const auto& [token, bias] : p.logit_bias) {
+    if (token < 0) return bad("logit_bias: token id " + std::to_string(token) + " is negative");
+    if (std::isnan(bias) || bias == std::numeric_limits<float>::infinity()) {
+      return bad("logit_bias: the bias of token " + std::to_string(token) +
+                 " must be a number or -inf, got " + std::to_string(bias));
+    }
+  }
   return Status::Ok();
 }
 
@@ -48,5 +62,16 @@ constexpr auto kFinishReasons =
 }  // namespace
 
 std::string_view finish_reason_name(FinishReason r) { return kFinishReasons.name_of(r, "?"); }
+
+std::span<const GenerationResult> choice_results(const GenerationResult& r) {
+  if (r.choices.empty()) return {&r, 1};
+  return r.choices;
+}
+
+int completion_tokens(const GenerationResult& r) {
+  int n = 0;
+  for (const auto& c : choice_results(r)) n += static_cast<int>(c.tokens.size());
+  return n;
+}
 
 }  // namespace gantry::backend

@@ -38,14 +38,15 @@ struct GenerationCall {
 
   // Each piece of generated text, on the decoding thread: the first one times TTFT; a stream sends
   // it as an event. False (stop generating) once the client is gone.
-  bool text(std::string_view piece) {
+  bool text(const backend::TextPiece& piece) {
     if (first_text) {
       first_text = false;
       server.metrics.time_to_first_token(model, Clock::now() - reply->received());
     }
     if (!stream) return true;
+    if (!hooks.piece_event && piece.text.empty()) return true;
     begin_stream();
-    std::string bytes = hooks.text_event(piece);
+    std::string bytes = hooks.piece_event ? hooks.piece_event(piece) : hooks.text_event(piece.text);
     if (bytes.empty()) return true;  // the protocol holds the piece back (a tool call being parsed)
     return reply->event(std::move(bytes));
   }
@@ -65,7 +66,8 @@ struct GenerationCall {
       return;
     }
     const backend::GenerationResult& r = *result;
-    server.metrics.tokens(model, static_cast<uint64_t>(r.n_prompt_tokens), r.tokens.size(),
+    server.metrics.tokens(model, static_cast<uint64_t>(r.n_prompt_tokens),
+                          static_cast<uint64_t>(backend::completion_tokens(r)),
                           std::chrono::duration<double, std::milli>(r.generation_ms));
     hooks.done(*reply, r);
   }
@@ -92,9 +94,10 @@ void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, backe
   backend::GenerationRequest g = std::move(start.request);
 
   std::weak_ptr<GenerationCall> weak = call;
-  g.on_text = [weak](std::string_view text) {
+  g.on_text = nullptr;
+  g.on_piece = [weak](const backend::TextPiece& piece) {
     auto c = weak.lock();
-    return c && c->text(text);
+    return c && c->text(piece);
   };
   // Holds the call until the engine is done with it (the engine drops the request after on_done).
   g.on_done = [call] {

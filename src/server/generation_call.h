@@ -25,8 +25,12 @@ struct GenerationHooks {
   // Streaming only: the bytes that carry one piece of text (whole SSE events or NDJSON lines; ""
   // sends nothing for this piece).
   std::function<std::string(std::string_view piece)> text_event;
-  // The generation ended with a result: answer it (the whole body, or the last events and
-  // Reply::end_stream()).
+  // Streaming, instead of text_event when set: the same for a piece that says which choice it
+  // continues and carries its tokens' logprobs (requests with n_choices > 1 or logprobs need it).
+  // Pieces may have empty text (logprobs only).
+  std::function<std::string(const backend::TextPiece& piece)> piece_event;
+  // The generation ended with a result (all its choices): answer it (the whole body, or the last
+  // events and Reply::end_stream()).
   std::function<void(Reply&, const backend::GenerationResult&)> done;
   // It failed: `at_start` when start_generation refused it (a prompt longer than the context, a
   // schema the backend cannot enforce; no stream has begun: answer with an error status and body),
@@ -36,7 +40,7 @@ struct GenerationHooks {
 
 struct GenerationStart {
   std::string model;                   // the served name: admission, metrics
-  backend::GenerationRequest request;  // on_text and on_done are set by start_generation_call
+  backend::GenerationRequest request;  // on_piece and on_done are set by start_generation_call
   bool stream = false;                 // stream the text as it comes
   std::string stream_content_type = "text/event-stream";
 };

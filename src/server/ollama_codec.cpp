@@ -138,6 +138,10 @@ Err read_options(const json& obj, TextRequest& r) {
   if (f) sp.min_p = to_float(*f), f.reset();
   GANTRY_TRY_FIELD(read_float(*o, "repeat_penalty", kWhere, f));
   if (f) sp.repeat_penalty = to_float(*f), f.reset();
+  GANTRY_TRY_FIELD(read_float(*o, "presence_penalty", kWhere, f));
+  if (f) sp.presence_penalty = to_float(*f), f.reset();
+  GANTRY_TRY_FIELD(read_float(*o, "frequency_penalty", kWhere, f));
+  if (f) sp.frequency_penalty = to_float(*f), f.reset();
   std::optional<int64_t> i;
   GANTRY_TRY_FIELD(read_int(*o, "top_k", kWhere, 0, std::numeric_limits<int32_t>::max(), i));
   if (i) sp.top_k = static_cast<int>(*i), i.reset();

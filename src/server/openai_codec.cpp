@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -369,6 +370,55 @@ Err read_response_format(const json& obj, backend::OutputConstraint& out) {
 #define GANTRY_TRY_FIELD(expr) \
   if (auto gantry_err_ = (expr)) return *gantry_err_
 
+// presence_penalty and frequency_penalty (-2..2); repetition_penalty or repeat_penalty (> 0).
+Err read_penalties(const json& obj, backend::SamplingParams& sp) {
+  std::optional<double> presence, frequency;
+  GANTRY_TRY_FIELD(read_number(obj, "presence_penalty", -2.0, 2.0, presence));
+  GANTRY_TRY_FIELD(read_number(obj, "frequency_penalty", -2.0, 2.0, frequency));
+  if (presence) sp.presence_penalty = static_cast<float>(*presence);
+  if (frequency) sp.frequency_penalty = static_cast<float>(*frequency);
+  for (const char* key : {"repetition_penalty", "repeat_penalty"}) {
+    std::optional<double> repeat;
+    GANTRY_TRY_FIELD(read_number(obj, key, 0.0, 1e6, repeat));
+    if (!repeat) continue;
+    if (*repeat <= 0.0) {
+      return bad(key, std::string("'") + key + "' must be > 0 (1 = off), got " + short_number(*repeat));
+    }
+    sp.repeat_penalty = static_cast<float>(*repeat);
+  }
+  return std::nullopt;
+}
+
+// "logit_bias": {"<token id>": bias in -100..100, ...}.
+Err read_logit_bias(const json& obj, std::vector<std::pair<int32_t, float>>& out) {
+  const json* lb = field(obj, "logit_bias");
+  if (!lb) return std::nullopt;
+  if (!lb->is_object()) {
+    return bad("logit_bias", "'logit_bias' must be an object {\"token id\": bias}, got " + type_of(*lb));
+  }
+  for (const auto& [key, value] : lb->items()) {
+    int64_t token = -1;
+    const bool digits =
+        !key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos;
+    if (digits) token = std::stoll(key);
+    if (!digits || token > INT32_MAX) {
+      return bad("logit_bias",
+                 "'logit_bias' keys must be token ids (non-negative integers as strings), got \"" +
+                     key.substr(0, 40) + "\"");
+    }
+    if (!value.is_number() || !(value.get<double>() >= -100.0 && value.get<double>() <= 100.0)) {
+      return bad("logit_bias", "'logit_bias' values must be numbers in -100..100, got " +
+                                   value.dump().substr(0, 40) + " for token " + key);
+    }
+    // OpenAI: -100 bans the token. A logit pushed down by 100 can still win where logits are large,
+    // so -100 becomes -inf.
+    const float bias =
+        value.get<double>() <= -100.0 ? -std::numeric_limits<float>::infinity() : value.get<float>();
+    out.emplace_back(static_cast<int32_t>(token), bias);
+  }
+  return std::nullopt;
+}
+
 std::variant<json, ApiError> parse_object(std::string_view body) {
   auto parsed = parse_json(body, "the request body");
   if (!parsed.ok()) return bad("", parsed.status().message());
@@ -389,9 +439,9 @@ json bytes_of(std::string_view s) {
   return a;
 }
 
-json chat_logprobs(const backend::GenerationResult& r) {
+json chat_logprobs(std::span<const backend::TokenLogprob> tokens) {
   json content = json::array();
-  for (const auto& t : r.logprobs) {
+  for (const auto& t : tokens) {
     json top = json::array();
     for (const auto& [text, lp] : t.top)
       top.push_back({{"token", text}, {"logprob", lp}, {"bytes", bytes_of(text)}});
@@ -401,10 +451,9 @@ json chat_logprobs(const backend::GenerationResult& r) {
   return {{"content", content}, {"refusal", nullptr}};
 }
 
-json completion_logprobs(const backend::GenerationResult& r, int top_n) {
+json completion_logprobs(std::span<const backend::TokenLogprob> logprobs, int top_n, size_t offset = 0) {
   json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
-  size_t offset = 0;
-  for (const auto& t : r.logprobs) {
+  for (const auto& t : logprobs) {
     tokens.push_back(t.text);
     lps.push_back(t.logprob);
     offsets.push_back(offset);
@@ -428,20 +477,25 @@ json chunk_head(std::string_view id, std::string_view model, int64_t created, co
   return {{"id", id}, {"object", object}, {"created", created}, {"model", model}};
 }
 
-json chat_chunk(std::string_view id, std::string_view model, int64_t created, json delta, json finish) {
+json chat_chunk(std::string_view id, std::string_view model, int64_t created, json delta, json finish,
+                const ChunkChoice& c = {}) {
   json j = chunk_head(id, model, created, "chat.completion.chunk");
-  j["choices"] = json::array({{{"index", 0},
+  j["choices"] = json::array({{{"index", c.index},
                                {"delta", std::move(delta)},
-                               {"logprobs", nullptr},
+                               {"logprobs", c.logprobs ? chat_logprobs(c.tokens) : json(nullptr)},
                                {"finish_reason", std::move(finish)}}});
   return j;
 }
 
 json completion_chunk(std::string_view id, std::string_view model, int64_t created, std::string_view text,
-                      json finish) {
+                      json finish, const ChunkChoice& c = {}) {
   json j = chunk_head(id, model, created, "text_completion");
-  j["choices"] = json::array(
-      {{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", std::move(finish)}}});
+  j["choices"] =
+      json::array({{{"index", c.index},
+                    {"text", text},
+                    {"logprobs", c.logprobs ? completion_logprobs(c.tokens, c.top_logprobs, c.text_offset)
+                                            : json(nullptr)},
+                    {"finish_reason", std::move(finish)}}});
   return j;
 }
 
@@ -512,10 +566,7 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
   }
 
   std::optional<int64_t> n;
-  GANTRY_TRY_FIELD(read_int(j, "n", INT64_MIN, INT64_MAX, n));
-  if (n && *n != 1) {
-    return bad("n", "'n' must be 1 (one choice per request is supported), got " + std::to_string(*n));
-  }
+  GANTRY_TRY_FIELD(read_int(j, "n", 1, 128, n));
   bool echo = false;
   if (!chat) {
     GANTRY_TRY_FIELD(read_bool(j, "echo", echo));
@@ -560,6 +611,9 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
   std::optional<int64_t> seed;
   GANTRY_TRY_FIELD(read_int(j, "seed", INT64_MIN, INT64_MAX, seed));
   if (seed) g.sampling.seed = static_cast<uint32_t>(static_cast<uint64_t>(*seed));
+  if (n) g.n_choices = static_cast<int>(*n);
+  GANTRY_TRY_FIELD(read_penalties(j, g.sampling));
+  GANTRY_TRY_FIELD(read_logit_bias(j, g.sampling.logit_bias));
 
   GANTRY_TRY_FIELD(read_stop(j, g.stop));
   GANTRY_TRY_FIELD(read_response_format(j, g.constraint));
@@ -648,36 +702,57 @@ json tool_calls_json(const std::vector<backend::ToolCall>& calls) {
 }  // namespace
 
 std::string chat_response(std::string_view id, std::string_view model, int64_t created,
+                          const backend::GenerationResult& result,
+                          std::span<const backend::ChatOutput> outputs, const TextRequest& request) {
+  json choices = json::array();
+  const auto results = backend::choice_results(result);
+  for (size_t i = 0; i < results.size() && i < outputs.size(); ++i) {
+    const backend::GenerationResult& r = results[i];
+    const backend::ChatOutput& output = outputs[i];
+    json message = {{"role", "assistant"}};
+    message["content"] =
+        output.content.empty() && !output.tool_calls.empty() ? json(nullptr) : json(output.content);
+    if (!output.reasoning_content.empty()) message["reasoning_content"] = output.reasoning_content;
+    if (!output.tool_calls.empty()) message["tool_calls"] = tool_calls_json(output.tool_calls);
+    choices.push_back({{"index", i},
+                       {"message", std::move(message)},
+                       {"logprobs", request.logprobs ? chat_logprobs(r.logprobs) : json(nullptr)},
+                       {"finish_reason", chat_finish_reason(r.finish, output)}});
+  }
+  json j = chunk_head(id, model, created, "chat.completion");
+  j["choices"] = std::move(choices);
+  j["usage"] = usage(result.n_prompt_tokens, backend::completion_tokens(result));
+  return dump(j);
+}
+
+std::string chat_response(std::string_view id, std::string_view model, int64_t created,
                           const backend::GenerationResult& result, const backend::ChatOutput& output,
                           const TextRequest& request) {
-  json message = {{"role", "assistant"}};
-  message["content"] =
-      output.content.empty() && !output.tool_calls.empty() ? json(nullptr) : json(output.content);
-  if (!output.reasoning_content.empty()) message["reasoning_content"] = output.reasoning_content;
-  if (!output.tool_calls.empty()) message["tool_calls"] = tool_calls_json(output.tool_calls);
-  json j = chunk_head(id, model, created, "chat.completion");
-  j["choices"] = json::array({{{"index", 0},
-                               {"message", std::move(message)},
-                               {"logprobs", request.logprobs ? chat_logprobs(result) : json(nullptr)},
-                               {"finish_reason", chat_finish_reason(result.finish, output)}}});
-  j["usage"] = usage(result.n_prompt_tokens, static_cast<int>(result.tokens.size()));
-  return dump(j);
+  return chat_response(id, model, created, result, std::span<const backend::ChatOutput>(&output, 1), request);
 }
 
 std::string completion_response(std::string_view id, std::string_view model, int64_t created,
                                 const backend::GenerationResult& result, const TextRequest& request) {
+  json choices = json::array();
+  const auto results = backend::choice_results(result);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const backend::GenerationResult& r = results[i];
+    choices.push_back({{"index", i},
+                       {"text", r.text},
+                       {"logprobs", request.logprobs ? completion_logprobs(r.logprobs, request.top_logprobs)
+                                                     : json(nullptr)},
+                       {"finish_reason", finish_reason(r.finish)}});
+  }
   json j = chunk_head(id, model, created, "text_completion");
-  j["choices"] = json::array(
-      {{{"index", 0},
-        {"text", result.text},
-        {"logprobs", request.logprobs ? completion_logprobs(result, request.top_logprobs) : json(nullptr)},
-        {"finish_reason", finish_reason(result.finish)}}});
-  j["usage"] = usage(result.n_prompt_tokens, static_cast<int>(result.tokens.size()));
+  j["choices"] = std::move(choices);
+  j["usage"] = usage(result.n_prompt_tokens, backend::completion_tokens(result));
   return dump(j);
 }
 
-std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created) {
-  return sse(chat_chunk(id, model, created, {{"role", "assistant"}, {"content", ""}}, nullptr));
+std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created, int index) {
+  ChunkChoice c;
+  c.index = index;
+  return sse(chat_chunk(id, model, created, {{"role", "assistant"}, {"content", ""}}, nullptr, c));
 }
 
 std::string chat_chunk_text(std::string_view id, std::string_view model, int64_t created,
@@ -686,7 +761,7 @@ std::string chat_chunk_text(std::string_view id, std::string_view model, int64_t
 }
 
 std::string chat_chunk_delta(std::string_view id, std::string_view model, int64_t created,
-                             const backend::ChatOutputDelta& d) {
+                             const backend::ChatOutputDelta& d, const ChunkChoice& choice) {
   json delta = json::object();
   if (!d.reasoning_content.empty()) delta["reasoning_content"] = d.reasoning_content;
   if (!d.content.empty()) delta["content"] = d.content;
@@ -701,22 +776,22 @@ std::string chat_chunk_delta(std::string_view id, std::string_view model, int64_
     call["function"] = std::move(fn);
     delta["tool_calls"] = json::array({std::move(call)});
   }
-  return sse(chat_chunk(id, model, created, std::move(delta), nullptr));
+  return sse(chat_chunk(id, model, created, std::move(delta), nullptr, choice));
 }
 
 std::string chat_chunk_finish(std::string_view id, std::string_view model, int64_t created,
-                              std::string_view finish_reason) {
-  return sse(chat_chunk(id, model, created, json::object(), finish_reason));
+                              std::string_view finish_reason, const ChunkChoice& choice) {
+  return sse(chat_chunk(id, model, created, json::object(), finish_reason, choice));
 }
 
 std::string completion_chunk_text(std::string_view id, std::string_view model, int64_t created,
-                                  std::string_view text) {
-  return sse(completion_chunk(id, model, created, text, nullptr));
+                                  std::string_view text, const ChunkChoice& choice) {
+  return sse(completion_chunk(id, model, created, text, nullptr, choice));
 }
 
 std::string completion_chunk_finish(std::string_view id, std::string_view model, int64_t created,
-                                    FinishReason reason) {
-  return sse(completion_chunk(id, model, created, "", finish_reason(reason)));
+                                    FinishReason reason, const ChunkChoice& choice) {
+  return sse(completion_chunk(id, model, created, "", finish_reason(reason), choice));
 }
 
 std::string usage_chunk(std::string_view id, std::string_view model, int64_t created, Endpoint endpoint,

@@ -43,6 +43,15 @@ void send_generation_error(Reply& reply, bool streaming, const openai::ApiError&
   reply.end_stream(e.http_status);
 }
 
+// What a text request's hooks share: one chat parser per choice and, while streaming, each choice's
+// logprobs not sent yet (chat) or text offset (completions). Touched by one thread at a time: the
+// decoding thread while it generates, then the worker that answers.
+struct TextStreamState {
+  std::vector<std::shared_ptr<backend::ChatOutputParser>> parsers;
+  std::vector<std::vector<backend::TokenLogprob>> logprobs;
+  std::vector<size_t> text_offset;
+};
+
 }  // namespace
 
 void openai_models(Server::State& s, std::shared_ptr<Reply> reply) {
@@ -96,13 +105,23 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
         "model", "model_not_text_generation");
     return;
   }
+  const int n = std::max(1, req->generation.n_choices);
+  const int sequences = text->text_info().sequences;
+  if (n > sequences) {
+    reply->error(400,
+                 "'n' is " + std::to_string(n) + " but model '" + name + "' generates at most " +
+                     std::to_string(sequences) + " sequences at once (--parallel)",
+                 "n");
+    return;
+  }
   GenerationStart start;
   start.model = name;
   start.stream = req->stream;
   backend::GenerationRequest& g = start.request;
   g = req->generation;
-  // A chat's answer is parsed back (content, reasoning, tool calls) by the model's chat layer.
-  std::shared_ptr<backend::ChatOutputParser> parser;
+  // A chat's answer is parsed back (content, reasoning, tool calls) by the model's chat layer, each
+  // choice by its own parser.
+  auto stream = std::make_shared<TextStreamState>();
   if (chat) {
     if (auto e = backend::check_chat_request(req->chat)) {
       reply->error(400, e->message, e->field);
@@ -114,12 +133,14 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
       reply->error(http_status_for(prompt.status()), m, m.rfind("tools[", 0) == 0 ? "tools" : "messages");
       return;
     }
-    auto p = text->chat_parser(*prompt);
-    if (!p.ok()) {
-      reply->error(500, p.status().message());
-      return;
+    for (int i = 0; i < n; ++i) {
+      auto p = text->chat_parser(*prompt);
+      if (!p.ok()) {
+        reply->error(500, p.status().message());
+        return;
+      }
+      stream->parsers.push_back(std::move(*p));
     }
-    parser = std::move(*p);
     g.prompt = std::move(prompt->prompt);
     if (prompt->constraint.kind != backend::OutputConstraint::Kind::kNone)
       g.constraint = std::move(prompt->constraint);
@@ -128,41 +149,82 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
   } else {
     g.prompt = req->prompt;
   }
+  stream->logprobs.resize(static_cast<size_t>(n));
+  stream->text_offset.resize(static_cast<size_t>(n));
   if (g.max_tokens <= 0) g.max_tokens = s.options.max_tokens_default;
   g.render_special = false;
   if (!admit_generation(s, *reply, name, md)) return;
 
   GenerationHooks hooks;
   if (chat) {
-    hooks.stream_begun = [id, name, created](Reply& r) {
-      r.event(openai::chat_chunk_role(id, name, created));
+    hooks.stream_begun = [id, name, created, n](Reply& r) {
+      for (int i = 0; i < n; ++i) r.event(openai::chat_chunk_role(id, name, created, i));
     };
   }
-  hooks.text_event = [req, id, created, chat, parser](std::string_view piece) {
-    if (!chat) return openai::completion_chunk_text(id, req->model, created, piece);
+  // Runs on the decoding thread, piece after piece; `stream` is the request's alone.
+  hooks.piece_event = [req, id, created, chat, stream](const backend::TextPiece& piece) {
+    const auto i = static_cast<size_t>(piece.choice);
+    openai::ChunkChoice c;
+    c.index = piece.choice;
+    c.logprobs = req->logprobs;
+    c.top_logprobs = req->top_logprobs;
+    if (!chat) {
+      c.tokens = piece.logprobs;
+      c.text_offset = stream->text_offset[i];
+      for (const auto& t : piece.logprobs) stream->text_offset[i] += t.text.size();
+      if (piece.text.empty() && piece.logprobs.empty()) return std::string();
+      return openai::completion_chunk_text(id, req->model, created, piece.text, c);
+    }
+    // The logprobs ride on the next delta the parser lets out (a tool call's text may be held back).
+    auto& pending = stream->logprobs[i];
+    pending.insert(pending.end(), piece.logprobs.begin(), piece.logprobs.end());
     std::string events;
-    for (const auto& d : parser->add(piece, false))
-      events += openai::chat_chunk_delta(id, req->model, created, d);
+    for (const auto& d : stream->parsers[i]->add(piece.text, false)) {
+      c.tokens = pending;
+      events += openai::chat_chunk_delta(id, req->model, created, d, c);
+      pending.clear();
+      c.logprobs = false;  // the piece's later deltas carry none
+    }
     return events;
   };
-  hooks.done = [req, id, created, chat, parser](Reply& reply, const backend::GenerationResult& r) {
+  hooks.done = [req, id, created, chat, stream](Reply& reply, const backend::GenerationResult& r) {
+    const auto results = backend::choice_results(r);
     if (!req->stream) {
-      if (chat) parser->add(r.text, true);
-      reply.json(200, chat ? openai::chat_response(id, req->model, created, r, parser->output(), *req)
+      std::vector<backend::ChatOutput> outputs;
+      if (chat) {
+        for (size_t i = 0; i < results.size() && i < stream->parsers.size(); ++i) {
+          stream->parsers[i]->add(results[i].text, true);
+          outputs.push_back(stream->parsers[i]->output());
+        }
+      }
+      reply.json(200, chat ? openai::chat_response(id, req->model, created, r, outputs, *req)
                            : openai::completion_response(id, req->model, created, r, *req));
       return;
     }
-    if (chat) {
-      for (const auto& d : parser->add("", true))
-        reply.event(openai::chat_chunk_delta(id, req->model, created, d));
-      reply.event(openai::chat_chunk_finish(id, req->model, created,
-                                            openai::chat_finish_reason(r.finish, parser->output())));
-    } else {
-      reply.event(openai::completion_chunk_finish(id, req->model, created, r.finish));
+    for (size_t i = 0; i < results.size(); ++i) {
+      openai::ChunkChoice c;
+      c.index = static_cast<int>(i);
+      if (chat) {
+        auto& parser = *stream->parsers[i];
+        auto& pending = stream->logprobs[i];
+        c.logprobs = req->logprobs;
+        for (const auto& d : parser.add("", true)) {
+          c.tokens = pending;
+          reply.event(openai::chat_chunk_delta(id, req->model, created, d, c));
+          pending.clear();
+          c.logprobs = false;
+        }
+        c.logprobs = req->logprobs && !pending.empty();
+        c.tokens = pending;
+        reply.event(openai::chat_chunk_finish(
+            id, req->model, created, openai::chat_finish_reason(results[i].finish, parser.output()), c));
+      } else {
+        reply.event(openai::completion_chunk_finish(id, req->model, created, results[i].finish, c));
+      }
     }
     if (req->include_usage) {
       reply.event(openai::usage_chunk(id, req->model, created, req->endpoint, r.n_prompt_tokens,
-                                      static_cast<int>(r.tokens.size())));
+                                      backend::completion_tokens(r)));
     }
     reply.event(std::string(openai::sse_done()));
     reply.end_stream(200);
@@ -173,6 +235,10 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
     std::string param;
     if (at_start && backend::is_context_length_exceeded(st)) {
       param = chat ? "messages" : "prompt";
+    } else if (at_start && st.message().find("logit_bias") != std::string::npos) {
+      param = "logit_bias";
+    } else if (at_start && st.message().find("n_choices") != std::string::npos) {
+      param = "n";
     } else if (at_start && !req->chat.tools.empty()) {
       param = "tools";
     } else if (at_start && req->generation.constraint.kind != backend::OutputConstraint::Kind::kNone) {

@@ -177,6 +177,171 @@ check('completions', async () => {
   checkFinish(c.finish_reason, r.usage, MAX_TOKENS, 'completions');
 });
 
+// n: 2 — two choices of one prompt, with indices 0 and 1; greedy, so both are the same text. Usage counts the
+// prompt once and both choices' tokens.
+check('chat.completions n=2', async () => {
+  const r = await client.chat.completions.create({
+    model: MODEL,
+    messages: [{ role: 'user', content: PROMPT }],
+    max_tokens: MAX_TOKENS,
+    temperature: 0,
+    n: 2,
+  });
+  assert.equal(r.choices.length, 2, `want 2 choices, got ${r.choices.length}`);
+  assert.deepEqual(r.choices.map((c) => c.index).sort(), [0, 1], 'choice indices are not 0 and 1');
+  for (const c of r.choices) {
+    assert.equal(typeof c.message.content, 'string', `choice ${c.index}: content is ${typeof c.message.content}`);
+    assert.ok(c.message.content.length > 0, `choice ${c.index}: content is empty`);
+    assert.ok(['stop', 'length'].includes(c.finish_reason), `choice ${c.index}: finish_reason ${c.finish_reason}`);
+  }
+  assert.equal(r.choices[0].message.content, r.choices[1].message.content, 'greedy choices differ');
+  checkUsage(r.usage, 2 * MAX_TOKENS, 'chat n=2');
+  if (plainChatText !== null) {
+    assert.equal(r.choices[0].message.content, plainChatText, 'a greedy choice differs from the one-choice answer');
+    assert.ok(r.usage.completion_tokens >= 2, 'usage counts both choices');
+  }
+});
+
+check('chat.completions n=2 stream', async () => {
+  const stream = await client.chat.completions.create({
+    model: MODEL,
+    messages: [{ role: 'user', content: PROMPT }],
+    max_tokens: MAX_TOKENS,
+    temperature: 0,
+    n: 2,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  const text = ['', ''];
+  const finish = [null, null];
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) {
+      usage = chunk.usage;
+      continue;
+    }
+    for (const c of chunk.choices) {
+      assert.ok(c.index === 0 || c.index === 1, `chunk for choice index ${c.index}`);
+      if (c.delta?.content) text[c.index] += c.delta.content;
+      if (c.finish_reason) {
+        assert.equal(finish[c.index], null, `choice ${c.index} finished twice`);
+        finish[c.index] = c.finish_reason;
+      }
+    }
+  }
+  for (const i of [0, 1]) {
+    assert.ok(text[i].length > 0, `choice ${i} streamed no content`);
+    assert.ok(['stop', 'length'].includes(finish[i]), `choice ${i}: finish_reason ${finish[i]}`);
+  }
+  assert.equal(text[0], text[1], 'greedy streamed choices differ');
+  assert.ok(usage, 'no usage chunk');
+  checkUsage(usage, 2 * MAX_TOKENS, 'stream n=2');
+  if (plainChatText !== null) assert.equal(text[0], plainChatText, 'streamed choice differs from the plain answer');
+});
+
+check('completions n=2', async () => {
+  const r = await client.completions.create({ model: MODEL, prompt: 'Once upon a time', max_tokens: MAX_TOKENS, n: 2, seed: 3 });
+  assert.equal(r.choices.length, 2, `want 2 choices, got ${r.choices.length}`);
+  assert.deepEqual(r.choices.map((c) => c.index).sort(), [0, 1], 'choice indices are not 0 and 1');
+  checkUsage(r.usage, 2 * MAX_TOKENS, 'completions n=2');
+});
+
+// The same seed and request give the same text, also when sampling (temperature 1).
+check('seed reproducible', async () => {
+  const ask = () =>
+    client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: PROMPT }],
+      max_tokens: MAX_TOKENS,
+      temperature: 1,
+      seed: 1234,
+      presence_penalty: 0.5,
+      frequency_penalty: 0.5,
+    });
+  const a = await ask();
+  const b = await ask();
+  assert.equal(a.choices[0].message.content, b.choices[0].message.content, 'same seed, different text');
+});
+
+// Streamed logprobs: the chunks that bring content carry their tokens' logprobs; together they are one entry per
+// generated token.
+check('chat.completions logprobs stream', async () => {
+  const stream = await client.chat.completions.create({
+    model: MODEL,
+    messages: [{ role: 'user', content: PROMPT }],
+    max_tokens: MAX_TOKENS,
+    temperature: 0,
+    logprobs: true,
+    top_logprobs: 2,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  let entries = 0;
+  let contentChunks = 0;
+  let withLogprobs = 0;
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      if (c.delta?.content) contentChunks++;
+      const content = c.logprobs?.content;
+      if (!content) continue;
+      withLogprobs++;
+      for (const t of content) {
+        assert.equal(typeof t.token, 'string', 'logprob entry without a token');
+        assert.ok(Number.isFinite(t.logprob) && t.logprob <= 0, `bad logprob ${t.logprob}`);
+        assert.equal(t.top_logprobs.length, 2, `want 2 top_logprobs, got ${t.top_logprobs.length}`);
+        entries++;
+      }
+    }
+  }
+  assert.ok(usage, 'no usage chunk');
+  assert.ok(contentChunks > 0 && withLogprobs > 0, 'no streamed chunk carried logprobs');
+  assert.equal(entries, usage.completion_tokens, 'streamed logprobs are not one per generated token');
+});
+
+check('completions logprobs stream', async () => {
+  const stream = await client.completions.create({
+    model: MODEL,
+    prompt: 'Once upon a time',
+    max_tokens: MAX_TOKENS,
+    temperature: 0,
+    logprobs: 1,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  let tokens = 0;
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices ?? []) {
+      if (!c.logprobs) continue;
+      assert.equal(c.logprobs.tokens.length, c.logprobs.token_logprobs.length, 'tokens and token_logprobs differ in length');
+      tokens += c.logprobs.tokens.length;
+    }
+  }
+  assert.ok(usage, 'no usage chunk');
+  assert.equal(tokens, usage.completion_tokens, 'streamed logprobs are not one per generated token');
+});
+
+check('error n and logit_bias', async () => {
+  for (const [param, extra] of [
+    ['n', { n: 100 }],
+    ['logit_bias', { logit_bias: { 999999999: -100 } }],
+    ['presence_penalty', { presence_penalty: 3 }],
+  ]) {
+    let err = null;
+    try {
+      await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: PROMPT }], max_tokens: 4, ...extra });
+    } catch (e) {
+      err = e;
+    }
+    assert.ok(err instanceof APIError, `${param}: want an APIError, got ${err?.constructor?.name}: ${err?.message}`);
+    assert.equal(err.status, 400, `${param}: HTTP ${err.status}`);
+    assert.equal(err.param, param, `${param}: the error names ${JSON.stringify(err.param)}`);
+  }
+});
+
 let floatVector = null;
 check('embeddings float', async () => {
   const r = await client.embeddings.create({ model: EMBED_MODEL, input: 'The quick brown fox.', encoding_format: 'float' });

@@ -69,7 +69,8 @@ TEST(OllamaCodec, GenerateFields) {
 
 TEST(OllamaCodec, Options) {
   TextRequest r = ok(gen(R"("options":{"temperature":0,"top_k":20,"top_p":0.9,"min_p":0.1,)"
-                         R"("repeat_penalty":1.2,"repeat_last_n":33,"seed":42,"num_predict":100,)"
+                         R"("repeat_penalty":1.2,"presence_penalty":0.5,"frequency_penalty":-1.5,)"
+                         R"("repeat_last_n":33,"seed":42,"num_predict":100,)"
                          R"("num_ctx":4096,"stop":["\n","user:",""],"mirostat":1,"num_thread":8})"));
   const auto& sp = r.generation.sampling;
   EXPECT_EQ(sp.temperature, 0.0f);
@@ -77,6 +78,8 @@ TEST(OllamaCodec, Options) {
   EXPECT_FLOAT_EQ(sp.top_p, 0.9f);
   EXPECT_FLOAT_EQ(sp.min_p, 0.1f);
   EXPECT_FLOAT_EQ(sp.repeat_penalty, 1.2f);
+  EXPECT_FLOAT_EQ(sp.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(sp.frequency_penalty, -1.5f);
   EXPECT_EQ(sp.repeat_last_n, 33);
   EXPECT_EQ(sp.seed, 42u);
   EXPECT_EQ(r.num_predict, 100);
@@ -106,6 +109,9 @@ TEST(OllamaCodec, OptionErrorsNameTheOption) {
   error(gen(R"("options":{"stop":[1]})"), "'options.stop' must be an array of strings");
   error(gen(R"("options":{"stop":{}})"), "'options.stop' must be an array of strings");
   error(gen(R"("options":{"num_ctx":-5})"), "'options.num_ctx'");
+  error(gen(R"("options":{"presence_penalty":"x"})"), "'options.presence_penalty' must be a number");
+  error(gen(R"("options":{"presence_penalty":3})"), "presence_penalty must be in [-2, 2]");
+  error(gen(R"("options":{"frequency_penalty":-2.5})"), "frequency_penalty must be in [-2, 2]");
 }
 
 TEST(OllamaCodec, Format) {

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "gantry/core/json.h"
@@ -201,7 +203,8 @@ TEST(OpenAiCodec, ChatRequestErrors) {
   chat_error(R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})", "messages[0].content[0].text",
              "must be a string");
   chat_error(chat_body(R"("model": 3)"), "model", "must be a string");
-  chat_error(chat_body(R"("n": 2)"), "n", "must be 1");
+  chat_error(chat_body(R"("n": 0)"), "n", "must be in 1..128");
+  chat_error(chat_body(R"("n": 129)"), "n", "must be in 1..128");
   chat_error(chat_body(R"("n": "1")"), "n", "must be an integer");
   chat_error(chat_body(R"("stream": "yes")"), "stream", "must be a boolean");
   chat_error(chat_body(R"("stream_options": 1)"), "stream_options", "must be an object");
@@ -227,6 +230,47 @@ TEST(OpenAiCodec, ChatRequestErrors) {
              "must be an object");
   chat_error(chat_body(R"("response_format": {"type": "json_schema", "json_schema": {"schema": 3}})"),
              "response_format.json_schema.schema", "must be a JSON schema object");
+}
+
+TEST(OpenAiCodec, ChoicesAndSamplingFields) {
+  TextRequest r = chat_ok(chat_body(
+      R"("n": 3, "presence_penalty": 1.5, "frequency_penalty": -0.5, "repetition_penalty": 1.3,
+         "logit_bias": {"15": -100, "7": 2.5, "0": 100}, "seed": 7)"));
+  EXPECT_EQ(r.generation.n_choices, 3);
+  const auto& sp = r.generation.sampling;
+  EXPECT_FLOAT_EQ(sp.presence_penalty, 1.5f);
+  EXPECT_FLOAT_EQ(sp.frequency_penalty, -0.5f);
+  EXPECT_FLOAT_EQ(sp.repeat_penalty, 1.3f);
+  EXPECT_EQ(sp.seed, 7u);
+  auto bias = sp.logit_bias;
+  std::sort(bias.begin(), bias.end());
+  EXPECT_EQ(bias, (std::vector<std::pair<int32_t, float>>{
+                      {0, 100.0f}, {7, 2.5f}, {15, -std::numeric_limits<float>::infinity()}}))
+      << "-100 bans the token";
+  EXPECT_TRUE(backend::validate(sp).ok());
+  // llama-server's and Ollama's spelling of the repeat penalty.
+  r = completion_ok(R"({"prompt":"p","repeat_penalty":0.8,"n":2})");
+  EXPECT_FLOAT_EQ(r.generation.sampling.repeat_penalty, 0.8f);
+  EXPECT_EQ(r.generation.n_choices, 2);
+  // Absent: the defaults (one choice, penalties off, no bias).
+  r = chat_ok(chat_body(R"("presence_penalty": null, "logit_bias": null)"));
+  EXPECT_EQ(r.generation.n_choices, 1);
+  EXPECT_EQ(r.generation.sampling.presence_penalty, 0.0f);
+  EXPECT_EQ(r.generation.sampling.frequency_penalty, 0.0f);
+  EXPECT_EQ(r.generation.sampling.repeat_penalty, 1.0f);
+  EXPECT_TRUE(r.generation.sampling.logit_bias.empty());
+
+  chat_error(chat_body(R"("presence_penalty": 2.1)"), "presence_penalty", "must be in -2..2");
+  chat_error(chat_body(R"("presence_penalty": "x")"), "presence_penalty", "must be a number");
+  chat_error(chat_body(R"("frequency_penalty": -2.01)"), "frequency_penalty", "must be in -2..2");
+  chat_error(chat_body(R"("repetition_penalty": 0)"), "repetition_penalty", "must be > 0");
+  chat_error(chat_body(R"("repeat_penalty": -1)"), "repeat_penalty", "must be in 0..");
+  chat_error(chat_body(R"("logit_bias": [1, 2])"), "logit_bias", "must be an object");
+  chat_error(chat_body(R"("logit_bias": {"abc": 1})"), "logit_bias", "token ids");
+  chat_error(chat_body(R"("logit_bias": {"-3": 1})"), "logit_bias", "token ids");
+  chat_error(chat_body(R"("logit_bias": {"99999999999": 1})"), "logit_bias", "token ids");
+  chat_error(chat_body(R"("logit_bias": {"3": -101})"), "logit_bias", "-100..100");
+  chat_error(chat_body(R"("logit_bias": {"3": "ban"})"), "logit_bias", "-100..100");
 }
 
 TEST(OpenAiCodec, CompletionRequest) {
@@ -259,7 +303,9 @@ TEST(OpenAiCodec, CompletionRequestErrors) {
   completion_error(R"({"prompt":5})", "prompt", "must be a string");
   completion_error(R"({"prompt":"p","logprobs":6})", "logprobs", "must be in 0..5");
   completion_error(R"({"prompt":"p","logprobs":true})", "logprobs", "must be an integer");
-  completion_error(R"({"prompt":"p","n":3})", "n", "must be 1");
+  completion_error(R"({"prompt":"p","n":-1})", "n", "must be in 1..128");
+  completion_error(R"({"prompt":"p","presence_penalty":-2.5})", "presence_penalty", "must be in -2..2");
+  completion_error(R"({"prompt":"p","logit_bias":{"5":101}})", "logit_bias", "-100..100");
   completion_error(R"({"prompt":"p","echo":true})", "echo", "not supported");
 }
 
@@ -405,6 +451,75 @@ TEST(OpenAiCodec, CompletionResponseShapeAndLogprobs) {
   req = completion_ok(R"({"prompt":"p"})");
   j = json::parse(completion_response("cmpl-1", "m", 2, sample_result(), req));
   EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
+}
+
+// Two choices: each its own entry with its index, finish reason and logprobs; usage counts the
+// prompt once and both choices' tokens.
+TEST(OpenAiCodec, ResponsesWithSeveralChoices) {
+  backend::GenerationResult second = sample_result();
+  second.text = "Yo";
+  second.tokens = {12};
+  second.finish = FinishReason::kEndOfGeneration;
+  second.logprobs = {{12, "Yo", -1.5f, {}}};
+  backend::GenerationResult r = sample_result();
+  r.choices = {sample_result(), second};
+
+  TextRequest req = chat_ok(chat_body(R"("n": 2, "logprobs": true)"));
+  std::vector<backend::ChatOutput> outputs = {text_output(r.choices[0]), text_output(second)};
+  json j = json::parse(chat_response("c", "m", 1, r, outputs, req));
+  ASSERT_EQ(j["choices"].size(), 2u);
+  EXPECT_EQ(j["choices"][0]["index"], 0);
+  EXPECT_EQ(j["choices"][1]["index"], 1);
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "Hi there");
+  EXPECT_EQ(j["choices"][1]["message"]["content"], "Yo");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["choices"][1]["finish_reason"], "stop");
+  EXPECT_EQ(j["choices"][1]["logprobs"]["content"].size(), 1u);
+  EXPECT_EQ(j["usage"], json({{"prompt_tokens", 5}, {"completion_tokens", 3}, {"total_tokens", 8}}));
+
+  req = completion_ok(R"({"prompt":"p","n":2,"logprobs":1})");
+  j = json::parse(completion_response("x", "m", 1, r, req));
+  ASSERT_EQ(j["choices"].size(), 2u);
+  EXPECT_EQ(j["choices"][1]["index"], 1);
+  EXPECT_EQ(j["choices"][1]["text"], "Yo");
+  EXPECT_EQ(j["choices"][1]["logprobs"]["tokens"], json({"Yo"}));
+  EXPECT_EQ(j["usage"]["completion_tokens"], 3);
+}
+
+// Streamed chunks name their choice and carry the logprobs of the tokens they bring.
+TEST(OpenAiCodec, StreamChunksCarryIndexAndLogprobs) {
+  const auto lps = sample_result().logprobs;
+  ChunkChoice c;
+  c.index = 1;
+  c.logprobs = true;
+  c.tokens = lps;
+  backend::ChatOutputDelta d;
+  d.content = "Hi there";
+  json chunk = sse_json(chat_chunk_delta("c", "m", 1, d, c));
+  EXPECT_EQ(chunk["choices"][0]["index"], 1);
+  EXPECT_EQ(chunk["choices"][0]["delta"]["content"], "Hi there");
+  const json& content = chunk["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 2u);
+  EXPECT_EQ(content[1]["token"], " there");
+  EXPECT_FLOAT_EQ(content[1]["logprob"].get<float>(), -0.25f);
+  EXPECT_EQ(sse_json(chat_chunk_role("c", "m", 1, 1))["choices"][0]["index"], 1);
+  ChunkChoice second;
+  second.index = 1;
+  json fin = sse_json(chat_chunk_finish("c", "m", 1, "stop", second));
+  EXPECT_EQ(fin["choices"][0]["index"], 1);
+  EXPECT_TRUE(fin["choices"][0]["logprobs"].is_null());
+  EXPECT_TRUE(sse_json(chat_chunk_delta("c", "m", 1, d))["choices"][0]["logprobs"].is_null());
+
+  c.top_logprobs = 1;
+  c.text_offset = 10;
+  json text = sse_json(completion_chunk_text("x", "m", 1, "Hi there", c));
+  EXPECT_EQ(text["choices"][0]["index"], 1);
+  EXPECT_EQ(text["choices"][0]["logprobs"]["tokens"], json({"Hi", " there"}));
+  EXPECT_EQ(text["choices"][0]["logprobs"]["text_offset"], json({10, 12})) << "offsets in the choice's text";
+  EXPECT_FLOAT_EQ(text["choices"][0]["logprobs"]["top_logprobs"][1]["!"].get<float>(), -2.0f);
+  EXPECT_EQ(
+      sse_json(completion_chunk_finish("x", "m", 1, FinishReason::kMaxTokens, second))["choices"][0]["index"],
+      1);
 }
 
 TEST(OpenAiCodec, InvalidUtf8IsReplacedNotThrown) {

@@ -304,9 +304,9 @@ class OpenAI(unittest.TestCase):
         self.assert_openai_error(get_json("POST", "/v1/chat/completions",
                                           {"model": "nope", "messages": [{"role": "user", "content": "x"}]}),
                                  404, "nope")
-        self.assert_openai_error(get_json("POST", "/v1/chat/completions", {"model": LLAMA, "n": 2,
+        self.assert_openai_error(get_json("POST", "/v1/chat/completions", {"model": LLAMA, "n": 100,
                                                                           "messages": [{"role": "user", "content": "x"}]}),
-                                 400)
+                                 400, "'n' is 100")
         status, _, body = request("POST", "/v1/chat/completions", b"{not json", {"Content-Type": "application/json"})
         self.assertEqual(status, 400)
         self.assertIn("message", json.loads(body)["error"])

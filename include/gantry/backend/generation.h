@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -24,8 +25,15 @@ struct SamplingParams {
   float top_p = 0.95f;          // (0, 1]; 1 = off
   float min_p = 0.05f;          // [0, 1]; 0 = off
   float repeat_penalty = 1.0f;  // > 0; 1 = off
-  int repeat_last_n = 64;       // >= -1; tokens the penalty looks back over (-1 = whole context)
+  // OpenAI's penalties, subtracted from a token's logit: presence once if the token occurred,
+  // frequency times the number of its occurrences. [-2, 2]; 0 = off.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  int repeat_last_n = 64;       // >= -1; tokens the three penalties look back over (-1 = whole context)
   uint32_t seed = 0xFFFFFFFFu;  // 0xFFFFFFFF = a random seed
+  // Added to the raw logit of a token before sampling, as (token id, bias); -inf bans the token.
+  // Not NaN nor +inf; ids are checked against the vocabulary where the request is started.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 // Checks every field; the message names the bad one and its allowed range.
@@ -45,6 +53,29 @@ std::string_view finish_reason_name(FinishReason r);  // "eog", "max_tokens", "s
 // Receives each new piece of generated text (valid UTF-8, stop strings held back). Return false to
 // cancel the generation.
 using TextCallback = std::function<bool(std::string_view text)>;
+
+// One generated token's log-probability (natural log) under the model's distribution: log-softmax
+// over the full vocabulary of the raw logits, before penalties, constraints and temperature.
+struct TokenLogprob {
+  int32_t token = -1;
+  std::string text;  // the token's bytes (may be part of a UTF-8 character)
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;  // the most likely tokens as (text, logprob), best first
+};
+
+// One piece of generated text with what a streaming protocol needs besides the text.
+struct TextPiece {
+  int choice = 0;         // which of the request's n_choices it continues (0-based)
+  std::string_view text;  // as TextCallback's
+  // When the request asked for logprobs (n_logprobs >= 0): the tokens sampled since this choice's
+  // previous piece, in order, so a choice's pieces together carry exactly its result's `logprobs`.
+  // A token whose text is held back (an incomplete character, a possible stop string) or hidden (a
+  // special token) comes with the piece that follows it; a choice's last piece may have empty text
+  // and only logprobs. Empty otherwise.
+  std::span<const TokenLogprob> logprobs;
+};
+// Receives each piece of every choice. Return false to cancel the generation (all its choices).
+using PieceCallback = std::function<bool(const TextPiece& piece)>;
 
 // A constraint on the shape of the generated text (OpenAI's response_format). The backend enforces
 // it while sampling, so every token keeps the output a prefix of a valid document; the output is
@@ -72,15 +103,6 @@ struct OutputConstraint {
   std::vector<int32_t> prefill_tokens;
 };
 
-// One generated token's log-probability (natural log) under the model's distribution: log-softmax
-// over the full vocabulary of the raw logits, before penalties, constraints and temperature.
-struct TokenLogprob {
-  int32_t token = -1;
-  std::string text;  // the token's bytes (may be part of a UTF-8 character)
-  float logprob = 0;
-  std::vector<std::pair<std::string, float>> top;  // the most likely tokens as (text, logprob), best first
-};
-
 struct GenerationRequest {
   std::string prompt;           // used when `tokens` is empty
   std::vector<int32_t> tokens;  // pre-tokenized prompt
@@ -93,7 +115,16 @@ struct GenerationRequest {
   int max_tokens = 128;           // >= 1
   std::vector<std::string> stop;  // generation ends before the first occurrence of any
   SamplingParams sampling;
-  TextCallback on_text;  // optional
+  // Independent continuations of the one prompt (OpenAI's "n"), >= 1 and at most the model's
+  // parallel sequences. The prompt is evaluated once and its cache shared by every choice; choice i
+  // samples with its own sampler, seeded with sampling.seed + i (mod 2^32) when a seed is given (a
+  // random seed each otherwise). The choices start together and the generation ends when the last
+  // one has; the result lists them all (GenerationResult::choices). Cancelling cancels them all.
+  int n_choices = 1;
+  // Optional; at most one of the two. on_text suits one choice; on_piece tells the choice and
+  // carries the logprobs. Both are called on the decoding thread, in order within a choice.
+  TextCallback on_text;
+  PieceCallback on_piece;
   // Called once when the result is ready (finished, cancelled or failed), on the thread that ended
   // it; Generation::wait() then returns at once. Lets a server answer without a thread per request.
   // Not called when start_generation itself fails (that error is returned instead).
@@ -117,7 +148,16 @@ struct GenerationResult {
   // When n_logprobs >= 0: one entry per element of `tokens`, in order (an end-of-generation token
   // is not included, as it is not in `tokens` either).
   std::vector<TokenLogprob> logprobs;
+  // n_choices > 1: every choice's result in order, each with the fields above; the fields above are
+  // then choice 0's. n_prompt_tokens counts the prompt once (it was evaluated once). Empty for one
+  // choice. Read the choices with choice_results(), the total tokens with completion_tokens().
+  std::vector<GenerationResult> choices;
 };
+
+// The result's choices: `r.choices`, or `r` itself when the request had one choice.
+std::span<const GenerationResult> choice_results(const GenerationResult& r);
+// Tokens generated by all choices together (usage's completion_tokens).
+int completion_tokens(const GenerationResult& r);
 
 // Throughput of a text-generation model, measured as llama.cpp's llama-bench does: prompt processing
 // (pp: n_prompt tokens in batches of n_batch) and generation (tg: n_gen single-token steps), each on a

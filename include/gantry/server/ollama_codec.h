@@ -5,10 +5,11 @@
 //
 // Compatibility notes (docs/serve-ollama.md has the user-facing version):
 // - `stream` defaults to true, as Ollama's server does; a stream is NDJSON (one object per line).
-// - options: temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed (negative = random),
-//   num_predict (-1/-2 = until the context is full; 0 or absent = the server's default), stop (a string
-//   or an array of strings) are applied; num_ctx is read but not applied (the context is fixed when
-//   the model loads); every other option is ignored. A known option of the wrong type is a 400.
+// - options: temperature, top_k, top_p, min_p, repeat_penalty, presence_penalty and frequency_penalty
+//   (-2..2), repeat_last_n (the window of all three penalties), seed (negative = random), num_predict (-1/-2
+//   = until the context is full; 0 or absent = the server's default), stop (a string or an array of strings)
+//   are applied; num_ctx is read but not applied (the context is fixed when the model loads); every other
+//   option is ignored. A known option of the wrong type is a 400.
 // - format: "json" (any JSON object) or a JSON schema object; "" means none.
 // - /api/chat tools: [{type:"function", function:{name, description, parameters}}]; a message may carry
 //   tool_calls ([{function:{name, arguments: an OBJECT}}]), a tool message tool_name. Ollama has no call

@@ -3,7 +3,8 @@
 // and errors. Pure functions of their arguments: no I/O, no model.
 //
 // Compatibility notes:
-// - One choice only: n other than 1 is refused (400, param "n").
+// - "n" (1..128) choices of one prompt: the server refuses more than the model's parallel sequences
+//   (400, param "n"). Each choice is its own "choices[i]" with "index" i, in bodies and stream chunks.
 // - Tools: "tools" (type "function" only), "tool_choice" ("auto", "none", "required" or
 //   {"type":"function","function":{"name":..}}), "parallel_tool_calls"; assistant messages with
 //   "tool_calls" and "tool" messages with "tool_call_id" in the history. The answer's tool calls come
@@ -71,8 +72,13 @@ struct TextRequest {
   // Filled from the request:
   //   max_tokens (chat also max_completion_tokens, which wins) -> max_tokens, >= 1;
   //     0 when the request gives none: the server picks the default (the model's setting).
-  //   temperature (0..2), top_p ((0,1]), seed (integer; taken modulo 2^32) -> sampling; the
-  //     other sampling fields keep SamplingParams' defaults.
+  //   temperature (0..2), top_p ((0,1]), seed (integer; taken modulo 2^32), presence_penalty and
+  //     frequency_penalty (-2..2), repetition_penalty or repeat_penalty (> 0; llama-server's and
+  //     vLLM's names), logit_bias ({"token id": bias -100..100; -100 bans the token (-inf); ids
+  //     outside the vocabulary are refused when the generation starts) -> sampling; the other
+  //     sampling fields keep
+  //     SamplingParams' defaults.
+  //   n (1..128) -> n_choices.
   //   stop (a string or an array of up to 4 strings) -> stop.
   //   response_format {"type":"text"|"json_object"|"json_schema","json_schema":{"schema":{..}}}
   //     -> constraint (the schema is kept as JSON text; the backend checks what it supports).
@@ -98,10 +104,15 @@ std::string_view finish_reason(backend::FinishReason r);
 // "stop", "length" or, when the answer calls tools, "tool_calls".
 std::string_view chat_finish_reason(backend::FinishReason r, const backend::ChatOutput& output);
 
-// Non-streaming bodies ("chat.completion" / "text_completion"), one choice, with usage. Logprobs
-// are included when `request.logprobs` (from `result.logprobs`; chat: logprobs.content[],
-// completions: tokens/token_logprobs/top_logprobs/text_offset), else null. A chat's message is
-// `output` (the parsed answer: content, reasoning_content, tool_calls).
+// Non-streaming bodies ("chat.completion" / "text_completion"): one choice per
+// backend::choice_results(result), with usage (the prompt once, every choice's tokens). Logprobs
+// are included when `request.logprobs` (from each choice's `logprobs`; chat: logprobs.content[],
+// completions: tokens/token_logprobs/top_logprobs/text_offset), else null. A chat choice's message
+// is its `outputs[i]` (the parsed answer: content, reasoning_content, tool_calls); one per choice.
+std::string chat_response(std::string_view id, std::string_view model, int64_t created,
+                          const backend::GenerationResult& result,
+                          std::span<const backend::ChatOutput> outputs, const TextRequest& request);
+// One choice.
 std::string chat_response(std::string_view id, std::string_view model, int64_t created,
                           const backend::GenerationResult& result, const backend::ChatOutput& output,
                           const TextRequest& request);
@@ -109,21 +120,33 @@ std::string completion_response(std::string_view id, std::string_view model, int
                                 const backend::GenerationResult& result, const TextRequest& request);
 
 // Streaming: each returns one complete server-sent event, "data: {...}\n\n".
+// Which choice a chunk belongs to ("index") and the logprobs it carries: with `logprobs` on, the
+// tokens given (chat: "logprobs": {"content": [...]}; completions: "logprobs": {"tokens",
+// "token_logprobs", "top_logprobs" (null unless top_logprobs > 0), "text_offset"}, the offsets
+// counted from `text_offset`, where the choice's text so far ends); "logprobs": null otherwise.
+struct ChunkChoice {
+  int index = 0;
+  bool logprobs = false;
+  std::span<const backend::TokenLogprob> tokens;
+  int top_logprobs = 0;    // completions
+  size_t text_offset = 0;  // completions
+};
 // Chat ("chat.completion.chunk"): role chunk first, then text chunks, then the finish chunk.
-std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created);
+std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created, int index = 0);
 std::string chat_chunk_text(std::string_view id, std::string_view model, int64_t created,
                             std::string_view text);
 // One parsed change of the answer: content, reasoning_content or a tool-call fragment
 // ({"tool_calls":[{"index","id","type","function":{"name","arguments"}}]}).
 std::string chat_chunk_delta(std::string_view id, std::string_view model, int64_t created,
-                             const backend::ChatOutputDelta& delta);
+                             const backend::ChatOutputDelta& delta, const ChunkChoice& choice = {});
+// The last chunk of a choice: "delta": {} (its logprobs: what no delta carried yet).
 std::string chat_chunk_finish(std::string_view id, std::string_view model, int64_t created,
-                              std::string_view finish_reason);
+                              std::string_view finish_reason, const ChunkChoice& choice = {});
 // Completions ("text_completion"): text chunks, then the finish chunk (text "").
 std::string completion_chunk_text(std::string_view id, std::string_view model, int64_t created,
-                                  std::string_view text);
+                                  std::string_view text, const ChunkChoice& choice = {});
 std::string completion_chunk_finish(std::string_view id, std::string_view model, int64_t created,
-                                    backend::FinishReason reason);
+                                    backend::FinishReason reason, const ChunkChoice& choice = {});
 // The stream_options.include_usage chunk: "choices": [] and "usage".
 std::string usage_chunk(std::string_view id, std::string_view model, int64_t created, Endpoint endpoint,
                         int prompt_tokens, int completion_tokens);

@@ -73,26 +73,43 @@ struct BatchEngine::BatchBuf {
   }
 };
 
+// One request: its choices' sequences share the prompt, the request and one result.
+struct BatchEngine::Group {
+  GenerationRequest req;  // max_tokens capped at the context
+  std::vector<int32_t> prompt;
+  std::shared_ptr<std::atomic<bool>> cancel;  // the handle's; set also when a choice fails
+  std::vector<GenerationResult> results;      // one per choice, filled as they end
+  int remaining = 0;                          // choices not yet ended
+  int live = 0;                               // choices admitted and not yet retired
+  size_t prompt_reserve = 0;  // KV cells the shared prompt holds until the last choice retires
+  Status error;               // the first choice's failure
+  std::promise<Result<GenerationResult>> promise;
+};
+
 struct BatchEngine::Seq {
+  std::shared_ptr<Group> group;
+  int choice = 0;
   uint64_t id = 0;
   uint64_t admitted_order = 0;
   int32_t slot = -1;
-  GenerationRequest req;
-  std::vector<int32_t> prompt;
-  size_t prompt_done = 0;  // prompt tokens already decoded
+  size_t prompt_done = 0;  // prompt tokens already in this sequence's cache
   int32_t pos = 0;         // position of the next token to decode
   bool generating = false;
-  int32_t next_token = -1;  // the sampled token the next step decodes
-  size_t reserve = 0;
+  bool awaits_prompt = false;   // a choice other than the first: its prompt comes from the leader
+  std::vector<Seq*> followers;  // the leader's choices waiting for its prompt (same group)
+  int32_t next_token = -1;      // the sampled token the next step decodes
+  size_t reserve = 0;           // KV cells for its generated tokens (the prompt's are the group's)
   llama_sampler* sampler = nullptr;
   TextStream stream;
   GenerationResult result;
-  std::promise<Result<GenerationResult>> promise;
-  std::shared_ptr<std::atomic<bool>> cancel;
-  int32_t out_index = -1;  // this step's output row, -1 when none
+  size_t logprobs_sent = 0;  // result.logprobs already given to on_piece
+  int32_t out_index = -1;    // this step's output row, -1 when none
   bool in_batch = false;
   bool done = false;
   Clock::time_point t_admit, t_first;
+
+  const GenerationRequest& req() const { return group->req; }
+  bool cancelled() const { return group->cancel->load(std::memory_order_relaxed); }
 
   ~Seq() {
     if (sampler) llama_sampler_free(sampler);
@@ -124,10 +141,11 @@ BatchEngine::~BatchEngine() {
     if (!s->done) finish(*s, FinishReason::kCancelled);
   }
   std::lock_guard lock(mu_);
-  for (auto& s : pending_) {
-    s->result.finish = FinishReason::kCancelled;
-    s->promise.set_value(std::move(s->result));
-    if (s->req.on_done) s->req.on_done();
+  for (auto& entry : pending_) {
+    for (auto& s : entry) {
+      s->result.finish = FinishReason::kCancelled;
+      settle(*s);
+    }
   }
 }
 
@@ -144,6 +162,42 @@ Result<std::vector<int32_t>> BatchEngine::tokenize_prompt(const GenerationReques
   return ctx_->weights().tokenize(r.prompt, r.add_special, r.parse_special);
 }
 
+namespace {
+
+// A grammar sampler for `c` (kNone: null), its prefill tokens accepted.
+Result<llama_sampler*> make_grammar(const backend::OutputConstraint& c, const std::string& gbnf,
+                                    const llama_vocab* vocab) {
+  llama_sampler* grammar = nullptr;
+  if (c.kind == backend::OutputConstraint::Kind::kGrammar && c.lazy) {
+    std::vector<const char*> patterns;
+    for (const auto& p : c.trigger_patterns) patterns.push_back(p.c_str());
+    grammar = llama_sampler_init_grammar_lazy_patterns(vocab, gbnf.c_str(), "root", patterns.data(),
+                                                       patterns.size(), c.trigger_tokens.data(),
+                                                       c.trigger_tokens.size());
+  } else {
+    grammar = llama_sampler_init_grammar(vocab, gbnf.c_str(), "root");
+  }
+  if (!grammar) {
+    return InvalidArgument(
+        "llama.cpp rejected the grammar built for the output constraint "
+        "(a bug in the grammar's producer; the grammar is in the llama.cpp log)");
+  }
+  if (!c.lazy) {
+    // Tokens the prompt ends with that the grammar's root begins with (a chat format's opening
+    // tag). llama.cpp's grammar sampler reports a token it cannot accept by throwing.
+    try {
+      for (int32_t t : c.prefill_tokens) llama_sampler_accept(grammar, t);
+    } catch (const std::exception& e) {
+      llama_sampler_free(grammar);
+      return InvalidArgument(std::string("the grammar does not accept the prompt's last tokens: ") +
+                             e.what());
+    }
+  }
+  return grammar;
+}
+
+}  // namespace
+
 Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
   GANTRY_RETURN_IF_ERROR(backend::validate(request.sampling));
   if (request.max_tokens < 1) {
@@ -156,66 +210,89 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
     return InvalidArgument("n_logprobs must be in -1..20 (-1 = off), got " +
                            std::to_string(request.n_logprobs));
   }
-  auto s = std::make_unique<Seq>();
-  GANTRY_ASSIGN_OR_RETURN(s->prompt, tokenize_prompt(request));
-  if (s->prompt.empty()) return InvalidArgument("the prompt is empty (no tokens to start from)");
+  const auto n_seq = static_cast<int>(ctx_->n_seq_max());
+  if (request.n_choices < 1 || request.n_choices > n_seq) {
+    return InvalidArgument("n_choices must be in 1.." + std::to_string(n_seq) +
+                           " (the model's parallel sequences), got " + std::to_string(request.n_choices));
+  }
+  if (request.on_text && request.on_piece) {
+    return InvalidArgument("a generation request takes on_text or on_piece, not both");
+  }
+  if (request.on_text && request.n_choices > 1) {
+    return InvalidArgument("n_choices > 1 needs on_piece (on_text cannot tell the choices apart)");
+  }
+  const int32_t n_vocab = ctx_->weights().n_vocab();
+  for (const auto& [token, bias] : request.sampling.logit_bias) {
+    if (token >= n_vocab) {
+      return InvalidArgument("logit_bias: token id " + std::to_string(token) +
+                             " is outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
+    }
+  }
+  auto g = std::make_shared<Group>();
+  GANTRY_ASSIGN_OR_RETURN(g->prompt, tokenize_prompt(request));
+  if (g->prompt.empty()) return InvalidArgument("the prompt is empty (no tokens to start from)");
   const size_t cap = ctx_->n_ctx_seq();
-  if (s->prompt.size() + 1 > cap) {
+  if (g->prompt.size() + 1 > cap) {
     return backend::context_length_exceeded(
-        "the prompt has " + std::to_string(s->prompt.size()) + " tokens but the context holds " +
+        "the prompt has " + std::to_string(g->prompt.size()) + " tokens but the context holds " +
         std::to_string(cap) +
         " per sequence (including one for the reply); use a larger --ctx or a shorter prompt");
   }
-  s->reserve = std::min(cap, s->prompt.size() + static_cast<size_t>(request.max_tokens));
-  llama_sampler* grammar = nullptr;
-  if (request.constraint.kind != backend::OutputConstraint::Kind::kNone) {
-    const backend::OutputConstraint& c = request.constraint;
-    GANTRY_ASSIGN_OR_RETURN(std::string gbnf, grammar_for(c));
-    if (c.kind == backend::OutputConstraint::Kind::kGrammar && c.lazy) {
-      std::vector<const char*> patterns;
-      for (const auto& p : c.trigger_patterns) patterns.push_back(p.c_str());
-      grammar = llama_sampler_init_grammar_lazy_patterns(ctx_->weights().vocab(), gbnf.c_str(), "root",
-                                                         patterns.data(), patterns.size(),
-                                                         c.trigger_tokens.data(), c.trigger_tokens.size());
-    } else {
-      grammar = llama_sampler_init_grammar(ctx_->weights().vocab(), gbnf.c_str(), "root");
-    }
-    if (!grammar) {
-      return InvalidArgument(
-          "llama.cpp rejected the grammar built for the output constraint "
-          "(a bug in the grammar's producer; the grammar is in the llama.cpp log)");
-    }
-    if (!c.lazy) {
-      // Tokens the prompt ends with that the grammar's root begins with (a chat format's opening
-      // tag). llama.cpp's grammar sampler reports a token it cannot accept by throwing.
-      try {
-        for (int32_t t : c.prefill_tokens) llama_sampler_accept(grammar, t);
-      } catch (const std::exception& e) {
-        llama_sampler_free(grammar);
-        return InvalidArgument(std::string("the grammar does not accept the prompt's last tokens: ") +
-                               e.what());
-      }
+  // Room for each choice's tokens. In a unified cache the choices share the prompt's cells and draw
+  // their own from one pool, so n choices split what the prompt leaves.
+  const int n = request.n_choices;
+  size_t room = cap - g->prompt.size();
+  if (ctx_->options().kv_unified && n > 1) {
+    const size_t n_ctx = ctx_->n_ctx();
+    room = std::min(room, n_ctx > g->prompt.size() ? (n_ctx - g->prompt.size()) / static_cast<size_t>(n) : 0);
+    if (room < 1) {
+      return backend::context_length_exceeded(
+          "the prompt has " + std::to_string(g->prompt.size()) + " tokens and " + std::to_string(n) +
+          " choices need at least one more each, but the context holds " + std::to_string(n_ctx) +
+          "; use a larger --ctx, fewer choices or a shorter prompt");
     }
   }
-  s->sampler = make_sampler_chain(request.sampling, ctx_->weights().n_vocab(), static_cast<int32_t>(cap),
-                                  s->prompt, grammar);  // the repeat penalty sees the prompt
-  s->stream = TextStream(request.stop);
-  s->result.n_prompt_tokens = static_cast<int>(s->prompt.size());
-  s->cancel = std::make_shared<std::atomic<bool>>(false);
-  s->req = std::move(request);
   // A sequence stops at its share of the context (finish reason max_tokens), never runs out of KV cells:
   // `-n 2147483647 --ctx 64` generates until the context is full.
-  s->req.max_tokens =
-      static_cast<int>(std::min<size_t>(static_cast<size_t>(s->req.max_tokens), cap - s->prompt.size()));
+  request.max_tokens = static_cast<int>(std::min<size_t>(static_cast<size_t>(request.max_tokens), room));
+  g->prompt_reserve = g->prompt.size();
+  std::string gbnf;
+  if (request.constraint.kind != backend::OutputConstraint::Kind::kNone) {
+    GANTRY_ASSIGN_OR_RETURN(gbnf, grammar_for(request.constraint));
+  }
+  std::vector<std::unique_ptr<Seq>> seqs;
+  for (int i = 0; i < n; ++i) {
+    auto s = std::make_unique<Seq>();
+    s->group = g;
+    s->choice = i;
+    s->awaits_prompt = i > 0;
+    s->reserve = static_cast<size_t>(request.max_tokens);
+    llama_sampler* grammar = nullptr;
+    if (!gbnf.empty()) {
+      GANTRY_ASSIGN_OR_RETURN(grammar, make_grammar(request.constraint, gbnf, ctx_->weights().vocab()));
+    }
+    backend::SamplingParams sp = request.sampling;
+    if (sp.seed != 0xFFFFFFFFu) sp.seed += static_cast<uint32_t>(i);  // mod 2^32
+    // The chain owns `grammar` from here; the penalties see the prompt.
+    s->sampler = make_sampler_chain(sp, n_vocab, static_cast<int32_t>(cap), g->prompt, grammar);
+    s->stream = TextStream(request.stop);
+    s->result.n_prompt_tokens = static_cast<int>(g->prompt.size());
+    seqs.push_back(std::move(s));
+  }
+  for (int i = 1; i < n; ++i) seqs[0]->followers.push_back(seqs[static_cast<size_t>(i)].get());
+  g->cancel = std::make_shared<std::atomic<bool>>(false);
+  g->results.resize(static_cast<size_t>(n));
+  g->remaining = n;
+  g->req = std::move(request);
 
   SequenceHandle h;
-  h.cancel_ = s->cancel;
-  h.result_ = s->promise.get_future().share();
+  h.cancel_ = g->cancel;
+  h.result_ = g->promise.get_future().share();
   {
     std::lock_guard lock(mu_);
-    s->id = next_id_++;
-    h.id_ = s->id;
-    pending_.push_back(std::move(s));
+    for (auto& s : seqs) s->id = next_id_;
+    h.id_ = next_id_++;
+    pending_.push_back(std::move(seqs));
     stats_.pending = pending_.size();
   }
   cv_.notify_all();
@@ -225,26 +302,36 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
 void BatchEngine::admit_locked() {
   const size_t n_ctx = ctx_->n_ctx();
   const bool unified = ctx_->options().kv_unified;
-  while (!pending_.empty() && !free_slots_.empty()) {
-    Seq& next = *pending_.front();
-    if (next.cancel->load(std::memory_order_relaxed)) {
-      auto s = std::move(pending_.front());
+  while (!pending_.empty()) {
+    auto& next = pending_.front();
+    if (next.front()->cancelled()) {
+      auto entry = std::move(pending_.front());
       pending_.pop_front();
-      s->result.finish = FinishReason::kCancelled;
-      s->promise.set_value(std::move(s->result));
-      if (s->req.on_done) s->req.on_done();
+      for (auto& s : entry) {
+        s->result.finish = FinishReason::kCancelled;
+        settle(*s);
+      }
       ++stats_.completed;
       continue;
     }
-    if (unified && !active_.empty() && reserved_ + next.reserve > n_ctx) break;  // wait for KV room
-    auto s = std::move(pending_.front());
+    if (free_slots_.size() < next.size()) break;
+    Group& g = *next.front()->group;
+    size_t reserve = g.prompt_reserve;
+    for (const auto& s : next) reserve += s->reserve;
+    if (unified && !active_.empty() && reserved_ + reserve > n_ctx) break;  // wait for KV room
+    auto entry = std::move(pending_.front());
     pending_.pop_front();
-    s->slot = free_slots_.back();
-    free_slots_.pop_back();
-    reserved_ += s->reserve;
-    s->admitted_order = ++admit_order_;
-    s->t_admit = Clock::now();
-    active_.push_back(std::move(s));
+    g.live = static_cast<int>(entry.size());
+    reserved_ += g.prompt_reserve;
+    const auto now = Clock::now();
+    for (auto& s : entry) {
+      s->slot = free_slots_.back();
+      free_slots_.pop_back();
+      reserved_ += s->reserve;
+      s->admitted_order = ++admit_order_;
+      s->t_admit = now;
+      active_.push_back(std::move(s));
+    }
   }
   stats_.pending = pending_.size();
   stats_.active = active_.size();
@@ -257,44 +344,127 @@ void BatchEngine::retire(Seq& s) {
   free_slots_.push_back(s.slot);
   std::sort(free_slots_.begin(), free_slots_.end(), std::greater<>());
   reserved_ -= s.reserve;
-  ++stats_.completed;
+  if (--s.group->live == 0) reserved_ -= s.group->prompt_reserve;
+  if (s.choice == 0) ++stats_.completed;  // requests
+}
+
+void BatchEngine::settle(Seq& s) {
+  Group& g = *s.group;
+  g.results[static_cast<size_t>(s.choice)] = std::move(s.result);
+  if (--g.remaining == 0) complete(g);
+}
+
+void BatchEngine::complete(Group& g) {
+  if (!g.error.ok()) {
+    g.promise.set_value(g.error);
+  } else if (g.results.size() == 1) {
+    g.promise.set_value(std::move(g.results[0]));
+  } else {
+    GenerationResult r = g.results[0];
+    r.choices = std::move(g.results);
+    g.promise.set_value(std::move(r));
+  }
+  if (g.req.on_done) g.req.on_done();
+}
+
+bool BatchEngine::emit(Seq& s, std::string_view text) {
+  const GenerationRequest& r = s.req();
+  if (r.on_piece) {
+    backend::TextPiece piece;
+    piece.choice = s.choice;
+    piece.text = text;
+    piece.logprobs = std::span<const backend::TokenLogprob>(s.result.logprobs).subspan(s.logprobs_sent);
+    s.logprobs_sent = s.result.logprobs.size();
+    return r.on_piece(piece);
+  }
+  if (r.on_text && !text.empty()) return r.on_text(text);
+  return true;
 }
 
 void BatchEngine::finish(Seq& s, FinishReason reason) {
-  if (reason != FinishReason::kStopString && reason != FinishReason::kCancelled) {
-    std::string tail = s.stream.flush();
-    if (!tail.empty()) {
-      s.result.text += tail;
-      if (s.req.on_text) s.req.on_text(tail);
-    }
+  if (reason != FinishReason::kCancelled) {
+    std::string tail = reason != FinishReason::kStopString ? s.stream.flush() : std::string();
+    if (!tail.empty()) s.result.text += tail;
+    if (!tail.empty() || s.logprobs_sent < s.result.logprobs.size()) emit(s, tail);
   }
   s.result.finish = reason;
   if (!s.result.tokens.empty()) s.result.generation_ms = ms_between(s.t_first, Clock::now());
   retire(s);
-  s.promise.set_value(std::move(s.result));
-  if (s.req.on_done) s.req.on_done();
+  settle(s);
 }
 
 void BatchEngine::fail(Seq& s, const Status& st) {
   retire(s);
-  s.promise.set_value(st.with_context("sequence " + std::to_string(s.id) + " (after " +
-                                      std::to_string(s.result.tokens.size()) + " generated tokens)"));
-  if (s.req.on_done) s.req.on_done();
+  Group& g = *s.group;
+  if (g.error.ok()) {
+    g.error = st.with_context("sequence " + std::to_string(s.id) +
+                              (g.results.size() > 1 ? " choice " + std::to_string(s.choice) : std::string()) +
+                              " (after " + std::to_string(s.result.tokens.size()) + " generated tokens)");
+  }
+  g.cancel->store(true);  // the request has failed: its other choices stop
+  settle(s);
+}
+
+void BatchEngine::sample(Seq& s) {
+  const auto& weights = ctx_->weights();
+  const int32_t n_vocab = weights.n_vocab();
+  const GenerationRequest& req = s.req();
+  if (req.n_top_logits > 0) {
+    const float* logits = llama_get_logits_ith(ctx_->raw(), s.out_index);
+    std::vector<std::pair<int32_t, float>> top;
+    for (int32_t t = 0; t < n_vocab; ++t) top.emplace_back(t, logits[t]);
+    const size_t k = std::min<size_t>(static_cast<size_t>(req.n_top_logits), top.size());
+    std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(k), top.end(),
+                      [](auto& a, auto& c) { return a.second > c.second; });
+    top.resize(k);
+    s.result.top_logits.push_back(std::move(top));
+  }
+  const llama_token tok = llama_sampler_sample(s.sampler, ctx_->raw(), s.out_index);
+  if (s.result.tokens.empty()) {
+    s.t_first = Clock::now();
+    s.result.prompt_ms = ms_between(s.t_admit, s.t_first);
+  }
+  if (weights.is_eog(tok)) {
+    finish(s, FinishReason::kEndOfGeneration);
+    return;
+  }
+  s.result.tokens.push_back(tok);
+  if (req.n_logprobs >= 0) {
+    s.result.logprobs.push_back(token_logprob(weights, llama_get_logits_ith(ctx_->raw(), s.out_index),
+                                              n_vocab, tok, req.n_logprobs, req.render_special));
+  }
+  const bool render = req.render_special || std::find(req.render_tokens.begin(), req.render_tokens.end(),
+                                                      tok) != req.render_tokens.end();
+  std::string text = s.stream.push(weights.token_to_piece(tok, render));
+  bool keep_going = true;
+  if (!text.empty()) {
+    s.result.text += text;
+    keep_going = emit(s, text);
+  }
+  if (s.stream.stopped()) {
+    finish(s, FinishReason::kStopString);
+  } else if (!keep_going) {
+    s.group->cancel->store(true);  // the caller wants no more of any choice
+    finish(s, FinishReason::kCancelled);
+  } else if (static_cast<int>(s.result.tokens.size()) >= req.max_tokens) {
+    finish(s, FinishReason::kMaxTokens);
+  } else {
+    s.generating = true;
+    s.next_token = tok;
+  }
 }
 
 Result<bool> BatchEngine::step() {
   {
     std::lock_guard lock(mu_);
     if (cancel_all_.exchange(false)) {
-      for (auto& s : pending_) s->cancel->store(true);
-      for (auto& s : active_) s->cancel->store(true);
+      for (auto& entry : pending_) entry.front()->group->cancel->store(true);
+      for (auto& s : active_) s->group->cancel->store(true);
     }
     admit_locked();
   }
   for (auto& s : active_) {
-    if (!s->done && s->cancel->load(std::memory_order_relaxed)) {
-      finish(*s, FinishReason::kCancelled);
-    }
+    if (!s->done && s->cancelled()) finish(*s, FinishReason::kCancelled);
   }
   active_.erase(std::remove_if(active_.begin(), active_.end(), [](auto& s) { return s->done; }),
                 active_.end());
@@ -304,7 +474,8 @@ Result<bool> BatchEngine::step() {
     return false;
   }
 
-  // Build one batch: every generating sequence's token first, then prompt chunks in admission order.
+  // Build one batch: every generating sequence's token first, then prompt chunks in admission order
+  // (choices waiting for their leader's prompt take no part).
   auto& b = *batch_;
   b.clear();
   const auto cap = static_cast<int32_t>(ctx_->n_batch());
@@ -320,15 +491,18 @@ Result<bool> BatchEngine::step() {
     }
   }
   std::vector<std::pair<Seq*, size_t>> chunks;
+  size_t prompt_tokens = 0;
   for (auto& s : active_) {
-    if (s->generating || b.batch.n_tokens >= cap) continue;
-    const size_t n = std::min<size_t>(s->prompt.size() - s->prompt_done, cap - b.batch.n_tokens);
+    if (s->generating || s->awaits_prompt || b.batch.n_tokens >= cap) continue;
+    const auto& prompt = s->group->prompt;
+    const size_t n = std::min<size_t>(prompt.size() - s->prompt_done, cap - b.batch.n_tokens);
     for (size_t i = 0; i < n; ++i) {
       const size_t k = s->prompt_done + i;
-      const bool last = k + 1 == s->prompt.size();
+      const bool last = k + 1 == prompt.size();
       if (last) s->out_index = b.batch.n_tokens;
-      b.add(s->prompt[k], static_cast<llama_pos>(k), s->slot, last);
+      b.add(prompt[k], static_cast<llama_pos>(k), s->slot, last);
     }
+    prompt_tokens += n;
     chunks.emplace_back(s.get(), n);
     s->in_batch = true;
     in_batch.push_back(s.get());
@@ -340,7 +514,7 @@ Result<bool> BatchEngine::step() {
     bool abort = cancel_all_.load(std::memory_order_relaxed);
     if (!abort) {
       abort = true;
-      for (Seq* s : in_batch) abort = abort && s->cancel->load(std::memory_order_relaxed);
+      for (Seq* s : in_batch) abort = abort && s->cancelled();
     }
     if (abort && !quiet) quiet.emplace();
     return abort;
@@ -353,6 +527,7 @@ Result<bool> BatchEngine::step() {
     ++stats_.steps;
     stats_.tokens_decoded += static_cast<uint64_t>(b.batch.n_tokens);
     stats_.max_batch_seqs = std::max<uint64_t>(stats_.max_batch_seqs, in_batch.size());
+    if (st.ok()) stats_.prompt_tokens_decoded += prompt_tokens;
   }
   if (!st.ok()) {
     if (st.code() == StatusCode::kResourceExhausted) {
@@ -378,54 +553,25 @@ Result<bool> BatchEngine::step() {
     s->prompt_done += n;
     s->pos = static_cast<int32_t>(s->prompt_done);
   }
-  const auto& weights = ctx_->weights();
-  const int32_t n_vocab = weights.n_vocab();
+  std::vector<Seq*> to_sample;
   for (Seq* s : in_batch) {
     if (s->out_index < 0) continue;  // prompt not finished yet
     if (s->generating) ++s->pos;     // the token just decoded now sits in the cache
-    if (s->req.n_top_logits > 0) {
-      const float* logits = llama_get_logits_ith(ctx_->raw(), s->out_index);
-      std::vector<std::pair<int32_t, float>> top;
-      for (int32_t t = 0; t < n_vocab; ++t) top.emplace_back(t, logits[t]);
-      const size_t k = std::min<size_t>(static_cast<size_t>(s->req.n_top_logits), top.size());
-      std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(k), top.end(),
-                        [](auto& a, auto& c) { return a.second > c.second; });
-      top.resize(k);
-      s->result.top_logits.push_back(std::move(top));
+    to_sample.push_back(s);
+    // The prompt is in the cache now: the other choices continue from it and sample from its logits.
+    for (Seq* f : s->followers) {
+      if (f->done) continue;
+      ctx_->copy_sequence(s->slot, f->slot);
+      f->awaits_prompt = false;
+      f->prompt_done = s->prompt_done;
+      f->pos = s->pos;
+      f->out_index = s->out_index;
+      to_sample.push_back(f);
     }
-    const llama_token tok = llama_sampler_sample(s->sampler, ctx_->raw(), s->out_index);
-    if (s->result.tokens.empty()) {
-      s->t_first = Clock::now();
-      s->result.prompt_ms = ms_between(s->t_admit, s->t_first);
-    }
-    if (weights.is_eog(tok)) {
-      finish(*s, FinishReason::kEndOfGeneration);
-      continue;
-    }
-    s->result.tokens.push_back(tok);
-    if (s->req.n_logprobs >= 0) {
-      s->result.logprobs.push_back(token_logprob(weights, llama_get_logits_ith(ctx_->raw(), s->out_index),
-                                                 n_vocab, tok, s->req.n_logprobs, s->req.render_special));
-    }
-    const bool render =
-        s->req.render_special || std::find(s->req.render_tokens.begin(), s->req.render_tokens.end(), tok) !=
-                                     s->req.render_tokens.end();
-    std::string text = s->stream.push(weights.token_to_piece(tok, render));
-    bool keep_going = true;
-    if (!text.empty()) {
-      s->result.text += text;
-      if (s->req.on_text) keep_going = s->req.on_text(text);
-    }
-    if (s->stream.stopped()) {
-      finish(*s, FinishReason::kStopString);
-    } else if (!keep_going) {
-      finish(*s, FinishReason::kCancelled);
-    } else if (static_cast<int>(s->result.tokens.size()) >= s->req.max_tokens) {
-      finish(*s, FinishReason::kMaxTokens);
-    } else {
-      s->generating = true;
-      s->next_token = tok;
-    }
+    s->followers.clear();
+  }
+  for (Seq* s : to_sample) {
+    if (!s->done) sample(*s);
   }
   active_.erase(std::remove_if(active_.begin(), active_.end(), [](auto& s) { return s->done; }),
                 active_.end());

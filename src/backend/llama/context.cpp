@@ -237,6 +237,10 @@ Status LlamaContext::decode(const llama_batch& batch) {
 
 void LlamaContext::remove_sequence(int32_t seq) { llama_memory_seq_rm(llama_get_memory(ctx_), seq, -1, -1); }
 
+void LlamaContext::copy_sequence(int32_t src, int32_t dst) {
+  llama_memory_seq_cp(llama_get_memory(ctx_), src, dst, -1, -1);
+}
+
 int32_t LlamaContext::sequence_pos_max(int32_t seq) const {
   return llama_memory_seq_pos_max(llama_get_memory(ctx_), seq);
 }

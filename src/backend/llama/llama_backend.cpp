@@ -211,7 +211,8 @@ Status LlamaModel::init() {
 
 void LlamaModel::account(const Result<GenerationResult>& r) {
   if (r.ok()) {
-    count_tokens(static_cast<uint64_t>(r->n_prompt_tokens), r->tokens.size());
+    count_tokens(static_cast<uint64_t>(r->n_prompt_tokens),
+                 static_cast<uint64_t>(backend::completion_tokens(*r)));
   } else {
     count_failure();
   }
@@ -295,7 +296,9 @@ Result<std::vector<std::vector<backend::NamedTensor>>> LlamaModel::infer_batch(
   Status first_error;
   for (size_t i = 0; i < handles.size(); ++i) {
     auto r = engine_->wait(handles[i]);
-    if (r.ok()) count_tokens(static_cast<uint64_t>(r->n_prompt_tokens), r->tokens.size());
+    if (r.ok())
+      count_tokens(static_cast<uint64_t>(r->n_prompt_tokens),
+                   static_cast<uint64_t>(backend::completion_tokens(*r)));
     if (!first_error.ok()) continue;  // wait for the rest so none outlives the call
     if (!r.ok()) {
       first_error = r.status().with_context("request " + std::to_string(i) + " of the batch");

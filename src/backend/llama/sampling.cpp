@@ -2,6 +2,8 @@
 
 #include <llama.h>
 
+#include <vector>
+
 namespace gantry::llama {
 
 llama_sampler* make_sampler_chain(const backend::SamplingParams& p, int32_t n_vocab, int32_t penalty_window,
@@ -9,9 +11,17 @@ llama_sampler* make_sampler_chain(const backend::SamplingParams& p, int32_t n_vo
   llama_sampler_chain_params cp = llama_sampler_chain_default_params();
   cp.no_perf = true;
   llama_sampler* chain = llama_sampler_chain_init(cp);
-  if (p.repeat_penalty != 1.0f) {
+  if (!p.logit_bias.empty()) {
+    std::vector<llama_logit_bias> bias;
+    bias.reserve(p.logit_bias.size());
+    for (const auto& [token, b] : p.logit_bias) bias.push_back({token, b});
+    llama_sampler_chain_add(
+        chain, llama_sampler_init_logit_bias(n_vocab, static_cast<int32_t>(bias.size()), bias.data()));
+  }
+  if (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
     const int32_t last_n = p.repeat_last_n < 0 ? penalty_window : p.repeat_last_n;
-    llama_sampler* penalties = llama_sampler_init_penalties(n_vocab, last_n, p.repeat_penalty, 0.0f, 0.0f);
+    llama_sampler* penalties = llama_sampler_init_penalties(n_vocab, last_n, p.repeat_penalty,
+                                                            p.frequency_penalty, p.presence_penalty);
     for (int32_t t : history) llama_sampler_accept(penalties, t);
     llama_sampler_chain_add(chain, penalties);
   }

@@ -11,6 +11,12 @@
 // (prompt + max_tokens, capped at n_ctx_seq) fits next to the active ones', so a correctly sized
 // context never runs out of KV space mid-generation. If it does anyway (llama_decode returns 1),
 // the most recently admitted sequence in the batch fails with ResourceExhausted and the rest go on.
+//
+// Choices (GenerationRequest::n_choices = n): one request becomes n sequences admitted together
+// (n free slots, n reservations). The first decodes the prompt; once its last prompt token is
+// decoded its cache is copied to the others (llama_memory_seq_cp) and all n sample their first
+// token from that one row of logits, each with its own sampler, then go on independently. One
+// sequence failing fails the request (the others are cancelled).
 #pragma once
 
 #include <atomic>
@@ -20,6 +26,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -51,12 +58,13 @@ class SequenceHandle {
 };
 
 struct EngineStats {
-  uint64_t steps = 0;           // llama_decode calls
-  uint64_t tokens_decoded = 0;  // tokens in those batches
-  uint64_t max_batch_seqs = 0;  // most sequences in one batch
-  uint64_t completed = 0;       // sequences finished (any reason, errors included)
-  size_t active = 0;
-  size_t pending = 0;
+  uint64_t steps = 0;                  // llama_decode calls
+  uint64_t tokens_decoded = 0;         // tokens in those batches
+  uint64_t prompt_tokens_decoded = 0;  // of those, prompt tokens (a request's choices share theirs)
+  uint64_t max_batch_seqs = 0;         // most sequences in one batch
+  uint64_t completed = 0;              // sequences finished (any reason, errors included)
+  size_t active = 0;                   // sequences
+  size_t pending = 0;                  // requests
 };
 
 class BatchEngine {
@@ -67,10 +75,12 @@ class BatchEngine {
   BatchEngine(const BatchEngine&) = delete;
   BatchEngine& operator=(const BatchEngine&) = delete;
 
-  // Validates the request (sampling parameters, max_tokens, prompt fits the context: else
+  // Validates the request (sampling parameters, logit_bias ids in the vocabulary, max_tokens,
+  // n_choices in 1..n_seq_max, at most one of on_text/on_piece, prompt fits the context: else
   // backend::context_length_exceeded), compiles its output constraint to a grammar on the calling
   // thread (never the decoding loop) and queues it. Errors here are the request's fault
-  // (InvalidArgument); the handle's result carries errors found later.
+  // (InvalidArgument); the handle's result carries errors found later. The handle stands for the
+  // whole request: all its choices, one result.
   Result<SequenceHandle> submit(backend::GenerationRequest request);
 
   // submit + wait, driving the engine from this thread when no background loop runs.
@@ -95,19 +105,24 @@ class BatchEngine {
 
  private:
   struct Seq;
+  struct Group;
   BatchEngine() = default;
   void admit_locked();
   void finish(Seq& s, backend::FinishReason reason);
   void fail(Seq& s, const Status& st);
   void retire(Seq& s);
+  void settle(Seq& s);  // records an ended sequence's result in its group; completes the group
+  static void complete(Group& g);
+  bool emit(Seq& s, std::string_view text);  // to the request's callback; false: cancel
+  void sample(Seq& s);                       // samples s's next token from its output row and handles it
   void loop();
   bool drive_once();
 
   std::unique_ptr<LlamaContext> ctx_;
   mutable std::mutex mu_;  // guards pending_, free_slots_, reserved_, stats_, running_
   std::condition_variable cv_;
-  std::deque<std::unique_ptr<Seq>> pending_;
-  std::vector<std::unique_ptr<Seq>> active_;  // touched only by the decoding thread
+  std::deque<std::vector<std::unique_ptr<Seq>>> pending_;  // a request's sequences, leader first
+  std::vector<std::unique_ptr<Seq>> active_;               // touched only by the decoding thread
   std::vector<int32_t> free_slots_;
   size_t reserved_ = 0;
   uint64_t next_id_ = 1;

@@ -46,6 +46,10 @@ class LlamaContext {
 
   // Frees every KV cell of `seq` (all positions).
   void remove_sequence(int32_t seq);
+  // Gives `dst` (holding nothing) everything `src` holds, so both continue from the same cache. In
+  // a unified cache the cells are shared (no copy, no new cells); with a stream per sequence the
+  // stream is copied on the next decode.
+  void copy_sequence(int32_t src, int32_t dst);
   // Largest position `seq` holds in the KV cache, -1 when it holds none.
   int32_t sequence_pos_max(int32_t seq) const;
   void clear();
