@@ -82,8 +82,9 @@ def write_reranker(path: Path, seed: int, n_layer: int, n_embd: int, n_head: int
         w.add_tensor(p + "ffn_up.weight", mat(n_ff, n_embd))
         w.add_tensor(p + "ffn_down.weight", mat(n_embd, n_ff))
     w.add_tensor("output_norm.weight", norm(n_embd))
-    # The rows of "yes" and "no" of a reranker's LM head; here random.
-    w.add_tensor("cls.output.weight", mat(2, n_embd, 0.5))
+    # The rows of "yes" and "no" of a reranker's LM head; here random, small enough that P(yes) stays
+    # well inside (0, 1).
+    w.add_tensor("cls.output.weight", mat(2, n_embd, 0.05))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

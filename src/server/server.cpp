@@ -67,6 +67,7 @@ struct Route {
     kChat,
     kCompletions,
     kEmbeddings,
+    kRerank,
     kMetrics,
     kDashboardPage,
     kDashboardAsset,
@@ -145,6 +146,8 @@ Route route_of(std::string_view path) {
     r.kind = Route::kCompletions, r.method = "POST";
   else if (is({"v1", "embeddings"}))
     r.kind = Route::kEmbeddings, r.method = "POST";
+  else if (is({"v1", "rerank"}) || is({"rerank"}))
+    r.kind = Route::kRerank, r.method = "POST", r.protocol = Protocol::kOpenai;
   else if (r.protocol == Protocol::kOllama && p.size() == 2) {
     static const struct {
       std::string_view path;
@@ -168,7 +171,8 @@ bool is_inference(const Route& r) {
     return r.ollama == OllamaRoute::kGenerate || r.ollama == OllamaRoute::kChat ||
            r.ollama == OllamaRoute::kEmbed || r.ollama == OllamaRoute::kEmbeddings;
   }
-  return k == Route::kInfer || k == Route::kChat || k == Route::kCompletions || k == Route::kEmbeddings;
+  return k == Route::kInfer || k == Route::kChat || k == Route::kCompletions || k == Route::kEmbeddings ||
+         k == Route::kRerank;
 }
 
 // Where a routed request runs: inference and model loading on the workers; everything that only reads
@@ -688,6 +692,9 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
           return;
         case Route::kEmbeddings:
           openai_embeddings(*s, reply, std::move(*req_ptr));
+          return;
+        case Route::kRerank:
+          rerank_documents(*s, reply, std::move(*req_ptr));
           return;
         case Route::kGantryStatus:
           dashboard_status(*s, reply);

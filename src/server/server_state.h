@@ -161,6 +161,8 @@ void kserve_repository_load(Server::State& s, std::shared_ptr<Reply> reply, std:
 void openai_models(Server::State& s, std::shared_ptr<Reply> reply);
 void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, bool chat);
 void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request);
+// POST /v1/rerank and /rerank (rerank_routes.cpp).
+void rerank_documents(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request);
 // Dashboard (dashboard_routes.cpp): an embedded asset with its security headers (304 when the request's
 // If-None-Match holds its ETag; nullopt when there is no such asset), the JSON the page polls, pinning.
 std::optional<HttpResponse> dashboard_asset(std::string_view name, const HttpRequest& request);

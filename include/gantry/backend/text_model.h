@@ -63,7 +63,9 @@ class TextModel {
   // each pair is formatted as llama-server formats it (the model's own rerank prompt template, else the
   // query and the document joined by the vocabulary's separator tokens) and scored by the model's
   // classifier head, one float per pair on the model's own scale (e.g. P("yes") for Qwen3 rerankers, a
-  // logit for BERT ones). Deterministic: a pair scores the same alone, twice, or among others.
+  // logit for BERT ones). Deterministic: the same request gives the same scores, bit for bit; a pair
+  // scored alone, twice, or among other documents agrees up to float rounding (pairs share a batch, and
+  // where a sequence sits in it changes the order of the attention's sums).
   // Unsupported "... is not a reranking model: its pooling is X" for any other model;
   // InvalidArgument with backend::context_length_exceeded when a pair does not fit the context (the
   // message names "documents[i]"); Unavailable while the model drains. An empty `documents` scores nothing.

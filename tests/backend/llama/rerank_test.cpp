@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <llama.h>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -59,9 +60,6 @@ TEST_F(Reranker, ScoresAreDeterministicPerPairWhateverTheBatch) {
     EXPECT_GT(s, 0.0f);
     EXPECT_LT(s, 1.0f);
   }
-  EXPECT_NE(a->scores[0], a->scores[1]);
-  EXPECT_NE(a->scores[1], a->scores[2]);
-  EXPECT_NE(a->scores[0], a->scores[2]);
 
   // Every pair's tokens are counted.
   int tokens = 0;
@@ -72,23 +70,35 @@ TEST_F(Reranker, ScoresAreDeterministicPerPairWhateverTheBatch) {
   }
   EXPECT_EQ(a->prompt_tokens, tokens);
 
-  // Again, in another order, alone, and the same document twice in one batch: the same scores.
+  // The same request: the same scores, bit for bit.
+  auto again = model_->rerank("What is the capital of France?", docs);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->scores, a->scores);
+
+  // In another order, alone, and the same document twice in one request: the same scores up to float
+  // rounding (where a pair sits in the batch changes the order of the attention's sums).
+  constexpr float kRounding = 1e-5f;
   auto b = model_->rerank("What is the capital of France?",
                           std::vector<std::string>{docs[2], docs[0], docs[1], docs[0]});
   ASSERT_TRUE(b.ok()) << b.status().to_string();
   ASSERT_EQ(b->scores.size(), 4u);
-  EXPECT_FLOAT_EQ(b->scores[0], a->scores[2]);
-  EXPECT_FLOAT_EQ(b->scores[1], a->scores[0]);
-  EXPECT_FLOAT_EQ(b->scores[2], a->scores[1]);
-  EXPECT_FLOAT_EQ(b->scores[3], a->scores[0]);
+  EXPECT_NEAR(b->scores[0], a->scores[2], kRounding);
+  EXPECT_NEAR(b->scores[1], a->scores[0], kRounding);
+  EXPECT_NEAR(b->scores[2], a->scores[1], kRounding);
+  EXPECT_NEAR(b->scores[3], a->scores[0], kRounding);
+  EXPECT_NEAR(b->scores[3], b->scores[1], kRounding);
   auto alone = model_->rerank("What is the capital of France?", std::vector<std::string>{docs[1]});
   ASSERT_TRUE(alone.ok()) << alone.status().to_string();
-  EXPECT_FLOAT_EQ(alone->scores[0], a->scores[1]);
+  EXPECT_NEAR(alone->scores[0], a->scores[1], kRounding);
+  // Different documents differ by far more than rounding.
+  EXPECT_GT(std::fabs(a->scores[0] - a->scores[1]), 100 * kRounding);
+  EXPECT_GT(std::fabs(a->scores[1] - a->scores[2]), 100 * kRounding);
+  EXPECT_GT(std::fabs(a->scores[0] - a->scores[2]), 100 * kRounding);
 
   // Another query changes the scores.
   auto other = model_->rerank("Which fruit is yellow?", docs);
   ASSERT_TRUE(other.ok());
-  EXPECT_NE(other->scores[1], a->scores[1]);
+  EXPECT_GT(std::fabs(other->scores[1] - a->scores[1]), 100 * kRounding);
 
   auto none = model_->rerank("q", std::vector<std::string>{});
   ASSERT_TRUE(none.ok());
@@ -103,7 +113,7 @@ TEST_F(Reranker, MorePairsThanSequencesStillScoreEach) {
   ASSERT_EQ(all->scores.size(), 7u);
   auto last = model_->rerank("number", std::vector<std::string>{docs[6]});
   ASSERT_TRUE(last.ok());
-  EXPECT_FLOAT_EQ(last->scores[0], all->scores[6]);
+  EXPECT_NEAR(last->scores[0], all->scores[6], 1e-5f);
 }
 
 TEST_F(Reranker, PromptIsTheModelsRerankTemplate) {

@@ -48,7 +48,8 @@ class LlamaEmbedder {
   };
   // The classifier head's first output for each (query, document) pair (rerank_tokens), for pooling
   // kRank only (else Unsupported). A pair longer than the context is InvalidArgument with
-  // backend::context_length_exceeded, naming "documents[i]". The same pair scores the same in any batch.
+  // backend::context_length_exceeded, naming "documents[i]". The same call gives the same scores; the
+  // same pair in another batch, the same up to float rounding.
   Result<Scores> rerank(std::string_view query, std::span<const std::string> documents);
 
   int n_embd() const;
