@@ -8,6 +8,8 @@ Usage: gguf_reranker.py <models-dir> <cache-dir>
                       `tokenizer.chat_template.rerank` prompt with {query} and {document}, and a default
                       ChatML template. 2 layers, n_embd 64, 4 heads / 2 KV heads, n_ff 128, ctx 2048, F16,
                       output tied to token_embd; the llama SPM tokenizer (32000 tokens) from the bundle.
+  tiny-pooling-none.gguf the same without the head and the rerank prompt, declaring pooling_type 0 (none):
+                      a model with no vector per text, which /v1/embeddings refuses as llama-server does.
 qwen3 is the smallest decoder whose classifier head llama.cpp loads (bert-family rerankers need a WPM
 vocabulary and token types). Loaded with llama_model_load_from_file as a check. Same bytes on every run.
 """
@@ -36,11 +38,11 @@ RERANK = ("<|im_start|>system\nJudge whether the Document meets the requirements
 
 
 def write_reranker(path: Path, seed: int, n_layer: int, n_embd: int, n_head: int, n_head_kv: int, n_ff: int,
-                   n_ctx: int) -> None:
+                   n_ctx: int, rank: bool = True) -> None:
     rng = np.random.default_rng(seed)
     hd = n_embd // n_head
     w = gguf.GGUFWriter(str(path), "qwen3")
-    w.add_name("gantry-tiny-reranker")
+    w.add_name("gantry-tiny-reranker" if rank else "gantry-tiny-pooling-none")
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
     w.add_context_length(n_ctx)
     w.add_embedding_length(n_embd)
@@ -52,12 +54,15 @@ def write_reranker(path: Path, seed: int, n_layer: int, n_embd: int, n_head: int
     w.add_value_length(hd)
     w.add_layer_norm_rms_eps(1e-6)
     w.add_rope_freq_base(1000000.0)
-    w.add_pooling_type(gguf.PoolingType.RANK)
-    w.add_classifier_output_labels(["yes", "no"])
+    w.add_pooling_type(gguf.PoolingType.RANK if rank else gguf.PoolingType.NONE)
+    if rank:
+        w.add_classifier_output_labels(["yes", "no"])
     n_vocab = gguf_llama.copy_tokenizer(w)
     w.add_vocab_size(n_vocab)
-    w.add_chat_template([{"name": "default", "template": gguf_llama.CHATML},
-                         {"name": "rerank", "template": RERANK}])
+    templates = [{"name": "default", "template": gguf_llama.CHATML}]
+    if rank:
+        templates.append({"name": "rerank", "template": RERANK})
+    w.add_chat_template(templates)
 
     # Larger than tiny-llama's 0.02 so that different documents give visibly different scores.
     def mat(rows: int, cols: int, scale: float = 0.1) -> np.ndarray:
@@ -84,7 +89,8 @@ def write_reranker(path: Path, seed: int, n_layer: int, n_embd: int, n_head: int
     w.add_tensor("output_norm.weight", norm(n_embd))
     # The rows of "yes" and "no" of a reranker's LM head; here random, small enough that P(yes) stays
     # well inside (0, 1).
-    w.add_tensor("cls.output.weight", mat(2, n_embd, 0.05))
+    if rank:
+        w.add_tensor("cls.output.weight", mat(2, n_embd, 0.05))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -94,11 +100,12 @@ def write_reranker(path: Path, seed: int, n_layer: int, n_embd: int, n_head: int
 def main() -> None:
     MODELS.mkdir(parents=True, exist_ok=True)
     tool = gguf_llama.build_tool()
-    out = MODELS / "tiny-reranker.gguf"
-    tmp = out.with_suffix(".tmp")
-    write_reranker(tmp, 2468, n_layer=2, n_embd=64, n_head=4, n_head_kv=2, n_ff=128, n_ctx=2048)
-    tmp.replace(out)
-    subprocess.run([str(tool), "check", str(out)], check=True)
+    for name, rank in (("tiny-reranker.gguf", True), ("tiny-pooling-none.gguf", False)):
+        out = MODELS / name
+        tmp = out.with_suffix(".tmp")
+        write_reranker(tmp, 2468, n_layer=2, n_embd=64, n_head=4, n_head_kv=2, n_ff=128, n_ctx=2048, rank=rank)
+        tmp.replace(out)
+        subprocess.run([str(tool), "check", str(out)], check=True)
 
 
 if __name__ == "__main__":

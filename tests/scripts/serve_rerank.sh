@@ -3,18 +3,20 @@
 # generated tiny reranker (tiny-reranker.gguf, pooling rank): the answer's shape, results sorted by
 # relevance_score, top_n, return_documents, the same document scoring the same, the 400s (a model that is
 # not a reranker, a missing query, documents that are not strings, a bad top_n, a pair longer than the
-# context), and /v1/embeddings (and Ollama's /api/embed) refusing the reranker while tiny-llama still
-# embeds. Usage: serve_rerank.sh BUILD_DIR   (run from the source dir)
+# context), and /v1/embeddings (and Ollama's /api/embed) refusing the reranker and a model whose pooling
+# is none (tiny-pooling-none.gguf) while tiny-llama still embeds.
+# Usage: serve_rerank.sh BUILD_DIR   (run from the source dir)
 set -uo pipefail
 BUILD=${1:?usage: serve_rerank.sh BUILD_DIR}
 DEPS=${GANTRY_DEPS_DIR:-$(pwd)/.cache}
 GANTRY=$BUILD/bin/gantry
 RERANKER=$DEPS/models/tiny-reranker.gguf
 LLAMA=$DEPS/models/tiny-llama.gguf
+NONE=$DEPS/models/tiny-pooling-none.gguf  # declares pooling none
 PY=/usr/bin/python3
 
 [[ -x "$GANTRY" ]] || { echo "FAIL: $GANTRY not built"; exit 1; }
-for m in "$RERANKER" "$LLAMA"; do
+for m in "$RERANKER" "$LLAMA" "$NONE"; do
   [[ -f "$m" ]] || { echo "FAIL: $m missing (run scripts/setup.sh: scripts/models/*.py generate it)"; exit 1; }
 done
 
@@ -25,7 +27,7 @@ trap 'stop_server; rm -rf "$tmp"' EXIT
 
 port=$(free_port)
 base="http://127.0.0.1:$port"
-"$GANTRY" serve "$RERANKER" "$LLAMA" --host 127.0.0.1 --port "$port" --ctx 512 --parallel 2 --threads 1 \
+"$GANTRY" serve "$RERANKER" "$LLAMA" "$NONE" --host 127.0.0.1 --port "$port" --ctx 512 --parallel 2 --threads 1 \
   >"$tmp/server.log" 2>&1 &
 pid=$!
 wait_ready "$base" "$tmp/server.log" 60 || exit 1
@@ -127,6 +129,8 @@ assert os.environ["WANT_TEXT"] in e["message"], e
 }
 bad not_reranker 400 model "not a reranking model: its pooling is mean" /v1/rerank \
   '{"model":"tiny-llama","query":"q","documents":["a"]}'
+bad not_reranker_none 400 model "not a reranking model: its pooling is none" /rerank \
+  '{"model":"tiny-pooling-none","query":"q","documents":["a"]}'
 bad no_query 400 query "'query' is required" /v1/rerank '{"model":"tiny-reranker","documents":["a"]}'
 bad query_type 400 query "must be a string" /rerank '{"model":"tiny-reranker","query":7,"documents":["a"]}'
 bad doc_types 400 documents "documents[1]" /v1/rerank '{"model":"tiny-reranker","query":"q","documents":["a",{"text":"b"}]}'
@@ -148,9 +152,12 @@ expect get 405
 post again POST /rerank '{"model":"tiny-reranker","query":"q","documents":["a"]}'
 expect again 200 && check again 'assert len(r["results"]) == 1 and r["results"][0]["index"] == 0, r'
 
-# /v1/embeddings honours the pooling: the reranker is refused with a pointer to /v1/rerank, tiny-llama
-# (which declares no pooling: mean) still embeds; Ollama's /api/embed refuses the reranker too.
+# /v1/embeddings honours the pooling: the reranker is refused with a pointer to /v1/rerank, a model that
+# declares pooling none is refused (llama-server: "Pooling type 'none' is not OAI compatible"), tiny-llama
+# (which declares no pooling at all: Gantry pools it by the mean) still embeds; Ollama's /api/embed refuses
+# the reranker too.
 bad embed_reranker 400 model "use /v1/rerank" /v1/embeddings '{"model":"tiny-reranker","input":"hello"}'
+bad embed_none 400 model "its pooling is none" /v1/embeddings '{"model":"tiny-pooling-none","input":"hello"}'
 post embed_llama POST /v1/embeddings '{"model":"tiny-llama","input":"hello"}'
 expect embed_llama 200 && check embed_llama 'assert len(r["data"]) == 1 and len(r["data"][0]["embedding"]) == 64, r'
 post ollama_embed POST /api/embed '{"model":"tiny-reranker","input":"hello"}'

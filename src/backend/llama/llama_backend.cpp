@@ -346,14 +346,18 @@ Result<std::vector<std::vector<float>>> LlamaModel::embed(std::span<const std::s
   auto guard = enter();
   if (!guard.ok()) return guard.status();
   if (!text_info_.embeds) {
-    return Unsupported("model '" + meta_.name + "' gives no embeddings: its pooling is " +
-                       text_info_.pooling +
-                       (text_info_.pooling == "rank" ? " (a reranker: it scores documents against a query)"
-                                                     : " (no vector per text)"));
+    const bool reranker = text_info_.pooling == "rank";
+    return Unsupported(
+        "model '" + meta_.name + "' gives no embeddings: its pooling is " + text_info_.pooling +
+        (reranker ? " (a reranker: it scores documents against a query)" : " (no vector per text)"));
   }
   std::lock_guard lock(embed_mu_);
   auto e = embedder();
-  auto r = e.ok() ? (*e)->embed(texts, normalize) : Result<std::vector<std::vector<float>>>(e.status());
+  if (!e.ok()) {
+    count_failure();
+    return e.status();
+  }
+  auto r = (*e)->embed(texts, normalize);
   if (!r.ok()) count_failure();
   return r;
 }

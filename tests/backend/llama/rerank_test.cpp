@@ -162,6 +162,26 @@ TEST(RerankOther, AGeneratingModelIsNoRerankerAndPoolsByMean) {
       << r.status().message();
 }
 
+TEST(RerankOther, DeclaredPoolingNoneGivesNoEmbeddings) {
+  const std::string path = std::string(GANTRY_DEPS_DIR) + "/models/tiny-pooling-none.gguf";
+  ASSERT_TRUE(std::filesystem::exists(path))
+      << path << " is missing (scripts/models/gguf_reranker.py makes it)";
+  LlamaBackend backend;
+  auto m = load(backend, path);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ((*m)->text_info().pooling, "none");
+  EXPECT_FALSE((*m)->text_info().embeds);
+  EXPECT_TRUE((*m)->text_info().generates);
+  auto e = (*m)->embed(std::vector<std::string>{"hello"});
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(e.status().message().find("its pooling is none"), std::string::npos) << e.status().message();
+  auto r = (*m)->rerank("q", std::vector<std::string>{"d"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not a reranking model: its pooling is none"), std::string::npos)
+      << r.status().message();
+}
+
 TEST(RerankOther, WithoutATemplateThePairIsJoinedAsTheVocabularyAddsTokens) {
   GANTRY_REQUIRE_TINY_MODEL();
   // tiny-llama: llama SPM, which adds BOS only (no EOS, no SEP): BOS query document.
