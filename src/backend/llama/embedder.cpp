@@ -85,7 +85,9 @@ Result<std::unique_ptr<LlamaEmbedder>> LlamaEmbedder::create(std::shared_ptr<con
   if (!weights) return InvalidArgument("LlamaEmbedder::create: no model");
   if (options.pooling == Pooling::kModel) options.pooling = model_pooling(*weights);
   if (options.pooling == Pooling::kNone) {
-    return InvalidArgument("embeddings need a pooling (mean, cls, last or rank) to give one vector per text");
+    return InvalidArgument(
+        "an embedding context needs a pooling (mean, cls or last; rank for a reranker's scores): none gives "
+        "no vector per text");
   }
   options.embeddings = true;
   options.n_ubatch = options.n_batch;
