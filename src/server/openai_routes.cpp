@@ -263,6 +263,17 @@ void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpReque
     reply->error(code, handle.status().message(), "model", code == 404 ? "model_not_found" : "");
     return;
   }
+  // The model's own pooling decides (as llama-server does): none gives no vector per text, and a
+  // reranker's (rank) output is a score.
+  if (const backend::TextModel* text = handle->model().text(); text && !text->text_info().embeds) {
+    const std::string& pooling = text->text_info().pooling;
+    reply->error(400,
+                 "model '" + req.model + "' gives no embeddings: its pooling is " + pooling +
+                     (pooling == "rank" ? " (a reranking model: use /v1/rerank)"
+                                        : " (one vector per token, none per text)"),
+                 "model", "model_not_embedding");
+    return;
+  }
   if (!s.admit(req.model, 1)) {
     reply->error(429, "model '" + req.model + "' is at capacity; retry later");
     return;

@@ -73,6 +73,7 @@ struct Route {
     kResponses,       // POST /v1/responses
     kResponseGet,     // GET /v1/responses/{id}
     kResponseDelete,  // DELETE /v1/responses/{id}
+    kRerank,
     kMetrics,
     kDashboardPage,
     kDashboardAsset,
@@ -162,6 +163,8 @@ Route route_of(std::string_view path, std::string_view method) {
     r.kind = Route::kResponseDelete, r.response_id = p[2], r.method = "DELETE";
   else if (is({"v1", "responses", "*"}))
     r.kind = Route::kResponseGet, r.response_id = p[2];
+  else if (is({"v1", "rerank"}) || is({"rerank"}))
+    r.kind = Route::kRerank, r.method = "POST", r.protocol = Protocol::kOpenai;
   else if (r.protocol == Protocol::kOllama && p.size() == 2) {
     static const struct {
       std::string_view path;
@@ -188,7 +191,7 @@ bool is_inference(const Route& r) {
            r.ollama == OllamaRoute::kEmbed || r.ollama == OllamaRoute::kEmbeddings;
   }
   return k == Route::kInfer || k == Route::kChat || k == Route::kCompletions || k == Route::kEmbeddings ||
-         k == Route::kMessages || k == Route::kResponses;
+         k == Route::kMessages || k == Route::kResponses || k == Route::kRerank;
 }
 
 // Where a routed request runs: inference and model loading on the workers; everything that only reads
@@ -729,6 +732,9 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
         case Route::kResponseGet:
         case Route::kResponseDelete:
           responses_stored(*s, reply, r.response_id, r.kind == Route::kResponseDelete);
+          return;
+        case Route::kRerank:
+          rerank_documents(*s, reply, std::move(*req_ptr));
           return;
         case Route::kGantryStatus:
           dashboard_status(*s, reply);

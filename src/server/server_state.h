@@ -172,6 +172,8 @@ void anthropic_messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequ
 // true) /v1/responses/{id}.
 void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request);
 void responses_stored(Server::State& s, std::shared_ptr<Reply> reply, std::string id, bool erase);
+// POST /v1/rerank and /rerank (rerank_routes.cpp).
+void rerank_documents(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request);
 // Dashboard (dashboard_routes.cpp): an embedded asset with its security headers (304 when the request's
 // If-None-Match holds its ETag; nullopt when there is no such asset), the JSON the page polls, pinning.
 std::optional<HttpResponse> dashboard_asset(std::string_view name, const HttpRequest& request);

@@ -5,6 +5,7 @@
 //   text->text_info().context_length;            // tokens per sequence
 //   auto prompt = text->apply_chat(request);     // the model's own chat template, tools included
 //   auto parser = text->chat_parser(*prompt);    // its answer back as content/reasoning/tool calls
+//   auto ranked = text->rerank(query, documents); // a reranker's (pooling "rank") relevance scores
 //
 // Contract: the facet is borrowed from its Model and lives as long as it; every method is safe to call
 // from many threads at once (a ChatOutputParser it returns is not: one per generation).
@@ -12,8 +13,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gantry/backend/chat.h"
 #include "gantry/core/status.h"
@@ -24,10 +27,18 @@ struct TextModelInfo {
   int64_t context_length = 0;   // tokens one sequence may hold (prompt + generated)
   int sequences = 1;            // sequences generated at once
   int64_t trained_context = 0;  // the context the model was trained with (0: unknown)
-  bool generates = true;        // start_generation works
-  bool embeds = false;          // embed() works (every generating model can pool; see pooling)
-  std::string pooling;          // the model's own pooling: "none", "mean", "cls", "last", "rank"
+  bool generates = true;        // start_generation works (false for a reranker)
+  bool embeds = false;          // embed() works: pooling is mean, cls or last
+  // The pooling the model's embeddings use: the one it declares ("none", "mean", "cls", "last", "rank"),
+  // or "mean" for a generating model that declares none. "none": no vector per text, so no embeddings;
+  // "rank": a reranker, which scores (query, document) pairs with rerank() and gives no embeddings.
+  std::string pooling;
   ChatTemplateInfo chat;
+};
+
+struct RerankResult {
+  std::vector<float> scores;  // one per document, in the documents' order; higher = more relevant
+  int prompt_tokens = 0;      // tokens evaluated, all (query, document) pairs together
 };
 
 class TextModel {
@@ -47,6 +58,18 @@ class TextModel {
 
   // How many tokens `text` becomes, with the special tokens a prompt gets.
   virtual Result<int> token_count(std::string_view text) const = 0;
+
+  // How relevant each of `documents` is to `query`, for a reranking model (text_info().pooling "rank"):
+  // each pair is formatted as llama-server formats it (the model's own rerank prompt template, else the
+  // query and the document joined by the vocabulary's separator tokens) and scored by the model's
+  // classifier head, one float per pair on the model's own scale (e.g. P("yes") for Qwen3 rerankers, a
+  // logit for BERT ones). Deterministic: the same request gives the same scores, bit for bit; a pair
+  // scored alone, twice, or among other documents agrees up to float rounding (pairs share a batch, and
+  // where a sequence sits in it changes the order of the attention's sums).
+  // Unsupported "... is not a reranking model: its pooling is X" for any other model;
+  // InvalidArgument with backend::context_length_exceeded when a pair does not fit the context (the
+  // message names "documents[i]"); Unavailable while the model drains. An empty `documents` scores nothing.
+  virtual Result<RerankResult> rerank(std::string_view query, std::span<const std::string> documents) = 0;
 };
 
 }  // namespace gantry::backend

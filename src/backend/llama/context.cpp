@@ -64,6 +64,8 @@ enum llama_pooling_type to_llama(Pooling p) {
       return LLAMA_POOLING_TYPE_CLS;
     case Pooling::kLast:
       return LLAMA_POOLING_TYPE_LAST;
+    case Pooling::kRank:
+      return LLAMA_POOLING_TYPE_RANK;
     case Pooling::kModel:
       break;
   }

@@ -28,25 +28,6 @@ bool has_gpu(std::string_view prefix) {
   return false;
 }
 
-// The model's declared pooling ("<arch>.pooling_type"), as llama.cpp names them.
-std::string pooling_name(const LlamaWeights& w) {
-  char buf[32];
-  const std::string key = w.architecture() + ".pooling_type";
-  if (llama_model_meta_val_str(w.raw(), key.c_str(), buf, sizeof buf) < 0) return "none";
-  switch (std::atoi(buf)) {
-    case 1:
-      return "mean";
-    case 2:
-      return "cls";
-    case 3:
-      return "last";
-    case 4:
-      return "rank";
-    default:
-      return "none";
-  }
-}
-
 }  // namespace
 
 LlamaBackend::LlamaBackend(memory::BlockPool* cpu_pool) : cpu_pool_(cpu_pool) {
@@ -121,8 +102,10 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
   ti.context_length = static_cast<int64_t>(m->engine_->context().n_ctx_seq());
   ti.sequences = static_cast<int>(s.context.n_seq_max);
   ti.trained_context = m->weights_->n_ctx_train();
-  ti.embeds = true;
-  ti.pooling = pooling_name(*m->weights_);
+  const Pooling pooling = model_pooling(*m->weights_);
+  ti.pooling = std::string(pooling_name(pooling));
+  ti.embeds = pooling != Pooling::kNone && pooling != Pooling::kRank;
+  ti.generates = pooling != Pooling::kRank;  // a reranker's head replaces its LM head
   ti.chat = m->chat_->info();
   auto& meta = m->meta_;
   meta.name = m->weights_->description();
@@ -352,24 +335,60 @@ Result<int> LlamaModel::token_count(std::string_view text) const {
   return static_cast<int>(tokens.size());
 }
 
-Result<std::vector<std::vector<float>>> LlamaModel::embed(std::span<const std::string> texts,
-                                                          bool normalize) {
-  auto guard = enter();
-  if (!guard.ok()) return guard.status();
-  std::lock_guard lock(embed_mu_);
+Result<LlamaEmbedder*> LlamaModel::embedder() {
   if (!embedder_) {
     ContextOptions o = settings_.context;
     o.kv_unified = true;
     auto e = LlamaEmbedder::create(weights_, o);
-    if (!e.ok()) {
-      count_failure();
-      return e.status().with_context("creating the embedding context for '" + meta_.name + "'");
-    }
+    if (!e.ok()) return e.status().with_context("creating the embedding context for '" + meta_.name + "'");
     embedder_ = std::move(*e);
   }
-  auto r = embedder_->embed(texts, normalize);
+  return embedder_.get();
+}
+
+Result<std::vector<std::vector<float>>> LlamaModel::embed(std::span<const std::string> texts,
+                                                          bool normalize) {
+  auto guard = enter();
+  if (!guard.ok()) return guard.status();
+  if (!text_info_.embeds) {
+    const bool reranker = text_info_.pooling == "rank";
+    return Unsupported(
+        "model '" + meta_.name + "' gives no embeddings: its pooling is " + text_info_.pooling +
+        (reranker ? " (a reranker: it scores documents against a query)" : " (no vector per text)"));
+  }
+  std::lock_guard lock(embed_mu_);
+  auto e = embedder();
+  if (!e.ok()) {
+    count_failure();
+    return e.status();
+  }
+  auto r = (*e)->embed(texts, normalize);
   if (!r.ok()) count_failure();
   return r;
+}
+
+Result<backend::RerankResult> LlamaModel::rerank(std::string_view query,
+                                                 std::span<const std::string> documents) {
+  auto guard = enter();
+  if (!guard.ok()) return guard.status();
+  if (text_info_.pooling != "rank") {
+    return Unsupported("model '" + meta_.name + "' is not a reranking model: its pooling is " +
+                       text_info_.pooling);
+  }
+  if (documents.empty()) return backend::RerankResult{};
+  std::lock_guard lock(embed_mu_);
+  auto e = embedder();
+  if (!e.ok()) {
+    count_failure();
+    return e.status();
+  }
+  auto r = (*e)->rerank(query, documents);
+  if (!r.ok()) {
+    count_failure();
+    return r.status();
+  }
+  count_tokens(static_cast<uint64_t>(r->prompt_tokens), 0);
+  return backend::RerankResult{std::move(r->scores), r->prompt_tokens};
 }
 
 Result<std::vector<backend::ThroughputResult>> LlamaModel::measure_throughput(

@@ -46,11 +46,15 @@ class LlamaModel final : public backend::Model, public backend::TextModel {
   Result<backend::ChatPrompt> apply_chat(const backend::ChatRequest& request) const override;
   Result<std::unique_ptr<backend::ChatOutputParser>> chat_parser(
       const backend::ChatPrompt& prompt) const override;
-  // Pooled (the model's pooling, else mean) embeddings from a second context over the same weights,
-  // created on first use with the generation context's size; one call at a time.
   Result<int> token_count(std::string_view text) const override;
+  // Pooled (the model's pooling, else mean) embeddings from a second context over the same weights,
+  // created on first use with the generation context's size; one call at a time. Unsupported for
+  // a model whose pooling is none or rank.
   Result<std::vector<std::vector<float>>> embed(std::span<const std::string> texts,
                                                 bool normalize = true) override;
+  // Scores from that same second context, which a reranker's pooling (rank) makes a classifier context.
+  Result<backend::RerankResult> rerank(std::string_view query,
+                                       std::span<const std::string> documents) override;
 
   // llama-bench's pp/tg measurement on this model's weights, with its KV type and flash attention
   // (contexts of the benchmark's own size, next to the model's).
@@ -69,6 +73,8 @@ class LlamaModel final : public backend::Model, public backend::TextModel {
   static Result<std::vector<backend::NamedTensor>> outputs_from(const backend::GenerationResult& r);
   // Counts a finished generation in stats() (tokens or a failure).
   void account(const Result<backend::GenerationResult>& r);
+  // The embedding/ranking context (embed_mu_ held), created on first use.
+  Result<LlamaEmbedder*> embedder();
 
   backend::ModelMetadata meta_;
   LlamaSettings settings_;

@@ -41,8 +41,9 @@ struct LoadOptions {
 
 enum class FlashAttn { kAuto, kOn, kOff };
 
-// How embeddings of one sequence are pooled.
-enum class Pooling { kModel, kNone, kMean, kCls, kLast };
+// How embeddings of one sequence are pooled. kRank: a reranker's classifier head over the pooled token
+// (one score per sequence; llama.cpp's LLAMA_POOLING_TYPE_RANK).
+enum class Pooling { kModel, kNone, kMean, kCls, kLast, kRank };
 
 struct ContextOptions {
   uint32_t n_ctx = 2048;         // KV cells in all (shared by the sequences when kv_unified)

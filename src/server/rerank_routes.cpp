@@ -1,0 +1,53 @@
+// POST /v1/rerank and /rerank: a reranking model's (pooling "rank") relevance scores for documents
+// against a query, in llama-server's shape (gantry/server/rerank_codec.h).
+#include "gantry/server/rerank_codec.h"
+#include "server_state.h"
+
+namespace gantry::server {
+namespace {
+
+void send_api_error(Reply& reply, const openai::ApiError& e) {
+  HttpResponse r;
+  r.status = e.http_status;
+  r.body = openai::error_body(e);
+  if (e.http_status == 429 || e.http_status == 503) r.headers.emplace_back("Retry-After", "1");
+  reply.send(std::move(r));
+}
+
+}  // namespace
+
+void rerank_documents(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request) {
+  auto parsed = rerank::parse_rerank_request(request.body);
+  if (auto* e = std::get_if<openai::ApiError>(&parsed)) return send_api_error(*reply, *e);
+  const auto& req = std::get<rerank::RerankRequest>(parsed);
+  reply->set_model(req.model);
+  auto handle = s.model(req.model);
+  if (!handle.ok()) {
+    const int code = http_status_for(handle.status());
+    reply->error(code, handle.status().message(), "model", code == 404 ? "model_not_found" : "");
+    return;
+  }
+  backend::TextModel* text = handle->model().text();
+  if (!text || text->text_info().pooling != "rank") {
+    reply->error(
+        400,
+        "model '" + req.model + "' is not a reranking model: " +
+            (text ? "its pooling is " + text->text_info().pooling : std::string("it takes no text")) +
+            " (rerankers are GGUF models whose pooling is rank)",
+        "model", "model_not_reranker");
+    return;
+  }
+  if (!s.admit(req.model, 1)) {
+    reply->error(429, "model '" + req.model + "' is at capacity; retry later");
+    return;
+  }
+  auto ranked = text->rerank(req.query, req.documents);
+  s.release(req.model);
+  if (!ranked.ok()) {
+    const bool too_long = backend::is_context_length_exceeded(ranked.status());
+    return send_api_error(*reply, openai::api_error(ranked.status(), too_long ? "documents" : ""));
+  }
+  reply->json(200, rerank::rerank_response(req, ranked->scores, ranked->prompt_tokens));
+}
+
+}  // namespace gantry::server
