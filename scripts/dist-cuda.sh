@@ -12,6 +12,8 @@
 #                                            (and dist/*.tar.zst) arrived into $STASH (default /tmp/gantry-cuda)
 #   scripts/dist-cuda.sh build [-j N]     THERE: llama.cpp with GGML_CUDA=ON, GGML_BACKEND_DL=ON,
 #                                            GGML_CUDA_NCCL=OFF, arch 90 (resumable: run it again after a timeout)
+#   scripts/dist-cuda.sh build-bg [-j N]  THERE: the same, detached (pid in $STASH/build.pid), so the next calls'
+#                                            transfers overlap it; `wait` blocks until it has ended
 #   scripts/dist-cuda.sh pack             THERE: joins the EP parts, then scripts/dist.sh --base CPU_BUNDLE
 #                                            --variant cuda -> $STASH/gantry-<v>-linux-x86_64-cuda.tar.zst, and
 #                                            unpacks it with the -check overlay into $STASH/bundle
@@ -28,7 +30,7 @@ CUDA_ARCH=${CUDA_ARCH:-90}
 LLAMA_BUILD_COMMIT=de3ff815  # scripts/setup.sh's LLAMA_COMMIT: the bundle is squashed, so set by hand
 JOBS=$(nproc)
 IN=$ROOT/dist/cuda-inputs
-EP_PART_BYTES=60000000
+EP_PART_BYTES=56000000  # + the working tree (~4 MB) + llama-src and tools fit one 64 MiB call
 
 die() { echo "dist-cuda: FAILED: $*" >&2; exit 1; }
 note() { echo "dist-cuda: $*" >&2; }
@@ -39,7 +41,7 @@ prepare() {
   [[ -f "$src/CMakeLists.txt" ]] || die "no llama.cpp source in $src (make setup)"
   rm -rf "$IN"
   mkdir -p "$IN/tools/bin" "$IN/tools/lib"
-  # What a library-only build reads (LLAMA_BUILD_{TESTS,TOOLS,EXAMPLES,SERVER,COMMON}=OFF); no models/docs.
+  # What a library build reads (llama, ggml and the `common` library); no models/docs.
   local parts=(CMakeLists.txt cmake ggml src include LICENSE licenses vendor common)
   if [[ -d "$src/.git" ]]; then
     git -C "$src" archive --format=tar --prefix=llama-src/ HEAD -- "${parts[@]}" | zstd -q -12 -T0 -o "$IN/llama-src.tar.zst"
@@ -163,12 +165,29 @@ while [[ $# -gt 0 ]]; do
     *) die "unknown argument '$1'" ;;
   esac
 done
+# The build in the background (so the next calls' transfers overlap it), and waiting for it by its pid: a
+# `pgrep -f` for it would also match the device tool's own command line, which contains the same words.
+build_bg() {
+  mkdir -p "$STASH"
+  setsid nohup bash "$0" build -j "$JOBS" >"$STASH/build.out" 2>&1 </dev/null &
+  echo $! >"$STASH/build.pid"
+  note "building in the background (pid $(cat "$STASH/build.pid"), log $STASH/build.out)"
+}
+wait_build() {
+  local pid; pid=$(cat "$STASH/build.pid" 2>/dev/null) || die "no background build ($STASH/build.pid)"
+  while kill -0 "$pid" 2>/dev/null; do sleep 2; done
+  tail -n 3 "$STASH/build.out" >&2
+  [[ -f "$STASH/llama-install/lib/libllama.so.0" ]] || die "the background build failed (see $STASH/build.out)"
+}
+
 case "$cmd" in
   prepare) prepare ;;
   stash) stash ;;
   build) build_llama ;;
+  build-bg) build_bg ;;
+  wait) wait_build ;;
   pack) pack ;;
   all) stash; build_llama; pack ;;
-  -h | --help | "") sed -n '2,22p' "$0" ;;
-  *) die "unknown command '$cmd' (prepare | stash | build | pack | all)" ;;
+  -h | --help | "") awk 'NR > 1 && /^#/ {print; next} NR > 1 {exit}' "$0" ;;
+  *) die "unknown command '$cmd' (prepare | stash | build | build-bg | wait | pack | all)" ;;
 esac
