@@ -21,9 +21,9 @@ namespace gantry::llama {
 namespace {
 
 using backend::ChatOutput;
+using backend::ChatOutputDelta;
 
 constexpr std::string_view kGenericFormat = "generic JSON (the template describes no tools)";
-using backend::ChatOutputDelta;
 
 common_reasoning_format to_common(backend::ReasoningFormat f) {
   return f == backend::ReasoningFormat::kNone ? COMMON_REASONING_FORMAT_NONE : COMMON_REASONING_FORMAT_AUTO;
@@ -64,6 +64,8 @@ class LlamaChatParser final : public backend::ChatOutputParser {
  public:
   explicit LlamaChatParser(std::shared_ptr<const ParserSyntax> syntax) : syntax_(std::move(syntax)) {}
 
+  // Each call parses the whole answer so far (as llama-server does per token): the PEG parser has no
+  // incremental mode, and answers are short next to the cost of generating them.
   std::vector<ChatOutputDelta> add(std::string_view text, bool final) override {
     text_ += text;
     if (!final && text.empty()) return {};
