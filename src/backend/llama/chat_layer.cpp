@@ -222,7 +222,9 @@ Result<backend::ChatPrompt> LlamaChatLayer::apply(const backend::ChatRequest& re
   if (!request.forced_tool.empty()) in.tool_choice = COMMON_CHAT_TOOL_CHOICE_REQUIRED;
   in.parallel_tool_calls = request.parallel_tool_calls && info_.parallel_tool_calls;
   in.add_generation_prompt = request.add_assistant_turn;
-  in.reasoning_format = to_common(request.reasoning_format);
+  // The model's --reasoning-format none wins; otherwise the request says (Ollama's think:false is none).
+  in.reasoning_format = to_common(
+      default_reasoning_ == backend::ReasoningFormat::kNone ? default_reasoning_ : request.reasoning_format);
   in.enable_thinking = request.enable_thinking;
   common_chat_params out;
   try {
