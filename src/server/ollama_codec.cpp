@@ -245,10 +245,11 @@ Err read_tool_calls(const json& msg, const std::string& where, size_t message_in
       call.arguments = dump(*args);
     } else if (args->is_string()) {
       // Some clients send the OpenAI form (a JSON text); accepted when it holds an object.
-      json parsed = json::parse(args->get_ref<const std::string&>(), nullptr, false);
-      if (parsed.is_discarded() || !parsed.is_object())
+      // parse_json: the string's own nesting is bounded like a body's (kMaxJsonDepth).
+      auto parsed = parse_json(args->get_ref<const std::string&>(), p + ".function.arguments");
+      if (!parsed.ok() || !parsed->is_object())
         return bad("'" + p + ".function.arguments' must be an object, got a string that is not one");
-      call.arguments = dump(parsed);
+      call.arguments = dump(*parsed);
     } else {
       return bad("'" + p + ".function.arguments' must be an object, got " + type_of(*args));
     }
@@ -419,9 +420,10 @@ json tool_calls_json(std::span<const backend::ToolCall> calls, size_t first_inde
   json out = json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
     const backend::ToolCall& c = calls[i];
-    json args = json::parse(c.arguments, nullptr, false);
-    if (c.arguments.empty()) args = json::object();
-    if (args.is_discarded()) args = c.arguments;  // not JSON: the text, rather than losing it
+    auto parsed =
+        parse_json(c.arguments.empty() ? std::string_view("{}") : std::string_view(c.arguments), "arguments");
+    // Not JSON (or nested beyond kMaxJsonDepth): the text, rather than losing it.
+    json args = parsed.ok() ? std::move(*parsed) : json(c.arguments);
     json call = {
         {"function", {{"index", first_index + i}, {"name", c.name}, {"arguments", std::move(args)}}}};
     if (!c.id.empty()) call["id"] = c.id;
@@ -936,8 +938,9 @@ bool valid_model_name(std::string_view name) {
 }
 
 Result<ModelLayer> model_layer(std::string_view manifest_json) {
-  json m = json::parse(manifest_json, nullptr, false);
-  if (m.is_discarded() || !m.is_object()) return Corrupt("the manifest is not a JSON object");
+  auto parsed = parse_json(manifest_json, "the manifest");  // from a pull source: untrusted bytes
+  if (!parsed.ok() || !parsed->is_object()) return Corrupt("the manifest is not a JSON object");
+  const json& m = *parsed;
   const json* layers = field(m, "layers");
   if (!layers || !layers->is_array()) return Corrupt("the manifest has no 'layers' array");
   for (const json& l : *layers) {
