@@ -4,7 +4,8 @@
 //
 // Prompt cache: a slot (llama.cpp sequence id) keeps the KV cells of the sequence that last used
 // it, with the tokens they hold. A new request takes the free slot whose tokens share the longest
-// prefix with its prompt (ties: the least recently used; an empty slot counts as least used),
+// prefix with its prompt (a match under a tenth of the prompt counts as none, as llama-server's
+// --slot-prompt-similarity 0.1; ties: the least recently used; an empty slot counts as least used),
 // removes that slot's cells from the first differing position and evaluates only the rest of the
 // prompt; when the whole prompt matches, its last token is evaluated again for the logits. The
 // output is exactly what an empty cache gives. In a unified cache the idle slots' cells count
