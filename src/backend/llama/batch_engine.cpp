@@ -582,9 +582,16 @@ void BatchEngine::sample(Seq& s) {
 Result<bool> BatchEngine::step() {
   {
     std::lock_guard lock(mu_);
-    if (cancel_all_.exchange(false)) {
-      for (auto& entry : pending_) entry.front()->group->cancel->store(true);
-      for (auto& s : active_) s->group->cancel->store(true);
+    // cancel_all() ends the requests submitted before it (ids below cancel_before_), never later ones.
+    const uint64_t before = cancel_before_.load();
+    if (before > cancelled_before_) {
+      for (auto& entry : pending_) {
+        if (entry.front()->id < before) entry.front()->group->cancel->store(true);
+      }
+      for (auto& s : active_) {
+        if (s->id < before) s->group->cancel->store(true);
+      }
+      cancelled_before_ = before;
     }
     admit_locked();
   }
@@ -636,11 +643,9 @@ Result<bool> BatchEngine::step() {
   // Abort a decode only when every sequence it serves has been cancelled.
   std::optional<QuietLlamaLogs> quiet;  // an intended abort makes llama.cpp log errors: keep them quiet
   ctx_->set_abort_check([&in_batch, &quiet, this] {
-    bool abort = cancel_all_.load(std::memory_order_relaxed);
-    if (!abort) {
-      abort = true;
-      for (Seq* s : in_batch) abort = abort && s->cancelled();
-    }
+    const uint64_t before = cancel_before_.load(std::memory_order_relaxed);
+    bool abort = true;
+    for (Seq* s : in_batch) abort = abort && (s->cancelled() || s->id < before);
     if (abort && !quiet) quiet.emplace();
     return abort;
   });
@@ -786,7 +791,10 @@ void BatchEngine::stop() {
 }
 
 void BatchEngine::cancel_all() {
-  cancel_all_.store(true);
+  {
+    std::lock_guard lock(mu_);
+    cancel_before_.store(next_id_);  // every request submitted so far
+  }
   cv_.notify_all();
 }
 

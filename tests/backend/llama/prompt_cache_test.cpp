@@ -116,6 +116,21 @@ TEST_F(PromptCache, SharedPrefixEvaluatesOnlyTheSuffix) {
   EXPECT_EQ(got.text, want.text);
 }
 
+TEST_F(PromptCache, SharedPrefixWithAKvStreamPerSequence) {
+  // kv_unified off: each slot has its own stream of cells; the cache works within it the same way.
+  const auto a = cat(system_, suffix_a_);
+  const auto b = cat(system_, suffix_b_);
+  const auto want = fresh(b, 16);
+  ContextOptions o = ctx_opts(1024, 2);
+  o.kv_unified = false;
+  auto e = BatchEngine::create(weights_, o);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  run(**e, a, 16);
+  auto got = run(**e, b, 16);
+  EXPECT_EQ(got.n_cached_tokens, static_cast<int>(system_.size()));
+  EXPECT_EQ(got.tokens, want.tokens);
+}
+
 TEST_F(PromptCache, ShorterPromptDropsOnlyWhatNoLongerMatches) {
   const auto longer = cat(system_, suffix_a_);
   const std::vector<int32_t> shorter(system_.begin(), system_.end() - 3);

@@ -104,9 +104,11 @@ class BatchEngine {
   // do. Engine-wide failures are returned and also fail the sequences in that batch.
   Result<bool> step();
 
-  void start();       // background decode loop
-  void stop();        // joins it; queued sequences stay queued
-  void cancel_all();  // every queued and active sequence, as of the next step
+  void start();  // background decode loop
+  void stop();   // joins it; queued sequences stay queued
+  // Every request submitted before this call (queued or running) ends cancelled, as of the next
+  // step; requests submitted afterwards are not affected, even when the engine was idle.
+  void cancel_all();
   // Empties the prompt cache: idle slots now, running sequences' slots when they end. Waits for a
   // running decode step.
   void clear_cache();
@@ -165,7 +167,8 @@ class BatchEngine {
   std::thread loop_;
   bool running_ = false;
   bool stop_requested_ = false;
-  std::atomic<bool> cancel_all_{false};
+  std::atomic<uint64_t> cancel_before_{0};  // cancel_all(): requests with smaller ids end
+  uint64_t cancelled_before_ = 0;           // the cancel_before_ step() has applied (under mu_)
   struct BatchBuf;
   std::unique_ptr<BatchBuf> batch_;
 };
