@@ -367,9 +367,17 @@ size_t BatchEngine::take_slot_locked(int32_t slot, size_t prefix, size_t prompt_
   auto& cached = slot_tokens_[static_cast<size_t>(slot)];
   // At least the prompt's last token is evaluated: its logits give the first sampled token.
   size_t keep = std::min(prefix, prompt_size - 1);
+  llama_memory_t mem = llama_get_memory(ctx_->raw());
+  // A sliding-window cache has dropped positions before its window: continuing at `keep` needs the
+  // window before it (llama-server's check; without checkpoints the prompt is evaluated again).
+  const int32_t n_swa = llama_model_n_swa(ctx_->weights().raw());
+  const llama_pos pos_min = llama_memory_seq_pos_min(mem, slot);
+  if (keep > 0 && pos_min > 0 &&
+      (n_swa <= 0 || pos_min > std::max<llama_pos>(0, static_cast<llama_pos>(keep) - n_swa))) {
+    keep = 0;
+  }
   if (keep < cached.size()) {
-    if (keep == 0 ||
-        !llama_memory_seq_rm(llama_get_memory(ctx_->raw()), slot, static_cast<llama_pos>(keep), -1)) {
+    if (keep == 0 || !llama_memory_seq_rm(mem, slot, static_cast<llama_pos>(keep), -1)) {
       ctx_->remove_sequence(slot);  // a memory that cannot drop a tail (recurrent) starts over
       keep = 0;
     }
