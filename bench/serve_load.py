@@ -7,13 +7,18 @@ Each of --clients threads sends --requests-per-client streaming requests one aft
 server-sent events and records:
   - time to first token (TTFT): from sending the request to the first event carrying non-empty text,
   - generated tokens: usage.completion_tokens from the final usage chunk; when the server sends no
-    usage, the number of non-empty text deltas (one delta is one token for llama-server and gantry),
+    usage (or with --count-deltas), the number of non-empty text deltas (one delta is one token for
+    llama-server and gantry),
+  - the prompt tokens and of those the cached ones (usage.prompt_tokens_details.cached_tokens),
   - per-request status (HTTP status, or "timeout"/"error"/"bad_stream" when no valid answer came).
 Prints one JSON object: aggregate generated tokens/s (sum of tokens of successful requests / wall
 time of the whole run), TTFT p50/p99 in ms, request counts by status.
 
 Bounded: every socket operation has --timeout seconds, every request a --timeout overall deadline,
 and the run as a whole --run-timeout seconds; nothing loops without a bound.
+--system-prompt adds a system message to every request and --distinct-turns makes each request's
+user turn distinct (the prompt followed by "(client C, request R)"): the chat-app case a prompt
+cache serves.
 Exit status: 0 when every request succeeded, 1 when any failed, 2 on bad arguments.
 """
 
@@ -36,7 +41,8 @@ def percentile(values, p):
 
 
 class Result:
-    __slots__ = ("status", "ttft_s", "tokens", "usage_tokens", "delta_count", "latency_s", "error")
+    __slots__ = ("status", "ttft_s", "tokens", "usage_tokens", "delta_count", "latency_s", "error",
+                 "prompt_tokens", "cached_tokens")
 
     def __init__(self):
         self.status = None  # int HTTP status or a string for transport failures
@@ -46,6 +52,8 @@ class Result:
         self.delta_count = 0
         self.latency_s = None
         self.error = None
+        self.prompt_tokens = None
+        self.cached_tokens = None
 
 
 def delta_text(event, endpoint):
@@ -106,11 +114,16 @@ def one_request(args, url, body_bytes, headers):
             usage = event.get("usage")
             if usage and usage.get("completion_tokens") is not None:
                 r.usage_tokens = int(usage["completion_tokens"])
+            if usage and usage.get("prompt_tokens") is not None:
+                r.prompt_tokens = int(usage["prompt_tokens"])
+                details = usage.get("prompt_tokens_details") or {}
+                if details.get("cached_tokens") is not None:
+                    r.cached_tokens = int(details["cached_tokens"])
         r.latency_s = time.monotonic() - t0
         if not saw_done:
             r.status, r.error = "bad_stream", "stream ended without data: [DONE]"
             return r
-        r.tokens = r.usage_tokens if r.usage_tokens is not None else r.delta_count
+        r.tokens = r.usage_tokens if r.usage_tokens is not None and not args.count_deltas else r.delta_count
         if r.tokens == 0 or r.ttft_s is None:
             r.status, r.error = "bad_stream", "no generated text in the stream"
     except TimeoutError as e:  # socket.timeout is TimeoutError since 3.10
@@ -135,6 +148,11 @@ def main():
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--ignore-eos", action="store_true",
                     help="send ignore_eos=true (llama-server extension) so every request generates max-tokens")
+    ap.add_argument("--system-prompt", default=None, help="a system message sent with every chat request")
+    ap.add_argument("--distinct-turns", action="store_true",
+                    help="append '(client C, request R)' to each request's prompt so no two are the same")
+    ap.add_argument("--count-deltas", action="store_true",
+                    help="count generated tokens from the streamed text deltas, not from usage")
     ap.add_argument("--timeout", type=float, default=120.0, help="per-request limit in seconds")
     ap.add_argument("--run-timeout", type=float, default=900.0, help="limit for the whole run in seconds")
     ap.add_argument("--json", action="store_true", help="print only the JSON object (default adds nothing else either)")
@@ -154,13 +172,19 @@ def main():
         "stream": True,
         "stream_options": {"include_usage": True},
     }
-    if args.endpoint == "chat":
-        body["messages"] = [{"role": "user", "content": args.prompt}]
-    else:
-        body["prompt"] = args.prompt
     if args.ignore_eos:
         body["ignore_eos"] = True
-    body_bytes = json.dumps(body).encode()
+
+    def body_for(c, i):
+        prompt = args.prompt + (" (client %d, request %d)" % (c, i) if args.distinct_turns else "")
+        b = dict(body)
+        if args.endpoint == "chat":
+            b["messages"] = ([{"role": "system", "content": args.system_prompt}] if args.system_prompt else []) + [
+                {"role": "user", "content": prompt}]
+        else:
+            b["prompt"] = (args.system_prompt + "\n\n" if args.system_prompt else "") + prompt
+        return json.dumps(b).encode()
+
     headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
     if args.api_key:
         headers["Authorization"] = "Bearer " + args.api_key
@@ -169,15 +193,15 @@ def main():
     lock = threading.Lock()
     stop = threading.Event()
 
-    def client():
-        for _ in range(args.requests_per_client):
+    def client(c):
+        for i in range(args.requests_per_client):
             if stop.is_set():
                 return
-            r = one_request(args, url, body_bytes, headers)
+            r = one_request(args, url, body_for(c, i), headers)
             with lock:
                 results.append(r)
 
-    threads = [threading.Thread(target=client, daemon=True) for _ in range(args.clients)]
+    threads = [threading.Thread(target=client, args=(c,), daemon=True) for c in range(args.clients)]
     t_start = time.monotonic()
     for t in threads:
         t.start()
@@ -215,6 +239,9 @@ def main():
         "generated_tokens": tokens,
         "tokens_from_usage": sum(1 for r in ok if r.usage_tokens is not None),
         "content_deltas": sum(r.delta_count for r in ok),
+        "usage_completion_tokens": sum(r.usage_tokens or 0 for r in ok),
+        "prompt_tokens": sum(r.prompt_tokens or 0 for r in ok),
+        "cached_prompt_tokens": sum(r.cached_tokens or 0 for r in ok),
         "tok_per_s": round(tokens / wall, 3) if wall > 0 else None,
         "ttft_p50_ms": round(percentile(ttfts, 50), 2) if ttfts else None,
         "ttft_p99_ms": round(percentile(ttfts, 99), 2) if ttfts else None,

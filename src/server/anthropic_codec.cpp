@@ -360,11 +360,13 @@ Err read_stop_sequences(const json& j, MessagesRequest& r) {
 #define GANTRY_TRY_FIELD(expr) \
   if (auto gantry_err_ = (expr)) return *gantry_err_
 
-json usage_json(int input_tokens, int output_tokens) {
-  return {{"input_tokens", input_tokens},
+// Anthropic's split: input_tokens are the prompt tokens evaluated for this request, cache reads
+// the ones taken from the prompt cache (the prompt is their sum).
+json usage_json(int input_tokens, int output_tokens, int cached_tokens = 0) {
+  return {{"input_tokens", input_tokens - cached_tokens},
           {"output_tokens", output_tokens},
           {"cache_creation_input_tokens", 0},
-          {"cache_read_input_tokens", 0}};
+          {"cache_read_input_tokens", cached_tokens}};
 }
 
 std::string random_id(std::string prefix) {
@@ -576,7 +578,7 @@ json stop_sequence_json(const StopReason& stop) {
 }  // namespace
 
 std::string message_response(std::string_view id, std::string_view model, const backend::ChatOutput& output,
-                             const StopReason& stop, int input_tokens, int output_tokens) {
+                             const StopReason& stop, int input_tokens, int output_tokens, int cached_tokens) {
   json content = json::array();
   if (!output.reasoning_content.empty())
     content.push_back({{"type", "thinking"}, {"thinking", output.reasoning_content}, {"signature", ""}});
@@ -595,7 +597,7 @@ std::string message_response(std::string_view id, std::string_view model, const 
                    {"content", std::move(content)},
                    {"stop_reason", stop.reason},
                    {"stop_sequence", stop_sequence_json(stop)},
-                   {"usage", usage_json(input_tokens, output_tokens)}});
+                   {"usage", usage_json(input_tokens, output_tokens, cached_tokens)}});
 }
 
 std::string count_tokens_response(int input_tokens) { return dump(json{{"input_tokens", input_tokens}}); }
@@ -679,14 +681,18 @@ std::string EventWriter::add(const backend::ChatOutputDelta& d) {
   return out;
 }
 
-std::string EventWriter::finish(const StopReason& stop, int input_tokens, int output_tokens) {
+std::string EventWriter::finish(const StopReason& stop, int input_tokens, int output_tokens,
+                                int cached_tokens) {
   std::string out;
   if (next_index_ == 0) out += open(Block::kText, R"({"type":"text","text":""})");
   out += close();
   json message_delta = {
       {"type", "message_delta"},
       {"delta", {{"stop_reason", stop.reason}, {"stop_sequence", stop_sequence_json(stop)}}},
-      {"usage", {{"input_tokens", input_tokens}, {"output_tokens", output_tokens}}}};
+      {"usage",
+       {{"input_tokens", input_tokens - cached_tokens},
+        {"output_tokens", output_tokens},
+        {"cache_read_input_tokens", cached_tokens}}}};
   out += sse_event("message_delta", dump(message_delta));
   out += sse_event("message_stop", R"({"type":"message_stop"})");
   return out;

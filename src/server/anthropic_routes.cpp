@@ -110,13 +110,13 @@ void anthropic_messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequ
       parser->add(r.text, true);
       const auto stop = anthropic::stop_reason(r.finish, parser->output(), req->stop_sequences);
       reply.json(200, anthropic::message_response(id, req->model, parser->output(), stop, r.n_prompt_tokens,
-                                                  output_tokens));
+                                                  output_tokens, r.n_cached_tokens));
       return;
     }
     std::string events;
     for (const auto& d : parser->add("", true)) events += writer->add(d);
     const auto stop = anthropic::stop_reason(r.finish, parser->output(), req->stop_sequences);
-    events += writer->finish(stop, r.n_prompt_tokens, output_tokens);
+    events += writer->finish(stop, r.n_prompt_tokens, output_tokens, r.n_cached_tokens);
     reply.event(std::move(events));
     reply.end_stream(200);
   };

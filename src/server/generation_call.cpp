@@ -66,9 +66,9 @@ struct GenerationCall {
       return;
     }
     const backend::GenerationResult& r = *result;
-    server.metrics.tokens(model, static_cast<uint64_t>(r.n_prompt_tokens),
-                          static_cast<uint64_t>(backend::completion_tokens(r)),
-                          std::chrono::duration<double, std::milli>(r.generation_ms));
+    server.metrics.tokens(
+        model, static_cast<uint64_t>(r.n_prompt_tokens), static_cast<uint64_t>(backend::completion_tokens(r)),
+        std::chrono::duration<double, std::milli>(r.generation_ms), static_cast<uint64_t>(r.n_cached_tokens));
     hooks.done(*reply, r);
   }
 };

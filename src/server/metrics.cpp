@@ -50,6 +50,10 @@ struct Metrics::Families {
                   .Register(r)),
         prompt_tokens(
             BuildCounter().Name("gantry_prompt_tokens_total").Help("Prompt tokens processed").Register(r)),
+        prompt_tokens_cached(BuildCounter()
+                                 .Name("gantry_prompt_tokens_cached_total")
+                                 .Help("Prompt tokens taken from the prompt cache (not evaluated again)")
+                                 .Register(r)),
         generated_tokens(
             BuildCounter().Name("gantry_generated_tokens_total").Help("Tokens generated").Register(r)),
         tokens_per_second(BuildGauge()
@@ -68,6 +72,7 @@ struct Metrics::Families {
   prometheus::Family<prometheus::Histogram>& ttft;
   prometheus::Family<prometheus::Histogram>& batch;
   prometheus::Family<prometheus::Counter>& prompt_tokens;
+  prometheus::Family<prometheus::Counter>& prompt_tokens_cached;
   prometheus::Family<prometheus::Counter>& generated_tokens;
   prometheus::Family<prometheus::Gauge>& tokens_per_second;
   prometheus::Counter& evictions;
@@ -105,9 +110,11 @@ void Metrics::batch(std::string_view model, size_t requests) {
   f_->batch.Add({{"model", label(model)}}, kBatch).Observe(static_cast<double>(requests));
 }
 
-void Metrics::tokens(std::string_view model, uint64_t prompt, uint64_t generated, Seconds generation_time) {
+void Metrics::tokens(std::string_view model, uint64_t prompt, uint64_t generated, Seconds generation_time,
+                     uint64_t prompt_cached) {
   const std::string m = label(model);
   f_->prompt_tokens.Add({{"model", m}}).Increment(static_cast<double>(prompt));
+  f_->prompt_tokens_cached.Add({{"model", m}}).Increment(static_cast<double>(prompt_cached));
   f_->generated_tokens.Add({{"model", m}}).Increment(static_cast<double>(generated));
   if (generated > 0 && generation_time.count() > 0) {
     f_->tokens_per_second.Add({{"model", m}}).Set(static_cast<double>(generated) / generation_time.count());

@@ -407,7 +407,7 @@ json final_object(std::string_view model, std::string_view created_at, const bac
           {"done_reason", done_reason(r.finish)},
           {"total_duration", t.total_ns},
           {"load_duration", t.load_ns},
-          {"prompt_eval_count", r.n_prompt_tokens},
+          {"prompt_eval_count", r.n_prompt_tokens - r.n_cached_tokens},  // evaluated, as Ollama counts
           {"prompt_eval_duration", t.prompt_eval_ns},
           {"eval_count", static_cast<int64_t>(r.tokens.size())},
           {"eval_duration", t.eval_ns}};

@@ -427,10 +427,11 @@ std::variant<json, ApiError> parse_object(std::string_view body) {
   return std::move(j);
 }
 
-json usage(int prompt_tokens, int completion_tokens) {
+json usage(int prompt_tokens, int completion_tokens, int cached_tokens) {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}};
+          {"total_tokens", prompt_tokens + completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
 json bytes_of(std::string_view s) {
@@ -617,6 +618,7 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
 
   GANTRY_TRY_FIELD(read_stop(j, g.stop));
   GANTRY_TRY_FIELD(read_response_format(j, g.constraint));
+  GANTRY_TRY_FIELD(read_bool(j, "cache_prompt", g.cache_prompt));
 
   if (chat) {
     GANTRY_TRY_FIELD(read_bool(j, "logprobs", r.logprobs));
@@ -721,7 +723,7 @@ std::string chat_response(std::string_view id, std::string_view model, int64_t c
   }
   json j = chunk_head(id, model, created, "chat.completion");
   j["choices"] = std::move(choices);
-  j["usage"] = usage(result.n_prompt_tokens, backend::completion_tokens(result));
+  j["usage"] = usage(result.n_prompt_tokens, backend::completion_tokens(result), result.n_cached_tokens);
   return dump(j);
 }
 
@@ -745,7 +747,7 @@ std::string completion_response(std::string_view id, std::string_view model, int
   }
   json j = chunk_head(id, model, created, "text_completion");
   j["choices"] = std::move(choices);
-  j["usage"] = usage(result.n_prompt_tokens, backend::completion_tokens(result));
+  j["usage"] = usage(result.n_prompt_tokens, backend::completion_tokens(result), result.n_cached_tokens);
   return dump(j);
 }
 
@@ -795,11 +797,11 @@ std::string completion_chunk_finish(std::string_view id, std::string_view model,
 }
 
 std::string usage_chunk(std::string_view id, std::string_view model, int64_t created, Endpoint endpoint,
-                        int prompt_tokens, int completion_tokens) {
+                        int prompt_tokens, int completion_tokens, int cached_tokens) {
   json j = chunk_head(id, model, created,
                       endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion");
   j["choices"] = json::array();
-  j["usage"] = usage(prompt_tokens, completion_tokens);
+  j["usage"] = usage(prompt_tokens, completion_tokens, cached_tokens);
   return sse(j);
 }
 

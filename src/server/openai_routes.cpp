@@ -224,7 +224,7 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
     }
     if (req->include_usage) {
       reply.event(openai::usage_chunk(id, req->model, created, req->endpoint, r.n_prompt_tokens,
-                                      backend::completion_tokens(r)));
+                                      backend::completion_tokens(r), r.n_cached_tokens));
     }
     reply.event(std::string(openai::sse_done()));
     reply.end_stream(200);

@@ -324,7 +324,7 @@ Err read_text_format(const json& j, backend::OutputConstraint& out, json& echo) 
 
 json usage_json(const Usage& u) {
   return {{"input_tokens", u.input_tokens},
-          {"input_tokens_details", {{"cached_tokens", 0}}},
+          {"input_tokens_details", {{"cached_tokens", u.cached_tokens}}},
           {"output_tokens", u.output_tokens},
           {"output_tokens_details", {{"reasoning_tokens", u.reasoning_tokens}}},
           {"total_tokens", u.input_tokens + u.output_tokens}};

@@ -40,6 +40,7 @@ responses::Usage usage_of(const ResponseCall& c, const backend::GenerationResult
                           const backend::ChatOutput& out) {
   responses::Usage u;
   u.input_tokens = r.n_prompt_tokens;
+  u.cached_tokens = r.n_cached_tokens;
   u.output_tokens = static_cast<int>(r.tokens.size());
   if (!out.reasoning_content.empty()) {
     auto n = c.text->token_count(out.reasoning_content);

@@ -223,7 +223,9 @@ for (const model of MODELS) {
       tool_choice: { type: 'none' },
       messages: turns('21 C, clear, light wind from the west, humidity 40 percent, no rain expected today'),
     });
-    assert.equal(m.usage.input_tokens, short.input_tokens, 'count_tokens differs from the generation\'s input_tokens');
+    // input_tokens counts what was evaluated; cache_read_input_tokens what the prompt cache held.
+    assert.equal(m.usage.input_tokens + m.usage.cache_read_input_tokens, short.input_tokens,
+      'count_tokens differs from the generation\'s input + cache read tokens');
     assert.ok(long.input_tokens > short.input_tokens, `the tool_result is not in the prompt (${long.input_tokens} <= ${short.input_tokens})`);
   });
 
@@ -232,7 +234,7 @@ for (const model of MODELS) {
     const counted = await client.messages.countTokens({ model, system: 'Be brief.', messages });
     assert.ok(Number.isInteger(counted.input_tokens) && counted.input_tokens > 0, JSON.stringify(counted));
     const m = await client.messages.create({ model, max_tokens: 1, system: 'Be brief.', messages });
-    assert.equal(m.usage.input_tokens, counted.input_tokens);
+    assert.equal(m.usage.input_tokens + m.usage.cache_read_input_tokens, counted.input_tokens);
   });
 
   await check(model, 'malformed requests are 400s naming the field', async () => {

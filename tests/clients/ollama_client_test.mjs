@@ -359,7 +359,8 @@ if (API_KEY) {
           r = last;
         }
         assertStats(r, `${model} history (stream ${stream})`, 8);
-        assert.ok(r.prompt_eval_count > 20, `${model}: the history rendered to ${r.prompt_eval_count} tokens`);
+        // The repeat (stream) finds the prompt in the cache: only its last token is evaluated again.
+        if (!stream) assert.ok(r.prompt_eval_count > 20, `${model}: the history rendered to ${r.prompt_eval_count} tokens`);
       }
     }
     // Bad tools are a 400 naming the field, never a crash.

@@ -291,6 +291,17 @@ TEST(AnthropicCodec, MessageResponse) {
   EXPECT_TRUE(j["stop_sequence"].is_null());
   EXPECT_EQ(j["usage"]["input_tokens"], 11);
   EXPECT_EQ(j["usage"]["output_tokens"], 7);
+  EXPECT_EQ(j["usage"]["cache_read_input_tokens"], 0);
+  // Anthropic's split: input_tokens are those evaluated, cache_read_input_tokens the cached rest.
+  json cached =
+      json::parse(message_response("msg_3", "m", {"ab", "", {}}, {"end_turn", std::nullopt}, 11, 2, 8));
+  EXPECT_EQ(cached["usage"]["input_tokens"], 3);
+  EXPECT_EQ(cached["usage"]["cache_read_input_tokens"], 8);
+  EventWriter cw("msg_3", "m");
+  cw.start(11);
+  const std::string fin = cw.finish({"end_turn", std::nullopt}, 11, 2, 8);
+  EXPECT_NE(fin.find(R"("cache_read_input_tokens":8)"), std::string::npos) << fin;
+  EXPECT_NE(fin.find(R"("input_tokens":3)"), std::string::npos) << fin;
 
   json stopped = json::parse(message_response("msg_2", "m", {"ab", "", {}}, {"stop_sequence", "END"}, 1, 2));
   EXPECT_EQ(stopped["stop_sequence"], "END");

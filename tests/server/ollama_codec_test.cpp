@@ -318,6 +318,10 @@ TEST(OllamaCodec, StreamLinesAndFinals) {
   EXPECT_EQ(f["load_duration"], 1'000);
   EXPECT_EQ(f["prompt_eval_count"], 7);
   EXPECT_EQ(f["prompt_eval_duration"], 2'000);
+  // As Ollama counts: only the prompt tokens evaluated, not those the prompt cache held.
+  auto cached = result();
+  cached.n_cached_tokens = 6;
+  EXPECT_EQ(json::parse(generate_final("m", "t", cached, t, "Hello", false))["prompt_eval_count"], 1);
   EXPECT_EQ(f["eval_count"], 3);
   EXPECT_EQ(f["eval_duration"], 3'000);
   const std::string line = chat_final("m", "t", result(), t, nullptr, true);

@@ -419,7 +419,33 @@ TEST(OpenAiCodec, ChatResponseShape) {
   EXPECT_EQ(c["message"]["content"], "Hi there");
   EXPECT_EQ(c["finish_reason"], "length");
   EXPECT_TRUE(c["logprobs"].is_null());
-  EXPECT_EQ(j["usage"], json({{"prompt_tokens", 5}, {"completion_tokens", 2}, {"total_tokens", 7}}));
+  EXPECT_EQ(j["usage"], json({{"prompt_tokens", 5},
+                              {"completion_tokens", 2},
+                              {"total_tokens", 7},
+                              {"prompt_tokens_details", {{"cached_tokens", 0}}}}));
+}
+
+// Prompt tokens served by the prompt cache: usage.prompt_tokens_details.cached_tokens (prompt_tokens
+// still counts the whole prompt, as OpenAI's does), in bodies and in the stream's usage chunk.
+TEST(OpenAiCodec, UsageCarriesCachedTokens) {
+  auto g = sample_result();
+  g.n_cached_tokens = 4;
+  TextRequest req = chat_ok(chat_body(""));
+  json j = json::parse(chat_response("c", "tiny", 1, g, text_output(g), req));
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 4);
+  TextRequest creq = completion_ok(R"({"model": "m", "prompt": "x"})");
+  j = json::parse(completion_response("c", "tiny", 1, g, creq));
+  EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 4);
+  json u = sse_json(usage_chunk("id1", "m", 3, Endpoint::kChat, 4, 6, 3));
+  EXPECT_EQ(u["usage"]["prompt_tokens_details"]["cached_tokens"], 3);
+}
+
+TEST(OpenAiCodec, CachePromptField) {
+  EXPECT_TRUE(chat_ok(chat_body("")).generation.cache_prompt);
+  EXPECT_FALSE(chat_ok(chat_body(R"("cache_prompt": false)")).generation.cache_prompt);
+  EXPECT_TRUE(chat_ok(chat_body(R"("cache_prompt": true)")).generation.cache_prompt);
+  chat_error(chat_body(R"("cache_prompt": "no")"), "cache_prompt", "");
 }
 
 TEST(OpenAiCodec, ChatResponseLogprobs) {
@@ -475,7 +501,10 @@ TEST(OpenAiCodec, ResponsesWithSeveralChoices) {
   EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(j["choices"][1]["finish_reason"], "stop");
   EXPECT_EQ(j["choices"][1]["logprobs"]["content"].size(), 1u);
-  EXPECT_EQ(j["usage"], json({{"prompt_tokens", 5}, {"completion_tokens", 3}, {"total_tokens", 8}}));
+  EXPECT_EQ(j["usage"], json({{"prompt_tokens", 5},
+                              {"completion_tokens", 3},
+                              {"total_tokens", 8},
+                              {"prompt_tokens_details", {{"cached_tokens", 0}}}}));
 
   req = completion_ok(R"({"prompt":"p","n":2,"logprobs":1})");
   j = json::parse(completion_response("x", "m", 1, r, req));
@@ -555,7 +584,10 @@ TEST(OpenAiCodec, ChatStreamChunks) {
   EXPECT_EQ(usage["object"], "chat.completion.chunk");
   EXPECT_TRUE(usage["choices"].is_array());
   EXPECT_TRUE(usage["choices"].empty());
-  EXPECT_EQ(usage["usage"], json({{"prompt_tokens", 4}, {"completion_tokens", 6}, {"total_tokens", 10}}));
+  EXPECT_EQ(usage["usage"], json({{"prompt_tokens", 4},
+                                  {"completion_tokens", 6},
+                                  {"total_tokens", 10},
+                                  {"prompt_tokens_details", {{"cached_tokens", 0}}}}));
   EXPECT_EQ(sse_done(), "data: [DONE]\n\n");
 }
 

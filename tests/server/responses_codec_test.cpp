@@ -250,6 +250,10 @@ TEST(ResponsesCodec, ResponseObjectForText) {
   EXPECT_EQ(r["usage"]["total_tokens"], 12);
   EXPECT_EQ(r["usage"]["input_tokens_details"]["cached_tokens"], 0);
   EXPECT_EQ(r["usage"]["output_tokens_details"]["reasoning_tokens"], 0);
+  // Prompt tokens from the prompt cache are part of input_tokens and counted in its details.
+  json cached = response_object(head(), out, FinishReason::kEndOfGeneration, {10, 2, 0, 8});
+  EXPECT_EQ(cached["usage"]["input_tokens"], 10);
+  EXPECT_EQ(cached["usage"]["input_tokens_details"]["cached_tokens"], 8);
 }
 
 TEST(ResponsesCodec, ResponseObjectWithReasoningCallsAndACut) {

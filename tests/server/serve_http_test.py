@@ -434,5 +434,32 @@ class Metrics(unittest.TestCase):
             self.assertIn(series, text)
 
 
+
+class PromptCache(unittest.TestCase):
+    def test_a_repeated_prompt_comes_from_the_cache_with_the_same_text(self):
+        body = {"model": LLAMA, "prompt": "The prompt cache keeps this sentence for the next request: one two three",
+                "max_tokens": 6, "temperature": 0}
+        status, _, first = get_json("POST", "/v1/completions", body)
+        self.assertEqual(status, 200, first)
+        status, _, second = get_json("POST", "/v1/completions", body)
+        self.assertEqual(status, 200, second)
+        n = second["usage"]["prompt_tokens"]
+        self.assertEqual(second["usage"]["prompt_tokens_details"]["cached_tokens"], n - 1)
+        self.assertEqual(second["choices"][0]["text"], first["choices"][0]["text"])
+        # llama-server's cache_prompt: false evaluates the whole prompt again, with the same answer.
+        status, _, off = get_json("POST", "/v1/completions", dict(body, cache_prompt=False))
+        self.assertEqual(status, 200, off)
+        self.assertEqual(off["usage"]["prompt_tokens_details"]["cached_tokens"], 0)
+        self.assertEqual(off["choices"][0]["text"], first["choices"][0]["text"])
+        status, _, bad = get_json("POST", "/v1/completions", dict(body, cache_prompt="no"))
+        self.assertEqual(status, 400, bad)
+        self.assertEqual(bad["error"]["param"], "cache_prompt")
+        text = request("GET", "/metrics")[2].decode()
+        cached = [line for line in text.splitlines()
+                  if line.startswith("gantry_prompt_tokens_cached_total{") and f'model="{LLAMA}"' in line]
+        self.assertEqual(len(cached), 1, text)
+        self.assertGreaterEqual(float(cached[0].split()[-1]), n - 1)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -134,12 +134,18 @@ struct GenerationRequest {
   // -1: off. 0..20: record each generated token's logprob and that many top alternatives
   // (GenerationResult::logprobs).
   int n_logprobs = -1;
+  // Reuse the longest common prefix a slot's cache holds from an earlier request (llama-server's
+  // cache_prompt). Off: the whole prompt is evaluated again. Either way the output is the same.
+  bool cache_prompt = true;
 };
 
 struct GenerationResult {
   std::string text;             // everything generated (stop string excluded)
   std::vector<int32_t> tokens;  // the generated tokens
   int n_prompt_tokens = 0;
+  // Of n_prompt_tokens, those that came from the prompt cache (not evaluated again); the rest,
+  // n_prompt_tokens - n_cached_tokens, were evaluated for this request.
+  int n_cached_tokens = 0;
   FinishReason finish = FinishReason::kMaxTokens;
   double prompt_ms = 0;      // time from admission to the first generated token
   double generation_ms = 0;  // time from the first to the last generated token

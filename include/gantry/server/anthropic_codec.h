@@ -115,7 +115,8 @@ StopReason stop_reason(backend::FinishReason finish, const backend::ChatOutput& 
 // tool_use block's input is the call's arguments parsed as an object ({} when they are not one). An
 // answer with no block at all holds one empty text block.
 std::string message_response(std::string_view id, std::string_view model, const backend::ChatOutput& output,
-                             const StopReason& stop, int input_tokens, int output_tokens);
+                             const StopReason& stop, int input_tokens, int output_tokens,
+                             int cached_tokens = 0);
 
 // {"input_tokens": n}
 std::string count_tokens_response(int input_tokens);
@@ -139,7 +140,7 @@ class EventWriter {
   std::string add(const backend::ChatOutputDelta& delta);
   // Closes the open block (or, when none was ever opened, sends an empty text block), then
   // message_delta (stop_reason, stop_sequence, usage) and message_stop.
-  std::string finish(const StopReason& stop, int input_tokens, int output_tokens);
+  std::string finish(const StopReason& stop, int input_tokens, int output_tokens, int cached_tokens = 0);
 
  private:
   enum class Block { kNone, kThinking, kText, kToolUse };

@@ -53,7 +53,9 @@ class Metrics {
   void queue_time(std::string_view model, Seconds waited);
   void time_to_first_token(std::string_view model, Seconds ttft);
   void batch(std::string_view model, size_t requests);
-  void tokens(std::string_view model, uint64_t prompt, uint64_t generated, Seconds generation_time);
+  // `prompt` tokens in all, `prompt_cached` of them from the prompt cache.
+  void tokens(std::string_view model, uint64_t prompt, uint64_t generated, Seconds generation_time,
+              uint64_t prompt_cached = 0);
 
   // The exposition text: everything recorded plus the runtime's and server's state now.
   std::string render(runtime::Runtime& runtime, const ServerGauges& gauges);

@@ -83,6 +83,8 @@ struct TextRequest {
   //   response_format {"type":"text"|"json_object"|"json_schema","json_schema":{"schema":{..}}}
   //     -> constraint (the schema is kept as JSON text; the backend checks what it supports).
   //   logprobs -> n_logprobs (top_logprobs, or -1 when logprobs is off).
+  //   cache_prompt (bool, llama-server's extension; default true) -> cache_prompt: false evaluates
+  //     the whole prompt again instead of reusing a slot's cached prefix.
   // prompt/tokens/callbacks are left for the server (it formats chat messages with the model's
   // template).
   backend::GenerationRequest generation;
@@ -147,9 +149,10 @@ std::string completion_chunk_text(std::string_view id, std::string_view model, i
                                   std::string_view text, const ChunkChoice& choice = {});
 std::string completion_chunk_finish(std::string_view id, std::string_view model, int64_t created,
                                     backend::FinishReason reason, const ChunkChoice& choice = {});
-// The stream_options.include_usage chunk: "choices": [] and "usage".
+// The stream_options.include_usage chunk: "choices": [] and "usage". Every usage object has
+// "prompt_tokens_details": {"cached_tokens"} (prompt tokens taken from the prompt cache).
 std::string usage_chunk(std::string_view id, std::string_view model, int64_t created, Endpoint endpoint,
-                        int prompt_tokens, int completion_tokens);
+                        int prompt_tokens, int completion_tokens, int cached_tokens = 0);
 // An error in the middle of a stream: "data: {\"error\":{...}}\n\n".
 std::string sse_error(const ApiError& e);
 // "data: [DONE]\n\n"

@@ -88,6 +88,7 @@ struct Usage {
   int input_tokens = 0;
   int output_tokens = 0;
   int reasoning_tokens = 0;  // of output_tokens
+  int cached_tokens = 0;     // of input_tokens, taken from the prompt cache
 };
 
 // The Response object for an answer: output = a "reasoning" item when there is reasoning, a "message"

@@ -82,6 +82,7 @@ struct BatchEngine::Group {
   int remaining = 0;                          // choices not yet ended
   int live = 0;                               // choices admitted and not yet retired
   size_t prompt_reserve = 0;  // KV cells the shared prompt holds until the last choice retires
+  size_t n_cached = 0;        // prompt tokens the leader's slot already held (not evaluated)
   Status error;               // the first choice's failure
   std::promise<Result<GenerationResult>> promise;
 };
@@ -91,6 +92,7 @@ struct BatchEngine::Seq {
   int choice = 0;
   uint64_t id = 0;
   uint64_t admitted_order = 0;
+  uint64_t epoch = 0;  // the engine's cache_epoch_ at admission
   int32_t slot = -1;
   size_t prompt_done = 0;  // prompt tokens already in this sequence's cache
   int32_t pos = 0;         // position of the next token to decode
@@ -128,7 +130,9 @@ Result<std::unique_ptr<BatchEngine>> BatchEngine::create(std::shared_ptr<const L
   std::unique_ptr<BatchEngine> e(new BatchEngine());
   GANTRY_ASSIGN_OR_RETURN(e->ctx_, LlamaContext::create(std::move(weights), options));
   const auto n_seq = static_cast<int32_t>(e->ctx_->n_seq_max());
-  for (int32_t s = n_seq - 1; s >= 0; --s) e->free_slots_.push_back(s);  // pop_back gives the lowest id
+  for (int32_t s = 0; s < n_seq; ++s) e->free_slots_.push_back(s);
+  e->slot_tokens_.resize(static_cast<size_t>(n_seq));
+  e->slot_used_.assign(static_cast<size_t>(n_seq), 0);
   e->batch_ = std::make_unique<BatchBuf>(static_cast<int32_t>(e->ctx_->n_batch()));
   return e;
 }
@@ -299,6 +303,101 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
   return h;
 }
 
+void BatchEngine::drop_slot_cache_locked(int32_t slot) {
+  auto& tokens = slot_tokens_[static_cast<size_t>(slot)];
+  if (!tokens.empty()) ctx_->remove_sequence(slot);
+  tokens.clear();
+  slot_used_[static_cast<size_t>(slot)] = 0;  // empty: the first choice for a prompt nothing matches
+}
+
+size_t BatchEngine::idle_cached_cells_locked() const {
+  size_t n = 0;
+  for (int32_t slot : free_slots_) n += slot_tokens_[static_cast<size_t>(slot)].size();
+  return n;
+}
+
+bool BatchEngine::evict_idle_locked(size_t need, size_t n_ctx, int32_t spare) {
+  // Cells shared between slots (choices' prompts) are counted once per slot: an over-estimate, so
+  // this may evict more than strictly needed but never too little.
+  for (;;) {
+    size_t used = reserved_ + idle_cached_cells_locked();
+    if (spare >= 0) used -= slot_tokens_[static_cast<size_t>(spare)].size();  // counted in `need`
+    if (used + need <= n_ctx) return true;
+    int32_t victim = -1;
+    for (int32_t slot : free_slots_) {
+      const auto i = static_cast<size_t>(slot);
+      if (slot_tokens_[i].empty() || slot == spare) continue;
+      if (victim < 0 || slot_used_[i] < slot_used_[static_cast<size_t>(victim)]) victim = slot;
+    }
+    if (victim < 0) return false;
+    drop_slot_cache_locked(victim);
+    ++stats_.cache_evictions;
+  }
+}
+
+std::pair<int32_t, size_t> BatchEngine::best_slot_locked(const std::vector<int32_t>& prompt,
+                                                         bool reuse) const {
+  size_t best = 0;
+  size_t best_prefix = 0;
+  for (size_t k = 0; k < free_slots_.size(); ++k) {
+    const auto i = static_cast<size_t>(free_slots_[k]);
+    const auto& cached = slot_tokens_[i];
+    size_t prefix = 0;
+    if (reuse && !cached.empty()) {
+      const size_t n = std::min(cached.size(), prompt.size());
+      prefix = static_cast<size_t>(
+          std::mismatch(cached.begin(), cached.begin() + static_cast<std::ptrdiff_t>(n), prompt.begin())
+              .first -
+          cached.begin());
+    }
+    // A match under a tenth of the prompt (a BOS token, a common opening) is not worth a slot that
+    // holds another conversation (llama-server's --slot-prompt-similarity 0.1): count it as none.
+    if (prefix * 10 < prompt.size()) prefix = 0;
+    const auto bi = static_cast<size_t>(free_slots_[best]);
+    if (prefix > best_prefix || (prefix == best_prefix && slot_used_[i] < slot_used_[bi])) {
+      best = k;
+      best_prefix = prefix;
+    }
+  }
+  return {free_slots_[best], best_prefix};
+}
+
+size_t BatchEngine::take_slot_locked(int32_t slot, size_t prefix, size_t prompt_size) {
+  free_slots_.erase(std::find(free_slots_.begin(), free_slots_.end(), slot));
+  auto& cached = slot_tokens_[static_cast<size_t>(slot)];
+  // At least the prompt's last token is evaluated: its logits give the first sampled token.
+  size_t keep = std::min(prefix, prompt_size - 1);
+  llama_memory_t mem = llama_get_memory(ctx_->raw());
+  // A sliding-window cache has dropped positions before its window: continuing at `keep` needs the
+  // window before it (llama-server's check; without checkpoints the prompt is evaluated again).
+  const int32_t n_swa = llama_model_n_swa(ctx_->weights().raw());
+  const llama_pos pos_min = llama_memory_seq_pos_min(mem, slot);
+  if (keep > 0 && pos_min > 0 &&
+      (n_swa <= 0 || pos_min > std::max<llama_pos>(0, static_cast<llama_pos>(keep) - n_swa))) {
+    keep = 0;
+  }
+  if (keep < cached.size()) {
+    if (keep == 0 || !llama_memory_seq_rm(mem, slot, static_cast<llama_pos>(keep), -1)) {
+      ctx_->remove_sequence(slot);  // a memory that cannot drop a tail (recurrent) starts over
+      keep = 0;
+    }
+  }
+  cached.clear();
+  return keep;
+}
+
+int32_t BatchEngine::take_lru_slot_locked() {
+  size_t best = 0;
+  for (size_t k = 1; k < free_slots_.size(); ++k) {
+    if (slot_used_[static_cast<size_t>(free_slots_[k])] < slot_used_[static_cast<size_t>(free_slots_[best])])
+      best = k;
+  }
+  const int32_t slot = free_slots_[best];
+  free_slots_.erase(free_slots_.begin() + static_cast<std::ptrdiff_t>(best));
+  drop_slot_cache_locked(slot);
+  return slot;
+}
+
 void BatchEngine::admit_locked() {
   const size_t n_ctx = ctx_->n_ctx();
   const bool unified = ctx_->options().kv_unified;
@@ -318,18 +417,37 @@ void BatchEngine::admit_locked() {
     Group& g = *next.front()->group;
     size_t reserve = g.prompt_reserve;
     for (const auto& s : next) reserve += s->reserve;
-    if (unified && !active_.empty() && reserved_ + reserve > n_ctx) break;  // wait for KV room
+    const auto [leader_slot, prefix] = best_slot_locked(g.prompt, g.req.cache_prompt);
+    if (unified) {
+      // Idle slots' cached cells share the pool: give them up (LRU) rather than wait or overflow.
+      // The slot this request reuses is spared; its kept prefix is part of `reserve`.
+      if (!active_.empty() && reserved_ + reserve > n_ctx) break;  // wait for KV room
+      evict_idle_locked(reserve, n_ctx, leader_slot);
+    }
     auto entry = std::move(pending_.front());
     pending_.pop_front();
     g.live = static_cast<int>(entry.size());
     reserved_ += g.prompt_reserve;
     const auto now = Clock::now();
     for (auto& s : entry) {
-      s->slot = free_slots_.back();
-      free_slots_.pop_back();
+      if (s->choice == 0) {
+        const size_t keep = take_slot_locked(leader_slot, prefix, g.prompt.size());
+        s->slot = leader_slot;
+        g.n_cached = keep;
+        s->prompt_done = keep;
+        s->pos = static_cast<int32_t>(keep);
+        stats_.prompt_tokens_cached += keep;
+      } else {
+        s->slot = take_lru_slot_locked();
+      }
+      slot_used_[static_cast<size_t>(s->slot)] = ++use_clock_;
+      s->epoch = cache_epoch_;
       reserved_ += s->reserve;
       s->admitted_order = ++admit_order_;
       s->t_admit = now;
+    }
+    for (auto& s : entry) {
+      s->result.n_cached_tokens = static_cast<int>(g.n_cached);
       active_.push_back(std::move(s));
     }
   }
@@ -337,12 +455,27 @@ void BatchEngine::admit_locked() {
   stats_.active = active_.size();
 }
 
-void BatchEngine::retire(Seq& s) {
+void BatchEngine::retire(Seq& s, bool keep_cache) {
   s.done = true;
-  ctx_->remove_sequence(s.slot);
   std::lock_guard lock(mu_);
+  // The slot keeps what its cells hold: positions 0..pos-1, the prompt and then the generated
+  // tokens that were decoded (the last sampled one never is).
+  auto& cached = slot_tokens_[static_cast<size_t>(s.slot)];
+  cached.clear();
+  if (keep_cache && s.epoch == cache_epoch_ && s.pos > 0) {
+    const auto& prompt = s.group->prompt;
+    const auto n = static_cast<size_t>(s.pos);
+    cached.assign(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(std::min(n, prompt.size())));
+    for (size_t i = 0; cached.size() < n && i < s.result.tokens.size(); ++i)
+      cached.push_back(s.result.tokens[i]);
+    slot_used_[static_cast<size_t>(s.slot)] = ++use_clock_;
+  }
+  if (cached.size() != static_cast<size_t>(std::max(s.pos, 0)) || cached.empty()) {
+    cached.clear();
+    ctx_->remove_sequence(s.slot);
+    slot_used_[static_cast<size_t>(s.slot)] = 0;
+  }
   free_slots_.push_back(s.slot);
-  std::sort(free_slots_.begin(), free_slots_.end(), std::greater<>());
   reserved_ -= s.reserve;
   if (--s.group->live == 0) reserved_ -= s.group->prompt_reserve;
   if (s.choice == 0) ++stats_.completed;  // requests
@@ -389,12 +522,12 @@ void BatchEngine::finish(Seq& s, FinishReason reason) {
   }
   s.result.finish = reason;
   if (!s.result.tokens.empty()) s.result.generation_ms = ms_between(s.t_first, Clock::now());
-  retire(s);
+  retire(s, /*keep_cache=*/true);
   settle(s);
 }
 
 void BatchEngine::fail(Seq& s, const Status& st) {
-  retire(s);
+  retire(s, /*keep_cache=*/false);
   Group& g = *s.group;
   if (g.error.ok()) {
     g.error = st.with_context("sequence " + std::to_string(s.id) +
@@ -457,9 +590,16 @@ void BatchEngine::sample(Seq& s) {
 Result<bool> BatchEngine::step() {
   {
     std::lock_guard lock(mu_);
-    if (cancel_all_.exchange(false)) {
-      for (auto& entry : pending_) entry.front()->group->cancel->store(true);
-      for (auto& s : active_) s->group->cancel->store(true);
+    // cancel_all() ends the requests submitted before it (ids below cancel_before_), never later ones.
+    const uint64_t before = cancel_before_.load();
+    if (before > cancelled_before_) {
+      for (auto& entry : pending_) {
+        if (entry.front()->id < before) entry.front()->group->cancel->store(true);
+      }
+      for (auto& s : active_) {
+        if (s->id < before) s->group->cancel->store(true);
+      }
+      cancelled_before_ = before;
     }
     admit_locked();
   }
@@ -511,11 +651,9 @@ Result<bool> BatchEngine::step() {
   // Abort a decode only when every sequence it serves has been cancelled.
   std::optional<QuietLlamaLogs> quiet;  // an intended abort makes llama.cpp log errors: keep them quiet
   ctx_->set_abort_check([&in_batch, &quiet, this] {
-    bool abort = cancel_all_.load(std::memory_order_relaxed);
-    if (!abort) {
-      abort = true;
-      for (Seq* s : in_batch) abort = abort && s->cancelled();
-    }
+    const uint64_t before = cancel_before_.load(std::memory_order_relaxed);
+    bool abort = true;
+    for (Seq* s : in_batch) abort = abort && (s->cancelled() || s->id < before);
     if (abort && !quiet) quiet.emplace();
     return abort;
   });
@@ -530,7 +668,20 @@ Result<bool> BatchEngine::step() {
     if (st.ok()) stats_.prompt_tokens_decoded += prompt_tokens;
   }
   if (!st.ok()) {
+    bool evicted = false;
     if (st.code() == StatusCode::kResourceExhausted) {
+      // The cache is as before the call. Idle slots' cached prompts go first; the batch is retried.
+      std::lock_guard lock(mu_);
+      for (int32_t slot : free_slots_) {
+        if (slot_tokens_[static_cast<size_t>(slot)].empty()) continue;
+        drop_slot_cache_locked(slot);
+        ++stats_.cache_evictions;
+        evicted = true;
+      }
+    }
+    if (evicted) {
+      GANTRY_LOG_DEBUG("KV cache full: emptied the idle slots' prompt caches, retrying the step");
+    } else if (st.code() == StatusCode::kResourceExhausted) {
       // The cache is as before the call: drop the newest sequence in the batch and go on with the rest.
       Seq* victim = *std::max_element(in_batch.begin(), in_batch.end(),
                                       [](Seq* a, Seq* c) { return a->admitted_order < c->admitted_order; });
@@ -648,8 +799,18 @@ void BatchEngine::stop() {
 }
 
 void BatchEngine::cancel_all() {
-  cancel_all_.store(true);
+  {
+    std::lock_guard lock(mu_);
+    cancel_before_.store(next_id_);  // every request submitted so far
+  }
   cv_.notify_all();
+}
+
+void BatchEngine::clear_cache() {
+  std::lock_guard drive(drive_mu_);  // no decode step runs meanwhile
+  std::lock_guard lock(mu_);
+  ++cache_epoch_;
+  for (int32_t slot : free_slots_) drop_slot_cache_locked(slot);
 }
 
 EngineStats BatchEngine::stats() const {

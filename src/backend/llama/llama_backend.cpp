@@ -301,6 +301,7 @@ Result<std::vector<std::vector<backend::NamedTensor>>> LlamaModel::infer_batch(
 
 Status LlamaModel::reset() {
   engine_->cancel_all();
+  engine_->clear_cache();
   GANTRY_RETURN_IF_ERROR(Model::reset());
   return Status::Ok();
 }

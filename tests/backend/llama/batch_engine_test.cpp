@@ -166,7 +166,8 @@ TEST(BatchEngine, SequencesTogetherMatchEachAlone) {
 TEST(BatchEngine, FinishedSequencesReleaseTheirKvCells) {
   GANTRY_REQUIRE_TINY_MODEL();
   // 256 cells (the minimum llama.cpp allocates), 2 slots; each sequence reserves ~100 cells, so the
-  // 8 sequences only complete if every finished sequence gives its cells and slot back.
+  // 8 sequences only complete if every finished sequence gives its cells and slot back (its cached
+  // prompt is evicted when the cells are needed).
   auto e = BatchEngine::create(weights, small_ctx(256, 2));
   ASSERT_TRUE(e.ok());
   ASSERT_EQ((*e)->context().n_ctx(), 256u);
@@ -181,6 +182,9 @@ TEST(BatchEngine, FinishedSequencesReleaseTheirKvCells) {
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     EXPECT_GT(r->tokens.size(), 0u);
   }
+  // The idle slots keep their last prompt (the prompt cache) until clear_cache().
+  EXPECT_GE((*e)->context().sequence_pos_max(0), 0);
+  (*e)->clear_cache();
   for (int32_t seq = 0; seq < 2; ++seq) EXPECT_EQ((*e)->context().sequence_pos_max(seq), -1);
   EXPECT_EQ((*e)->stats().completed, 8u);
   EXPECT_LE((*e)->stats().max_batch_seqs, 2u);
@@ -199,6 +203,9 @@ TEST(BatchEngine, CallbackReturningFalseCancels) {
   EXPECT_EQ(r->finish, FinishReason::kCancelled);
   EXPECT_EQ(calls, 3);
   EXPECT_LT(r->tokens.size(), 100u);
+  // The slot keeps what was decoded as a prompt cache: the prompt and every sampled token but the last.
+  EXPECT_EQ((*e)->context().sequence_pos_max(0), r->n_prompt_tokens + static_cast<int>(r->tokens.size()) - 2);
+  (*e)->clear_cache();
   EXPECT_EQ((*e)->context().sequence_pos_max(0), -1);
 }
 
@@ -306,8 +313,8 @@ TEST(BatchEngine, AGenerationStopsWhenItsContextIsFull) {
   EXPECT_EQ(r->finish, backend::FinishReason::kMaxTokens);
   EXPECT_EQ(r->n_prompt_tokens + static_cast<int>(r->tokens.size()), 256);
   EXPECT_FALSE(streamed.empty());
-  // The engine is usable afterwards and the cells are free again.
-  EXPECT_EQ((*e)->context().sequence_pos_max(0), -1);
+  // The engine is usable afterwards: the cells the idle slot caches are given back to a new prompt.
+  EXPECT_EQ((*e)->context().sequence_pos_max(0), 254);
   auto ok = (*e)->generate(greedy("Hello", 4));
   EXPECT_TRUE(ok.ok()) << ok.status().to_string();
 }

@@ -149,6 +149,26 @@ TEST(LlamaModel, DrainWaitsForARunningGeneration) {
   EXPECT_TRUE(m.generate(greedy("Hello", 2)).ok());
 }
 
+TEST(LlamaModel, ResetClearsThePromptCache) {
+  auto model = load_tiny();
+  ASSERT_TRUE(model);
+  backend::Model& m = *model;
+  ASSERT_TRUE(m.init().ok());
+  const auto req = greedy("The prompt cache keeps this sentence for the next request", 6);
+  auto first = m.generate(req);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_EQ(first->n_cached_tokens, 0);
+  auto again = m.generate(req);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->n_cached_tokens, again->n_prompt_tokens - 1);
+  EXPECT_EQ(again->tokens, first->tokens);
+  ASSERT_TRUE(m.reset().ok());
+  auto after = m.generate(req);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->n_cached_tokens, 0) << "reset() must empty the prompt cache";
+  EXPECT_EQ(after->tokens, first->tokens);
+}
+
 TEST(LlamaModel, ChatTemplateAndEmbeddingsThroughTheBaseClass) {
   auto model = load_tiny();
   ASSERT_TRUE(model);

@@ -1,7 +1,17 @@
 // BatchEngine: continuous batching over ONE llama_context. Sequences join and leave between decode
 // steps; each step decodes one llama_batch holding every active sequence's new tokens (prompt chunks
 // plus one token per generating sequence), then samples each sequence with its own sampler chain.
-// A finished sequence's KV cells are freed at once and its sequence id reused.
+//
+// Prompt cache: a slot (llama.cpp sequence id) keeps the KV cells of the sequence that last used
+// it, with the tokens they hold. A new request takes the free slot whose tokens share the longest
+// prefix with its prompt (a match under a tenth of the prompt counts as none, as llama-server's
+// --slot-prompt-similarity 0.1; ties: the least recently used; an empty slot counts as least used),
+// removes that slot's cells from the first differing position and evaluates only the rest of the
+// prompt; when the whole prompt matches, its last token is evaluated again for the logits. The
+// output is exactly what an empty cache gives. In a unified cache the idle slots' cells count
+// against n_ctx: a request that needs them evicts idle slots' contents (least recently used
+// first) before it waits, and a decode that finds no room evicts them all and is retried.
+// clear_cache() empties every slot.
 //
 // Threads: submit() and generate() from any thread. Exactly one thread decodes at a time: the
 // background loop (start()), or else whichever generate()/step() caller holds the engine. Text
@@ -61,6 +71,8 @@ struct EngineStats {
   uint64_t steps = 0;                  // llama_decode calls
   uint64_t tokens_decoded = 0;         // tokens in those batches
   uint64_t prompt_tokens_decoded = 0;  // of those, prompt tokens (a request's choices share theirs)
+  uint64_t prompt_tokens_cached = 0;   // prompt tokens taken from the prompt cache instead
+  uint64_t cache_evictions = 0;        // idle slots emptied to make room
   uint64_t max_batch_seqs = 0;         // most sequences in one batch
   uint64_t completed = 0;              // sequences finished (any reason, errors included)
   size_t active = 0;                   // sequences
@@ -92,9 +104,14 @@ class BatchEngine {
   // do. Engine-wide failures are returned and also fail the sequences in that batch.
   Result<bool> step();
 
-  void start();       // background decode loop
-  void stop();        // joins it; queued sequences stay queued
-  void cancel_all();  // every queued and active sequence, as of the next step
+  void start();  // background decode loop
+  void stop();   // joins it; queued sequences stay queued
+  // Every request submitted before this call (queued or running) ends cancelled, as of the next
+  // step; requests submitted afterwards are not affected, even when the engine was idle.
+  void cancel_all();
+  // Empties the prompt cache: idle slots now, running sequences' slots when they end. Waits for a
+  // running decode step.
+  void clear_cache();
 
   EngineStats stats() const;
   LlamaContext& context() { return *ctx_; }
@@ -108,9 +125,21 @@ class BatchEngine {
   struct Group;
   BatchEngine() = default;
   void admit_locked();
+  // The free slot for a request's leader: longest common prefix with `prompt` (0 for all when not
+  // `reuse`), then least recently used. Returns it and that prefix's length.
+  std::pair<int32_t, size_t> best_slot_locked(const std::vector<int32_t>& prompt, bool reuse) const;
+  // Takes `slot` from free_slots_, drops its cells past the reusable prefix (at most prompt_size - 1)
+  // and returns how many prompt tokens it still holds.
+  size_t take_slot_locked(int32_t slot, size_t prefix, size_t prompt_size);
+  int32_t take_lru_slot_locked();           // any free slot (LRU first), its cache emptied
+  size_t idle_cached_cells_locked() const;  // cells the free slots' caches hold
+  // Empties idle slots (LRU first, never `spare`) until `need` more cells fit in n_ctx next to the
+  // reservations. False when even an empty cache would not make room.
+  bool evict_idle_locked(size_t need, size_t n_ctx, int32_t spare);
+  void drop_slot_cache_locked(int32_t slot);
   void finish(Seq& s, backend::FinishReason reason);
   void fail(Seq& s, const Status& st);
-  void retire(Seq& s);
+  void retire(Seq& s, bool keep_cache);  // frees the slot; keep_cache: its cells stay as a prompt cache
   void settle(Seq& s);  // records an ended sequence's result in its group; completes the group
   static void complete(Group& g);
   bool emit(Seq& s, std::string_view text);  // to the request's callback; false: cancel
@@ -124,6 +153,12 @@ class BatchEngine {
   std::deque<std::vector<std::unique_ptr<Seq>>> pending_;  // a request's sequences, leader first
   std::vector<std::unique_ptr<Seq>> active_;               // touched only by the decoding thread
   std::vector<int32_t> free_slots_;
+  // Per slot: the tokens its KV cells hold (positions 0..size-1) and when it was last used. A slot
+  // in free_slots_ is idle; its cache waits for a request that shares a prefix.
+  std::vector<std::vector<int32_t>> slot_tokens_;
+  std::vector<uint64_t> slot_used_;
+  uint64_t use_clock_ = 0;
+  uint64_t cache_epoch_ = 0;  // clear_cache() bumps it; sequences admitted before keep nothing
   size_t reserved_ = 0;
   uint64_t next_id_ = 1;
   uint64_t admit_order_ = 0;
@@ -132,7 +167,8 @@ class BatchEngine {
   std::thread loop_;
   bool running_ = false;
   bool stop_requested_ = false;
-  std::atomic<bool> cancel_all_{false};
+  std::atomic<uint64_t> cancel_before_{0};  // cancel_all(): requests with smaller ids end
+  uint64_t cancelled_before_ = 0;           // the cancel_before_ step() has applied (under mu_)
   struct BatchBuf;
   std::unique_ptr<BatchBuf> batch_;
 };
