@@ -13,9 +13,6 @@ namespace {
 using backend::FinishReason;
 using nlohmann::json;
 
-// Invalid UTF-8 (a token can end inside a character) becomes U+FFFD instead of throwing.
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 std::string type_of(const json& v) { return v.type_name(); }
 
 std::string at(std::string_view base, size_t i) { return std::string(base) + "[" + std::to_string(i) + "]"; }
@@ -24,16 +21,10 @@ std::string clip(std::string_view s) { return std::string(s.substr(0, 80)); }
 
 using Err = std::optional<ApiError>;
 
-const json* field(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
 // Each reader leaves `out` alone when the field is absent or null and returns an error naming
 // `name` (the field's full path) when it is present with the wrong type or out of range.
 Err read_string(const json& obj, const char* key, const std::string& name, std::string& out) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_string()) return bad_request(name, "must be a string, got " + type_of(*v));
   out = v->get<std::string>();
@@ -41,7 +32,7 @@ Err read_string(const json& obj, const char* key, const std::string& name, std::
 }
 
 Err read_bool(const json& obj, const char* key, const std::string& name, bool& out) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_boolean()) return bad_request(name, "must be a boolean, got " + type_of(*v));
   out = v->get<bool>();
@@ -49,7 +40,7 @@ Err read_bool(const json& obj, const char* key, const std::string& name, bool& o
 }
 
 Err read_int(const json& obj, const char* key, int64_t lo, int64_t hi, std::optional<int64_t>& out) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   const std::string range = " in " + std::to_string(lo) + ".." + std::to_string(hi);
   if (!v->is_number_integer()) return bad_request(key, "must be an integer" + range + ", got " + type_of(*v));
@@ -62,7 +53,7 @@ Err read_int(const json& obj, const char* key, int64_t lo, int64_t hi, std::opti
 }
 
 Err read_number(const json& obj, const char* key, double lo, double hi, std::optional<double>& out) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   char range[64];
   std::snprintf(range, sizeof range, " in %g..%g", lo, hi);
@@ -78,7 +69,7 @@ Err read_number(const json& obj, const char* key, double lo, double hi, std::opt
 // A block's "type", required.
 Err block_type(const json& block, const std::string& path, std::string& type) {
   if (!block.is_object()) return bad_request(path, "must be a content block object, got " + type_of(block));
-  const json* t = field(block, "type");
+  const json* t = json_field(block, "type");
   if (!t || !t->is_string()) return bad_request(path + ".type", "is required: a string (\"text\", ...)");
   type = t->get<std::string>();
   return std::nullopt;
@@ -96,7 +87,7 @@ ApiError unsupported_block(const std::string& path, const std::string& type, std
 
 // A text block's text, required.
 Err text_of(const json& block, const std::string& path, std::string& out) {
-  const json* t = field(block, "text");
+  const json* t = json_field(block, "text");
   if (!t || !t->is_string()) return bad_request(path + ".text", "is required: a string");
   out = t->get<std::string>();
   return std::nullopt;
@@ -109,7 +100,7 @@ void append_text(std::string& to, const std::string& text) {
 
 // "system": a string or an array of text blocks.
 Err read_system(const json& j, MessagesRequest& r) {
-  const json* s = field(j, "system");
+  const json* s = json_field(j, "system");
   if (!s) return std::nullopt;
   std::string text;
   if (s->is_string()) {
@@ -133,7 +124,7 @@ Err read_system(const json& j, MessagesRequest& r) {
 
 // A tool_result's "content": a string or an array of text blocks.
 Err tool_result_text(const json& block, const std::string& path, std::string& out) {
-  const json* c = field(block, "content");
+  const json* c = json_field(block, "content");
   if (!c) return std::nullopt;
   if (c->is_string()) {
     out = c->get<std::string>();
@@ -156,7 +147,7 @@ Err tool_result_text(const json& block, const std::string& path, std::string& ou
 // One message of "messages" (path "messages[i]"): appends the chat messages it becomes.
 Err read_message(const json& msg, const std::string& path, MessagesRequest& r) {
   if (!msg.is_object()) return bad_request(path, "must be an object {role, content}, got " + type_of(msg));
-  const json* role_v = field(msg, "role");
+  const json* role_v = json_field(msg, "role");
   if (!role_v || !role_v->is_string() ||
       (role_v->get<std::string>() != "user" && role_v->get<std::string>() != "assistant")) {
     return bad_request(path + ".role",
@@ -164,7 +155,7 @@ Err read_message(const json& msg, const std::string& path, MessagesRequest& r) {
   }
   const std::string role = role_v->get<std::string>();
   const bool assistant = role == "assistant";
-  const json* content = field(msg, "content");
+  const json* content = json_field(msg, "content");
   if (!content) return bad_request(path + ".content", "is required: a string or an array of content blocks");
   if (content->is_string()) {
     r.chat.messages.emplace_back(role, content->get<std::string>());
@@ -206,23 +197,23 @@ Err read_message(const json& msg, const std::string& path, MessagesRequest& r) {
       }
     } else if (type == "tool_use" && assistant) {
       backend::ToolCall call;
-      const json* id = field(block, "id");
+      const json* id = json_field(block, "id");
       if (!id || !id->is_string() || id->get<std::string>().empty())
         return bad_request(p + ".id", "is required: the call's id (a non-empty string)");
       call.id = id->get<std::string>();
-      const json* name = field(block, "name");
+      const json* name = json_field(block, "name");
       if (!name || !name->is_string()) return bad_request(p + ".name", "is required: the tool's name");
       call.name = name->get<std::string>();
-      const json* input = field(block, "input");
+      const json* input = json_field(block, "input");
       if (input && !input->is_object())
         return bad_request(p + ".input", "must be an object (the tool's arguments), got " + type_of(*input));
-      call.arguments = input ? dump(*input) : "{}";
+      call.arguments = input ? dump_json(*input) : "{}";
       m.tool_calls.push_back(std::move(call));
       origin.calls.push_back(p);
     } else if (type == "tool_result" && !assistant) {
       if (pending) flush_user();
       backend::ChatMessage result("tool", "");
-      const json* id = field(block, "tool_use_id");
+      const json* id = json_field(block, "tool_use_id");
       if (!id || !id->is_string() || id->get<std::string>().empty())
         return bad_request(p + ".tool_use_id", "is required: the id of the tool_use block it answers");
       result.tool_call_id = id->get<std::string>();
@@ -247,7 +238,7 @@ Err read_message(const json& msg, const std::string& path, MessagesRequest& r) {
 }
 
 Err read_messages(const json& j, MessagesRequest& r) {
-  const json* m = field(j, "messages");
+  const json* m = json_field(j, "messages");
   if (!m) return bad_request("messages", "is required: an array of {role, content} messages");
   if (!m->is_array() || m->empty()) {
     return bad_request("messages", "must be a non-empty array of messages, got " +
@@ -261,7 +252,7 @@ Err read_messages(const json& j, MessagesRequest& r) {
 
 // "tools": [{name, description, input_schema}].
 Err read_tools(const json& j, std::vector<backend::ToolDefinition>& out) {
-  const json* tools = field(j, "tools");
+  const json* tools = json_field(j, "tools");
   if (!tools) return std::nullopt;
   if (!tools->is_array()) return bad_request("tools", "must be an array of tools, got " + type_of(*tools));
   for (size_t i = 0; i < tools->size(); ++i) {
@@ -269,23 +260,23 @@ Err read_tools(const json& j, std::vector<backend::ToolDefinition>& out) {
     const std::string p = at("tools", i);
     if (!t.is_object())
       return bad_request(p, "must be an object {name, description, input_schema}, got " + type_of(t));
-    if (const json* type = field(t, "type");
+    if (const json* type = json_field(t, "type");
         type && !(type->is_string() && type->get<std::string>() == "custom")) {
       return bad_request(p + ".type", "tool type " + clip(type->dump()) +
                                           " is not supported: only client tools ({name, description, "
                                           "input_schema}; type \"custom\" or absent) are called here");
     }
     backend::ToolDefinition d;
-    const json* name = field(t, "name");
+    const json* name = json_field(t, "name");
     if (!name || !name->is_string()) return bad_request(p + ".name", "is required: a string");
     d.name = name->get<std::string>();
     if (auto e = read_string(t, "description", p + ".description", d.description)) return e;
-    const json* schema = field(t, "input_schema");
+    const json* schema = json_field(t, "input_schema");
     if (!schema || !schema->is_object()) {
       return bad_request(p + ".input_schema", "is required: a JSON schema object for the tool's input, got " +
                                                   (schema ? type_of(*schema) : std::string("none")));
     }
-    d.parameters = dump(*schema);
+    d.parameters = dump_json(*schema);
     out.push_back(std::move(d));
   }
   return std::nullopt;
@@ -293,12 +284,12 @@ Err read_tools(const json& j, std::vector<backend::ToolDefinition>& out) {
 
 // "tool_choice": {"type": "auto" | "any" | "none" | "tool", "name", "disable_parallel_tool_use"}.
 Err read_tool_choice(const json& j, backend::ChatRequest& r) {
-  const json* tc = field(j, "tool_choice");
+  const json* tc = json_field(j, "tool_choice");
   if (!tc) return std::nullopt;
   const char* kShape =
       "must be {\"type\": \"auto\" | \"any\" | \"none\"} or {\"type\": \"tool\", \"name\": ...}";
   if (!tc->is_object()) return bad_request("tool_choice", std::string(kShape) + ", got " + type_of(*tc));
-  const json* type = field(*tc, "type");
+  const json* type = json_field(*tc, "type");
   const std::string t = type && type->is_string() ? type->get<std::string>() : "";
   if (t == "auto") {
     r.tool_choice = backend::ToolChoice::kAuto;
@@ -307,7 +298,7 @@ Err read_tool_choice(const json& j, backend::ChatRequest& r) {
   } else if (t == "none") {
     r.tool_choice = backend::ToolChoice::kNone;
   } else if (t == "tool") {
-    const json* name = field(*tc, "name");
+    const json* name = json_field(*tc, "name");
     if (!name || !name->is_string() || name->get<std::string>().empty())
       return bad_request("tool_choice.name", "is required with type \"tool\": the name of one of the tools");
     r.forced_tool = name->get<std::string>();
@@ -325,11 +316,11 @@ Err read_tool_choice(const json& j, backend::ChatRequest& r) {
 
 // "thinking": {"type": "enabled" | "disabled" | "adaptive", "budget_tokens"}.
 Err read_thinking(const json& j, backend::ChatRequest& r) {
-  const json* th = field(j, "thinking");
+  const json* th = json_field(j, "thinking");
   if (!th) return std::nullopt;
   if (!th->is_object())
     return bad_request("thinking", "must be an object {\"type\": \"enabled\" | \"disabled\"}");
-  const json* type = field(*th, "type");
+  const json* type = json_field(*th, "type");
   const std::string t = type && type->is_string() ? type->get<std::string>() : "";
   if (t != "enabled" && t != "disabled" && t != "adaptive")
     return bad_request("thinking.type", "must be \"enabled\", \"disabled\" or \"adaptive\"");
@@ -344,7 +335,7 @@ Err read_thinking(const json& j, backend::ChatRequest& r) {
 }
 
 Err read_stop_sequences(const json& j, MessagesRequest& r) {
-  const json* s = field(j, "stop_sequences");
+  const json* s = json_field(j, "stop_sequences");
   if (!s) return std::nullopt;
   if (!s->is_array()) return bad_request("stop_sequences", "must be an array of strings, got " + type_of(*s));
   for (size_t i = 0; i < s->size(); ++i) {
@@ -433,7 +424,7 @@ std::string_view error_type(int status) {
 }
 
 std::string error_body(const ApiError& e) {
-  return dump(json{{"type", "error"}, {"error", {{"type", e.type}, {"message", e.message}}}});
+  return dump_json(json{{"type", "error"}, {"error", {{"type", e.type}, {"message", e.message}}}});
 }
 
 ApiError bad_request(std::string field, std::string_view message) {
@@ -482,7 +473,7 @@ std::variant<MessagesRequest, ApiError> parse_messages_request(std::string_view 
   MessagesRequest r;
   r.endpoint = endpoint;
   r.chat.reasoning_format = backend::ReasoningFormat::kAuto;  // thinking comes back as thinking blocks
-  const json* model = field(j, "model");
+  const json* model = json_field(j, "model");
   if (!model || !model->is_string() || model->get<std::string>().empty())
     return bad_request("model", "is required: the name of a served model (GET /v1/models lists them)");
   r.model = model->get<std::string>();
@@ -514,7 +505,7 @@ std::variant<MessagesRequest, ApiError> parse_messages_request(std::string_view 
   if (top_k) g.sampling.top_k = static_cast<int>(*top_k);
   GANTRY_TRY_FIELD(read_stop_sequences(j, r));
   GANTRY_TRY_FIELD(read_bool(j, "stream", "stream", r.stream));
-  if (const json* md = field(j, "metadata"); md && !md->is_object())
+  if (const json* md = json_field(j, "metadata"); md && !md->is_object())
     return bad_request("metadata", "must be an object, got " + type_of(*md));
   return r;
 }
@@ -590,17 +581,19 @@ std::string message_response(std::string_view id, std::string_view model, const 
                        {"input", tool_input(c.arguments)}});
   }
   if (content.empty()) content.push_back({{"type", "text"}, {"text", ""}});
-  return dump(json{{"id", id},
-                   {"type", "message"},
-                   {"role", "assistant"},
-                   {"model", model},
-                   {"content", std::move(content)},
-                   {"stop_reason", stop.reason},
-                   {"stop_sequence", stop_sequence_json(stop)},
-                   {"usage", usage_json(input_tokens, output_tokens, cached_tokens)}});
+  return dump_json(json{{"id", id},
+                        {"type", "message"},
+                        {"role", "assistant"},
+                        {"model", model},
+                        {"content", std::move(content)},
+                        {"stop_reason", stop.reason},
+                        {"stop_sequence", stop_sequence_json(stop)},
+                        {"usage", usage_json(input_tokens, output_tokens, cached_tokens)}});
 }
 
-std::string count_tokens_response(int input_tokens) { return dump(json{{"input_tokens", input_tokens}}); }
+std::string count_tokens_response(int input_tokens) {
+  return dump_json(json{{"input_tokens", input_tokens}});
+}
 
 std::string sse_event(std::string_view name, std::string_view data) {
   std::string out = "event: ";
@@ -625,7 +618,8 @@ std::string EventWriter::start(int input_tokens) {
                   {"stop_reason", nullptr},
                   {"stop_sequence", nullptr},
                   {"usage", usage_json(input_tokens, 0)}};
-  return sse_event("message_start", dump(json{{"type", "message_start"}, {"message", std::move(message)}})) +
+  return sse_event("message_start",
+                   dump_json(json{{"type", "message_start"}, {"message", std::move(message)}})) +
          sse_event("ping", R"({"type":"ping"})");
 }
 
@@ -657,25 +651,26 @@ std::string EventWriter::add(const backend::ChatOutputDelta& d) {
   if (!d.reasoning_content.empty()) {
     if (open_ != Block::kThinking)
       out += open(Block::kThinking, R"({"type":"thinking","thinking":"","signature":""})");
-    out += delta(next_index_ - 1, dump(json{{"type", "thinking_delta"}, {"thinking", d.reasoning_content}}));
+    out += delta(next_index_ - 1,
+                 dump_json(json{{"type", "thinking_delta"}, {"thinking", d.reasoning_content}}));
   }
   if (!d.content.empty()) {
     if (open_ != Block::kText) out += open(Block::kText, R"({"type":"text","text":""})");
-    out += delta(next_index_ - 1, dump(json{{"type", "text_delta"}, {"text", d.content}}));
+    out += delta(next_index_ - 1, dump_json(json{{"type", "text_delta"}, {"text", d.content}}));
   }
   if (d.tool_index != static_cast<size_t>(-1)) {
     if (!d.tool_call.name.empty()) {  // a call's first delta: its own block
-      out += open(Block::kToolUse, dump(json{{"type", "tool_use"},
-                                             {"id", tool_use_id(d.tool_call.id)},
-                                             {"name", d.tool_call.name},
-                                             {"input", json::object()}}));
+      out += open(Block::kToolUse, dump_json(json{{"type", "tool_use"},
+                                                  {"id", tool_use_id(d.tool_call.id)},
+                                                  {"name", d.tool_call.name},
+                                                  {"input", json::object()}}));
       if (tool_blocks_.size() <= d.tool_index) tool_blocks_.resize(d.tool_index + 1, static_cast<size_t>(-1));
       tool_blocks_[d.tool_index] = next_index_ - 1;
     }
     if (!d.tool_call.arguments.empty() && d.tool_index < tool_blocks_.size() &&
         tool_blocks_[d.tool_index] != static_cast<size_t>(-1)) {
       out += delta(tool_blocks_[d.tool_index],
-                   dump(json{{"type", "input_json_delta"}, {"partial_json", d.tool_call.arguments}}));
+                   dump_json(json{{"type", "input_json_delta"}, {"partial_json", d.tool_call.arguments}}));
     }
   }
   return out;
@@ -693,7 +688,7 @@ std::string EventWriter::finish(const StopReason& stop, int input_tokens, int ou
        {{"input_tokens", input_tokens - cached_tokens},
         {"output_tokens", output_tokens},
         {"cache_read_input_tokens", cached_tokens}}}};
-  out += sse_event("message_delta", dump(message_delta));
+  out += sse_event("message_delta", dump_json(message_delta));
   out += sse_event("message_stop", R"({"type":"message_stop"})");
   return out;
 }

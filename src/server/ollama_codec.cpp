@@ -18,9 +18,6 @@ using backend::FinishReason;
 using nlohmann::json;
 using std::chrono::milliseconds;
 
-// Invalid UTF-8 (a token can end inside a character) becomes U+FFFD instead of throwing.
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 ApiError bad(std::string message) { return ApiError{400, std::move(message)}; }
 
 std::string type_of(const json& v) { return v.type_name(); }
@@ -30,15 +27,8 @@ using Err = std::optional<ApiError>;
 #define GANTRY_TRY_FIELD(expr) \
   if (auto gantry_err_ = (expr)) return *gantry_err_
 
-// The field `key` of `obj`, or nullptr when it is absent or null.
-const json* field(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
 Err read_bool(const json& obj, const char* key, bool& out) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_boolean()) return bad(std::string("'") + key + "' must be a boolean, got " + type_of(*v));
   out = v->get<bool>();
@@ -46,7 +36,7 @@ Err read_bool(const json& obj, const char* key, bool& out) {
 }
 
 Err read_string(const json& obj, const char* key, std::string& out) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_string()) return bad(std::string("'") + key + "' must be a string, got " + type_of(*v));
   out = v->get<std::string>();
@@ -57,7 +47,7 @@ Err read_string(const json& obj, const char* key, std::string& out) {
 // but other clients may not), within [lo, hi].
 Err read_int(const json& obj, const char* key, std::string_view where, int64_t lo, int64_t hi,
              std::optional<int64_t>& out) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   const std::string name = std::string(where) + key;
   auto range = [&] {
@@ -97,7 +87,7 @@ float to_float(double x) {
 }
 
 Err read_float(const json& obj, const char* key, std::string_view where, std::optional<double>& out) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_number()) return bad("'" + std::string(where) + key + "' must be a number, got " + type_of(*v));
   out = v->get<double>();
@@ -106,7 +96,7 @@ Err read_float(const json& obj, const char* key, std::string_view where, std::op
 
 // A string or an array of strings; empty strings are dropped.
 Err read_stop(const json& obj, std::string_view where, std::vector<std::string>& out) {
-  const json* s = field(obj, "stop");
+  const json* s = json_field(obj, "stop");
   if (!s) return std::nullopt;
   const std::string name = std::string(where) + "stop";
   if (s->is_string()) {
@@ -124,7 +114,7 @@ Err read_stop(const json& obj, std::string_view where, std::vector<std::string>&
 
 // `options`: the sampling fields, num_predict, num_ctx and stop (see the header); others are ignored.
 Err read_options(const json& obj, TextRequest& r) {
-  const json* o = field(obj, "options");
+  const json* o = json_field(obj, "options");
   if (!o) return std::nullopt;
   if (!o->is_object()) return bad("'options' must be an object, got " + type_of(*o));
   constexpr std::string_view kWhere = "options.";
@@ -166,7 +156,7 @@ Err read_options(const json& obj, TextRequest& r) {
 
 // `format`: "json", "" (none) or a JSON schema object.
 Err read_format(const json& obj, backend::OutputConstraint& out) {
-  const json* f = field(obj, "format");
+  const json* f = json_field(obj, "format");
   if (!f) return std::nullopt;
   using Kind = backend::OutputConstraint::Kind;
   if (f->is_string()) {
@@ -180,12 +170,12 @@ Err read_format(const json& obj, backend::OutputConstraint& out) {
   }
   if (!f->is_object()) return bad("'format' must be \"json\" or a JSON schema object, got " + type_of(*f));
   out.kind = Kind::kJsonSchema;
-  out.json_schema = dump(*f);
+  out.json_schema = dump_json(*f);
   return std::nullopt;
 }
 
 Err read_keep_alive(const json& obj, std::optional<milliseconds>& out) {
-  const json* k = field(obj, "keep_alive");
+  const json* k = json_field(obj, "keep_alive");
   if (!k) return std::nullopt;
   if (k->is_number()) {
     const double seconds = k->get<double>();
@@ -210,7 +200,7 @@ Err read_keep_alive(const json& obj, std::optional<milliseconds>& out) {
 
 // Fields this server cannot honour: refused rather than silently dropped.
 Err refuse_nonempty(const json& obj, const char* key, const char* why) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   const bool empty = v->is_string() ? v->get_ref<const std::string&>().empty()
                                     : (v->is_array() || v->is_object()) && v->empty();
@@ -221,7 +211,7 @@ Err refuse_nonempty(const json& obj, const char* key, const char* why) {
 // A message's tool_calls: [{function: {name, arguments (an object)}}] (an optional "id" is kept).
 Err read_tool_calls(const json& msg, const std::string& where, size_t message_index,
                     std::vector<backend::ToolCall>& out) {
-  const json* calls = field(msg, "tool_calls");
+  const json* calls = json_field(msg, "tool_calls");
   if (!calls) return std::nullopt;
   if (!calls->is_array()) {
     return bad("'" + where + ".tool_calls' must be an array of {function: {name, arguments}} objects, got " +
@@ -231,25 +221,25 @@ Err read_tool_calls(const json& msg, const std::string& where, size_t message_in
     const json& c = (*calls)[k];
     const std::string p = where + ".tool_calls[" + std::to_string(k) + "]";
     if (!c.is_object()) return bad("'" + p + "' must be an object, got " + type_of(c));
-    const json* fn = field(c, "function");
+    const json* fn = json_field(c, "function");
     if (!fn || !fn->is_object()) return bad("'" + p + ".function' must be an object {name, arguments}");
     backend::ToolCall call;
-    const json* name = field(*fn, "name");
+    const json* name = json_field(*fn, "name");
     if (!name || !name->is_string() || name->get_ref<const std::string&>().empty())
       return bad("'" + p + ".function.name' must be a non-empty string");
     call.name = name->get<std::string>();
-    const json* args = field(*fn, "arguments");
+    const json* args = json_field(*fn, "arguments");
     if (!args) {
       call.arguments = "{}";
     } else if (args->is_object()) {
-      call.arguments = dump(*args);
+      call.arguments = dump_json(*args);
     } else if (args->is_string()) {
       // Some clients send the OpenAI form (a JSON text); accepted when it holds an object.
       // parse_json: the string's own nesting is bounded like a body's (kMaxJsonDepth).
       auto parsed = parse_json(args->get_ref<const std::string&>(), p + ".function.arguments");
       if (!parsed.ok() || !parsed->is_object())
         return bad("'" + p + ".function.arguments' must be an object, got a string that is not one");
-      call.arguments = dump(*parsed);
+      call.arguments = dump_json(*parsed);
     } else {
       return bad("'" + p + ".function.arguments' must be an object, got " + type_of(*args));
     }
@@ -287,7 +277,7 @@ void link_tool_results(std::vector<backend::ChatMessage>& messages) {
 }
 
 Err read_messages(const json& obj, std::vector<backend::ChatMessage>& out) {
-  const json* m = field(obj, "messages");
+  const json* m = json_field(obj, "messages");
   if (!m) return std::nullopt;  // none: load only
   if (!m->is_array())
     return bad("'messages' must be an array of {role, content} objects, got " + type_of(*m));
@@ -296,12 +286,12 @@ Err read_messages(const json& obj, std::vector<backend::ChatMessage>& out) {
     const std::string p = "messages[" + std::to_string(i) + "]";
     if (!msg.is_object()) return bad("'" + p + "' must be an object, got " + type_of(msg));
     backend::ChatMessage cm;
-    const json* role = field(msg, "role");
+    const json* role = json_field(msg, "role");
     if (!role || !role->is_string() || role->get<std::string>().empty()) {
       return bad("'" + p + ".role' must be a non-empty string (system, user, assistant or tool)");
     }
     cm.role = role->get<std::string>();
-    const json* content = field(msg, "content");
+    const json* content = json_field(msg, "content");
     if (content) {
       if (!content->is_string()) return bad("'" + p + ".content' must be a string, got " + type_of(*content));
       cm.content = content->get<std::string>();
@@ -318,7 +308,7 @@ Err read_messages(const json& obj, std::vector<backend::ChatMessage>& out) {
 
 // `tools`: [{type: "function", function: {name, description, parameters}}].
 Err read_tools(const json& obj, std::vector<backend::ToolDefinition>& out) {
-  const json* t = field(obj, "tools");
+  const json* t = json_field(obj, "tools");
   if (!t) return std::nullopt;
   if (!t->is_array())
     return bad("'tools' must be an array of {type: \"function\", function} objects, got " + type_of(*t));
@@ -330,26 +320,26 @@ Err read_tools(const json& obj, std::vector<backend::ToolDefinition>& out) {
     GANTRY_TRY_FIELD(read_string(tool, "type", type));
     if (type != "function")
       return bad("'" + p + ".type' must be \"function\", got \"" + type.substr(0, 40) + "\"");
-    const json* fn = field(tool, "function");
+    const json* fn = json_field(tool, "function");
     if (!fn || !fn->is_object()) {
       return bad("'" + p + ".function' must be an object {name, description, parameters}, got " +
                  (fn ? type_of(*fn) : std::string("nothing")));
     }
     backend::ToolDefinition d;
-    const json* name = field(*fn, "name");
+    const json* name = json_field(*fn, "name");
     if (!name || !name->is_string() || name->get_ref<const std::string&>().empty())
       return bad("'" + p + ".function.name' must be a non-empty string");
     d.name = name->get<std::string>();
-    const json* desc = field(*fn, "description");
+    const json* desc = json_field(*fn, "description");
     if (desc) {
       if (!desc->is_string())
         return bad("'" + p + ".function.description' must be a string, got " + type_of(*desc));
       d.description = desc->get<std::string>();
     }
-    if (const json* params = field(*fn, "parameters")) {
+    if (const json* params = json_field(*fn, "parameters")) {
       if (!params->is_object())
         return bad("'" + p + ".function.parameters' must be a JSON schema object, got " + type_of(*params));
-      d.parameters = dump(*params);
+      d.parameters = dump_json(*params);
     }
     out.push_back(std::move(d));
   }
@@ -358,7 +348,7 @@ Err read_tools(const json& obj, std::vector<backend::ToolDefinition>& out) {
 
 // `think`: a boolean, or a level ("high", "medium", "low") read as true.
 Err read_think(const json& obj, std::optional<bool>& out) {
-  const json* t = field(obj, "think");
+  const json* t = json_field(obj, "think");
   if (!t) return std::nullopt;
   if (t->is_boolean()) {
     out = t->get<bool>();
@@ -468,7 +458,7 @@ json gguf_value_json(const model::GgufValue& v, bool verbose) {
 
 }  // namespace
 
-std::string error_body(std::string_view message) { return dump(json{{"error", message}}); }
+std::string error_body(std::string_view message) { return dump_json(json{{"error", message}}); }
 
 std::string stream_error_line(std::string_view message) { return error_body(message) + "\n"; }
 
@@ -583,7 +573,7 @@ std::variant<EmbedRequest, ApiError> parse_embed_request(std::string_view body, 
     r.input.push_back(std::move(prompt));
     return r;
   }
-  const json* in = field(j, "input");
+  const json* in = json_field(j, "input");
   if (!in) return bad("'input' is required: a string or an array of strings");
   if (in->is_string()) {
     r.input.push_back(in->get<std::string>());
@@ -641,11 +631,12 @@ std::string rfc3339(std::chrono::system_clock::time_point t) {
 }
 
 std::string generate_chunk(std::string_view model, std::string_view created_at, std::string_view text) {
-  return dump(json{{"model", model}, {"created_at", created_at}, {"response", text}, {"done", false}}) + "\n";
+  return dump_json(json{{"model", model}, {"created_at", created_at}, {"response", text}, {"done", false}}) +
+         "\n";
 }
 
 std::string chat_chunk(std::string_view model, std::string_view created_at, std::string_view text) {
-  return dump(json{
+  return dump_json(json{
              {"model", model}, {"created_at", created_at}, {"message", message(text)}, {"done", false}}) +
          "\n";
 }
@@ -655,7 +646,7 @@ std::string chat_delta_chunk(std::string_view model, std::string_view created_at
   if (delta.content.empty() && delta.reasoning_content.empty()) return "";
   json m = message(delta.content);
   if (!delta.reasoning_content.empty()) m["thinking"] = delta.reasoning_content;
-  return dump(
+  return dump_json(
              json{{"model", model}, {"created_at", created_at}, {"message", std::move(m)}, {"done", false}}) +
          "\n";
 }
@@ -664,7 +655,7 @@ std::string chat_tool_calls_chunk(std::string_view model, std::string_view creat
                                   std::span<const backend::ToolCall> calls, size_t first_index) {
   json m = message("");
   m["tool_calls"] = tool_calls_json(calls, first_index);
-  return dump(
+  return dump_json(
              json{{"model", model}, {"created_at", created_at}, {"message", std::move(m)}, {"done", false}}) +
          "\n";
 }
@@ -674,7 +665,7 @@ std::string generate_final(std::string_view model, std::string_view created_at,
                            std::string_view text, bool line) {
   json j = final_object(model, created_at, result, timing);
   j["response"] = text;
-  return dump(j) + (line ? "\n" : "");
+  return dump_json(j) + (line ? "\n" : "");
 }
 
 std::string chat_final(std::string_view model, std::string_view created_at,
@@ -682,7 +673,7 @@ std::string chat_final(std::string_view model, std::string_view created_at,
                        const backend::ChatOutput* output, bool line) {
   json j = final_object(model, created_at, result, timing);
   j["message"] = output ? output_message(*output) : message("");
-  return dump(j) + (line ? "\n" : "");
+  return dump_json(j) + (line ? "\n" : "");
 }
 
 std::string load_response(Endpoint endpoint, std::string_view model, std::string_view created_at,
@@ -693,7 +684,7 @@ std::string load_response(Endpoint endpoint, std::string_view model, std::string
   } else {
     j["message"] = message("");
   }
-  return dump(j);
+  return dump_json(j);
 }
 
 std::string tags_response(std::span<const ModelEntry> models) {
@@ -706,7 +697,7 @@ std::string tags_response(std::span<const ModelEntry> models) {
                     {"digest", m.digest},
                     {"details", details_json(m.details)}});
   }
-  return dump(json{{"models", std::move(list)}});
+  return dump_json(json{{"models", std::move(list)}});
 }
 
 std::string ps_response(std::span<const ModelEntry> models) {
@@ -721,35 +712,35 @@ std::string ps_response(std::span<const ModelEntry> models) {
                     {"size_vram", m.size_vram}});
     if (m.context_length > 0) list.back()["context_length"] = m.context_length;
   }
-  return dump(json{{"models", std::move(list)}});
+  return dump_json(json{{"models", std::move(list)}});
 }
 
 std::string show_response(const ShowInfo& info) {
   json model_info = json::parse(info.model_info_json, nullptr, false);
   if (model_info.is_discarded() || !model_info.is_object()) model_info = json::object();
-  return dump(json{{"license", ""},
-                   {"modelfile", info.modelfile},
-                   {"parameters", info.parameters},
-                   {"template", info.template_text},
-                   {"details", details_json(info.details)},
-                   {"model_info", std::move(model_info)},
-                   {"capabilities", info.capabilities},
-                   {"modified_at", info.modified_at}});
+  return dump_json(json{{"license", ""},
+                        {"modelfile", info.modelfile},
+                        {"parameters", info.parameters},
+                        {"template", info.template_text},
+                        {"details", details_json(info.details)},
+                        {"model_info", std::move(model_info)},
+                        {"capabilities", info.capabilities},
+                        {"modified_at", info.modified_at}});
 }
 
 std::string embed_response(std::string_view model, const std::vector<std::vector<float>>& vectors,
                            const Timing& timing, int prompt_tokens) {
   json embeddings = json::array();
   for (const auto& v : vectors) embeddings.push_back(v);
-  return dump(json{{"model", model},
-                   {"embeddings", std::move(embeddings)},
-                   {"total_duration", timing.total_ns},
-                   {"load_duration", timing.load_ns},
-                   {"prompt_eval_count", prompt_tokens}});
+  return dump_json(json{{"model", model},
+                        {"embeddings", std::move(embeddings)},
+                        {"total_duration", timing.total_ns},
+                        {"load_duration", timing.load_ns},
+                        {"prompt_eval_count", prompt_tokens}});
 }
 
 std::string embeddings_response(const std::vector<float>& vector) {
-  return dump(json{{"embedding", vector}});
+  return dump_json(json{{"embedding", vector}});
 }
 
 void truncate_embeddings(std::vector<std::vector<float>>& vectors, size_t dimensions) {
@@ -765,7 +756,7 @@ void truncate_embeddings(std::vector<std::vector<float>>& vectors, size_t dimens
   }
 }
 
-std::string version_response(std::string_view version) { return dump(json{{"version", version}}); }
+std::string version_response(std::string_view version) { return dump_json(json{{"version", version}}); }
 
 std::string human_count(uint64_t n) {
   struct Scale {
@@ -837,7 +828,7 @@ std::string gguf_model_info(const model::GgufFile& file, bool verbose) {
     if (key == "tokenizer.chat_template") continue;
     info[key] = gguf_value_json(value, verbose);
   }
-  return dump(info);
+  return dump_json(info);
 }
 
 std::variant<CopyRequest, ApiError> parse_copy_request(std::string_view body) {
@@ -941,14 +932,14 @@ Result<ModelLayer> model_layer(std::string_view manifest_json) {
   auto parsed = parse_json(manifest_json, "the manifest");  // from a pull source: untrusted bytes
   if (!parsed.ok() || !parsed->is_object()) return Corrupt("the manifest is not a JSON object");
   const json& m = *parsed;
-  const json* layers = field(m, "layers");
+  const json* layers = json_field(m, "layers");
   if (!layers || !layers->is_array()) return Corrupt("the manifest has no 'layers' array");
   for (const json& l : *layers) {
     if (!l.is_object()) continue;
-    const json* type = field(l, "mediaType");
+    const json* type = json_field(l, "mediaType");
     if (!type || !type->is_string() || *type != "application/vnd.ollama.image.model") continue;
-    const json* digest = field(l, "digest");
-    const json* size = field(l, "size");
+    const json* digest = json_field(l, "digest");
+    const json* size = json_field(l, "size");
     if (!digest || !digest->is_string()) return Corrupt("the model layer has no 'digest'");
     const std::string d = digest->get<std::string>();
     constexpr std::string_view kPrefix = "sha256:";
@@ -964,16 +955,16 @@ Result<ModelLayer> model_layer(std::string_view manifest_json) {
 }
 
 std::string pull_status(std::string_view status, bool line) {
-  return dump(json{{"status", status}}) + (line ? "\n" : "");
+  return dump_json(json{{"status", status}}) + (line ? "\n" : "");
 }
 
 std::string pull_progress(std::string_view digest, uint64_t total, uint64_t completed) {
   const std::string_view hex =
       digest.substr(digest.find(':') == std::string_view::npos ? 0 : digest.find(':') + 1);
-  return dump(json{{"status", "pulling " + std::string(hex.substr(0, 12))},
-                   {"digest", digest},
-                   {"total", total},
-                   {"completed", completed}}) +
+  return dump_json(json{{"status", "pulling " + std::string(hex.substr(0, 12))},
+                        {"digest", digest},
+                        {"total", total},
+                        {"completed", completed}}) +
          "\n";
 }
 

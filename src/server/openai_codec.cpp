@@ -18,10 +18,7 @@ namespace {
 using backend::FinishReason;
 using nlohmann::json;
 
-// Invalid UTF-8 (a token can end inside a character) becomes U+FFFD instead of throwing.
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
+std::string sse(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
 ApiError bad(std::string param, std::string message) {
   ApiError e;
@@ -36,14 +33,8 @@ std::string type_of(const json& v) { return v.type_name(); }
 // present with the wrong type or out of range.
 using Err = std::optional<ApiError>;
 
-const json* field(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
 Err read_bool(const json& obj, const char* key, bool& out) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_boolean()) return bad(key, std::string("'") + key + "' must be a boolean, got " + type_of(*v));
   out = v->get<bool>();
@@ -51,7 +42,7 @@ Err read_bool(const json& obj, const char* key, bool& out) {
 }
 
 Err read_int(const json& obj, const char* key, int64_t lo, int64_t hi, std::optional<int64_t>& out) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_number_integer()) {
     return bad(key, std::string("'") + key + "' must be an integer, got " + type_of(*v));
@@ -77,7 +68,7 @@ std::string short_number(double x) {
 }
 
 Err read_number(const json& obj, const char* key, double lo, double hi, std::optional<double>& out) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_number()) return bad(key, std::string("'") + key + "' must be a number, got " + type_of(*v));
   const auto x = v->get<double>();
@@ -90,7 +81,7 @@ Err read_number(const json& obj, const char* key, double lo, double hi, std::opt
 }
 
 Err read_string(const json& obj, const char* key, std::string& out) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_string()) return bad(key, std::string("'") + key + "' must be a string, got " + type_of(*v));
   out = v->get<std::string>();
@@ -99,7 +90,7 @@ Err read_string(const json& obj, const char* key, std::string& out) {
 
 // A message's content: a string, null, or an array of {"type":"text","text":...} parts.
 Err read_content(const json& msg, const std::string& param, std::string& out) {
-  const json* c = field(msg, "content");
+  const json* c = json_field(msg, "content");
   if (!c) return std::nullopt;
   if (c->is_string()) {
     out = c->get<std::string>();
@@ -112,7 +103,7 @@ Err read_content(const json& msg, const std::string& param, std::string& out) {
     const json& part = (*c)[j];
     const std::string pp = param + "[" + std::to_string(j) + "]";
     if (!part.is_object()) return bad(pp, "'" + pp + "' must be an object, got " + type_of(part));
-    const json* type = field(part, "type");
+    const json* type = json_field(part, "type");
     if (!type || !type->is_string()) return bad(pp + ".type", "'" + pp + ".type' must be a string");
     if (type->get<std::string>() != "text") {
       return bad(pp + ".type",
@@ -120,7 +111,7 @@ Err read_content(const json& msg, const std::string& param, std::string& out) {
                      "' is not supported (only \"text\": the models served here read no images, "
                      "audio or files)");
     }
-    const json* text = field(part, "text");
+    const json* text = json_field(part, "text");
     if (!text || !text->is_string()) return bad(pp + ".text", "'" + pp + ".text' must be a string");
     out += text->get<std::string>();
   }
@@ -130,7 +121,7 @@ Err read_content(const json& msg, const std::string& param, std::string& out) {
 // An assistant message's "tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]
 // ("arguments" a JSON string as OpenAI sends it; an object is taken too).
 Err read_tool_calls(const json& msg, const std::string& p, std::vector<backend::ToolCall>& out) {
-  const json* calls = field(msg, "tool_calls");
+  const json* calls = json_field(msg, "tool_calls");
   if (!calls) return std::nullopt;
   const std::string param = p + ".tool_calls";
   if (!calls->is_array()) return bad(param, "'" + param + "' must be an array, got " + type_of(*calls));
@@ -140,20 +131,20 @@ Err read_tool_calls(const json& msg, const std::string& p, std::vector<backend::
     if (!c.is_object()) return bad(cp, "'" + cp + "' must be an object, got " + type_of(c));
     backend::ToolCall call;
     if (auto e = read_string(c, "id", call.id)) return bad(cp + ".id", "'" + cp + ".id' must be a string");
-    const json* fn = field(c, "function");
+    const json* fn = json_field(c, "function");
     if (!fn || !fn->is_object()) {
       return bad(cp + ".function", "'" + cp + ".function' must be an object {\"name\", \"arguments\"}");
     }
-    const json* name = field(*fn, "name");
+    const json* name = json_field(*fn, "name");
     if (!name || !name->is_string()) {
       return bad(cp + ".function.name", "'" + cp + ".function.name' must be a string");
     }
     call.name = name->get<std::string>();
-    if (const json* args = field(*fn, "arguments")) {
+    if (const json* args = json_field(*fn, "arguments")) {
       if (args->is_string()) {
         call.arguments = args->get<std::string>();
       } else if (args->is_object()) {
-        call.arguments = dump(*args);
+        call.arguments = dump_json(*args);
       } else {
         return bad(cp + ".function.arguments",
                    "'" + cp + ".function.arguments' must be a JSON object encoded as a string, got " +
@@ -174,7 +165,7 @@ Err read_tool_calls(const json& msg, const std::string& p, std::vector<backend::
 }
 
 Err read_messages(const json& obj, std::vector<backend::ChatMessage>& out) {
-  const json* m = field(obj, "messages");
+  const json* m = json_field(obj, "messages");
   if (!m) return bad("messages", "'messages' is required: an array of {role, content} objects");
   if (!m->is_array() || m->empty()) {
     return bad("messages", "'messages' must be a non-empty array, got " +
@@ -185,7 +176,7 @@ Err read_messages(const json& obj, std::vector<backend::ChatMessage>& out) {
     const std::string p = "messages[" + std::to_string(i) + "]";
     if (!msg.is_object()) return bad(p, "'" + p + "' must be an object, got " + type_of(msg));
     backend::ChatMessage cm;
-    const json* role = field(msg, "role");
+    const json* role = json_field(msg, "role");
     if (!role || !role->is_string() || role->get<std::string>().empty()) {
       return bad(p + ".role", "'" + p + ".role' must be a non-empty string (system, user, assistant, ...)");
     }
@@ -222,25 +213,25 @@ Err read_messages(const json& obj, std::vector<backend::ChatMessage>& out) {
 
 // "tools": [{"type": "function", "function": {"name", "description", "parameters", "strict"}}].
 Err read_tools(const json& obj, std::vector<backend::ToolDefinition>& out) {
-  const json* tools = field(obj, "tools");
+  const json* tools = json_field(obj, "tools");
   if (!tools) return std::nullopt;
   if (!tools->is_array()) return bad("tools", "'tools' must be an array, got " + type_of(*tools));
   for (size_t i = 0; i < tools->size(); ++i) {
     const json& t = (*tools)[i];
     const std::string p = "tools[" + std::to_string(i) + "]";
     if (!t.is_object()) return bad(p, "'" + p + "' must be an object, got " + type_of(t));
-    const json* type = field(t, "type");
+    const json* type = json_field(t, "type");
     if (!type || !type->is_string() || type->get<std::string>() != "function") {
       return bad(p + ".type",
                  "'" + p + ".type' must be \"function\" (the only tool type a model here can call)");
     }
-    const json* fn = field(t, "function");
+    const json* fn = json_field(t, "function");
     if (!fn || !fn->is_object()) {
       return bad(p + ".function",
                  "'" + p + ".function' must be an object {\"name\", \"description\", \"parameters\"}");
     }
     backend::ToolDefinition d;
-    const json* name = field(*fn, "name");
+    const json* name = json_field(*fn, "name");
     if (!name || !name->is_string())
       return bad(p + ".function.name", "'" + p + ".function.name' must be a string");
     d.name = name->get<std::string>();
@@ -248,12 +239,12 @@ Err read_tools(const json& obj, std::vector<backend::ToolDefinition>& out) {
       e->param = p + ".function.description";
       return e;
     }
-    if (const json* params = field(*fn, "parameters")) {
+    if (const json* params = json_field(*fn, "parameters")) {
       if (!params->is_object()) {
         return bad(p + ".function.parameters",
                    "'" + p + ".function.parameters' must be a JSON schema object, got " + type_of(*params));
       }
-      d.parameters = dump(*params);
+      d.parameters = dump_json(*params);
     }
     out.push_back(std::move(d));
   }
@@ -262,7 +253,7 @@ Err read_tools(const json& obj, std::vector<backend::ToolDefinition>& out) {
 
 // "tool_choice": "auto" | "none" | "required" | {"type": "function", "function": {"name"}}.
 Err read_tool_choice(const json& obj, backend::ChatRequest& r) {
-  const json* tc = field(obj, "tool_choice");
+  const json* tc = json_field(obj, "tool_choice");
   if (!tc) return std::nullopt;
   if (tc->is_string()) {
     const std::string v = tc->get<std::string>();
@@ -279,8 +270,8 @@ Err read_tool_choice(const json& obj, backend::ChatRequest& r) {
     }
     return std::nullopt;
   }
-  const json* fn = tc->is_object() ? field(*tc, "function") : nullptr;
-  const json* name = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+  const json* fn = tc->is_object() ? json_field(*tc, "function") : nullptr;
+  const json* name = fn && fn->is_object() ? json_field(*fn, "name") : nullptr;
   if (!name || !name->is_string()) {
     return bad(
         "tool_choice",
@@ -293,7 +284,7 @@ Err read_tool_choice(const json& obj, backend::ChatRequest& r) {
 }
 
 Err read_prompt(const json& obj, std::string& out) {
-  const json* p = field(obj, "prompt");
+  const json* p = json_field(obj, "prompt");
   if (!p) return bad("prompt", "'prompt' is required: a string");
   if (p->is_string()) {
     out = p->get<std::string>();
@@ -309,7 +300,7 @@ Err read_prompt(const json& obj, std::string& out) {
 }
 
 Err read_stop(const json& obj, std::vector<std::string>& out) {
-  const json* s = field(obj, "stop");
+  const json* s = json_field(obj, "stop");
   if (!s) return std::nullopt;
   if (s->is_string()) {
     if (!s->get<std::string>().empty()) out.push_back(s->get<std::string>());
@@ -326,11 +317,11 @@ Err read_stop(const json& obj, std::vector<std::string>& out) {
 }
 
 Err read_response_format(const json& obj, backend::OutputConstraint& out) {
-  const json* rf = field(obj, "response_format");
+  const json* rf = json_field(obj, "response_format");
   if (!rf) return std::nullopt;
   if (!rf->is_object())
     return bad("response_format", "'response_format' must be an object, got " + type_of(*rf));
-  const json* type = field(*rf, "type");
+  const json* type = json_field(*rf, "type");
   if (!type || !type->is_string()) {
     return bad("response_format.type",
                "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"");
@@ -342,13 +333,13 @@ Err read_response_format(const json& obj, backend::OutputConstraint& out) {
   } else if (t == "json_object") {
     out.kind = Kind::kJsonObject;
   } else if (t == "json_schema") {
-    const json* js = field(*rf, "json_schema");
+    const json* js = json_field(*rf, "json_schema");
     if (!js || !js->is_object()) {
       return bad("response_format.json_schema",
                  "'response_format.json_schema' must be an object {\"name\", \"schema\"} when type is "
                  "\"json_schema\"");
     }
-    const json* schema = field(*js, "schema");
+    const json* schema = json_field(*js, "schema");
     if (!schema) {
       out.kind = Kind::kJsonObject;  // no schema: any JSON object
     } else if (!schema->is_object() && !schema->is_boolean()) {
@@ -357,7 +348,7 @@ Err read_response_format(const json& obj, backend::OutputConstraint& out) {
           "'response_format.json_schema.schema' must be a JSON schema object, got " + type_of(*schema));
     } else {
       out.kind = Kind::kJsonSchema;
-      out.json_schema = dump(*schema);
+      out.json_schema = dump_json(*schema);
     }
   } else {
     return bad(
@@ -391,7 +382,7 @@ Err read_penalties(const json& obj, backend::SamplingParams& sp) {
 
 // "logit_bias": {"<token id>": bias in -100..100, ...}.
 Err read_logit_bias(const json& obj, std::vector<std::pair<int32_t, float>>& out) {
-  const json* lb = field(obj, "logit_bias");
+  const json* lb = json_field(obj, "logit_bias");
   if (!lb) return std::nullopt;
   if (!lb->is_object()) {
     return bad("logit_bias", "'logit_bias' must be an object {\"token id\": bias}, got " + type_of(*lb));
@@ -507,7 +498,7 @@ std::string error_body(const ApiError& e) {
               {"type", e.type},
               {"param", e.param.empty() ? json(nullptr) : json(e.param)},
               {"code", e.code.empty() ? json(nullptr) : json(e.code)}};
-  return dump(json{{"error", std::move(err)}});
+  return dump_json(json{{"error", std::move(err)}});
 }
 
 ApiError api_error(const Status& status, std::string param) {
@@ -556,7 +547,7 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
     GANTRY_TRY_FIELD(read_string(j, "reasoning_effort", effort));
     if (effort == "none") r.chat.enable_thinking = false;
     for (const char* media : {"audio", "modalities"}) {
-      const json* v = field(j, media);
+      const json* v = json_field(j, media);
       if (v && !(v->is_array() && v->size() == 1 && (*v)[0] == "text")) {
         return bad(media,
                    std::string("'") + media + "' is not supported: the models served here produce text only");
@@ -575,7 +566,7 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
   }
 
   GANTRY_TRY_FIELD(read_bool(j, "stream", r.stream));
-  if (const json* so = field(j, "stream_options")) {
+  if (const json* so = json_field(j, "stream_options")) {
     if (!so->is_object())
       return bad("stream_options", "'stream_options' must be an object, got " + type_of(*so));
     if (auto e = read_bool(*so, "include_usage", r.include_usage)) {
@@ -644,7 +635,7 @@ std::variant<EmbeddingRequest, ApiError> parse_embedding_request(std::string_vie
   const json& j = std::get<json>(parsed);
   EmbeddingRequest r;
   GANTRY_TRY_FIELD(read_string(j, "model", r.model));
-  const json* in = field(j, "input");
+  const json* in = json_field(j, "input");
   if (!in) return bad("input", "'input' is required: a string or an array of strings");
   if (in->is_string()) {
     r.input.push_back(in->get<std::string>());
@@ -668,7 +659,7 @@ std::variant<EmbeddingRequest, ApiError> parse_embedding_request(std::string_vie
                "'encoding_format' must be \"float\" or \"base64\", got \"" + format + "\"");
   }
   r.base64 = format == "base64";
-  if (field(j, "dimensions"))
+  if (json_field(j, "dimensions"))
     return bad("dimensions", "'dimensions' is not supported (the model's size is fixed)");
   return r;
 }
@@ -724,7 +715,7 @@ std::string chat_response(std::string_view id, std::string_view model, int64_t c
   json j = chunk_head(id, model, created, "chat.completion");
   j["choices"] = std::move(choices);
   j["usage"] = usage(result.n_prompt_tokens, backend::completion_tokens(result), result.n_cached_tokens);
-  return dump(j);
+  return dump_json(j);
 }
 
 std::string chat_response(std::string_view id, std::string_view model, int64_t created,
@@ -748,7 +739,7 @@ std::string completion_response(std::string_view id, std::string_view model, int
   json j = chunk_head(id, model, created, "text_completion");
   j["choices"] = std::move(choices);
   j["usage"] = usage(result.n_prompt_tokens, backend::completion_tokens(result), result.n_cached_tokens);
-  return dump(j);
+  return dump_json(j);
 }
 
 std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created, int index) {
@@ -859,7 +850,7 @@ std::string embeddings_response(std::string_view model, const std::vector<std::v
             {"data", std::move(data)},
             {"model", model},
             {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}};
-  return dump(j);
+  return dump_json(j);
 }
 
 std::string models_response(std::span<const ModelEntry> models) {
@@ -867,7 +858,7 @@ std::string models_response(std::span<const ModelEntry> models) {
   for (const auto& m : models) {
     data.push_back({{"id", m.id}, {"object", "model"}, {"created", m.created}, {"owned_by", m.owned_by}});
   }
-  return dump(json{{"object", "list"}, {"data", std::move(data)}});
+  return dump_json(json{{"object", "list"}, {"data", std::move(data)}});
 }
 
 }  // namespace gantry::server::openai

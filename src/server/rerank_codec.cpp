@@ -18,12 +18,6 @@ openai::ApiError bad(std::string param, std::string message) {
   return e;
 }
 
-const json* field(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
 }  // namespace
 
 std::variant<RerankRequest, openai::ApiError> parse_rerank_request(std::string_view body) {
@@ -33,17 +27,17 @@ std::variant<RerankRequest, openai::ApiError> parse_rerank_request(std::string_v
   if (!j.is_object())
     return bad("", std::string("the request body must be a JSON object, got ") + j.type_name());
   RerankRequest r;
-  const json* model = field(j, "model");
+  const json* model = json_field(j, "model");
   if (!model) return bad("model", "'model' is required: the name of a reranking model");
   if (!model->is_string())
     return bad("model", std::string("'model' must be a string, got ") + model->type_name());
   r.model = model->get<std::string>();
-  const json* query = field(j, "query");
+  const json* query = json_field(j, "query");
   if (!query) return bad("query", "'query' is required: the text the documents are ranked against");
   if (!query->is_string())
     return bad("query", std::string("'query' must be a string, got ") + query->type_name());
   r.query = query->get<std::string>();
-  const json* docs = field(j, "documents");
+  const json* docs = json_field(j, "documents");
   if (!docs) return bad("documents", "'documents' is required: a non-empty array of strings");
   if (!docs->is_array() || docs->empty())
     return bad("documents", "'documents' must be a non-empty array of strings");
@@ -55,7 +49,7 @@ std::variant<RerankRequest, openai::ApiError> parse_rerank_request(std::string_v
     }
     r.documents.push_back(d.get<std::string>());
   }
-  if (const json* top = field(j, "top_n")) {
+  if (const json* top = json_field(j, "top_n")) {
     if (!top->is_number_integer())
       return bad("top_n", std::string("'top_n' must be an integer, got ") + top->type_name());
     if (!top->is_number_unsigned() && top->get<int64_t>() < 0)
@@ -63,7 +57,7 @@ std::variant<RerankRequest, openai::ApiError> parse_rerank_request(std::string_v
     r.top_n = static_cast<size_t>(std::min<uint64_t>(top->get<uint64_t>(), r.documents.size()));
     r.has_top_n = true;
   }
-  if (const json* ret = field(j, "return_documents")) {
+  if (const json* ret = json_field(j, "return_documents")) {
     if (!ret->is_boolean())
       return bad("return_documents",
                  std::string("'return_documents' must be a boolean, got ") + ret->type_name());

@@ -3,6 +3,8 @@
 #include <map>
 #include <random>
 
+#include "gantry/core/json.h"
+
 namespace gantry::server::responses {
 
 namespace {
@@ -17,18 +19,12 @@ ApiError bad(std::string param, std::string message) {
   return e;
 }
 
-const json* field(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
 std::string in_quotes(const std::string& s) { return "\"" + s.substr(0, 80) + "\""; }
 
 // Each reader leaves `out` alone when the field is absent or null and names the field (`param`, the
 // path from the body's root) when it has the wrong type.
 Err read_string(const json& obj, const char* key, const std::string& param, std::string& out) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_string()) return bad(param, "'" + param + "' must be a string, got " + v->type_name());
   out = v->get<std::string>();
@@ -36,7 +32,7 @@ Err read_string(const json& obj, const char* key, const std::string& param, std:
 }
 
 Err read_bool(const json& obj, const char* key, bool& out) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_boolean())
     return bad(key, std::string("'") + key + "' must be a boolean, got " + v->type_name());
@@ -45,7 +41,7 @@ Err read_bool(const json& obj, const char* key, bool& out) {
 }
 
 Err read_number(const json& obj, const char* key, double lo, double hi, std::optional<double>& out) {
-  const json* v = field(obj, key);
+  const json* v = json_field(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_number()) return bad(key, std::string("'") + key + "' must be a number, got " + v->type_name());
   const auto x = v->get<double>();
@@ -63,13 +59,13 @@ Err read_part(const json& part, const std::string& p, std::string& out) {
   std::string type;
   if (auto e = read_string(part, "type", p + ".type", type)) return e;
   if (type == "input_text" || type == "output_text" || type == "text") {
-    const json* text = field(part, "text");
+    const json* text = json_field(part, "text");
     if (!text || !text->is_string()) return bad(p + ".text", "'" + p + ".text' must be a string");
     out += text->get<std::string>();
     return std::nullopt;
   }
   if (type == "refusal") {
-    const json* text = field(part, "refusal");
+    const json* text = json_field(part, "refusal");
     if (!text || !text->is_string()) return bad(p + ".refusal", "'" + p + ".refusal' must be a string");
     out += text->get<std::string>();
     return std::nullopt;
@@ -97,10 +93,10 @@ Err read_text(const json& v, const std::string& p, std::string& out) {
 }
 
 Err read_arguments(const json& item, const std::string& p, std::string& out) {
-  const json* args = field(item, "arguments");
+  const json* args = json_field(item, "arguments");
   if (!args) return std::nullopt;
   if (args->is_object()) {
-    out = dump(*args);
+    out = dump_json(*args);
     return std::nullopt;
   }
   if (!args->is_string()) {
@@ -120,7 +116,7 @@ Err read_arguments(const json& item, const std::string& p, std::string& out) {
 
 // "input": a string, or an array of message / function_call / function_call_output / reasoning items.
 Err read_input(const json& j, std::vector<backend::ChatMessage>& out) {
-  const json* in = field(j, "input");
+  const json* in = json_field(j, "input");
   if (!in) return bad("input", "'input' is required: a string or an array of input items");
   if (in->is_string()) {
     out.emplace_back("user", in->get<std::string>());
@@ -145,7 +141,7 @@ Err read_input(const json& j, std::vector<backend::ChatMessage>& out) {
     if (!item.is_object()) return bad(p, "'" + p + "' must be an object, got " + item.type_name());
     std::string type;
     if (auto e = read_string(item, "type", p + ".type", type)) return e;
-    if (type.empty() && field(item, "role")) type = "message";
+    if (type.empty() && json_field(item, "role")) type = "message";
     if (type == "message") {
       backend::ChatMessage m;
       if (auto e = read_string(item, "role", p + ".role", m.role)) return e;
@@ -154,7 +150,7 @@ Err read_input(const json& j, std::vector<backend::ChatMessage>& out) {
                    "'" + p + ".role' must be \"user\", \"system\", \"developer\" or \"assistant\", got " +
                        in_quotes(m.role));
       }
-      const json* content = field(item, "content");
+      const json* content = json_field(item, "content");
       if (!content) return bad(p + ".content", "'" + p + ".content' is required: a string or content parts");
       if (auto e = read_text(*content, p + ".content", m.content)) return e;
       if (m.role == "assistant") m.reasoning_content = std::exchange(reasoning, {});
@@ -174,19 +170,19 @@ Err read_input(const json& j, std::vector<backend::ChatMessage>& out) {
       if (m.tool_call_id.empty()) {
         return bad(p + ".call_id", "'" + p + ".call_id' is required: the id of the call this output answers");
       }
-      const json* output = field(item, "output");
+      const json* output = json_field(item, "output");
       if (!output) return bad(p + ".output", "'" + p + ".output' is required: the function's result");
       if (auto e = read_text(*output, p + ".output", m.content)) return e;
       out.push_back(std::move(m));
     } else if (type == "reasoning") {
       for (const char* key : {"content", "summary"}) {
-        const json* parts = field(item, key);
+        const json* parts = json_field(item, key);
         if (!parts) continue;
         const std::string pp = p + "." + key;
         if (!parts->is_array()) return bad(pp, "'" + pp + "' must be an array, got " + parts->type_name());
         for (size_t k = 0; k < parts->size(); ++k) {
           const json& part = (*parts)[k];
-          const json* text = part.is_object() ? field(part, "text") : nullptr;
+          const json* text = part.is_object() ? json_field(part, "text") : nullptr;
           const std::string kp = pp + "[" + std::to_string(k) + "]";
           if (!text || !text->is_string()) return bad(kp + ".text", "'" + kp + ".text' must be a string");
           if (!reasoning.empty()) reasoning += "\n";
@@ -205,7 +201,7 @@ Err read_input(const json& j, std::vector<backend::ChatMessage>& out) {
 
 // "tools": [{"type":"function", "name", "description", "parameters", "strict"}]; also echoed.
 Err read_tools(const json& j, std::vector<backend::ToolDefinition>& out, json& echo) {
-  const json* tools = field(j, "tools");
+  const json* tools = json_field(j, "tools");
   echo = json::array();
   if (!tools) return std::nullopt;
   if (!tools->is_array())
@@ -226,16 +222,16 @@ Err read_tools(const json& j, std::vector<backend::ToolDefinition>& out, json& e
     if (d.name.empty()) return bad(p + ".name", "'" + p + ".name' is required: the function's name");
     if (auto e = read_string(t, "description", p + ".description", d.description)) return e;
     json params = nullptr;
-    if (const json* v = field(t, "parameters")) {
+    if (const json* v = json_field(t, "parameters")) {
       if (!v->is_object()) {
         return bad(p + ".parameters",
                    "'" + p + ".parameters' must be a JSON schema object, got " + v->type_name());
       }
       params = *v;
-      d.parameters = dump(*v);
+      d.parameters = dump_json(*v);
     }
     bool strict = true;
-    if (const json* v = field(t, "strict")) {
+    if (const json* v = json_field(t, "strict")) {
       if (!v->is_boolean()) return bad(p + ".strict", "'" + p + ".strict' must be a boolean");
       strict = v->get<bool>();
     }
@@ -251,7 +247,7 @@ Err read_tools(const json& j, std::vector<backend::ToolDefinition>& out, json& e
 
 // "tool_choice": "auto" | "none" | "required" | {"type":"function","name"}.
 Err read_tool_choice(const json& j, backend::ChatRequest& r, json& echo) {
-  const json* tc = field(j, "tool_choice");
+  const json* tc = json_field(j, "tool_choice");
   echo = "auto";
   if (!tc) return std::nullopt;
   if (tc->is_string()) {
@@ -269,8 +265,8 @@ Err read_tool_choice(const json& j, backend::ChatRequest& r, json& echo) {
     echo = v;
     return std::nullopt;
   }
-  const json* type = tc->is_object() ? field(*tc, "type") : nullptr;
-  const json* name = tc->is_object() ? field(*tc, "name") : nullptr;
+  const json* type = tc->is_object() ? json_field(*tc, "type") : nullptr;
+  const json* name = tc->is_object() ? json_field(*tc, "name") : nullptr;
   if (!type || *type != "function" || !name || !name->is_string()) {
     return bad(
         "tool_choice",
@@ -285,11 +281,11 @@ Err read_tool_choice(const json& j, backend::ChatRequest& r, json& echo) {
 // "text": {"format": {"type":"text"} | {"type":"json_object"} | {"type":"json_schema","name","schema"}}.
 Err read_text_format(const json& j, backend::OutputConstraint& out, json& echo) {
   echo = {{"format", {{"type", "text"}}}};
-  const json* text = field(j, "text");
+  const json* text = json_field(j, "text");
   if (!text) return std::nullopt;
   if (!text->is_object())
     return bad("text", "'text' must be an object {\"format\": ...}, got " + std::string(text->type_name()));
-  const json* format = field(*text, "format");
+  const json* format = json_field(*text, "format");
   if (!format) return std::nullopt;
   if (!format->is_object())
     return bad("text.format", "'text.format' must be an object, got " + std::string(format->type_name()));
@@ -301,7 +297,7 @@ Err read_text_format(const json& j, backend::OutputConstraint& out, json& echo) 
   } else if (type == "json_object") {
     out.kind = Kind::kJsonObject;
   } else if (type == "json_schema") {
-    const json* schema = field(*format, "schema");
+    const json* schema = json_field(*format, "schema");
     if (!schema || !schema->is_object()) {
       return bad("text.format.schema",
                  "'text.format.schema' must be a JSON schema object when the format is \"json_schema\"");
@@ -309,7 +305,7 @@ Err read_text_format(const json& j, backend::OutputConstraint& out, json& echo) 
     std::string name;
     if (auto e = read_string(*format, "name", "text.format.name", name)) return e;
     out.kind = Kind::kJsonSchema;
-    out.json_schema = dump(*schema);
+    out.json_schema = dump_json(*schema);
   } else {
     return bad(
         "text.format.type",
@@ -383,8 +379,6 @@ json call_item(const std::string& id, const backend::ToolCall& c, std::string_vi
 
 }  // namespace
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 std::variant<ResponsesRequest, ApiError> parse_request(std::string_view body) {
   auto parsed = parse_json(body, "the request body");
   if (!parsed.ok()) return bad("", parsed.status().message());
@@ -396,7 +390,7 @@ std::variant<ResponsesRequest, ApiError> parse_request(std::string_view body) {
   json& echo = r.echo;
   GANTRY_TRY_FIELD(read_string(j, "model", "model", r.model));
   if (r.model.empty()) return bad("model", "'model' is required: the name of a served model");
-  if (const json* v = field(j, "instructions")) {
+  if (const json* v = json_field(j, "instructions")) {
     if (!v->is_string())
       return bad("instructions", "'instructions' must be a string, got " + std::string(v->type_name()));
     r.instructions = v->get<std::string>();
@@ -421,13 +415,13 @@ std::variant<ResponsesRequest, ApiError> parse_request(std::string_view body) {
   GANTRY_TRY_FIELD(read_bool(j, "background", background));
   if (background)
     return bad("background", "'background' responses are not supported: answers here are immediate");
-  if (field(j, "conversation")) {
+  if (json_field(j, "conversation")) {
     return bad("conversation", "'conversation' is not supported: chain responses with previous_response_id");
   }
 
   auto& g = r.generation;
   g.max_tokens = 0;  // unset: the server picks
-  if (const json* v = field(j, "max_output_tokens")) {
+  if (const json* v = json_field(j, "max_output_tokens")) {
     constexpr int64_t kMaxTokens = 1 << 24;
     if (!v->is_number_integer() || v->get<int64_t>() < 1 || v->get<int64_t>() > kMaxTokens) {
       return bad("max_output_tokens", "'max_output_tokens' must be an integer in 1.." +
@@ -453,7 +447,7 @@ std::variant<ResponsesRequest, ApiError> parse_request(std::string_view body) {
   echo["text"] = std::move(text);
 
   json reasoning = {{"effort", nullptr}, {"summary", nullptr}};
-  if (const json* v = field(j, "reasoning")) {
+  if (const json* v = json_field(j, "reasoning")) {
     if (!v->is_object())
       return bad("reasoning",
                  "'reasoning' must be an object {\"effort\"}, got " + std::string(v->type_name()));
@@ -461,12 +455,12 @@ std::variant<ResponsesRequest, ApiError> parse_request(std::string_view body) {
     GANTRY_TRY_FIELD(read_string(*v, "effort", "reasoning.effort", effort));
     if (effort == "none") r.chat.enable_thinking = false;
     if (!effort.empty()) reasoning["effort"] = effort;
-    if (const json* s = field(*v, "summary")) reasoning["summary"] = *s;
+    if (const json* s = json_field(*v, "summary")) reasoning["summary"] = *s;
   }
   echo["reasoning"] = std::move(reasoning);
   echo["truncation"] = "disabled";
   json metadata = json::object();
-  if (const json* v = field(j, "metadata")) {
+  if (const json* v = json_field(j, "metadata")) {
     if (!v->is_object())
       return bad("metadata", "'metadata' must be an object of strings, got " + std::string(v->type_name()));
     if (v->size() > 16) return bad("metadata", "'metadata' holds at most 16 keys");
@@ -538,7 +532,7 @@ backend::ChatMessage assistant_message(const backend::ChatOutput& output) {
 }
 
 std::string deleted_body(std::string_view id) {
-  return dump(json{{"id", id}, {"object", "response"}, {"deleted", true}});
+  return dump_json(json{{"id", id}, {"object", "response"}, {"deleted", true}});
 }
 
 // ---- streaming
@@ -549,7 +543,7 @@ StreamEncoder::StreamEncoder(ResponseHead head)
 std::string StreamEncoder::event(json data) {
   data["sequence_number"] = sequence_++;
   const std::string type = data["type"].get<std::string>();
-  return "event: " + type + "\ndata: " + dump(data) + "\n\n";
+  return "event: " + type + "\ndata: " + dump_json(data) + "\n\n";
 }
 
 std::string StreamEncoder::begin() {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "gantry/core/json.h"
 #include "gantry/server/responses_codec.h"
 #include "generation_call.h"
 #include "server_state.h"
@@ -53,7 +54,7 @@ void keep(Server::State& s, const ResponseCall& c, const json& response, const b
   if (!c.request.store) return;
   auto stored = std::make_shared<StoredResponse>();
   stored->id = c.head.id;
-  stored->body = responses::dump(response);
+  stored->body = dump_json(response);
   stored->conversation = c.conversation;
   stored->conversation.push_back(responses::assistant_message(out));
   s.responses.put(std::move(stored));
@@ -160,7 +161,7 @@ void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
       const backend::ChatOutput& out = call->parser->output();
       json response = responses::response_object(call->head, out, r.finish, usage_of(*call, r, out));
       keep(*state, *call, response, out);
-      reply.json(200, responses::dump(response));
+      reply.json(200, dump_json(response));
       return;
     }
     std::string events = call->encoder->add(call->parser->add("", true));

@@ -68,8 +68,8 @@ struct Route {
     kChat,
     kCompletions,
     kEmbeddings,
-    kMessages,     // Anthropic
-    kCountTokens,  // Anthropic
+    kMessages,        // Anthropic
+    kCountTokens,     // Anthropic
     kResponses,       // POST /v1/responses
     kResponseGet,     // GET /v1/responses/{id}
     kResponseDelete,  // DELETE /v1/responses/{id}

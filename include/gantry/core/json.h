@@ -29,6 +29,20 @@ namespace gantry {
 // limit of 10 object levels is about 24 levels with the request around it.
 inline constexpr size_t kMaxJsonDepth = 64;
 
+// The member `key` of `obj` when it is present and not null, else nullptr: how every request codec reads an
+// optional field (JSON null means "not given", as OpenAI's, Anthropic's and Ollama's servers treat it).
+inline const nlohmann::json* json_field(const nlohmann::json& obj, std::string_view key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+// `j` as compact JSON text, invalid UTF-8 replaced by U+FFFD instead of throwing (generated text may end
+// inside a character).
+inline std::string dump_json(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 // Bounds on a document's shape, checked by one linear pass before it is parsed.
 struct JsonShapeLimits {
   size_t max_depth = kMaxJsonDepth;

@@ -104,9 +104,6 @@ backend::ChatMessage assistant_message(const backend::ChatOutput& output);
 // {"id", "object":"response", "deleted":true}
 std::string deleted_body(std::string_view id);
 
-// Serialises JSON with invalid UTF-8 replaced (a token may end inside a character).
-std::string dump(const nlohmann::json& j);
-
 // The server-sent events of one streamed response, in order. Not thread-safe: one per response.
 //   begin()            response.created, response.in_progress
 //   add(deltas)        output_item.added / content_part.added / output_text.delta (and
