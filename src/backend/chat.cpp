@@ -3,6 +3,8 @@
 #include <random>
 #include <set>
 
+#include "gantry/core/enum_names.h"
+
 namespace gantry::backend {
 
 namespace {
@@ -22,7 +24,13 @@ std::string_view grown(const std::string& now, size_t sent) {
   return now.size() > sent ? std::string_view(now).substr(sent) : std::string_view();
 }
 
+constexpr auto kToolChoices = enum_names<ToolChoice>(
+    "tool_choice",
+    {{ToolChoice::kAuto, "auto"}, {ToolChoice::kNone, "none"}, {ToolChoice::kRequired, "required"}});
+
 }  // namespace
+
+std::optional<ToolChoice> parse_tool_choice(std::string_view text) { return kToolChoices.find(text); }
 
 std::optional<ChatRequestError> check_chat_request(const ChatRequest& r) {
   std::set<std::string, std::less<>> names;

@@ -257,12 +257,8 @@ Err read_tool_choice(const json& obj, backend::ChatRequest& r) {
   if (!tc) return std::nullopt;
   if (tc->is_string()) {
     const std::string v = tc->get<std::string>();
-    if (v == "auto") {
-      r.tool_choice = backend::ToolChoice::kAuto;
-    } else if (v == "none") {
-      r.tool_choice = backend::ToolChoice::kNone;
-    } else if (v == "required") {
-      r.tool_choice = backend::ToolChoice::kRequired;
+    if (auto choice = backend::parse_tool_choice(v)) {
+      r.tool_choice = *choice;
     } else {
       return bad("tool_choice",
                  "'tool_choice' must be \"auto\", \"none\", \"required\" or a function, got \"" +

@@ -55,6 +55,9 @@ enum class ToolChoice {
   kRequired,  // at least one call; the output is constrained to calls
 };
 
+// OpenAI's spellings, which the OpenAI chat and Responses APIs share: "auto", "none", "required".
+std::optional<ToolChoice> parse_tool_choice(std::string_view text);
+
 // How a thinking model's reasoning comes back (llama-server's --reasoning-format).
 enum class ReasoningFormat {
   kNone,  // left in the content as the model wrote it
