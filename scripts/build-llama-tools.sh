@@ -11,8 +11,8 @@ CACHE=$(cd "$CACHE" && pwd)
 JOBS=${JOBS:-$(nproc)}
 LLAMA_COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
 src="$CACHE/llama/src" prefix="$CACHE/llama/install" build="$CACHE/llama/tools-build"
-want="$LLAMA_COMMIT tools-v2-server"
-tools=(llama-simple llama-bench llama-server)
+want="$LLAMA_COMMIT tools-v3-server-rpc"
+tools=(llama-simple llama-bench llama-server rpc-server)
 stamp="$CACHE/stamps/llama-tools"
 
 fail() { echo "gantry setup: FAILED: $*" >&2; exit 1; }
@@ -34,7 +34,7 @@ mkdir -p "$build" "$CACHE/stamps"
 # CMAKE_BUILD_RPATH puts the installed library directory first, so the tools load the installed
 # libllama/libggml (same SONAME, same sources and flags) rather than this tree's copies.
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=OFF -DGGML_OPENMP=ON -DGGML_OPENMP_FETCH=OFF -DGGML_CCACHE=OFF \
+  -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=OFF -DGGML_OPENMP=ON -DGGML_OPENMP_FETCH=OFF -DGGML_CCACHE=OFF -DGGML_RPC=ON \
   -DLLAMA_BUILD_NUMBER=0 -DLLAMA_BUILD_COMMIT=de3ff815 \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
   -DLLAMA_BUILD_COMMON=ON -DLLAMA_CURL=OFF -DLLAMA_LLGUIDANCE=OFF -DLLAMA_OPENSSL=OFF \

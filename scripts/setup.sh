@@ -99,19 +99,20 @@ LLAMA_COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
 setup_llama() {
   local pkg; pkg=$(fetch_locked node-llama-cpp)
   local src="$CACHE/llama/src" build="$CACHE/llama/build" prefix="$CACHE/llama/install"
-  local want="$LLAMA_COMMIT cpu-lib-v2-common"
-  stamp_ok llama "$want" && [[ -f "$prefix/lib/cmake/llama/llama-config.cmake" && -f "$prefix/lib/libllama-common.so" ]] && return 0
+  local want="$LLAMA_COMMIT cpu-lib-v3-common-rpc"
+  stamp_ok llama "$want" && [[ -f "$prefix/lib/cmake/llama/llama-config.cmake" && -f "$prefix/lib/libllama-common.so" && -f "$prefix/lib/libggml-rpc.so" ]] && return 0
   if [[ ! -d "$src/.git" ]]; then
     mkdir -p "$CACHE/llama"
     git clone -q "$pkg/package/llama/gitRelease.bundle" "$src" 2>"$CACHE/llama/clone.log" || fail "git clone of the llama.cpp bundle (see $CACHE/llama/clone.log)"
   fi
   git -C "$src" -c advice.detachedHead=false checkout -q "$LLAMA_COMMIT" || fail "llama.cpp bundle lacks commit $LLAMA_COMMIT"
   # With llama.cpp's `common` library (libllama-common): its chat layer (Jinja chat templates, tool-call
-  # formats and their parsers) is what Gantry's chat goes through.
+  # formats and their parsers) is what Gantry's chat goes through. With ggml's RPC backend (libggml-rpc):
+  # remote devices over TCP, for one model over several hosts (`gantry rpc-server`, `--rpc`).
   note "building llama.cpp (libraries only, CPU; ~5 min on 2 cores)"
   cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_RPATH='$ORIGIN' -DCMAKE_INSTALL_LIBDIR=lib \
-    -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=OFF -DGGML_OPENMP=ON -DGGML_OPENMP_FETCH=OFF -DGGML_CCACHE=OFF \
+    -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=OFF -DGGML_OPENMP=ON -DGGML_OPENMP_FETCH=OFF -DGGML_CCACHE=OFF -DGGML_RPC=ON \
     -DLLAMA_BUILD_NUMBER=0 -DLLAMA_BUILD_COMMIT=de3ff815 \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF \
     -DLLAMA_BUILD_COMMON=ON -DLLAMA_CURL=OFF -DLLAMA_LLGUIDANCE=OFF -DLLAMA_OPENSSL=OFF \
