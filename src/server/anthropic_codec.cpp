@@ -5,6 +5,7 @@
 #include <random>
 
 #include "gantry/core/json.h"
+#include "gantry/core/json_reader.h"
 
 namespace gantry::server::anthropic {
 
@@ -21,49 +22,27 @@ std::string clip(std::string_view s) { return std::string(s.substr(0, 80)); }
 
 using Err = std::optional<ApiError>;
 
-// Each reader leaves `out` alone when the field is absent or null and returns an error naming
-// `name` (the field's full path) when it is present with the wrong type or out of range.
-Err read_string(const json& obj, const char* key, const std::string& name, std::string& out) {
-  const json* v = json_field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_string()) return bad_request(name, "must be a string, got " + type_of(*v));
-  out = v->get<std::string>();
-  return std::nullopt;
+// The readers of core/json_reader.h, with Anthropic's error shape ("field: problem"). `path` is what goes
+// before the key in the field's name ("messages[0].content[1].", "" at the root).
+Err as_api_error(JsonFieldCheck c) {
+  if (!c) return std::nullopt;
+  return bad_request(c->field, c->prefixed());
 }
 
-Err read_bool(const json& obj, const char* key, const std::string& name, bool& out) {
-  const json* v = json_field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_boolean()) return bad_request(name, "must be a boolean, got " + type_of(*v));
-  out = v->get<bool>();
-  return std::nullopt;
+Err read_string(const json& obj, const char* key, const std::string& path, std::string& out) {
+  return as_api_error(read_json_string(obj, key, path, out));
+}
+
+Err read_bool(const json& obj, const char* key, const std::string& path, bool& out) {
+  return as_api_error(read_json_bool(obj, key, path, out));
 }
 
 Err read_int(const json& obj, const char* key, int64_t lo, int64_t hi, std::optional<int64_t>& out) {
-  const json* v = json_field(obj, key);
-  if (!v) return std::nullopt;
-  const std::string range = " in " + std::to_string(lo) + ".." + std::to_string(hi);
-  if (!v->is_number_integer()) return bad_request(key, "must be an integer" + range + ", got " + type_of(*v));
-  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi))
-    return bad_request(key, "must be an integer" + range + ", got " + v->dump());
-  const auto x = v->get<int64_t>();
-  if (x < lo || x > hi) return bad_request(key, "must be an integer" + range + ", got " + std::to_string(x));
-  out = x;
-  return std::nullopt;
+  return as_api_error(read_json_int(obj, key, "", lo, hi, out));
 }
 
 Err read_number(const json& obj, const char* key, double lo, double hi, std::optional<double>& out) {
-  const json* v = json_field(obj, key);
-  if (!v) return std::nullopt;
-  char range[64];
-  std::snprintf(range, sizeof range, " in %g..%g", lo, hi);
-  if (!v->is_number())
-    return bad_request(key, std::string("must be a number") + range + ", got " + type_of(*v));
-  const auto x = v->get<double>();
-  if (!(x >= lo && x <= hi))
-    return bad_request(key, std::string("must be a number") + range + ", got " + v->dump());
-  out = x;
-  return std::nullopt;
+  return as_api_error(read_json_number(obj, key, "", lo, hi, out));
 }
 
 // A block's "type", required.
@@ -192,7 +171,7 @@ Err read_message(const json& msg, const std::string& path, MessagesRequest& r) {
     } else if (type == "thinking" || type == "redacted_thinking") {
       if (type == "thinking" && assistant) {
         std::string t;
-        if (auto e = read_string(block, "thinking", p + ".thinking", t)) return e;
+        if (auto e = read_string(block, "thinking", p + ".", t)) return e;
         append_text(m.reasoning_content, t);
       }
     } else if (type == "tool_use" && assistant) {
@@ -219,7 +198,7 @@ Err read_message(const json& msg, const std::string& path, MessagesRequest& r) {
       result.tool_call_id = id->get<std::string>();
       if (auto e = tool_result_text(block, p, result.content)) return e;
       bool is_error = false;
-      if (auto e = read_bool(block, "is_error", p + ".is_error", is_error)) return e;
+      if (auto e = read_bool(block, "is_error", p + ".", is_error)) return e;
       if (is_error) result.content = "Error: " + result.content;
       r.chat.messages.push_back(std::move(result));
       r.origins.push_back({p, {}});
@@ -270,7 +249,7 @@ Err read_tools(const json& j, std::vector<backend::ToolDefinition>& out) {
     const json* name = json_field(t, "name");
     if (!name || !name->is_string()) return bad_request(p + ".name", "is required: a string");
     d.name = name->get<std::string>();
-    if (auto e = read_string(t, "description", p + ".description", d.description)) return e;
+    if (auto e = read_string(t, "description", p + ".", d.description)) return e;
     const json* schema = json_field(t, "input_schema");
     if (!schema || !schema->is_object()) {
       return bad_request(p + ".input_schema", "is required: a JSON schema object for the tool's input, got " +
@@ -307,9 +286,7 @@ Err read_tool_choice(const json& j, backend::ChatRequest& r) {
     return bad_request("tool_choice.type", kShape);
   }
   bool disable_parallel = false;
-  if (auto e = read_bool(*tc, "disable_parallel_tool_use", "tool_choice.disable_parallel_tool_use",
-                         disable_parallel))
-    return e;
+  if (auto e = read_bool(*tc, "disable_parallel_tool_use", "tool_choice.", disable_parallel)) return e;
   r.parallel_tool_calls = !disable_parallel;
   return std::nullopt;
 }
@@ -465,7 +442,7 @@ ApiError api_error(const Status& status, std::string field) {
 }
 
 std::variant<MessagesRequest, ApiError> parse_messages_request(std::string_view body, Endpoint endpoint) {
-  auto parsed = parse_json(body, "the request body");
+  auto parsed = parse_json_unique_keys(body, "the request body");
   if (!parsed.ok()) return bad_request("", parsed.status().message());
   const json& j = *parsed;
   if (!j.is_object()) return bad_request("", "the request body must be a JSON object, got " + type_of(j));
@@ -504,7 +481,7 @@ std::variant<MessagesRequest, ApiError> parse_messages_request(std::string_view 
   }
   if (top_k) g.sampling.top_k = static_cast<int>(*top_k);
   GANTRY_TRY_FIELD(read_stop_sequences(j, r));
-  GANTRY_TRY_FIELD(read_bool(j, "stream", "stream", r.stream));
+  GANTRY_TRY_FIELD(read_bool(j, "stream", "", r.stream));
   if (const json* md = json_field(j, "metadata"); md && !md->is_object())
     return bad_request("metadata", "must be an object, got " + type_of(*md));
   return r;

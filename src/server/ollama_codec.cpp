@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gantry/core/json.h"
+#include "gantry/core/json_reader.h"
 
 namespace gantry::server::ollama {
 
@@ -27,55 +28,26 @@ using Err = std::optional<ApiError>;
 #define GANTRY_TRY_FIELD(expr) \
   if (auto gantry_err_ = (expr)) return *gantry_err_
 
+// The readers of core/json_reader.h, with Ollama's error shape (a message quoting the field). `where`
+// is what goes before the key in the field's name ("options.", "" at the root).
+Err as_api_error(JsonFieldCheck c) {
+  if (!c) return std::nullopt;
+  return bad(c->quoted());
+}
+
 Err read_bool(const json& obj, const char* key, bool& out) {
-  const json* v = json_field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_boolean()) return bad(std::string("'") + key + "' must be a boolean, got " + type_of(*v));
-  out = v->get<bool>();
-  return std::nullopt;
+  return as_api_error(read_json_bool(obj, key, "", out));
 }
 
 Err read_string(const json& obj, const char* key, std::string& out) {
-  const json* v = json_field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_string()) return bad(std::string("'") + key + "' must be a string, got " + type_of(*v));
-  out = v->get<std::string>();
-  return std::nullopt;
+  return as_api_error(read_json_string(obj, key, "", out));
 }
 
 // An integer option: an integer, or a number with no fraction (JavaScript clients send 100.0 as 100,
 // but other clients may not), within [lo, hi].
 Err read_int(const json& obj, const char* key, std::string_view where, int64_t lo, int64_t hi,
              std::optional<int64_t>& out) {
-  const json* v = json_field(obj, key);
-  if (!v) return std::nullopt;
-  const std::string name = std::string(where) + key;
-  auto range = [&] {
-    return bad("'" + name + "' must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi) +
-               ", got " + v->dump());
-  };
-  if (v->is_number_unsigned()) {
-    const uint64_t u = v->get<uint64_t>();
-    if (u > static_cast<uint64_t>(hi) || (lo > 0 && u < static_cast<uint64_t>(lo))) return range();
-    out = static_cast<int64_t>(u);
-    return std::nullopt;
-  }
-  if (v->is_number_integer()) {
-    const auto x = v->get<int64_t>();
-    if (x < lo || x > hi) return range();
-    out = x;
-    return std::nullopt;
-  }
-  if (v->is_number_float()) {
-    const double d = v->get<double>();
-    if (!std::isfinite(d) || d != std::trunc(d) || d < static_cast<double>(lo) ||
-        d > static_cast<double>(hi)) {
-      return range();
-    }
-    out = static_cast<int64_t>(d);
-    return std::nullopt;
-  }
-  return bad("'" + name + "' must be an integer, got " + type_of(*v));
+  return as_api_error(read_json_int(obj, key, where, lo, hi, out, JsonIntegers::kIntegralFloat));
 }
 
 // A double as a float; out of float's range becomes +-infinity (which validate() refuses) rather
@@ -87,29 +59,13 @@ float to_float(double x) {
 }
 
 Err read_float(const json& obj, const char* key, std::string_view where, std::optional<double>& out) {
-  const json* v = json_field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_number()) return bad("'" + std::string(where) + key + "' must be a number, got " + type_of(*v));
-  out = v->get<double>();
-  return std::nullopt;
+  const double inf = std::numeric_limits<double>::infinity();
+  return as_api_error(read_json_number(obj, key, where, -inf, inf, out));
 }
 
 // A string or an array of strings; empty strings are dropped.
 Err read_stop(const json& obj, std::string_view where, std::vector<std::string>& out) {
-  const json* s = json_field(obj, "stop");
-  if (!s) return std::nullopt;
-  const std::string name = std::string(where) + "stop";
-  if (s->is_string()) {
-    if (!s->get<std::string>().empty()) out.push_back(s->get<std::string>());
-    return std::nullopt;
-  }
-  if (!s->is_array()) return bad("'" + name + "' must be an array of strings, got " + type_of(*s));
-  for (const auto& x : *s) {
-    if (!x.is_string())
-      return bad("'" + name + "' must be an array of strings, got an element of type " + type_of(x));
-    if (!x.get<std::string>().empty()) out.push_back(x.get<std::string>());
-  }
-  return std::nullopt;
+  return as_api_error(read_json_strings(obj, "stop", where, out));
 }
 
 // `options`: the sampling fields, num_predict, num_ctx and stop (see the header); others are ignored.
@@ -365,7 +321,7 @@ Err read_think(const json& obj, std::optional<bool>& out) {
 }
 
 std::variant<json, ApiError> parse_object(std::string_view body) {
-  auto parsed = parse_json(body, "the request body");
+  auto parsed = parse_json_unique_keys(body, "the request body");
   if (!parsed.ok()) return bad(parsed.status().message());
   json& j = *parsed;
   if (!j.is_object()) return bad("the request body must be a JSON object, got " + type_of(j));

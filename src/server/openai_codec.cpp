@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "gantry/core/json.h"
+#include "gantry/core/json_reader.h"
 
 namespace gantry::server::openai {
 
@@ -29,63 +30,28 @@ ApiError bad(std::string param, std::string message) {
 
 std::string type_of(const json& v) { return v.type_name(); }
 
-// Each reader leaves `out` alone when the field is absent or null and returns an error when it is
-// present with the wrong type or out of range.
+// The readers of core/json_reader.h, with OpenAI's error shape: `param` names the field.
 using Err = std::optional<ApiError>;
 
+Err as_api_error(JsonFieldCheck c) {
+  if (!c) return std::nullopt;
+  return bad(c->field, c->quoted());
+}
+
 Err read_bool(const json& obj, const char* key, bool& out) {
-  const json* v = json_field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_boolean()) return bad(key, std::string("'") + key + "' must be a boolean, got " + type_of(*v));
-  out = v->get<bool>();
-  return std::nullopt;
+  return as_api_error(read_json_bool(obj, key, "", out));
 }
 
 Err read_int(const json& obj, const char* key, int64_t lo, int64_t hi, std::optional<int64_t>& out) {
-  const json* v = json_field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_number_integer()) {
-    return bad(key, std::string("'") + key + "' must be an integer, got " + type_of(*v));
-  }
-  // Unsigned values above int64's range compare as negative int64: check them as unsigned first.
-  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi)) {
-    return bad(key, std::string("'") + key + "' must be in " + std::to_string(lo) + ".." +
-                        std::to_string(hi) + ", got " + v->dump());
-  }
-  const auto x = v->get<int64_t>();
-  if (x < lo || x > hi) {
-    return bad(key, std::string("'") + key + "' must be in " + std::to_string(lo) + ".." +
-                        std::to_string(hi) + ", got " + std::to_string(x));
-  }
-  out = x;
-  return std::nullopt;
-}
-
-std::string short_number(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
+  return as_api_error(read_json_int(obj, key, "", lo, hi, out));
 }
 
 Err read_number(const json& obj, const char* key, double lo, double hi, std::optional<double>& out) {
-  const json* v = json_field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_number()) return bad(key, std::string("'") + key + "' must be a number, got " + type_of(*v));
-  const auto x = v->get<double>();
-  if (!(x >= lo && x <= hi)) {
-    return bad(key, std::string("'") + key + "' must be in " + short_number(lo) + ".." + short_number(hi) +
-                        ", got " + v->dump());
-  }
-  out = x;
-  return std::nullopt;
+  return as_api_error(read_json_number(obj, key, "", lo, hi, out));
 }
 
 Err read_string(const json& obj, const char* key, std::string& out) {
-  const json* v = json_field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_string()) return bad(key, std::string("'") + key + "' must be a string, got " + type_of(*v));
-  out = v->get<std::string>();
-  return std::nullopt;
+  return as_api_error(read_json_string(obj, key, "", out));
 }
 
 // A message's content: a string, null, or an array of {"type":"text","text":...} parts.
@@ -296,20 +262,7 @@ Err read_prompt(const json& obj, std::string& out) {
 }
 
 Err read_stop(const json& obj, std::vector<std::string>& out) {
-  const json* s = json_field(obj, "stop");
-  if (!s) return std::nullopt;
-  if (s->is_string()) {
-    if (!s->get<std::string>().empty()) out.push_back(s->get<std::string>());
-    return std::nullopt;
-  }
-  if (!s->is_array() || s->size() > 4) {
-    return bad("stop", "'stop' must be a string or an array of up to 4 strings");
-  }
-  for (const auto& x : *s) {
-    if (!x.is_string()) return bad("stop", "'stop' must be a string or an array of up to 4 strings");
-    if (!x.get<std::string>().empty()) out.push_back(x.get<std::string>());
-  }
-  return std::nullopt;
+  return as_api_error(read_json_strings(obj, "stop", "", out, 4));
 }
 
 Err read_response_format(const json& obj, backend::OutputConstraint& out) {
@@ -369,7 +322,7 @@ Err read_penalties(const json& obj, backend::SamplingParams& sp) {
     GANTRY_TRY_FIELD(read_number(obj, key, 0.0, 1e6, repeat));
     if (!repeat) continue;
     if (*repeat <= 0.0) {
-      return bad(key, std::string("'") + key + "' must be > 0 (1 = off), got " + short_number(*repeat));
+      return bad(key, std::string("'") + key + "' must be > 0 (1 = off), got " + json(*repeat).dump());
     }
     sp.repeat_penalty = static_cast<float>(*repeat);
   }
@@ -407,7 +360,7 @@ Err read_logit_bias(const json& obj, std::vector<std::pair<int32_t, float>>& out
 }
 
 std::variant<json, ApiError> parse_object(std::string_view body) {
-  auto parsed = parse_json(body, "the request body");
+  auto parsed = parse_json_unique_keys(body, "the request body");
   if (!parsed.ok()) return bad("", parsed.status().message());
   json& j = *parsed;
   if (!j.is_object()) return bad("", "the request body must be a JSON object, got " + type_of(j));

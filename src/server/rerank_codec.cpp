@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "gantry/core/json.h"
+#include "gantry/core/json_reader.h"
 
 namespace gantry::server::rerank {
 namespace {
@@ -21,22 +22,18 @@ openai::ApiError bad(std::string param, std::string message) {
 }  // namespace
 
 std::variant<RerankRequest, openai::ApiError> parse_rerank_request(std::string_view body) {
-  auto parsed = parse_json(body, "the request body");
+  auto parsed = parse_json_unique_keys(body, "the request body");
   if (!parsed.ok()) return bad("", parsed.status().message());
   const json& j = *parsed;
   if (!j.is_object())
     return bad("", std::string("the request body must be a JSON object, got ") + j.type_name());
   RerankRequest r;
-  const json* model = json_field(j, "model");
-  if (!model) return bad("model", "'model' is required: the name of a reranking model");
-  if (!model->is_string())
-    return bad("model", std::string("'model' must be a string, got ") + model->type_name());
-  r.model = model->get<std::string>();
-  const json* query = json_field(j, "query");
-  if (!query) return bad("query", "'query' is required: the text the documents are ranked against");
-  if (!query->is_string())
-    return bad("query", std::string("'query' must be a string, got ") + query->type_name());
-  r.query = query->get<std::string>();
+  auto field = [](const JsonFieldCheck& c) { return bad(c->field, c->quoted()); };
+  if (!json_field(j, "model")) return bad("model", "'model' is required: the name of a reranking model");
+  if (auto e = read_json_string(j, "model", "", r.model)) return field(e);
+  if (!json_field(j, "query"))
+    return bad("query", "'query' is required: the text the documents are ranked against");
+  if (auto e = read_json_string(j, "query", "", r.query)) return field(e);
   const json* docs = json_field(j, "documents");
   if (!docs) return bad("documents", "'documents' is required: a non-empty array of strings");
   if (!docs->is_array() || docs->empty())
@@ -49,7 +46,7 @@ std::variant<RerankRequest, openai::ApiError> parse_rerank_request(std::string_v
     }
     r.documents.push_back(d.get<std::string>());
   }
-  if (const json* top = json_field(j, "top_n")) {
+  if (const json* top = json_field(j, "top_n")) {  // any count >= 0; beyond the documents means all
     if (!top->is_number_integer())
       return bad("top_n", std::string("'top_n' must be an integer, got ") + top->type_name());
     if (!top->is_number_unsigned() && top->get<int64_t>() < 0)
@@ -57,12 +54,7 @@ std::variant<RerankRequest, openai::ApiError> parse_rerank_request(std::string_v
     r.top_n = static_cast<size_t>(std::min<uint64_t>(top->get<uint64_t>(), r.documents.size()));
     r.has_top_n = true;
   }
-  if (const json* ret = json_field(j, "return_documents")) {
-    if (!ret->is_boolean())
-      return bad("return_documents",
-                 std::string("'return_documents' must be a boolean, got ") + ret->type_name());
-    r.return_documents = ret->get<bool>();
-  }
+  if (auto e = read_json_bool(j, "return_documents", "", r.return_documents)) return field(e);
   return r;
 }
 

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "gantry/core/json.h"
+#include "gantry/core/json_reader.h"
 
 namespace gantry::server::responses {
 
@@ -21,43 +22,30 @@ ApiError bad(std::string param, std::string message) {
 
 std::string in_quotes(const std::string& s) { return "\"" + s.substr(0, 80) + "\""; }
 
-// Each reader leaves `out` alone when the field is absent or null and names the field (`param`, the
-// path from the body's root) when it has the wrong type.
-Err read_string(const json& obj, const char* key, const std::string& param, std::string& out) {
-  const json* v = json_field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_string()) return bad(param, "'" + param + "' must be a string, got " + v->type_name());
-  out = v->get<std::string>();
-  return std::nullopt;
+// The readers of core/json_reader.h, with OpenAI's error shape (`param` names the field). `path` is what
+// goes before the key in the field's name ("input[2].", "" at the root).
+Err as_api_error(JsonFieldCheck c) {
+  if (!c) return std::nullopt;
+  return bad(c->field, c->quoted());
+}
+
+Err read_string(const json& obj, const char* key, const std::string& path, std::string& out) {
+  return as_api_error(read_json_string(obj, key, path, out));
 }
 
 Err read_bool(const json& obj, const char* key, bool& out) {
-  const json* v = json_field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_boolean())
-    return bad(key, std::string("'") + key + "' must be a boolean, got " + v->type_name());
-  out = v->get<bool>();
-  return std::nullopt;
+  return as_api_error(read_json_bool(obj, key, "", out));
 }
 
 Err read_number(const json& obj, const char* key, double lo, double hi, std::optional<double>& out) {
-  const json* v = json_field(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->is_number()) return bad(key, std::string("'") + key + "' must be a number, got " + v->type_name());
-  const auto x = v->get<double>();
-  if (!(x >= lo && x <= hi)) {
-    return bad(key, std::string("'") + key + "' must be in " + json(lo).dump() + ".." + json(hi).dump() +
-                        ", got " + v->dump());
-  }
-  out = x;
-  return std::nullopt;
+  return as_api_error(read_json_number(obj, key, "", lo, hi, out));
 }
 
 // A content part's text: input_text / output_text / text, or a refusal. Media parts are refused.
 Err read_part(const json& part, const std::string& p, std::string& out) {
   if (!part.is_object()) return bad(p, "'" + p + "' must be an object, got " + part.type_name());
   std::string type;
-  if (auto e = read_string(part, "type", p + ".type", type)) return e;
+  if (auto e = read_string(part, "type", p + ".", type)) return e;
   if (type == "input_text" || type == "output_text" || type == "text") {
     const json* text = json_field(part, "text");
     if (!text || !text->is_string()) return bad(p + ".text", "'" + p + ".text' must be a string");
@@ -140,11 +128,11 @@ Err read_input(const json& j, std::vector<backend::ChatMessage>& out) {
     const std::string p = "input[" + std::to_string(i) + "]";
     if (!item.is_object()) return bad(p, "'" + p + "' must be an object, got " + item.type_name());
     std::string type;
-    if (auto e = read_string(item, "type", p + ".type", type)) return e;
+    if (auto e = read_string(item, "type", p + ".", type)) return e;
     if (type.empty() && json_field(item, "role")) type = "message";
     if (type == "message") {
       backend::ChatMessage m;
-      if (auto e = read_string(item, "role", p + ".role", m.role)) return e;
+      if (auto e = read_string(item, "role", p + ".", m.role)) return e;
       if (m.role != "user" && m.role != "system" && m.role != "developer" && m.role != "assistant") {
         return bad(p + ".role",
                    "'" + p + ".role' must be \"user\", \"system\", \"developer\" or \"assistant\", got " +
@@ -157,16 +145,16 @@ Err read_input(const json& j, std::vector<backend::ChatMessage>& out) {
       out.push_back(std::move(m));
     } else if (type == "function_call") {
       backend::ToolCall call;
-      if (auto e = read_string(item, "call_id", p + ".call_id", call.id)) return e;
+      if (auto e = read_string(item, "call_id", p + ".", call.id)) return e;
       if (call.id.empty()) return bad(p + ".call_id", "'" + p + ".call_id' is required: the call's id");
-      if (auto e = read_string(item, "name", p + ".name", call.name)) return e;
+      if (auto e = read_string(item, "name", p + ".", call.name)) return e;
       if (call.name.empty()) return bad(p + ".name", "'" + p + ".name' is required: the function's name");
       if (auto e = read_arguments(item, p + ".arguments", call.arguments)) return e;
       if (call.arguments.empty()) call.arguments = "{}";  // absent: no arguments
       assistant_turn().tool_calls.push_back(std::move(call));
     } else if (type == "function_call_output") {
       backend::ChatMessage m("tool", "");
-      if (auto e = read_string(item, "call_id", p + ".call_id", m.tool_call_id)) return e;
+      if (auto e = read_string(item, "call_id", p + ".", m.tool_call_id)) return e;
       if (m.tool_call_id.empty()) {
         return bad(p + ".call_id", "'" + p + ".call_id' is required: the id of the call this output answers");
       }
@@ -211,16 +199,16 @@ Err read_tools(const json& j, std::vector<backend::ToolDefinition>& out, json& e
     const std::string p = "tools[" + std::to_string(i) + "]";
     if (!t.is_object()) return bad(p, "'" + p + "' must be an object, got " + t.type_name());
     std::string type;
-    if (auto e = read_string(t, "type", p + ".type", type)) return e;
+    if (auto e = read_string(t, "type", p + ".", type)) return e;
     if (type != "function") {
       return bad(p + ".type",
                  "'" + p + ".type' must be \"function\" (the only tool type a model here can call), got " +
                      in_quotes(type));
     }
     backend::ToolDefinition d;
-    if (auto e = read_string(t, "name", p + ".name", d.name)) return e;
+    if (auto e = read_string(t, "name", p + ".", d.name)) return e;
     if (d.name.empty()) return bad(p + ".name", "'" + p + ".name' is required: the function's name");
-    if (auto e = read_string(t, "description", p + ".description", d.description)) return e;
+    if (auto e = read_string(t, "description", p + ".", d.description)) return e;
     json params = nullptr;
     if (const json* v = json_field(t, "parameters")) {
       if (!v->is_object()) {
@@ -286,7 +274,7 @@ Err read_text_format(const json& j, backend::OutputConstraint& out, json& echo) 
   if (!format->is_object())
     return bad("text.format", "'text.format' must be an object, got " + std::string(format->type_name()));
   std::string type;
-  if (auto e = read_string(*format, "type", "text.format.type", type)) return e;
+  if (auto e = read_string(*format, "type", "text.format.", type)) return e;
   using Kind = backend::OutputConstraint::Kind;
   if (type == "text") {
     out.kind = Kind::kNone;
@@ -299,7 +287,7 @@ Err read_text_format(const json& j, backend::OutputConstraint& out, json& echo) 
                  "'text.format.schema' must be a JSON schema object when the format is \"json_schema\"");
     }
     std::string name;
-    if (auto e = read_string(*format, "name", "text.format.name", name)) return e;
+    if (auto e = read_string(*format, "name", "text.format.", name)) return e;
     out.kind = Kind::kJsonSchema;
     out.json_schema = dump_json(*schema);
   } else {
@@ -376,7 +364,7 @@ json call_item(const std::string& id, const backend::ToolCall& c, std::string_vi
 }  // namespace
 
 std::variant<ResponsesRequest, ApiError> parse_request(std::string_view body) {
-  auto parsed = parse_json(body, "the request body");
+  auto parsed = parse_json_unique_keys(body, "the request body");
   if (!parsed.ok()) return bad("", parsed.status().message());
   const json& j = *parsed;
   if (!j.is_object())
@@ -384,7 +372,7 @@ std::variant<ResponsesRequest, ApiError> parse_request(std::string_view body) {
 
   ResponsesRequest r;
   json& echo = r.echo;
-  GANTRY_TRY_FIELD(read_string(j, "model", "model", r.model));
+  GANTRY_TRY_FIELD(read_string(j, "model", "", r.model));
   if (r.model.empty()) return bad("model", "'model' is required: the name of a served model");
   if (const json* v = json_field(j, "instructions")) {
     if (!v->is_string())
@@ -404,7 +392,7 @@ std::variant<ResponsesRequest, ApiError> parse_request(std::string_view body) {
   GANTRY_TRY_FIELD(read_bool(j, "stream", r.stream));
   GANTRY_TRY_FIELD(read_bool(j, "store", r.store));
   echo["store"] = r.store;
-  GANTRY_TRY_FIELD(read_string(j, "previous_response_id", "previous_response_id", r.previous_response_id));
+  GANTRY_TRY_FIELD(read_string(j, "previous_response_id", "", r.previous_response_id));
   echo["previous_response_id"] =
       r.previous_response_id.empty() ? json(nullptr) : json(r.previous_response_id);
   bool background = false;
@@ -448,7 +436,7 @@ std::variant<ResponsesRequest, ApiError> parse_request(std::string_view body) {
       return bad("reasoning",
                  "'reasoning' must be an object {\"effort\"}, got " + std::string(v->type_name()));
     std::string effort;
-    GANTRY_TRY_FIELD(read_string(*v, "effort", "reasoning.effort", effort));
+    GANTRY_TRY_FIELD(read_string(*v, "effort", "reasoning.", effort));
     if (effort == "none") r.chat.enable_thinking = false;
     if (!effort.empty()) reasoning["effort"] = effort;
     if (const json* s = json_field(*v, "summary")) reasoning["summary"] = *s;

@@ -98,6 +98,7 @@ TEST(OllamaCodec, Options) {
 
 TEST(OllamaCodec, OptionErrorsNameTheOption) {
   error(gen(R"("options":[])"), "'options' must be an object");
+  error(gen(R"("options":{"top_k":1,"top_k":2})"), "duplicate key 'top_k'");
   error(gen(R"("options":{"temperature":"hot"})"), "'options.temperature' must be a number");
   error(gen(R"("options":{"temperature":-1})"), "temperature");
   error(gen(R"("options":{"top_p":0})"), "top_p");
@@ -106,8 +107,8 @@ TEST(OllamaCodec, OptionErrorsNameTheOption) {
   error(gen(R"("options":{"num_predict":"10"})"), "'options.num_predict' must be an integer");
   error(gen(R"("options":{"num_predict":1e300})"), "'options.num_predict' must be an integer");
   error(gen(R"("options":{"seed":1.25})"), "'options.seed'");
-  error(gen(R"("options":{"stop":[1]})"), "'options.stop' must be an array of strings");
-  error(gen(R"("options":{"stop":{}})"), "'options.stop' must be an array of strings");
+  error(gen(R"("options":{"stop":[1]})"), "'options.stop' must be a string or an array of strings");
+  error(gen(R"("options":{"stop":{}})"), "'options.stop' must be a string or an array of strings");
   error(gen(R"("options":{"num_ctx":-5})"), "'options.num_ctx'");
   error(gen(R"("options":{"presence_penalty":"x"})"), "'options.presence_penalty' must be a number");
   error(gen(R"("options":{"presence_penalty":3})"), "presence_penalty must be in [-2, 2]");

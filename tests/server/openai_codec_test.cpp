@@ -192,6 +192,7 @@ TEST(OpenAiCodec, DeepJsonIsA400NotACrash) {
 TEST(OpenAiCodec, ChatRequestErrors) {
   chat_error("not json", "", "not valid JSON");
   chat_error("[1,2]", "", "must be a JSON object");
+  chat_error(chat_body(R"("model": "a", "model": "b")"), "", "duplicate key 'model'");
   chat_error(R"({"model":"m"})", "messages", "is required");
   chat_error(R"({"messages":[]})", "messages", "non-empty array");
   chat_error(R"({"messages":"hi"})", "messages", "non-empty array");
@@ -203,25 +204,25 @@ TEST(OpenAiCodec, ChatRequestErrors) {
   chat_error(R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})", "messages[0].content[0].text",
              "must be a string");
   chat_error(chat_body(R"("model": 3)"), "model", "must be a string");
-  chat_error(chat_body(R"("n": 0)"), "n", "must be in 1..128");
-  chat_error(chat_body(R"("n": 129)"), "n", "must be in 1..128");
+  chat_error(chat_body(R"("n": 0)"), "n", "must be an integer in 1..128");
+  chat_error(chat_body(R"("n": 129)"), "n", "must be an integer in 1..128");
   chat_error(chat_body(R"("n": "1")"), "n", "must be an integer");
   chat_error(chat_body(R"("stream": "yes")"), "stream", "must be a boolean");
   chat_error(chat_body(R"("stream_options": 1)"), "stream_options", "must be an object");
   chat_error(chat_body(R"("stream_options": {"include_usage": 1})"), "stream_options.include_usage",
              "must be a boolean");
-  chat_error(chat_body(R"("max_tokens": 0)"), "max_tokens", "must be in 1..");
+  chat_error(chat_body(R"("max_tokens": 0)"), "max_tokens", "must be an integer in 1..");
   chat_error(chat_body(R"("max_tokens": 1.5)"), "max_tokens", "must be an integer");
-  chat_error(chat_body(R"("max_completion_tokens": -3)"), "max_completion_tokens", "must be in 1..");
-  chat_error(chat_body(R"("temperature": 2.5)"), "temperature", "must be in 0..2");
+  chat_error(chat_body(R"("max_completion_tokens": -3)"), "max_completion_tokens", "must be an integer in 1..");
+  chat_error(chat_body(R"("temperature": 2.5)"), "temperature", "must be a number in 0..2");
   chat_error(chat_body(R"("temperature": "hot")"), "temperature", "must be a number");
-  chat_error(chat_body(R"("top_p": 1.1)"), "top_p", "must be in 0");
+  chat_error(chat_body(R"("top_p": 1.1)"), "top_p", "must be a number in 0");
   chat_error(chat_body(R"("seed": 1.5)"), "seed", "must be an integer");
   chat_error(chat_body(R"("stop": ["a","b","c","d","e"])"), "stop", "up to 4");
   chat_error(chat_body(R"("stop": [1])"), "stop", "array of up to 4 strings");
   chat_error(chat_body(R"("stop": 7)"), "stop", "must be a string");
   chat_error(chat_body(R"("logprobs": 1)"), "logprobs", "must be a boolean");
-  chat_error(chat_body(R"("logprobs": true, "top_logprobs": 21)"), "top_logprobs", "must be in 0..20");
+  chat_error(chat_body(R"("logprobs": true, "top_logprobs": 21)"), "top_logprobs", "must be an integer in 0..20");
   chat_error(chat_body(R"("top_logprobs": 2)"), "top_logprobs", "needs 'logprobs'");
   chat_error(chat_body(R"("response_format": "json")"), "response_format", "must be an object");
   chat_error(chat_body(R"("response_format": {})"), "response_format.type", "must be \"text\"");
@@ -260,11 +261,11 @@ TEST(OpenAiCodec, ChoicesAndSamplingFields) {
   EXPECT_EQ(r.generation.sampling.repeat_penalty, 1.0f);
   EXPECT_TRUE(r.generation.sampling.logit_bias.empty());
 
-  chat_error(chat_body(R"("presence_penalty": 2.1)"), "presence_penalty", "must be in -2..2");
+  chat_error(chat_body(R"("presence_penalty": 2.1)"), "presence_penalty", "must be a number in -2..2");
   chat_error(chat_body(R"("presence_penalty": "x")"), "presence_penalty", "must be a number");
-  chat_error(chat_body(R"("frequency_penalty": -2.01)"), "frequency_penalty", "must be in -2..2");
+  chat_error(chat_body(R"("frequency_penalty": -2.01)"), "frequency_penalty", "must be a number in -2..2");
   chat_error(chat_body(R"("repetition_penalty": 0)"), "repetition_penalty", "must be > 0");
-  chat_error(chat_body(R"("repeat_penalty": -1)"), "repeat_penalty", "must be in 0..");
+  chat_error(chat_body(R"("repeat_penalty": -1)"), "repeat_penalty", "must be a number in 0..");
   chat_error(chat_body(R"("logit_bias": [1, 2])"), "logit_bias", "must be an object");
   chat_error(chat_body(R"("logit_bias": {"abc": 1})"), "logit_bias", "token ids");
   chat_error(chat_body(R"("logit_bias": {"-3": 1})"), "logit_bias", "token ids");
@@ -301,10 +302,10 @@ TEST(OpenAiCodec, CompletionRequestErrors) {
   completion_error(R"({"prompt":[1,2,3]})", "prompt", "token arrays are not supported");
   completion_error(R"({"prompt":[[1,2]]})", "prompt", "exactly one string");
   completion_error(R"({"prompt":5})", "prompt", "must be a string");
-  completion_error(R"({"prompt":"p","logprobs":6})", "logprobs", "must be in 0..5");
+  completion_error(R"({"prompt":"p","logprobs":6})", "logprobs", "must be an integer in 0..5");
   completion_error(R"({"prompt":"p","logprobs":true})", "logprobs", "must be an integer");
-  completion_error(R"({"prompt":"p","n":-1})", "n", "must be in 1..128");
-  completion_error(R"({"prompt":"p","presence_penalty":-2.5})", "presence_penalty", "must be in -2..2");
+  completion_error(R"({"prompt":"p","n":-1})", "n", "must be an integer in 1..128");
+  completion_error(R"({"prompt":"p","presence_penalty":-2.5})", "presence_penalty", "must be a number in -2..2");
   completion_error(R"({"prompt":"p","logit_bias":{"5":101}})", "logit_bias", "-100..100");
   completion_error(R"({"prompt":"p","echo":true})", "echo", "not supported");
 }
