@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -15,6 +16,7 @@
 
 #include "gantry/core/status.h"
 #include "gantry/kernels/signature.h"
+#include "kernels/kernel_device.h"
 
 namespace gantry::kernels::internal {
 
@@ -71,6 +73,39 @@ class BlockRunner {
   unsigned busy_ = 0;
   uint64_t generation_ = 0;
   bool stop_ = false;
+};
+
+// The CPU as a kernel device: kernels compiled by the system compiler and dlopen'ed; a launch runs its
+// blocks on a BlockRunner (made at the first launch), one launch at a time.
+class CpuDevice final : public KernelDevice {
+ public:
+  // `threads`: launch workers; 0 = hardware concurrency.
+  explicit CpuDevice(unsigned threads);
+  ~CpuDevice() override;
+
+  const std::string& name() const override { return name_; }
+  Status usable() const override;
+  std::string default_source_name() const override { return "kernel.cpp"; }
+  Result<std::unique_ptr<DeviceKernel>> load(std::string_view source, KernelInfo info,
+                                             const std::string& source_name, const KernelOptions& options,
+                                             const std::filesystem::path& cache_dir) override;
+  std::optional<std::string> launch_limits(Dim3 grid, uint64_t shared_bytes) const override;
+  std::optional<std::string> memory_problem(const Tensor& t) const override;
+  Status launch(DeviceKernel& kernel, Dim3 grid, Dim3 block, uint64_t shared_bytes, void* stream,
+                void** args) override;
+  Status synchronize() override { return Status::Ok(); }  // launches are synchronous
+  Result<Tensor> allocate(DType dtype, const Shape& shape, void*& owned) override;
+  Status release(void*) override { return Status::Ok(); }
+  Status copy_to_device(void* dst, const void* src, uint64_t bytes) override;
+  Status copy_to_host(void* dst, const void* src, uint64_t bytes) override;
+
+ private:
+  class Kernel;
+  const std::string name_ = "cpu";
+  unsigned threads_;
+  std::mutex mu_;  // one launch at a time; no unload during a launch
+  std::unique_ptr<BlockRunner> runner_;
+  std::vector<std::vector<std::byte>> scratch_;  // per worker: its block's local memory
 };
 
 }  // namespace gantry::kernels::internal

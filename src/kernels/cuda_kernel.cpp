@@ -82,48 +82,93 @@ Status CudaDevice::check(cu::Result r, const std::string& what) {
   return Internal(text);
 }
 
-Result<cu::Module> CudaDevice::load_module(const std::string& cubin, const std::string& symbol,
-                                           cu::Function& function, CudaFunctionInfo& info) {
+class CudaDevice::Kernel final : public DeviceKernel {
+ public:
+  Kernel(cu::Context ctx, cu::Module module, cu::Function function)
+      : ctx_(ctx), module_(module), function_(function) {}
+  ~Kernel() override {
+    const cu::Api& a = cu::driver().api;
+    a.ctx_set_current(ctx_);
+    a.module_unload(module_);
+  }
+  cu::Function function() const { return function_; }
+
+ private:
+  cu::Context ctx_;
+  cu::Module module_;
+  cu::Function function_;
+};
+
+Result<std::unique_ptr<DeviceKernel>> CudaDevice::load(std::string_view source, KernelInfo info,
+                                                       const std::string& source_name,
+                                                       const KernelOptions& options,
+                                                       const std::filesystem::path& cache_dir) {
   GANTRY_RETURN_IF_ERROR(usable());
+  CudaCompileOptions copts;
+  copts.arch = options.arch.empty() ? arch_ : options.arch;
+  copts.flags = options.flags;
+  copts.source_name = source_name;
+  copts.cache_dir = cache_dir;
+  copts.use_cache = options.use_cache;
+  GANTRY_ASSIGN_OR_RETURN(auto bin, compile_cuda(source, info.entry, copts));
+
   const cu::Api& a = cu::driver().api;
   a.ctx_set_current(ctx_);
   cu::Module module = nullptr;
-  if (cu::Result r = a.module_load_data_ex(&module, cubin.data(), 0, nullptr, nullptr); r != cu::kSuccess)
-    return check(r, "loading the kernel's cubin (" + arch_ + ")");
-  if (cu::Result r = a.module_get_function(&function, module, symbol.c_str()); r != cu::kSuccess) {
+  if (cu::Result r = a.module_load_data_ex(&module, bin.binary.data(), 0, nullptr, nullptr);
+      r != cu::kSuccess)
+    return check(r, "loading the kernel's cubin (" + copts.arch + ")");
+  cu::Function function = nullptr;
+  if (cu::Result r = a.module_get_function(&function, module, bin.lowered_name.c_str()); r != cu::kSuccess) {
     a.module_unload(module);
-    return NotFound("the cubin has no kernel '" + symbol + "' (" + cu::error_text(r) + ")");
+    return NotFound("the cubin has no kernel '" + bin.lowered_name + "' (" + cu::error_text(r) + ")");
   }
+  auto k = std::make_unique<Kernel>(ctx_, module, function);
   int v = 0;
   if (a.func_get_attribute(&v, cu::kFuncNumRegs, function) == cu::kSuccess) info.registers = v;
-  if (a.func_get_attribute(&v, cu::kFuncSharedSizeBytes, function) == cu::kSuccess) info.static_shared = v;
-  if (a.func_get_attribute(&v, cu::kFuncLocalSizeBytes, function) == cu::kSuccess) info.local = v;
-  if (a.func_get_attribute(&v, cu::kFuncMaxThreadsPerBlock, function) == cu::kSuccess) info.max_threads = v;
-  return module;
+  if (a.func_get_attribute(&v, cu::kFuncSharedSizeBytes, function) == cu::kSuccess)
+    info.static_shared_bytes = v;
+  if (a.func_get_attribute(&v, cu::kFuncLocalSizeBytes, function) == cu::kSuccess) info.local_bytes = v;
+  if (a.func_get_attribute(&v, cu::kFuncMaxThreadsPerBlock, function) == cu::kSuccess)
+    info.max_threads_per_block = v;
+  info.target = bin.arch + " (" + bin.compiler + ")";
+  info.binary_bytes = bin.binary.size();
+  info.compile_log = bin.log;
+  info.compile_ms = bin.compile_ms;
+  info.cache_hit = bin.cache_hit;
+  k->info = std::move(info);
+  return std::unique_ptr<DeviceKernel>(std::move(k));
 }
 
-void CudaDevice::unload_module(cu::Module module) {
-  const cu::Api& a = cu::driver().api;
-  a.ctx_set_current(ctx_);
-  a.module_unload(module);
-}
-
-Status CudaDevice::launch(cu::Function f, const uint32_t grid[3], const uint32_t block[3], uint64_t shared,
-                          void* stream, void** params, const std::string& entry) {
-  GANTRY_RETURN_IF_ERROR(usable());
-  const cu::Api& a = cu::driver().api;
-  a.ctx_set_current(ctx_);
+std::optional<std::string> CudaDevice::launch_limits(Dim3 grid, uint64_t shared) const {
+  if (grid.y > 65535 || grid.z > 65535 || grid.x > 0x7fffffffu)
+    return "grid " + grid.to_string() + " exceeds CUDA's limits (2^31-1, 65535, 65535)";
   if (shared > static_cast<uint64_t>(max_dynamic_shared_))
-    return InvalidArgument("kernel " + entry + " asks for " + std::to_string(shared) +
-                           " bytes of dynamic shared memory; " + id_ + " allows " +
-                           std::to_string(max_dynamic_shared_) + " per block");
+    return std::to_string(shared) + " bytes of dynamic shared memory per block exceed " + id_ +
+           "'s limit of " + std::to_string(max_dynamic_shared_);
+  return std::nullopt;
+}
+
+std::optional<std::string> CudaDevice::memory_problem(const Tensor& t) const {
+  if (t.memory_class() == MemoryClass::kDevice && t.device_id() == ordinal_) return std::nullopt;
+  return "needs device memory on " + id_ + " (KernelExecutor::allocate)";
+}
+
+Status CudaDevice::launch(DeviceKernel& kernel, Dim3 grid, Dim3 block, uint64_t shared, void* stream,
+                          void** params) {
+  GANTRY_RETURN_IF_ERROR(usable());
+  const cu::Function f = static_cast<Kernel&>(kernel).function();
+  const std::string& entry = kernel.info.entry;
+  const cu::Api& a = cu::driver().api;
+  a.ctx_set_current(ctx_);
   if (shared > 48 * 1024)  // beyond 48 KiB a kernel must opt in
     GANTRY_RETURN_IF_ERROR(
         check(a.func_set_attribute(f, cu::kFuncMaxDynamicSharedBytes, static_cast<int>(shared)),
               "raising the dynamic shared memory limit of " + entry));
   const cu::Result r =
-      a.launch_kernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                      static_cast<unsigned>(shared), static_cast<cu::Stream>(stream), params, nullptr);
+      a.launch_kernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, static_cast<unsigned>(shared),
+                      static_cast<cu::Stream>(stream), params, nullptr);
+  if (r == cu::kSuccess) return Status::Ok();  // the hot path builds no message
   return check(r, "launching kernel " + entry);
 }
 
@@ -145,19 +190,28 @@ Status CudaDevice::pool_ready() {
   return Status::Ok();
 }
 
-Result<void*> CudaDevice::allocate(uint64_t bytes) {
+Result<Tensor> CudaDevice::allocate(DType dtype, const Shape& shape, void*& owned) {
+  owned = nullptr;
+  if (dtype_size(dtype) == 0 || shape.is_dynamic())
+    return InvalidArgument("cannot allocate a " + std::string(dtype_name(dtype)) + " tensor of shape " +
+                           shape.to_string() + " on " + id_);
+  const uint64_t bytes = static_cast<uint64_t>(shape.element_count().value_or(0)) * dtype_size(dtype);
   GANTRY_RETURN_IF_ERROR(usable());
   GANTRY_RETURN_IF_ERROR(pool_ready());
   GANTRY_ASSIGN_OR_RETURN(void* p, pool_->allocate(bytes));
   if (p) {
     const cu::Api& a = cu::driver().api;
     a.ctx_set_current(ctx_);
-    GANTRY_RETURN_IF_ERROR(check(a.memset_d8(dptr(p), 0, bytes), "zeroing a new tensor"));
+    if (Status st = check(a.memset_d8(dptr(p), 0, bytes), "zeroing a new tensor"); !st.ok()) {
+      (void)pool_->free(p);
+      return st;
+    }
   }
-  return p;
+  owned = p;
+  return Tensor::view(dtype, shape, p, bytes, MemoryClass::kDevice, ordinal_);
 }
 
-Status CudaDevice::free(void* p) {
+Status CudaDevice::release(void* p) {
   if (!pool_) return InvalidArgument("no memory was allocated on " + id_);
   return pool_->free(p);
 }

@@ -12,45 +12,44 @@
 #include "gantry/core/status.h"
 #include "gantry/hw/registry.h"
 #include "gantry/memory/block_pool.h"
+#include "kernels/kernel_device.h"
 #include "memory/cuda_api.h"
 
 namespace gantry::kernels::internal {
 
 namespace cu = memory::internal::cu;
 
-struct CudaFunctionInfo {
-  int registers = 0;
-  uint64_t static_shared = 0;
-  uint64_t local = 0;
-  int max_threads = 0;
-};
-
-class CudaDevice {
+// One CUDA GPU as a kernel device: kernels compiled by NVRTC for its arch and loaded with the driver API;
+// tensors in memory from its block pool (the one given, else its own over the device's VMM backing).
+class CudaDevice final : public KernelDevice {
  public:
   // Unavailable with the reason when the driver or device `ordinal` cannot be used. The arch comes
   // from `device` (the registry's entry) when it has a compute capability, else from the driver.
   static Result<std::unique_ptr<CudaDevice>> open(int ordinal, const hw::Device* device,
                                                   memory::BlockPool* pool);
-  ~CudaDevice();
+  ~CudaDevice() override;
 
-  const std::string& id() const { return id_; }
+  const std::string& name() const override { return id_; }
   const std::string& arch() const { return arch_; }
   // FailedPrecondition once a kernel faulted (the context is lost), OK otherwise.
-  Status usable() const;
+  Status usable() const override;
+  std::string default_source_name() const override { return "kernel.cu"; }
+  Result<std::unique_ptr<DeviceKernel>> load(std::string_view source, KernelInfo info,
+                                             const std::string& source_name, const KernelOptions& options,
+                                             const std::filesystem::path& cache_dir) override;
+  std::optional<std::string> launch_limits(Dim3 grid, uint64_t shared_bytes) const override;
+  std::optional<std::string> memory_problem(const Tensor& t) const override;
+  Status launch(DeviceKernel& kernel, Dim3 grid, Dim3 block, uint64_t shared_bytes, void* stream,
+                void** args) override;
+  Status synchronize() override;
 
-  Result<cu::Module> load_module(const std::string& cubin, const std::string& symbol, cu::Function& function,
-                                 CudaFunctionInfo& info);
-  void unload_module(cu::Module module);
-  Status launch(cu::Function f, const uint32_t grid[3], const uint32_t block[3], uint64_t shared,
-                void* stream, void** params, const std::string& entry);
-  Status synchronize();
-
-  Result<void*> allocate(uint64_t bytes);
-  Status free(void* p);
-  Status copy_to_device(void* dst, const void* src, uint64_t bytes);
-  Status copy_to_host(void* dst, const void* src, uint64_t bytes);
+  Result<Tensor> allocate(DType dtype, const Shape& shape, void*& owned) override;
+  Status release(void* p) override;
+  Status copy_to_device(void* dst, const void* src, uint64_t bytes) override;
+  Status copy_to_host(void* dst, const void* src, uint64_t bytes) override;
 
  private:
+  class Kernel;
   CudaDevice(int ordinal, cu::Context ctx, std::string arch, memory::BlockPool* pool, int max_dynamic_shared);
   Status check(cu::Result r, const std::string& what);  // marks the context lost on a sticky error
   Status pool_ready();

@@ -8,8 +8,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <set>
-#include <thread>
 
 #include "gantry/hw/detect.h"
 #include "gantry/memory/block_pool.h"
@@ -20,13 +18,8 @@ namespace gantry::kernels {
 
 namespace {
 
-using internal::CpuBinary;
-using internal::CpuContext;
-using internal::CpuEntry;
-using internal::CudaDevice;
-
-constexpr int kCpuMaxThreadsPerBlock = 1024;
-constexpr uint64_t kCpuMaxLocalBytes = 64ull << 20;  // per block, one buffer per worker thread
+using internal::DeviceKernel;
+using internal::KernelDevice;
 
 // "cpu"/"cpu:0" -> -1, "cuda:N" -> N; InvalidArgument otherwise.
 Result<int> parse_device(std::string_view device) {
@@ -43,16 +36,8 @@ Result<int> parse_device(std::string_view device) {
 std::string device_name(int ordinal) { return ordinal < 0 ? "cpu" : "cuda:" + std::to_string(ordinal); }
 
 struct Loaded {
-  std::string device;
-  int ordinal = -1;
-  KernelInfo info;
-  // CPU
-  void* library = nullptr;
-  CpuEntry entry = nullptr;
-  // CUDA
-  CudaDevice* cuda = nullptr;
-  internal::cu::Module module = nullptr;
-  internal::cu::Function function = nullptr;
+  KernelDevice* device = nullptr;
+  std::unique_ptr<DeviceKernel> kernel;
 };
 
 }  // namespace
@@ -217,17 +202,32 @@ struct KernelExecutor::Impl {
   std::mutex mu;  // handles, devices, allocations
   std::map<uint64_t, std::shared_ptr<Loaded>> loaded;
   uint64_t next_id = 1;
-  std::map<int, std::unique_ptr<CudaDevice>> cuda;
-  std::map<int, Status> cuda_failed;  // why a device could not be opened
-  std::map<void*, int> allocations;   // CUDA tensor memory -> ordinal
-  std::mutex cpu_mu;                  // one CPU launch at a time
-  std::unique_ptr<internal::BlockRunner> runner;
-  std::vector<std::vector<std::byte>> scratch;  // per CPU worker: its block's local memory
+  std::map<int, std::unique_ptr<KernelDevice>> devices;  // by ordinal, the CPU at -1
+  std::map<int, Status> failed;                          // why a device could not be opened
+  std::map<void*, KernelDevice*> allocations;            // device tensor memory -> its device
 
-  Result<CudaDevice*> cuda_device(int ordinal) {
+  Result<KernelDevice*> device(int ordinal) {
     std::lock_guard lock(mu);
-    if (auto it = cuda.find(ordinal); it != cuda.end()) return it->second.get();
-    if (auto it = cuda_failed.find(ordinal); it != cuda_failed.end()) return it->second;
+    if (auto it = devices.find(ordinal); it != devices.end()) return it->second.get();
+    if (auto it = failed.find(ordinal); it != failed.end()) return it->second;
+    Result<std::unique_ptr<KernelDevice>> dev = open(ordinal);
+    if (!dev.ok()) {
+      failed.emplace(ordinal, dev.status());
+      return dev.status();
+    }
+    KernelDevice* raw = dev->get();
+    devices.emplace(ordinal, std::move(*dev));
+    return raw;
+  }
+
+  Result<KernelDevice*> device(std::string_view name) {
+    GANTRY_ASSIGN_OR_RETURN(int ordinal, parse_device(name));
+    return device(ordinal);
+  }
+
+  Result<std::unique_ptr<KernelDevice>> open(int ordinal) {
+    if (ordinal < 0)
+      return std::unique_ptr<KernelDevice>(std::make_unique<internal::CpuDevice>(options.cpu_threads));
     if (!options.registry && memory::internal::cu::driver().status.ok())
       options.registry = hw::detect_local();
     const hw::Device* entry = nullptr;
@@ -237,14 +237,8 @@ struct KernelExecutor::Impl {
     memory::BlockPool* pool = nullptr;
     for (auto* p : options.pools)
       if (p && p->device() == device_name(ordinal)) pool = p;
-    auto dev = CudaDevice::open(ordinal, entry, pool);
-    if (!dev.ok()) {
-      cuda_failed.emplace(ordinal, dev.status());
-      return dev.status();
-    }
-    CudaDevice* raw = dev->get();
-    cuda.emplace(ordinal, std::move(*dev));
-    return raw;
+    GANTRY_ASSIGN_OR_RETURN(auto dev, internal::CudaDevice::open(ordinal, entry, pool));
+    return std::unique_ptr<KernelDevice>(std::move(dev));
   }
 
   Result<std::shared_ptr<Loaded>> find(KernelHandle h) {
@@ -263,123 +257,62 @@ KernelExecutor::KernelExecutor(ExecutorOptions options) : impl_(std::make_unique
 }
 
 KernelExecutor::~KernelExecutor() {
-  for (auto& [id, k] : impl_->loaded) {
-    if (k->library) ::dlclose(k->library);
-    if (k->module) k->cuda->unload_module(k->module);
-  }
-  for (auto& [p, ordinal] : impl_->allocations) (void)impl_->cuda[ordinal]->free(p);
+  impl_->loaded.clear();  // kernels unload before their devices go
+  for (auto& [p, dev] : impl_->allocations) (void)dev->release(p);
 }
 
 const std::filesystem::path& KernelExecutor::cache_dir() const { return impl_->cache_dir; }
 
 Status KernelExecutor::available(std::string_view device) {
   GANTRY_ASSIGN_OR_RETURN(int ordinal, parse_device(device));
-  if (ordinal < 0) {
-    if (internal::find_in_path("c++").empty() && internal::find_in_path("cc").empty())
-      return Unavailable(
-          "CPU kernels are unavailable: no C/C++ compiler (c++ or cc) on PATH; install gcc/g++ or clang");
-    return Status::Ok();
+  if (ordinal >= 0) {
+    if (auto v = nvrtc_version(); !v.ok()) return v.status();
   }
-  if (auto v = nvrtc_version(); !v.ok()) return v.status();
-  GANTRY_ASSIGN_OR_RETURN(CudaDevice * dev, impl_->cuda_device(ordinal));
+  GANTRY_ASSIGN_OR_RETURN(KernelDevice * dev, impl_->device(ordinal));
   return dev->usable();
 }
 
 Result<KernelHandle> KernelExecutor::load(std::string_view source, std::string_view entry,
                                           std::string_view device, const KernelOptions& options) {
   GANTRY_ASSIGN_OR_RETURN(int ordinal, parse_device(device));
-  const std::string source_name =
-      !options.source_name.empty() ? options.source_name : (ordinal < 0 ? "kernel.cpp" : "kernel.cu");
+  // Opening a CUDA device needs the driver; a CPU device always opens (no compiler is a compile error).
+  Result<KernelDevice*> dev = impl_->device(ordinal);
+  const std::string source_name = !options.source_name.empty() ? options.source_name
+                                  : dev.ok()                   ? (*dev)->default_source_name()
+                                                               : std::string("kernel.cu");
   auto sig =
       options.signature ? parse_parameter_list(*options.signature, entry) : parse_signature(source, entry);
   if (!sig.ok()) return sig.status().with_context(source_name);
-  auto k = std::make_shared<Loaded>();
-  k->ordinal = ordinal;
-  k->device = device_name(ordinal);
-  KernelInfo& info = k->info;
+  if (!dev.ok()) return dev.status();
+  KernelInfo info;
   info.entry = std::string(entry);
-  info.device = k->device;
+  info.device = (*dev)->name();
   info.signature = *sig;
-  if (ordinal < 0) {
-    if (options.signature) {
-      // The compiled trampoline passes ctx first: the convention holds even when the list is given.
-      info.signature.cpu_context = true;
-    } else if (!sig->cpu_context) {
-      return InvalidArgument(
-          source_name + ": CPU kernel " + std::string(entry) +
-          " must take `const gantry_kernel_ctx* ctx` as its first parameter (docs/kernels.md)");
-    }
-    auto bin = internal::compile_cpu(source, info.signature, source_name, options.flags, impl_->cache_dir,
-                                     options.use_cache);
-    if (!bin.ok()) return bin.status();
-    void* lib = ::dlopen(bin->so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!options.use_cache) {
-      std::error_code ec;
-      std::filesystem::remove(bin->so_path, ec);  // the mapping stays valid
-    }
-    if (!lib) {
-      const char* e = ::dlerror();
-      return Internal("loading the compiled kernel " + bin->so_path.string() + " failed: " + (e ? e : "?"));
-    }
-    const std::string symbol = "gantry_launch_" + std::string(entry);
-    k->entry = reinterpret_cast<CpuEntry>(::dlsym(lib, symbol.c_str()));
-    if (!k->entry) {
-      ::dlclose(lib);
-      return Internal("the compiled kernel lacks " + symbol);
-    }
-    k->library = lib;
-    info.target = bin->compiler;
-    info.max_threads_per_block = kCpuMaxThreadsPerBlock;
-    info.binary_bytes = bin->size;
-    info.compile_log = bin->log;
-    info.compile_ms = bin->compile_ms;
-    info.cache_hit = bin->cache_hit;
-    if (options.use_cache) info.cache_file = bin->so_path;
-  } else {
-    GANTRY_ASSIGN_OR_RETURN(CudaDevice * dev, impl_->cuda_device(ordinal));
-    GANTRY_RETURN_IF_ERROR(dev->usable());
-    CudaCompileOptions copts;
-    copts.arch = options.arch.empty() ? dev->arch() : options.arch;
-    copts.flags = options.flags;
-    copts.source_name = source_name;
-    copts.cache_dir = impl_->cache_dir;
-    copts.use_cache = options.use_cache;
-    GANTRY_ASSIGN_OR_RETURN(auto bin, compile_cuda(source, entry, copts));
-    internal::CudaFunctionInfo fi;
-    GANTRY_ASSIGN_OR_RETURN(k->module, dev->load_module(bin.binary, bin.lowered_name, k->function, fi));
-    k->cuda = dev;
-    info.target = bin.arch + " (" + bin.compiler + ")";
-    info.registers = fi.registers;
-    info.static_shared_bytes = fi.static_shared;
-    info.local_bytes = fi.local;
-    info.max_threads_per_block = fi.max_threads;
-    info.binary_bytes = bin.binary.size();
-    info.compile_log = bin.log;
-    info.compile_ms = bin.compile_ms;
-    info.cache_hit = bin.cache_hit;
-  }
+  auto loaded = std::make_shared<Loaded>();
+  loaded->device = *dev;
+  GANTRY_ASSIGN_OR_RETURN(loaded->kernel,
+                          (*dev)->load(source, std::move(info), source_name, options, impl_->cache_dir));
   std::lock_guard lock(impl_->mu);
   const uint64_t id = impl_->next_id++;
-  impl_->loaded.emplace(id, std::move(k));
+  impl_->loaded.emplace(id, std::move(loaded));
   return KernelHandle{id};
 }
 
 Status KernelExecutor::launch(KernelHandle handle, std::span<const KernelArg> args, Dim3 grid, Dim3 block,
                               uint64_t shared_bytes, void* stream) {
   GANTRY_ASSIGN_OR_RETURN(auto k, impl_->find(handle));
-  const KernelSignature& sig = k->info.signature;
+  KernelDevice& dev = *k->device;
+  const KernelInfo& info = k->kernel->info;
+  const KernelSignature& sig = info.signature;
   // Messages are built only on the error path: a launch is on the hot path (kernel-launch-vs-driver).
-  const auto who = [&] { return "kernel " + sig.entry + " on " + k->device; };
+  const auto who = [&] { return "kernel " + sig.entry + " on " + info.device; };
   if (grid.count() == 0 || block.count() == 0)
     return InvalidArgument(who() + ": grid " + grid.to_string() + " and block " + block.to_string() +
                            " must have every dimension >= 1");
-  if (block.count() > static_cast<uint64_t>(k->info.max_threads_per_block))
+  if (block.count() > static_cast<uint64_t>(info.max_threads_per_block))
     return InvalidArgument(who() + ": a block of " + block.to_string() + " = " +
                            std::to_string(block.count()) + " threads exceeds this kernel's limit of " +
-                           std::to_string(k->info.max_threads_per_block));
-  if (k->ordinal >= 0 && (grid.y > 65535 || grid.z > 65535 || grid.x > 0x7fffffffu))
-    return InvalidArgument(who() + ": grid " + grid.to_string() +
-                           " exceeds CUDA's limits (2^31-1, 65535, 65535)");
+                           std::to_string(info.max_threads_per_block));
 
   // The signature check: nothing runs unless every argument matches its parameter.
   // Per-thread buffers, reused: no allocation per launch once warm. They are free again when launch()
@@ -395,6 +328,8 @@ Status KernelExecutor::launch(KernelHandle handle, std::span<const KernelArg> ar
     else
       params.push_back(&a);
   }
+  const uint64_t shared = shared_bytes + local;
+  if (auto why = dev.launch_limits(grid, shared)) return InvalidArgument(who() + ": " + *why);
   if (params.size() != sig.params.size())
     return InvalidArgument(who() + " takes " + std::to_string(sig.params.size()) + " argument(s), " +
                            sig.to_string() + "; got " + std::to_string(params.size()));
@@ -413,12 +348,8 @@ Status KernelExecutor::launch(KernelHandle handle, std::span<const KernelArg> ar
       if (p.element && t.dtype() != *p.element)
         return InvalidArgument(where() + ": expects a " + std::string(dtype_name(*p.element)) + " tensor (" +
                                p.type_text + "), got " + a.describe());
-      const bool on_device = t.memory_class() == MemoryClass::kDevice;
-      if (k->ordinal < 0 && on_device)
-        return InvalidArgument(where() + ": a CPU kernel needs host memory, got " + a.describe());
-      if (k->ordinal >= 0 && (!on_device || t.device_id() != k->ordinal))
-        return InvalidArgument(where() + ": needs device memory on " + k->device +
-                               " (KernelExecutor::allocate), got " + a.describe());
+      if (auto why = dev.memory_problem(t))
+        return InvalidArgument(where() + ": " + *why + ", got " + a.describe());
       if (t.data() == nullptr && t.element_count() > 0)
         return InvalidArgument(where() + ": the tensor has no data");
       values[i] = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(t.data()));
@@ -430,48 +361,12 @@ Status KernelExecutor::launch(KernelHandle handle, std::span<const KernelArg> ar
     }
     slots[i] = &values[i];
   }
-  const uint64_t shared = shared_bytes + local;
-  const uint32_t g[3] = {grid.x, grid.y, grid.z};
-  const uint32_t b[3] = {block.x, block.y, block.z};
-  if (k->ordinal >= 0) return k->cuda->launch(k->function, g, b, shared, stream, slots.data(), sig.entry);
-
-  if (shared > kCpuMaxLocalBytes)
-    return InvalidArgument(who() + ": " + std::to_string(shared) +
-                           " bytes of local memory per block exceed the CPU " + "device's limit of " +
-                           std::to_string(kCpuMaxLocalBytes) + " (64 MiB)");
-  std::lock_guard lock(impl_->cpu_mu);
-  if (!impl_->runner) {
-    unsigned n =
-        impl_->options.cpu_threads ? impl_->options.cpu_threads : std::thread::hardware_concurrency();
-    impl_->runner = std::make_unique<internal::BlockRunner>(std::max(1u, n));
-    impl_->scratch.resize(impl_->runner->threads());
-  }
-  const uint64_t padded = (shared + 63) / 64 * 64 + 64;
-  for (auto& s : impl_->scratch)
-    if (s.size() < padded) s.resize(padded);
-  CpuEntry fn = k->entry;
-  void** argv = slots.data();
-  auto& scratch = impl_->scratch;
-  impl_->runner->run(grid.count(), [&](unsigned worker, uint64_t linear) {
-    CpuContext ctx{};
-    std::memcpy(ctx.grid_dim, g, sizeof g);
-    std::memcpy(ctx.block_dim, b, sizeof b);
-    ctx.block_idx[0] = static_cast<uint32_t>(linear % grid.x);
-    ctx.block_idx[1] = static_cast<uint32_t>((linear / grid.x) % grid.y);
-    ctx.block_idx[2] = static_cast<uint32_t>(linear / (uint64_t{grid.x} * grid.y));
-    if (shared > 0) {
-      auto addr = reinterpret_cast<uintptr_t>(scratch[worker].data());
-      ctx.shared = reinterpret_cast<void*>((addr + 63) / 64 * 64);
-      ctx.shared_bytes = shared;
-    }
-    fn(&ctx, argv);
-  });
-  return Status::Ok();
+  return dev.launch(*k->kernel, grid, block, shared, stream, slots.data());
 }
 
 Result<KernelInfo> KernelExecutor::info(KernelHandle handle) const {
   GANTRY_ASSIGN_OR_RETURN(auto k, impl_->find(handle));
-  return k->info;
+  return k->kernel->info;
 }
 
 Status KernelExecutor::unload(KernelHandle handle) {
@@ -485,52 +380,40 @@ Status KernelExecutor::unload(KernelHandle handle) {
     k = std::move(it->second);
     impl_->loaded.erase(it);
   }
-  if (k->library) {
-    std::lock_guard lock(impl_->cpu_mu);  // not while a launch runs its code
-    ::dlclose(k->library);
-  }
-  if (k->module) k->cuda->unload_module(k->module);
+  k.reset();  // the device unloads it (a CPU kernel waits for a running launch)
   return Status::Ok();
 }
 
 Status KernelExecutor::synchronize(std::string_view device) {
-  GANTRY_ASSIGN_OR_RETURN(int ordinal, parse_device(device));
-  if (ordinal < 0) return Status::Ok();  // CPU launches are synchronous
-  GANTRY_ASSIGN_OR_RETURN(CudaDevice * dev, impl_->cuda_device(ordinal));
+  GANTRY_ASSIGN_OR_RETURN(KernelDevice * dev, impl_->device(device));
   return dev->synchronize();
 }
 
 Result<Tensor> KernelExecutor::allocate(std::string_view device, DType dtype, const Shape& shape) {
-  GANTRY_ASSIGN_OR_RETURN(int ordinal, parse_device(device));
-  if (ordinal < 0) return Tensor::allocate(dtype, shape);
-  if (dtype_size(dtype) == 0 || shape.is_dynamic())
-    return InvalidArgument("cannot allocate a " + std::string(dtype_name(dtype)) + " tensor of shape " +
-                           shape.to_string() + " on " + std::string(device));
-  const uint64_t bytes = static_cast<uint64_t>(shape.element_count().value_or(0)) * dtype_size(dtype);
-  GANTRY_ASSIGN_OR_RETURN(CudaDevice * dev, impl_->cuda_device(ordinal));
-  GANTRY_ASSIGN_OR_RETURN(void* p, dev->allocate(bytes));
-  if (p) {
+  GANTRY_ASSIGN_OR_RETURN(KernelDevice * dev, impl_->device(device));
+  void* owned = nullptr;
+  GANTRY_ASSIGN_OR_RETURN(Tensor t, dev->allocate(dtype, shape, owned));
+  if (owned) {
     std::lock_guard lock(impl_->mu);
-    impl_->allocations.emplace(p, ordinal);
+    impl_->allocations.emplace(owned, dev);
   }
-  return Tensor::view(dtype, shape, p, bytes, MemoryClass::kDevice, ordinal);
+  return t;
 }
 
 Status KernelExecutor::release(const Tensor& t) {
   if (t.memory_class() != MemoryClass::kDevice) return Status::Ok();
   void* p = const_cast<void*>(t.data());
-  int ordinal = -1;
+  KernelDevice* dev = nullptr;
   {
     std::lock_guard lock(impl_->mu);
     auto it = impl_->allocations.find(p);
     if (it == impl_->allocations.end())
       return InvalidArgument(
           "the tensor was not allocated by this kernel executor (or was released already)");
-    ordinal = it->second;
+    dev = it->second;
     impl_->allocations.erase(it);
   }
-  GANTRY_ASSIGN_OR_RETURN(CudaDevice * dev, impl_->cuda_device(ordinal));
-  return dev->free(p);
+  return dev->release(p);
 }
 
 Status KernelExecutor::copy_to_device(const Tensor& host, Tensor& device_tensor) {
@@ -541,11 +424,8 @@ Status KernelExecutor::copy_to_device(const Tensor& host, Tensor& device_tensor)
                            device_tensor.shape().to_string());
   if (host.memory_class() == MemoryClass::kDevice)
     return InvalidArgument("copy to device: the source is not host memory");
-  if (device_tensor.memory_class() != MemoryClass::kDevice) {
-    if (host.byte_size()) std::memcpy(device_tensor.data(), host.data(), host.byte_size());
-    return Status::Ok();
-  }
-  GANTRY_ASSIGN_OR_RETURN(CudaDevice * dev, impl_->cuda_device(device_tensor.device_id()));
+  const bool on_device = device_tensor.memory_class() == MemoryClass::kDevice;
+  GANTRY_ASSIGN_OR_RETURN(KernelDevice * dev, impl_->device(on_device ? device_tensor.device_id() : -1));
   if (host.byte_size() == 0) return Status::Ok();
   return dev->copy_to_device(device_tensor.data(), host.data(), host.byte_size());
 }
@@ -553,7 +433,7 @@ Status KernelExecutor::copy_to_device(const Tensor& host, Tensor& device_tensor)
 Result<Tensor> KernelExecutor::copy_to_host(const Tensor& device_tensor) {
   if (device_tensor.memory_class() != MemoryClass::kDevice) return device_tensor.clone();
   GANTRY_ASSIGN_OR_RETURN(Tensor host, Tensor::allocate(device_tensor.dtype(), device_tensor.shape()));
-  GANTRY_ASSIGN_OR_RETURN(CudaDevice * dev, impl_->cuda_device(device_tensor.device_id()));
+  GANTRY_ASSIGN_OR_RETURN(KernelDevice * dev, impl_->device(device_tensor.device_id()));
   if (host.byte_size() == 0) return host;
   GANTRY_RETURN_IF_ERROR(dev->copy_to_host(host.data(), device_tensor.data(), host.byte_size()));
   return host;
