@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's reference tools (llama-simple, llama-bench, llama-server) from the same source commit as the
+# Builds llama.cpp's reference tools (llama-simple, llama-bench, llama-server, ggml-rpc-server) from the same source commit as the
 # library setup.sh installed, with the same compile flags, into CACHE/llama/tools-build.
 # The tools run against the very same installed libllama/libggml (their RUNPATH points at
 # CACHE/llama/install/lib first), so a comparison with Gantry measures the caller, not the library.
@@ -12,7 +12,7 @@ JOBS=${JOBS:-$(nproc)}
 LLAMA_COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
 src="$CACHE/llama/src" prefix="$CACHE/llama/install" build="$CACHE/llama/tools-build"
 want="$LLAMA_COMMIT tools-v3-server-rpc"
-tools=(llama-simple llama-bench llama-server rpc-server)
+tools=(llama-simple llama-bench llama-server ggml-rpc-server)
 stamp="$CACHE/stamps/llama-tools"
 
 fail() { echo "gantry setup: FAILED: $*" >&2; exit 1; }
@@ -45,7 +45,9 @@ cmake --build "$build" -j "$JOBS" --target "${tools[@]}" >"$build/build.log" 2>&
 
 # Check the tools really resolve the installed library.
 for tool in "${tools[@]}"; do
-  lib=$(ldd "$build/bin/$tool" | awk '$1=="libllama.so.0" {print $3}')
-  [[ "$lib" == "$prefix/lib/libllama.so.0" ]] || fail "$tool loads libllama from '$lib', expected $prefix/lib/libllama.so.0"
+  want_lib=libllama.so.0
+  [[ "$tool" == ggml-rpc-server ]] && want_lib=libggml.so.0  # ggml's RPC server links ggml only
+  lib=$(ldd "$build/bin/$tool" | awk -v l="$want_lib" '$1==l {print $3}')
+  [[ "$lib" == "$prefix/lib/$want_lib" ]] || fail "$tool loads $want_lib from '$lib', expected $prefix/lib/$want_lib"
 done
 echo "$want" >"$stamp"
