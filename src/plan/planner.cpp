@@ -367,6 +367,30 @@ Result<Plan> plan_without_suggestion(const ModelProfile& m, const PlanOptions& o
 }
 }  // namespace
 
+Result<uint32_t> max_context(const ModelProfile& m, PlanOptions o, const std::vector<Device>& devices,
+                             uint32_t limit) {
+  limit = std::min(limit, kMaxContext) / kCtxPad;  // in units of 256 tokens
+  auto fits = [&](uint32_t units) -> Result<bool> {
+    o.n_ctx = units * kCtxPad;
+    GANTRY_ASSIGN_OR_RETURN(Plan p, plan_without_suggestion(m, o, devices));
+    return p.fits;
+  };
+  if (limit == 0) return uint32_t{0};
+  GANTRY_ASSIGN_OR_RETURN(bool any, fits(1));
+  if (!any) return uint32_t{0};
+  uint32_t lo = 1, hi = limit;  // fits(lo); the answer is in [lo, hi]
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo + 1) / 2;
+    GANTRY_ASSIGN_OR_RETURN(bool ok, fits(mid));
+    if (ok) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo * kCtxPad;
+}
+
 Plan estimate_generic(std::string_view model_name, uint64_t file_bytes, const std::vector<Device>& devices) {
   Plan plan;
   plan.estimate = true;
