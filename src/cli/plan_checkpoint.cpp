@@ -341,8 +341,12 @@ Result<CheckpointRead> params_checkpoint(const ParamsSpec& p) {
                     s.heads, s.kv_heads, s.embd));
   }
   std::string layers_from = "given";
+  const double ref_total = global_params(*ref) + ref->layers * layer_params(*ref);
+  const bool ref_shape = !p.embd && !p.heads && !p.kv_heads && !p.ff && !p.vocab;
   if (p.layers) {
     s.layers = p.layers;
+  } else if (ref_shape && std::fabs(ref_total / static_cast<double>(n) - 1) < 0.05) {
+    layers_from = "as published";  // "70B" is Llama 3.1 70B's 70.6B: keep its 80 layers
   } else {
     const double per = layer_params(s);
     const double rest = static_cast<double>(n) - global_params(s);
@@ -496,6 +500,7 @@ int run_checkpoint_plan(const CheckpointPlanRequest& q, std::ostream& out, std::
     json j = plan::plan_to_json(p);
     j["checkpoint"] = describe_json(*read, &*conv);
     j["quantization"] = std::string(shown.type.name);
+    j["weight_bytes"] = shown.profile.total_weight_bytes();  // the GGUF's tensors (CPU repack copies aside)
     if (cands.size() > 1) {
       json rows = json::array();
       for (const auto& c : cands) {
