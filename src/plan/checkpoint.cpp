@@ -269,6 +269,12 @@ Result<ConvertedCheckpoint> convert_checkpoint(std::string_view config_json,
   if (h.n_ctx_train == 0) return bad_config("max_position_embeddings", "is missing or 0");
   h.n_expert = static_cast<uint32_t>(
       find_count(cfg, {"num_local_experts", "num_experts", "n_routed_experts"}).value_or(0));
+  h.n_expert_used = static_cast<uint32_t>(
+      find_count(cfg, {"num_experts_per_tok", "num_experts_per_token", "top_k_experts"}).value_or(0));
+  if (h.n_expert > 0 && (h.n_expert_used == 0 || h.n_expert_used > h.n_expert)) {
+    return bad_config("num_experts_per_tok",
+                      fmt::format("is {}; it must be 1..{} (num_experts)", h.n_expert_used, h.n_expert));
+  }
   if (h.n_expert > model::kGgufMaxExperts)
     return bad_config("num_local_experts",
                       fmt::format("is {}, above {}", h.n_expert, model::kGgufMaxExperts));

@@ -68,6 +68,8 @@ Result<ModelProfile> profile_from_tensors(const model::GgufHyperparameters& h, c
   p.n_ctx_train = h.n_ctx_train;
   p.n_swa = h.n_swa;
   p.n_vocab = h.n_vocab;
+  p.n_expert = h.n_expert;
+  p.n_expert_used = h.n_expert_used;
 
   p.layers.resize(nl);
   for (uint32_t i = 0; i < nl; ++i) {
@@ -89,6 +91,11 @@ Result<ModelProfile> profile_from_tensors(const model::GgufHyperparameters& h, c
       span_end = std::max(span_end, t.offset + t.size_bytes);
     }
     p.n_params += t.n_elements;
+    // Expert widths from the first layer's stacked experts ([n_embd, n_ff_exp, n_expert]) and shared expert.
+    if (t.name == "blk.0.ffn_gate_exps.weight" && t.dims.size() >= 2)
+      p.n_ff_exp = static_cast<uint32_t>(t.dims[1]);
+    if (t.name == "blk.0.ffn_gate_shexp.weight" && t.dims.size() >= 2)
+      p.n_ff_shexp = static_cast<uint32_t>(t.dims[1]);
     bytes_by_type[std::string(t.type.name)] += t.size_bytes;
     if (auto il = model::gguf_tensor_layer(t.name)) {
       if (*il >= nl) {

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "gantry/core/checked_math.h"
+#include "plan/compute_graph.h"
 
 namespace gantry::plan {
 namespace {
@@ -55,6 +56,19 @@ ContextShape context_shape(const ModelProfile& m, const PlanOptions& o) {
 // Saturating: hyperparameters come from the file and may be absurd.
 uint64_t compute_bytes(const ModelProfile& m, const PlanOptions& o, const ContextShape& s,
                        const std::vector<uint32_t>& layers, bool with_output) {
+  // One device with the whole graph: replay ggml's allocator on the graph llama.cpp reserves, where the
+  // architecture's graph is modelled (plan/compute_graph.h); else the phase estimate below.
+  if (with_output && layers.size() == m.layers.size()) {
+    GraphShape g;
+    g.n_tokens = s.n_tokens;
+    g.n_outputs = s.n_outputs;
+    g.n_kv = s.kv_cells;
+    g.n_kv_swa = s.kv_cells_swa > 0 ? s.kv_cells_swa : s.kv_cells;
+    g.n_stream = s.n_stream;
+    g.flash_attn = o.flash_attn;
+    g.kv_quantised = is_quantized(o.kv_type);
+    if (auto bytes = simulated_compute_bytes(m, g)) return *bytes;
+  }
   const uint64_t t = s.n_tokens;
   const uint64_t f32 = 4;
   const bool any_swa = s.kv_cells_swa > 0;
