@@ -50,29 +50,31 @@ inline Result<Checkpoint> read_checkpoint(const std::string& arch) {
   return read_checkpoint_at(kHfDir + arch);
 }
 
-inline PlanOptions cpu_plan_options(uint32_t ctx) {
+inline PlanOptions cpu_plan_options(uint32_t ctx, bool flash_attn = true, KvType kv = KvType::kF16) {
   PlanOptions o;
   o.n_ctx = ctx;
+  o.kv_type = kv;
   o.n_batch = 512;
   o.n_ubatch = 512;
   o.kv_unified = true;
-  o.flash_attn = true;
+  o.flash_attn = flash_attn;
   o.n_gpu_layers = 0;
   return o;
 }
 
 inline Device big_cpu() { return memory_target("cpu", "CPU", false, 1ull << 40, 1ull << 40); }
 
-// llama.cpp's allocations for the quantised GGUF under cpu_plan_options(ctx).
-inline Result<llama::MemoryMeasurement> measure(const std::string& arch, const std::string& q, uint32_t ctx) {
+// llama.cpp's allocations for the quantised GGUF under cpu_plan_options(ctx, flash_attn, kv).
+inline Result<llama::MemoryMeasurement> measure(const std::string& arch, const std::string& q, uint32_t ctx,
+                                                bool flash_attn = true, KvType kv = KvType::kF16) {
   const std::string path = gguf_path(arch, q);
   backend::Placement placement;
   placement.provider = "cpu";
   placement.intra_op_threads = 1;
   placement.llama.n_ctx = static_cast<int>(ctx);
   placement.llama.parallel = 1;
-  placement.llama.kv_type = KvType::kF16;
-  placement.llama.flash_attn = true;
+  placement.llama.kv_type = kv;
+  placement.llama.flash_attn = flash_attn;
   placement.llama.n_batch = 512;
   placement.llama.n_ubatch = 512;
   GANTRY_ASSIGN_OR_RETURN(auto settings, llama::llama_settings(placement, path));

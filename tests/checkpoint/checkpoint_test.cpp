@@ -113,6 +113,32 @@ TEST(Checkpoint, PlanIsWithinOnePercentOfLlamaCppPerComponent) {
   }
 }
 
+TEST(Checkpoint, ExactWithoutFlashAttentionAndWithAQuantisedCache) {
+  // The other attention graph (KQ scores, soft_max) and a q8_0 cache (Hadamard-rotated q/k/v), one type each.
+  struct Case {
+    bool flash;
+    KvType kv;
+  };
+  for (const char* arch : kArchitectures) {
+    auto ck = read_checkpoint(arch);
+    ASSERT_TRUE(ck.ok()) << ck.status().to_string();
+    auto conv = convert_checkpoint(ck->config_json, ck->tensors);
+    ASSERT_TRUE(conv.ok()) << conv.status().to_string();
+    auto profile = profile_checkpoint(*conv, *file_type_by_name("q4_k_m"), arch);
+    ASSERT_TRUE(profile.ok());
+    for (const Case c : {Case{false, KvType::kF16}, Case{true, KvType::kQ8_0}}) {
+      SCOPED_TRACE(std::string(arch) + (c.flash ? " kv q8_0" : " no flash attention"));
+      auto m = testing::measure(arch, "q4_k_m", 2048, c.flash, c.kv);
+      ASSERT_TRUE(m.ok()) << m.status().to_string();
+      auto p = plan_gguf(*profile, testing::cpu_plan_options(2048, c.flash, c.kv), {testing::big_cpu()});
+      ASSERT_TRUE(p.ok()) << p.status().to_string();
+      EXPECT_EQ(p->totals.compute, m->compute_bytes);
+      EXPECT_EQ(p->totals.kv_cache, m->kv_bytes);
+      EXPECT_LE(relative(p->totals.weights, m->model_bytes), 0.01);
+    }
+  }
+}
+
 TEST(Checkpoint, UnknownArchitectureIsNamed) {
   const std::string cfg = R"({"architectures": ["FalconH1ForCausalLM"], "hidden_size": 64})";
   auto r = convert_checkpoint(cfg, {});
