@@ -77,8 +77,8 @@ int main() {
     }
     std::printf("%-9s worst component error %.3f%%\n", arch, 100 * arch_worst);
   }
-  std::printf("cases %d (architectures x quantisations x contexts); worst %.3f%% at %s\n", cases, 100 * worst,
-              worst_at.c_str());
+  std::printf("cases %d (architectures x quantisations x contexts); worst %.3f%% (%s)\n", cases, 100 * worst,
+              worst_at.empty() ? "every component exact" : worst_at.c_str());
   std::printf("BENCH plan-checkpoint-error ratio=%.6f\n", worst);
   return 0;
 }
