@@ -1,7 +1,8 @@
 // `gantry plan MODEL`: how much memory a model takes at a context size, layer by layer over the devices.
 // GGUF models get llama.cpp's exact rules (gantry/plan/planner.h); other files a labelled estimate.
 // `--explain` shows the backend factory's provider choice (ONNX); `--measure` also loads a GGUF model
-// with llama.cpp and reports the bytes it really allocated next to the prediction.
+// with llama.cpp and reports the bytes it really allocated next to the prediction. A Hugging Face checkpoint
+// (directory, index, .safetensors, URL) or `--params 70B` goes to cli/plan_checkpoint.h.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/plan_checkpoint.h"
 #include "cli/plan_explain.h"
 #include "gantry/backend/llama/measure.h"
 #include "gantry/hw/detect.h"
@@ -47,6 +49,8 @@ struct PlanArgs {
   std::string what_if;
   std::string catalogue;
   int threads = 0;
+  std::string quant;  // checkpoints: a llama-quantize type or "all"
+  ParamsSpec params;  // --params 70B [--layers ...]
 };
 
 // This machine as a what-if target: the registry's devices, its CPU's ISA-derived FLOP/s with a measured
@@ -165,7 +169,23 @@ int run_plan(const PlanArgs& a) {
   if (a.explain) return run_plan_explain(a.model, a.json, a.provider_policy, std::cout);
   const fs::path path(a.model);
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
+  const bool checkpoint = !a.params.params.empty() || (!a.model.empty() && is_checkpoint_spec(a.model));
+  if (a.model.empty() == a.params.params.empty()) {
+    std::cerr
+        << "gantry: plan: name a model (a .gguf/.onnx file, a checkpoint directory, index, .safetensors "
+           "or URL) or give --params, not both\n";
+    return 2;
+  }
+  if (checkpoint && a.measure) {
+    std::cerr << "gantry: plan: --measure loads a GGUF file; a checkpoint is planned from its headers\n";
+    return 2;
+  }
+  if (!checkpoint && !a.quant.empty()) {
+    std::cerr << "gantry: plan: --quant plans a checkpoint at a type; a GGUF file has its own (--what-if "
+                 "shows what smaller quantisations would fit)\n";
+    return 2;
+  }
+  if (!checkpoint && !fs::is_regular_file(path, ec)) {
     std::cerr << "gantry: plan: " << a.model << " is not a model file (expected a .gguf or .onnx file)\n";
     return 1;
   }
@@ -196,6 +216,32 @@ int run_plan(const PlanArgs& a) {
       return 2;
     }
     catalogue = std::move(*c);
+  }
+  if (checkpoint) {
+    CheckpointPlanRequest q;
+    q.spec = a.model;
+    q.params = a.params;
+    q.quant = a.quant;
+    q.ctx_given = a.ctx != 0;
+    q.options.n_ctx = a.ctx;
+    q.options.n_parallel = a.parallel;
+    q.options.n_batch = a.batch;
+    q.options.n_ubatch = a.ubatch;
+    q.options.kv_type = *kv;
+    q.options.flash_attn = a.flash_attn != "off";
+    q.options.n_gpu_layers = a.gpu_layers;
+    q.json = a.json;
+    q.speed = a.speed;
+    q.what_if = a.what_if;
+    q.catalogue = catalogue ? &*catalogue : nullptr;
+    q.devices = devices;
+    const plan::Catalogue* cat = q.catalogue;
+    const hw::Registry& reg = *registry;
+    q.this_machine = [&reg, &devices, cat, threads, &a] {
+      std::string storage_note;
+      return this_machine(reg, devices, cat, threads, a.sysroot.empty(), a.model, storage_note);
+    };
+    return run_checkpoint_plan(q, std::cout, std::cerr);
   }
   std::optional<plan::ModelProfile> gguf_profile;
 
@@ -307,8 +353,27 @@ void register_plan_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<PlanArgs>();
   auto* cmd =
       app.add_subcommand("plan", "Predict the memory a model needs and how its layers split over devices");
-  cmd->add_option("model", args->model, "Model file (.gguf: exact llama.cpp rules; .onnx: estimate)")
-      ->required();
+  cmd->add_option("model", args->model,
+                  "Model: .gguf (exact llama.cpp rules), .onnx (estimate), or a Hugging Face checkpoint "
+                  "(directory, model.safetensors.index.json, .safetensors, or an http(s) URL of one; planned "
+                  "from config.json and the safetensors headers alone)");
+  cmd->add_option("--quant", args->quant,
+                  "Checkpoints: plan at this llama-quantize type (q4_k_m, q8_0, bf16, ...), or 'all' for the "
+                  "largest that fits at --ctx (default 4096) and the context it leaves");
+  cmd->add_option("--params", args->params.params,
+                  "Plan a model known only by its size (70B, 7.6B, 500M): an ESTIMATE with a llama shape");
+  cmd->add_option("--layers", args->params.layers, "With --params: layers")->check(CLI::Range(1, 512));
+  cmd->add_option("--heads", args->params.heads, "With --params: attention heads")
+      ->check(CLI::Range(1, 16384));
+  cmd->add_option("--kv-heads", args->params.kv_heads, "With --params: KV heads")
+      ->check(CLI::Range(1, 16384));
+  cmd->add_option("--embd", args->params.embd, "With --params: embedding width")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--ff", args->params.ff, "With --params: feed-forward width")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--vocab", args->params.vocab, "With --params: vocabulary")->check(CLI::Range(1, 1 << 30));
+  cmd->add_option("--ctx-train", args->params.ctx_train, "With --params: training context")
+      ->check(CLI::Range(1, 1 << 28));
   cmd->add_option("--ctx", args->ctx, "Context size in tokens (default: the model's training context)");
   cmd->add_option("--parallel", args->parallel, "Sequences decoded together")->check(CLI::Range(1, 256));
   cmd->add_option("--batch", args->batch, "Logical batch size (llama.cpp n_batch)")

@@ -99,6 +99,7 @@ Status check_experts(const Reader& r, uint32_t n_layer, GgufHyperparameters& h) 
   h.n_expert = n_expert.value_or(0);
   GANTRY_ASSIGN_OR_RETURN(auto used, r.per_layer(r.key("expert_used_count"), n_layer, 0, kGgufMaxExperts));
   const uint32_t used_max = used ? *std::max_element(used->begin(), used->end()) : 0;
+  h.n_expert_used = used_max;
   GANTRY_ASSIGN_OR_RETURN(auto groups, r.count(r.key("expert_group_count"), 0, kGgufMaxExperts));
   GANTRY_ASSIGN_OR_RETURN(auto group_used, r.count(r.key("expert_group_used_count"), 0, kGgufMaxExperts));
   const uint32_t g = groups.value_or(0), gu = group_used.value_or(0);

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "gantry/core/checked_math.h"
+#include "plan/compute_graph.h"
 
 namespace gantry::plan {
 namespace {
@@ -55,6 +56,19 @@ ContextShape context_shape(const ModelProfile& m, const PlanOptions& o) {
 // Saturating: hyperparameters come from the file and may be absurd.
 uint64_t compute_bytes(const ModelProfile& m, const PlanOptions& o, const ContextShape& s,
                        const std::vector<uint32_t>& layers, bool with_output) {
+  // One device with the whole graph: replay ggml's allocator on the graph llama.cpp reserves, where the
+  // architecture's graph is modelled (plan/compute_graph.h); else the phase estimate below.
+  if (with_output && layers.size() == m.layers.size()) {
+    GraphShape g;
+    g.n_tokens = s.n_tokens;
+    g.n_outputs = s.n_outputs;
+    g.n_kv = s.kv_cells;
+    g.n_kv_swa = s.kv_cells_swa > 0 ? s.kv_cells_swa : s.kv_cells;
+    g.n_stream = s.n_stream;
+    g.flash_attn = o.flash_attn;
+    g.kv_quantised = is_quantized(o.kv_type);
+    if (auto bytes = simulated_compute_bytes(m, g)) return *bytes;
+  }
   const uint64_t t = s.n_tokens;
   const uint64_t f32 = 4;
   const bool any_swa = s.kv_cells_swa > 0;
@@ -366,6 +380,30 @@ Result<Plan> plan_without_suggestion(const ModelProfile& m, const PlanOptions& o
   return plan;
 }
 }  // namespace
+
+Result<uint32_t> max_context(const ModelProfile& m, PlanOptions o, const std::vector<Device>& devices,
+                             uint32_t limit) {
+  limit = std::min(limit, kMaxContext) / kCtxPad;  // in units of 256 tokens
+  auto fits = [&](uint32_t units) -> Result<bool> {
+    o.n_ctx = units * kCtxPad;
+    GANTRY_ASSIGN_OR_RETURN(Plan p, plan_without_suggestion(m, o, devices));
+    return p.fits;
+  };
+  if (limit == 0) return uint32_t{0};
+  GANTRY_ASSIGN_OR_RETURN(bool any, fits(1));
+  if (!any) return uint32_t{0};
+  uint32_t lo = 1, hi = limit;  // fits(lo); the answer is in [lo, hi]
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo + 1) / 2;
+    GANTRY_ASSIGN_OR_RETURN(bool ok, fits(mid));
+    if (ok) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo * kCtxPad;
+}
 
 Plan estimate_generic(std::string_view model_name, uint64_t file_bytes, const std::vector<Device>& devices) {
   Plan plan;

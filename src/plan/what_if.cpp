@@ -176,58 +176,68 @@ Result<std::vector<WhatIfTarget>> resolve_targets(const Catalogue& c, std::strin
   return out;
 }
 
-Result<WhatIfResult> evaluate_target(const ModelProfile& m, const PlanOptions& options,
-                                     const WhatIfTarget& target) {
+Result<WhatIfResult> evaluate_target(const std::vector<QuantisedProfile>& candidates,
+                                     const PlanOptions& options, const WhatIfTarget& target) {
+  if (candidates.empty()) return InvalidArgument("what-if: no model to plan");
   PlanOptions o = options;
   o.n_gpu_layers = -1;
   o.tensor_split.clear();
   WhatIfResult r;
   r.target = target;
-  GANTRY_ASSIGN_OR_RETURN(Plan p, plan_gguf(m, o, target.devices));
-  ModelProfile used = m;
-  if (p.fits) {
-    r.quantisation = "as-is";
-  } else {
-    const double bpw_now =
-        m.n_params > 0 ? 8.0 * static_cast<double>(m.total_weight_bytes()) / m.n_params : 0;
-    for (const auto& q : quantisations()) {
-      if (q.bits_per_weight >= bpw_now - 0.25) continue;  // not smaller than what the file has
-      ModelProfile qm = requantised(m, q.bits_per_weight);
-      GANTRY_ASSIGN_OR_RETURN(Plan qp, plan_gguf(qm, o, target.devices));
-      p = std::move(qp);
-      used = std::move(qm);
-      if (p.fits) {
-        r.quantisation = q.name;
-        break;
-      }
+  Plan p;
+  const QuantisedProfile* used = nullptr;
+  for (const auto& c : candidates) {
+    GANTRY_ASSIGN_OR_RETURN(p, plan_gguf(c.profile, o, target.devices));
+    used = &c;
+    if (p.fits) {
+      r.quantisation = c.quantisation;
+      break;
     }
   }
   r.fits = p.fits;
-  r.weight_bytes = used.total_weight_bytes();
+  r.weight_bytes = used->profile.total_weight_bytes();
   if (r.fits) {
-    GANTRY_ASSIGN_OR_RETURN(r.speed, predict_speed(used, p, target.speeds, target.storage_bytes_per_s));
+    GANTRY_ASSIGN_OR_RETURN(r.speed,
+                            predict_speed(used->profile, p, target.speeds, target.storage_bytes_per_s));
     if (r.speed.known && target.price_usd_per_hour && r.speed.generation_tokens_per_s > 0) {
       r.usd_per_million_tokens =
           *target.price_usd_per_hour / (r.speed.generation_tokens_per_s * 3600.0) * 1e6;
     }
+    const uint32_t train = used->profile.n_ctx_train;
+    GANTRY_ASSIGN_OR_RETURN(r.max_context,
+                            max_context(used->profile, o, target.devices, train > 0 ? train : kMaxContext));
   } else {
     r.missing = fmt::format("does not fit even at {}: {}",
-                            used.total_weight_bytes() < m.total_weight_bytes() ? quantisations().back().name
-                                                                               : "its own quantisation",
+                            used->quantisation == "as-is" ? "its own quantisation" : used->quantisation,
                             shortfall(p));
   }
   r.plan = std::move(p);
   return r;
 }
 
-Result<WhatIfReport> what_if(const ModelProfile& m, const PlanOptions& options, const Catalogue& c,
-                             const std::vector<WhatIfTarget>& targets) {
+Result<WhatIfResult> evaluate_target(const ModelProfile& m, const PlanOptions& options,
+                                     const WhatIfTarget& target) {
+  // As-is, then every nominal quantisation smaller than what the file has, scaled by bits per weight.
+  std::vector<QuantisedProfile> candidates = {{"as-is", m}};
+  const double bpw_now = m.n_params > 0 ? 8.0 * static_cast<double>(m.total_weight_bytes()) / m.n_params : 0;
+  for (const auto& q : quantisations()) {
+    if (q.bits_per_weight >= bpw_now - 0.25) continue;  // not smaller than what the file has
+    candidates.push_back({q.name, requantised(m, q.bits_per_weight)});
+  }
+  return evaluate_target(candidates, options, target);
+}
+
+namespace {
+
+template <typename Model>
+Result<WhatIfReport> what_if_over(const std::string& name, const Model& model, const PlanOptions& options,
+                                  const Catalogue& c, const std::vector<WhatIfTarget>& targets) {
   WhatIfReport rep;
-  rep.model = m.name;
+  rep.model = name;
   rep.catalogue_path = c.path;
   rep.catalogue_version = c.version;
   for (const auto& t : targets) {
-    GANTRY_ASSIGN_OR_RETURN(WhatIfResult r, evaluate_target(m, options, t));
+    GANTRY_ASSIGN_OR_RETURN(WhatIfResult r, evaluate_target(model, options, t));
     rep.results.push_back(std::move(r));
   }
   std::stable_sort(rep.results.begin(), rep.results.end(), [](const WhatIfResult& a, const WhatIfResult& b) {
@@ -245,6 +255,19 @@ Result<WhatIfReport> what_if(const ModelProfile& m, const PlanOptions& options, 
                               closest.target.id, closest.missing);
   }
   return rep;
+}
+
+}  // namespace
+
+Result<WhatIfReport> what_if(const ModelProfile& m, const PlanOptions& options, const Catalogue& c,
+                             const std::vector<WhatIfTarget>& targets) {
+  return what_if_over(m.name, m, options, c, targets);
+}
+
+Result<WhatIfReport> what_if(const std::vector<QuantisedProfile>& candidates, const PlanOptions& options,
+                             const Catalogue& c, const std::vector<WhatIfTarget>& targets) {
+  if (candidates.empty()) return InvalidArgument("what-if: no model to plan");
+  return what_if_over(candidates.front().profile.name, candidates, options, c, targets);
 }
 
 }  // namespace gantry::plan

@@ -97,7 +97,8 @@ json what_if_to_json(const WhatIfReport& r) {
          {"price_note", t.price_note.empty() ? json(nullptr) : json(t.price_note)},
          {"usd_per_million_tokens",
           x.usd_per_million_tokens ? json(*x.usd_per_million_tokens) : json(nullptr)},
-         {"missing", x.missing.empty() ? json(nullptr) : json(x.missing)}});
+         {"missing", x.missing.empty() ? json(nullptr) : json(x.missing)},
+         {"max_context", x.fits ? json(x.max_context) : json(nullptr)}});
   }
   return {{"model", r.model},
           {"catalogue", {{"path", r.catalogue_path}, {"version", r.catalogue_version}}},
@@ -109,19 +110,19 @@ json what_if_to_json(const WhatIfReport& r) {
 std::string what_if_to_text(const WhatIfReport& r) {
   std::string out = fmt::format("what-if for {} (catalogue {}, version {}), cheapest first:\n", r.model,
                                 r.catalogue_path, r.catalogue_version);
-  out += fmt::format("{:<22} {:<5} {:<8} {:>10} {:>10} {:>8} {:>9} {:>10}  {}\n", "target", "fits", "quant",
-                     "gen tok/s", "pp tok/s", "load s", "$/hour", "$/M tok", "split");
+  out += fmt::format("{:<22} {:<5} {:<8} {:>8} {:>10} {:>10} {:>8} {:>9} {:>10}  {}\n", "target", "fits",
+                     "quant", "max ctx", "gen tok/s", "pp tok/s", "load s", "$/hour", "$/M tok", "split");
   for (const auto& x : r.results) {
     const bool sp = x.fits && x.speed.known;
-    out +=
-        fmt::format("{:<22} {:<5} {:<8} {:>10} {:>10} {:>8} {:>9} {:>10}  {}\n", x.target.id,
-                    x.fits ? "yes" : "no", x.quantisation.empty() ? "-" : x.quantisation,
-                    sp ? fmt::format("{:.1f}", x.speed.generation_tokens_per_s) : "-",
-                    sp ? fmt::format("{:.0f}", x.speed.prompt_tokens_per_s) : "-",
-                    x.fits && x.speed.load_seconds > 0 ? fmt::format("{:.1f}", x.speed.load_seconds) : "-",
-                    x.target.price_usd_per_hour ? fmt::format("{:.2f}", *x.target.price_usd_per_hour) : "-",
-                    x.usd_per_million_tokens ? fmt::format("{:.3f}", *x.usd_per_million_tokens) : "-",
-                    x.fits ? split_text(x.plan) : x.missing);
+    out += fmt::format(
+        "{:<22} {:<5} {:<8} {:>8} {:>10} {:>10} {:>8} {:>9} {:>10}  {}\n", x.target.id, x.fits ? "yes" : "no",
+        x.quantisation.empty() ? "-" : x.quantisation, x.fits ? std::to_string(x.max_context) : "-",
+        sp ? fmt::format("{:.1f}", x.speed.generation_tokens_per_s) : "-",
+        sp ? fmt::format("{:.0f}", x.speed.prompt_tokens_per_s) : "-",
+        x.fits && x.speed.load_seconds > 0 ? fmt::format("{:.1f}", x.speed.load_seconds) : "-",
+        x.target.price_usd_per_hour ? fmt::format("{:.2f}", *x.target.price_usd_per_hour) : "-",
+        x.usd_per_million_tokens ? fmt::format("{:.3f}", *x.usd_per_million_tokens) : "-",
+        x.fits ? split_text(x.plan) : x.missing);
   }
   if (!r.missing.empty()) out += "missing: " + r.missing + "\n";
   // The assumptions are the same for every target but the per-device figures: print the shared ones once.

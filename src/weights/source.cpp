@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -26,6 +27,9 @@ struct Mapping {
 };
 
 bool is_url(std::string_view s) { return s.starts_with("http://") || s.starts_with("https://"); }
+
+std::atomic<uint64_t> g_bytes_read{0};
+void count(uint64_t n) { g_bytes_read.fetch_add(n, std::memory_order_relaxed); }
 
 }  // namespace
 
@@ -92,6 +96,7 @@ Result<WeightSource> WeightSource::url(std::string url, const HttpOptions& optio
   impl->url = std::move(url);
   impl->http = options;
   impl->size = probe.size;
+  count(probe.whole ? probe.whole->size() : std::min<uint64_t>(probe.size, 1));
   if (probe.whole) {  // the server ignores Range: serve reads from the one full download
     auto holder = std::make_shared<const std::string>(std::move(*probe.whole));
     impl->data = reinterpret_cast<const std::byte*>(holder->data());
@@ -128,12 +133,14 @@ const std::filesystem::path& WeightSource::path() const { return impl_->path; }
 const std::string& WeightSource::url_string() const { return impl_->url; }
 const HttpOptions& WeightSource::http_options() const { return impl_->http; }
 const std::byte* WeightSource::mapped() const { return impl_->data; }
+uint64_t WeightSource::total_bytes_read() { return g_bytes_read.load(std::memory_order_relaxed); }
 
 Result<Bytes> WeightSource::read(uint64_t offset, uint64_t n) const {
   if (impl_->kind == Kind::kDirectory) return InvalidArgument(impl_->label + ": a directory has no bytes");
   if (offset > impl_->size || n > impl_->size - offset)
     return InvalidArgument(impl_->label + ": bytes " + std::to_string(offset) + "+" + std::to_string(n) +
                            " lie outside its " + std::to_string(impl_->size) + " bytes");
+  count(n);
   if (impl_->data != nullptr || n == 0) {
     const std::byte* base = impl_->data != nullptr ? impl_->data + offset : nullptr;
     return Bytes{std::span<const std::byte>(base, n), impl_->owner};
@@ -154,6 +161,7 @@ Status WeightSource::read_into(uint64_t offset, std::span<std::byte> dst) const 
       if (n == 0) return IoError(impl_->label + ": the file shrank while being read");
       done += static_cast<size_t>(n);
     }
+    count(dst.size());
     return Status::Ok();
   }
   GANTRY_ASSIGN_OR_RETURN(Bytes b, read(offset, dst.size()));

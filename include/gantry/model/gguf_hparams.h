@@ -35,6 +35,7 @@ struct GgufHyperparameters {
   uint32_t n_swa = 0;    // sliding window (0: none)
   uint32_t n_vocab = 0;  // tokenizer tokens, else vocab_size, else token_embd's rows (0: unknown)
   uint32_t n_expert = 0;
+  uint32_t n_expert_used = 0;  // the largest per-layer expert_used_count (0 without experts)
   // One entry per layer (scalar keys are repeated).
   std::vector<uint32_t> n_head, n_head_kv, n_embd_head_k, n_embd_head_v, n_ff;
 };

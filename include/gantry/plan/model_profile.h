@@ -39,6 +39,12 @@ struct ModelProfile {
   uint32_t n_vocab = 0;
   uint32_t n_ctx_train = 0;
   uint32_t n_swa = 0;  // sliding window size in tokens (0: no SWA layers)
+  // Mixture of experts (0 for a dense model): experts per layer, experts used per token, an expert's
+  // feed-forward width and the shared expert's (0: none).
+  uint32_t n_expert = 0;
+  uint32_t n_expert_used = 0;
+  uint32_t n_ff_exp = 0;
+  uint32_t n_ff_shexp = 0;
 
   uint64_t total_weight_bytes() const;
   uint32_t n_layer() const { return static_cast<uint32_t>(layers.size()); }

@@ -102,6 +102,12 @@ inline constexpr uint32_t kMaxContext = 1u << 28;
 Result<Plan> plan_gguf(const ModelProfile& model, const PlanOptions& options,
                        const std::vector<Device>& devices);
 
+// The largest context (a multiple of 256, at most `limit`) at which `model` fits on `devices` with `options`
+// (whose n_ctx is ignored); 0 when not even 256 tokens fit. A binary search over plan_gguf's sizes (which
+// grow with the context), so about log2(limit / 256) plans.
+Result<uint32_t> max_context(const ModelProfile& model, PlanOptions options,
+                             const std::vector<Device>& devices, uint32_t limit);
+
 // A rough estimate for models llama.cpp does not run (e.g. ONNX): weights = file size, plus activations as a
 // fraction of it. Labelled as an estimate.
 Plan estimate_generic(std::string_view model_name, uint64_t file_bytes, const std::vector<Device>& devices);

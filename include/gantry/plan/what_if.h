@@ -56,12 +56,23 @@ struct WhatIfResult {
   Plan plan;                  // of the model as-is, or at `quantisation`; at Q2_K when nothing fits
   SpeedPrediction speed;      // known only when it fits
   std::optional<double> usd_per_million_tokens;
-  std::string missing;  // when it does not fit: what is missing, per device
+  std::string missing;       // when it does not fit: what is missing, per device
+  uint32_t max_context = 0;  // when it fits: the largest context that still fits (up to the training context)
 };
 
 // Plans `model` on one target with every layer offloaded to its GPUs (n_gpu_layers = -1).
 Result<WhatIfResult> evaluate_target(const ModelProfile& model, const PlanOptions& options,
                                      const WhatIfTarget& target);
+
+// A model known exactly at several quantisations (a checkpoint planned at each type), largest first.
+struct QuantisedProfile {
+  std::string quantisation;  // "q8_0", ...
+  ModelProfile profile;
+};
+// As above, but the quantisation is the first candidate that fits (exact sizes, no bits-per-weight scaling);
+// when none does, the plan and shortfall are the last (smallest) candidate's. `candidates` is not empty.
+Result<WhatIfResult> evaluate_target(const std::vector<QuantisedProfile>& candidates,
+                                     const PlanOptions& options, const WhatIfTarget& target);
 
 struct WhatIfReport {
   std::string model;
@@ -73,6 +84,9 @@ struct WhatIfReport {
 
 // Evaluates and sorts. Fails only on invalid options (as plan_gguf does).
 Result<WhatIfReport> what_if(const ModelProfile& model, const PlanOptions& options,
+                             const Catalogue& catalogue, const std::vector<WhatIfTarget>& targets);
+// The same for a model known at several quantisations (reported under the first candidate's name).
+Result<WhatIfReport> what_if(const std::vector<QuantisedProfile>& candidates, const PlanOptions& options,
                              const Catalogue& catalogue, const std::vector<WhatIfTarget>& targets);
 
 nlohmann::json speed_to_json(const SpeedPrediction& s);

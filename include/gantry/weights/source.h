@@ -77,6 +77,12 @@ class WeightSource {
   // The whole contents when they are in memory (file or memory source), else nullptr.
   const std::byte* mapped() const;
 
+  // Bytes every WeightSource in this process has handed out through read() and read_into() (views of a
+  // mapping and memory included), plus what URL sources fetched to learn their size (a one-byte probe,
+  // or the whole file from a server that ignores Range). Monotonic; callers take differences, e.g. to show
+  // that planning a checkpoint read only its headers.
+  static uint64_t total_bytes_read();
+
   // Asks the kernel to read the file ahead (madvise WILLNEED + readahead); a no-op for other kinds.
   Status preload() const;
 
