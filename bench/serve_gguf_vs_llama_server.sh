@@ -99,7 +99,7 @@ start() {
     pid[$s]=$!
     wait_ready "$s" /health
   else
-    "$GANTRY" serve "$MODEL" --host 127.0.0.1 --port "$port" --parallel "$PARALLEL" --ctx "$CTX" --threads "$THREADS" \
+    "$GANTRY" serve "$MODEL" --host 127.0.0.1 --port "$port" --parallel "$PARALLEL" --ctx "$CTX" --threads "$THREADS" --grpc-port -1 \
       >"$tmp/$s.log" 2>&1 &
     pid[$s]=$!
     wait_ready "$s" /v2/health/ready

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Streaming load generator for the OpenAI-compatible chat endpoint of `gantry serve` and llama-server
-// (bench/serve_gguf_vs_llama_server.sh drives it). Node >= 20, plain fetch, no packages.
+// (bench/serve_gguf_vs_llama_server.sh drives it). Node >= 20, node:http, no packages.
 //
 //   node bench/serve_load.mjs load  --url U --model M [--clients 8] [--requests 4] [--max-tokens 64]
 //        [--prompt-words 130] [--system-words 0] [--no-cache-prompt] [--tag T] [--timeout 180] [--run-timeout 600]
@@ -25,6 +25,8 @@
 // completion_tokens in usage, otherwise the run fails. Any non-200, error event, missing [DONE] or usage,
 // or timeout fails the run: the JSON then has "error" and the exit status is 1 (2: bad arguments).
 // Bounded: each request has --timeout seconds, the run --run-timeout seconds.
+
+import http from "node:http";
 
 const MODES = new Set(["load", "stall"]);
 
@@ -115,6 +117,19 @@ const round2 = (x) => (x === null ? null : Math.round(x * 100) / 100);
 
 class RequestFailed extends Error {}
 
+// POSTs `payload` on a connection of its own (no keep-alive: a pooled connection the server has just
+// closed would fail a request for no fault of either server); resolves to the response stream.
+function post(url, payload, signal) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, {
+      method: "POST", agent: false, signal,
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream", "Content-Length": Buffer.byteLength(payload) },
+    }, resolve);
+    req.on("error", reject);
+    req.end(payload);
+  });
+}
+
 // Sends one streaming chat request. opts: {messages, maxTokens, cachePrompt, timeoutS, signal, onToken}.
 // Resolves to {ttft_ms, deltas, times (performance.now() of each token), completion_tokens, prompt_tokens,
 // cached_tokens}
@@ -134,14 +149,15 @@ async function chat(args, opts) {
   const t0 = performance.now();
   const r = { ttft_ms: null, deltas: 0, times: [], completion_tokens: null, prompt_tokens: null, cached_tokens: null };
   try {
-    const res = await fetch(args.url.replace(/\/$/, "") + "/v1/chat/completions", {
-      method: "POST", headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify(body), signal: ctl.signal,
-    });
-    if (res.status !== 200) throw new RequestFailed(`HTTP ${res.status}: ${(await res.text()).slice(0, 300)}`);
+    const res = await post(new URL("/v1/chat/completions", args.url), JSON.stringify(body), ctl.signal);
+    if (res.statusCode !== 200) {
+      let text = "";
+      for await (const chunk of res) text += chunk;
+      throw new RequestFailed(`HTTP ${res.statusCode}: ${text.slice(0, 300)}`);
+    }
     const decoder = new TextDecoder();
     let buf = "", done = false;
-    for await (const chunk of res.body) {
+    for await (const chunk of res) {
       const at = performance.now();
       buf += decoder.decode(chunk, { stream: true });
       let nl;
