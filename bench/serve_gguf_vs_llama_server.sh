@@ -1,168 +1,183 @@
 #!/usr/bin/env bash
-# `gantry serve` vs llama.cpp's llama-server (same bundle, same installed libllama), same model
-# (bench-100m-q4_0.gguf), same context, same threads, 8 parallel slots, 8 concurrent streaming chat
-# clients (bench/serve_load.py). ROUNDS rounds; each round starts each server fresh, sends one warm-up
-# request, runs the timed load, stops it; the order alternates per round so drift on a shared machine
-# hits both alike. Prints
-#   serve llama-server round R: <tok/s, TTFT p50/p99, ok/failed>      (and the same for gantry)
-#   serve llama-server: median <tok/s> tok/s, median TTFT p99 <ms> ms over R rounds
-#   BENCH serve-gguf-vs-llama-server ratio=<median gantry tok/s / median llama-server tok/s>
-#   serve p99 TTFT: gantry <ms> ms, llama-server <ms> ms   (medians of the per-round p99s)
-# When this build has no `gantry serve`, prints llama-server's figures and
-#   BENCH serve-gguf-vs-llama-server ratio=nan (gantry serve not available)
-# and exits 0. Any failed request or server start is an error (exit 1).
-# MODE=shared-system-prompt (bench/serve_prompt_cache_vs_llama_server.sh) is the chat-app case a
-# prompt cache serves: every request carries the same ~1,200-token system prompt (SYSTEM_WORDS words)
-# and a distinct short user turn; 8 clients x 3 requests x 32 tokens (ignore_eos), tokens counted from
-# the streamed deltas, CTX 16384 (2048 a slot). It prints
-#   BENCH prompt-cache-shared-system-prompt ratio=<median gantry tok/s / median llama-server tok/s>
-# and the TTFT p50 medians and cached prompt tokens of both.
-# Env: GANTRY_BUILD_DIR (build), GANTRY_DEPS_DIR (.cache), THREADS (1, see below), CTX (4096, the whole context,
-#      llama-server gives each of the PARALLEL slots CTX/PARALLEL), PARALLEL (8), CLIENTS (8),
-#      REQUESTS (4 per client), MAX_TOKENS (64), ROUNDS (2), READY_TIMEOUT_S (120), MODE (same-prompt),
-#      SYSTEM_WORDS (700).
+# `gantry serve` vs llama.cpp's llama-server (same bundle, same installed libllama): same model
+# (bench-100m-q4_0.gguf), same threads, slots (--parallel) and context, streaming chat clients
+# (bench/serve_load.mjs). Both servers are started once and warmed (one request per slot), then the timed
+# runs alternate A B A B ... (ROUNDS rounds, every side once a round, in the same order), so drift on a
+# shared machine hits all sides alike. Every request asks for exactly max_tokens (ignore_eos, which both
+# servers take); the load generator counts tokens from the streamed deltas and fails the run when a
+# stream's count differs from its usage or from max_tokens. Each run's figures are printed, then per side
+# the median and the spread (min..max) over the rounds, then the BENCH line(s). A failed request, server
+# start or measurement is an error: exit 1 and no BENCH line.
+#
+# SECTION picks the workload (the other bench/serve_*_vs_llama_server.sh set it):
+#   throughput (default): 8 clients x 4 requests x 64 tokens, every prompt distinct (~220 tokens).
+#     BENCH serve-gguf-vs-llama-server ratio=<median gantry tok/s / median llama-server tok/s>
+#   prefix: a shared ~1,200-token system prompt (700 words) and distinct short user turns, 8 clients x 3
+#     requests x 32 tokens; gantry is also run with cache_prompt: false (side gantry-nocache).
+#     BENCH serve-gguf-prefix-ttft-vs-llama-server ratio=<median gantry TTFT p50 / median llama-server's>
+#     BENCH serve-gguf-prefix-cache-gain ratio=<median gantry-nocache TTFT p50 / median gantry's>
+#   stall: 4 running streams while 3 prompts of ~3,000 tokens arrive one after another.
+#     BENCH serve-gguf-long-prompt-stall ratio=<median gantry p99 token gap / median llama-server's>
+# Env: GANTRY_BUILD_DIR (build), GANTRY_DEPS_DIR (.cache), THREADS (1, see below), PARALLEL (8),
+#      CTX (the whole context; llama-server gives each slot CTX/PARALLEL: 4096 a slot by default, 32768
+#      for stall), ROUNDS (2), CLIENTS, REQUESTS, MAX_TOKENS (the section's defaults above),
+#      READY_TIMEOUT_S (120), REQUEST_TIMEOUT_S (600, one request), RUN_TIMEOUT_S (1800, one run; generous
+#      because a busy shared machine can be 10x slower than an idle one, but bounded).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${GANTRY_BUILD_DIR:-build}
 DEPS=${GANTRY_DEPS_DIR:-.cache}
+SECTION=${SECTION:-throughput}
 # One thread by default: on a shared 2-core machine, 2 OpenMP threads that spin-wait at every barrier
 # while another process holds a core made llama-server 3-4x slower and far noisier than 1 thread
 # (measured back to back at load ~4: 13-22 vs 47-85 tok/s).
-MODE=${MODE:-same-prompt}
-LOAD_ARGS=()
-case $MODE in
-  same-prompt) d_ctx=4096 d_requests=4 d_max=64 BENCH_NAME=serve-gguf-vs-llama-server ;;
-  shared-system-prompt) d_ctx=16384 d_requests=3 d_max=32 BENCH_NAME=prompt-cache-shared-system-prompt ;;
-  *) echo "serve bench: unknown MODE '$MODE' (same-prompt or shared-system-prompt)" >&2; exit 2 ;;
-esac
-THREADS=${THREADS:-1}; CTX=${CTX:-$d_ctx}; PARALLEL=${PARALLEL:-8}
-CLIENTS=${CLIENTS:-8}; REQUESTS=${REQUESTS:-$d_requests}; MAX_TOKENS=${MAX_TOKENS:-$d_max}; ROUNDS=${ROUNDS:-2}
+THREADS=${THREADS:-1}
+PARALLEL=${PARALLEL:-8}
+ROUNDS=${ROUNDS:-2}
 READY_TIMEOUT_S=${READY_TIMEOUT_S:-120}
+REQUEST_TIMEOUT_S=${REQUEST_TIMEOUT_S:-600}
+RUN_TIMEOUT_S=${RUN_TIMEOUT_S:-1800}
+case $SECTION in
+  throughput) d_ctx=$((PARALLEL * 4096)) sides=(llama-server gantry)
+    load=(load --clients "${CLIENTS:-8}" --requests "${REQUESTS:-4}" --max-tokens "${MAX_TOKENS:-64}" --prompt-words 130) ;;
+  prefix) d_ctx=$((PARALLEL * 4096)) sides=(llama-server gantry gantry-nocache)
+    load=(load --clients "${CLIENTS:-8}" --requests "${REQUESTS:-3}" --max-tokens "${MAX_TOKENS:-32}" --prompt-words 12
+      --system-words 700) ;;
+  stall) d_ctx=$((PARALLEL * 4096)) sides=(llama-server gantry)
+    load=(stall --streams 4 --stream-tokens 3000 --long-prompts 3 --long-words 2150) ;;
+  *) echo "serve bench: unknown SECTION '$SECTION' (throughput, prefix or stall)" >&2; exit 2 ;;
+esac
+CTX=${CTX:-$d_ctx}
 MODEL=$DEPS/models/bench-100m-q4_0.gguf
 NAME=$(basename "$MODEL" .gguf) # gantry serves a model under its file stem; llama-server gets it as --alias
 LS=$DEPS/llama/tools-build/bin/llama-server
 GANTRY=$BUILD/bin/gantry
-PROMPT="Write a short story about a lighthouse keeper who finds a message in a bottle."
-PY=/usr/bin/python3
-if [[ $MODE == shared-system-prompt ]]; then
-  # A deterministic ~700-word system prompt (about 1,200 tokens with the bench model's vocabulary).
-  SYSTEM=$("$PY" - "${SYSTEM_WORDS:-700}" <<'PY'
-import sys
-words = int(sys.argv[1])
-topics = ["parcels", "refunds", "invoices", "delivery windows", "damaged items", "gift cards", "returns", "accounts"]
-verbs = ["explain", "confirm", "check", "summarise", "describe", "verify", "clarify", "list"]
-out, i = [], 0
-while len(out) < words:
-    out += (f"Rule {i + 1}: when the customer asks about {topics[i % 8]}, {verbs[(i * 3) % 8]} the policy politely, "
-            f"quote reference code {1000 + 37 * i}, and never promise a date you cannot keep.").split()
-    i += 1
-print("You are the support assistant of a mail-order shop. " + " ".join(out[:words]))
-PY
-)
-  PROMPT="Hello, I have a question about my order."
-  LOAD_ARGS=(--system-prompt "$SYSTEM" --distinct-turns --count-deltas --ignore-eos)
-fi
+LOADGEN=bench/serve_load.mjs
 
-GANTRY_THREADS_FLAG="--threads"
-
-for f in "$LS" "$MODEL"; do
-  [[ -e "$f" ]] || { echo "serve bench: missing $f (run scripts/setup.sh)" >&2; exit 1; }
+for f in "$LS" "$MODEL" "$GANTRY"; do
+  [[ -e "$f" ]] || { echo "serve bench: missing $f (run make build / scripts/setup.sh)" >&2; exit 1; }
 done
+command -v node >/dev/null || { echo "serve bench: node is not installed (scripts/setup.sh installs it)" >&2; exit 1; }
 
 tmp=$(mktemp -d)
-server_pid=""
-stop_server() {
-  [[ -n "$server_pid" ]] || return 0
-  kill -TERM "$server_pid" 2>/dev/null
-  for _ in $(seq 1 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$server_pid" 2>/dev/null
-  wait "$server_pid" 2>/dev/null
-  server_pid=""
+declare -A pid url
+stop_servers() {
+  local p
+  for p in "${pid[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in "${pid[@]}"; do
+    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
+  pid=()
 }
-trap 'stop_server; rm -rf "$tmp"' EXIT
+trap 'stop_servers; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 
-# wait_ready URL PATH: polls until HTTP 200, the server exits, or READY_TIMEOUT_S passes.
+# wait_ready SERVER PATH: polls until HTTP 200, the server exits, or READY_TIMEOUT_S passes.
 wait_ready() {
-  local url=$1 path=$2 deadline=$((SECONDS + READY_TIMEOUT_S))
+  local s=$1 path=$2 deadline=$((SECONDS + READY_TIMEOUT_S))
   while ((SECONDS < deadline)); do
-    kill -0 "$server_pid" 2>/dev/null || { echo "serve bench: server exited before it was ready: $(tail -5 "$tmp/server.log")" >&2; return 1; }
-    [[ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$url$path")" == 200 ]] && return 0
+    kill -0 "${pid[$s]}" 2>/dev/null || { echo "serve bench: $s exited before it was ready: $(tail -5 "$tmp/$s.log")" >&2; return 1; }
+    [[ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "${url[$s]}$path")" == 200 ]] && return 0
     sleep 0.25
   done
-  echo "serve bench: $url$path not ready within ${READY_TIMEOUT_S} s: $(tail -5 "$tmp/server.log")" >&2
+  echo "serve bench: $s ${url[$s]}$path not ready within ${READY_TIMEOUT_S} s: $(tail -5 "$tmp/$s.log")" >&2
   return 1
 }
 
-# start SIDE: starts that server on a free port in the background; prints its base URL.
+# start SERVER (llama-server or gantry) in the background on a free port.
 start() {
-  local side=$1 port
-  port=$(free_port)
-  if [[ $side == llama-server ]]; then
+  local s=$1 port
+  port=$(free_port) || return 1
+  url[$s]="http://127.0.0.1:$port"
+  if [[ $s == llama-server ]]; then
     "$LS" -m "$MODEL" --alias "$NAME" --host 127.0.0.1 --port "$port" --parallel "$PARALLEL" -c "$CTX" -t "$THREADS" -ngl 0 \
-      >"$tmp/server.log" 2>&1 &
-    server_pid=$!
-    wait_ready "http://127.0.0.1:$port" /health || return 1
+      >"$tmp/$s.log" 2>&1 &
+    pid[$s]=$!
+    wait_ready "$s" /health
   else
-    # shellcheck disable=SC2206
-    local threads_args=(${GANTRY_THREADS_FLAG:+$GANTRY_THREADS_FLAG "$THREADS"})
-    "$GANTRY" serve "$MODEL" --host 127.0.0.1 --port "$port" --parallel "$PARALLEL" --ctx "$CTX" "${threads_args[@]}" \
-      >"$tmp/server.log" 2>&1 &
-    server_pid=$!
-    wait_ready "http://127.0.0.1:$port" /v2/health/ready || return 1
+    "$GANTRY" serve "$MODEL" --host 127.0.0.1 --port "$port" --parallel "$PARALLEL" --ctx "$CTX" --threads "$THREADS" --grpc-port -1 \
+      >"$tmp/$s.log" 2>&1 &
+    pid[$s]=$!
+    wait_ready "$s" /v2/health/ready
   fi
-  url="http://127.0.0.1:$port"
 }
 
-# measure SIDE ROUND: start, one short warm-up request, the timed load (JSON to $tmp/SIDE.ROUND.json), stop.
-measure() {
-  local side=$1 r=$2 url
-  start "$side" || return 1
-  "$PY" bench/serve_load.py --url "$url" --model "$NAME" --clients 1 --requests-per-client 1 --max-tokens 8 \
-    --prompt "$PROMPT" --timeout 60 --run-timeout 90 >"$tmp/$side.warmup.json" \
-    || { echo "serve bench: $side warm-up failed: $(cat "$tmp/$side.warmup.json")" >&2; return 1; }
-  "$PY" bench/serve_load.py --url "$url" --model "$NAME" --clients "$CLIENTS" --requests-per-client "$REQUESTS" \
-    --max-tokens "$MAX_TOKENS" --prompt "$PROMPT" "${LOAD_ARGS[@]}" --timeout 180 --run-timeout 600 >"$tmp/$side.$r.json" \
-    || { echo "serve bench: $side load run had failures: $(cat "$tmp/$side.$r.json")" >&2; return 1; }
-  stop_server
-  "$PY" - "$tmp/$side.$r.json" "$side round $r" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-print(f"serve {sys.argv[2]}: {d['tok_per_s']:.2f} tok/s aggregate ({d['generated_tokens']} tokens in {d['wall_s']:.2f} s), "
-      f"TTFT p50 {d['ttft_p50_ms']:.1f} ms p99 {d['ttft_p99_ms']:.1f} ms, {d['requests_ok']} ok / {d['requests_failed']} failed, "
-      f"{d['clients']} clients x {d['requests_per_client']} requests x {d['max_tokens']} max tokens, "
-      f"{d['prompt_tokens']} prompt tokens of which {d['cached_prompt_tokens']} cached")
-PY
+# run SIDE TAG OUT ARGS...: one load-generator run against SIDE's server (gantry-nocache is gantry with
+# cache_prompt: false); the JSON goes to OUT. Fails (with the reason) when the run failed.
+run() {
+  local side=$1 tag=$2 out=$3 server=${1%-nocache} extra=()
+  shift 3
+  [[ $side == *-nocache ]] && extra=(--no-cache-prompt)
+  timeout -k 5 $((RUN_TIMEOUT_S + 30)) node "$LOADGEN" "$@" --url "${url[$server]}" --model "$NAME" --tag "$tag" \
+    --timeout "$REQUEST_TIMEOUT_S" --run-timeout "$RUN_TIMEOUT_S" "${extra[@]}" >"$out" 2>"$out.err"
+  local rc=$?
+  if ((rc != 0)) || ! jq -e 'has("error") | not' "$out" >/dev/null 2>&1; then
+    echo "serve bench: $SECTION run '$tag' on $side failed (exit $rc): $(cat "$out" "$out.err" | head -c 1500)" >&2
+    echo "--- $server log (tail)" >&2; tail -15 "$tmp/$server.log" >&2
+    return 1
+  fi
 }
 
-sides=(llama-server)
-serve_help=$("$GANTRY" serve --help 2>/dev/null || true)
-# `gantry X --help` exits 0 with the top-level help for an unknown X (CLI11), so look for serve's own usage line.
-if grep -q '^Usage: [^ ]*gantry serve' <<<"$serve_help"; then sides+=(gantry); fi
-
-for ((r = 1; r <= ROUNDS; r++)); do
-  order=("${sides[@]}")
-  if ((r % 2 == 0 && ${#sides[@]} == 2)); then order=(gantry llama-server); fi
-  for side in "${order[@]}"; do measure "$side" "$r" || exit 1; done
+echo "serve bench $SECTION: $NAME, $THREADS thread(s), $PARALLEL slots, context $CTX, $ROUNDS rounds, sides: ${sides[*]}"
+for s in llama-server gantry; do start "$s" || exit 1; done
+# Warm-up: one short request a slot on each server (for prefix: with the shared system prompt, so every
+# slot of both servers has seen it, as in a running service).
+for s in llama-server gantry; do
+  warm=(load --clients "$PARALLEL" --requests 1 --max-tokens 8 --prompt-words 12)
+  [[ $SECTION == prefix ]] && warm+=(--system-words 700)
+  run "$s" "warm" "$tmp/warm.$s.json" "${warm[@]}" || exit 1
 done
 
-"$PY" - "$tmp" "$ROUNDS" "$BENCH_NAME" "${sides[@]}" <<'PY'
-import json, statistics, sys
-tmp, rounds, bench, sides = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-med = {}
-for side in sides:
-    runs = [json.load(open(f"{tmp}/{side}.{r}.json")) for r in range(1, rounds + 1)]
-    med[side] = (statistics.median(d["tok_per_s"] for d in runs), statistics.median(d["ttft_p99_ms"] for d in runs),
-                 statistics.median(d["ttft_p50_ms"] for d in runs))
-    print(f"serve {side}: median {med[side][0]:.2f} tok/s, median TTFT p50 {med[side][2]:.1f} ms "
-          f"p99 {med[side][1]:.1f} ms over {rounds} rounds")
-if "gantry" not in med:
-    print(f"BENCH {bench} ratio=nan (gantry serve not available)")
-else:
-    g, l = med["gantry"], med["llama-server"]
-    print(f"BENCH {bench} ratio={g[0] / l[0]:.3f}")
-    print(f"serve p50 TTFT: gantry {g[2]:.1f} ms, llama-server {l[2]:.1f} ms")
-    print(f"serve p99 TTFT: gantry {g[1]:.1f} ms, llama-server {l[1]:.1f} ms")
-PY
+for ((r = 1; r <= ROUNDS; r++)); do
+  for side in "${sides[@]}"; do
+    out=$tmp/$side.$r.json
+    run "$side" "round$r" "$out" "${load[@]}" || exit 1
+    echo "serve $SECTION $side round $r: $(jq -c 'del(.mode)' "$out")"
+  done
+done
+
+# Medians, spread and the BENCH lines; exit 1 (no BENCH line) when a figure is missing or not positive.
+node - "$tmp" "$ROUNDS" "$SECTION" "${sides[@]}" <<'JS'
+const fs = require("fs");
+const [dir, rounds, section, ...sides] = process.argv.slice(2);
+const runs = {};
+for (const s of sides) {
+  runs[s] = Array.from({ length: Number(rounds) }, (_, i) => JSON.parse(fs.readFileSync(`${dir}/${s}.${i + 1}.json`, "utf8")));
+}
+const median = (v) => { const s = [...v].sort((a, b) => a - b), m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+const med = {};
+function summary(side, key, unit) {
+  const v = runs[side].map((d) => d[key]);
+  if (!v.every((x) => typeof x === "number" && Number.isFinite(x) && x > 0)) {
+    console.error(`serve bench: ${section} ${side}: ${key} is not a positive number in every round: ${JSON.stringify(v)}`);
+    process.exit(1);
+  }
+  const m = median(v);
+  (med[side] ??= {})[key] = m;
+  console.log(`serve ${section} ${side}: ${key} median ${m.toFixed(2)} ${unit} (spread ${Math.min(...v).toFixed(2)}..` +
+    `${Math.max(...v).toFixed(2)}; rounds ${v.map((x) => x.toFixed(2)).join(", ")})`);
+}
+const ratio = (name, num, den) => console.log(`BENCH ${name} ratio=${(num / den).toFixed(3)}`);
+const keys = {
+  throughput: [["tok_per_s", "tok/s"], ["ttft_p50_ms", "ms"], ["ttft_p99_ms", "ms"]],
+  prefix: [["ttft_p50_ms", "ms"], ["ttft_p99_ms", "ms"], ["tok_per_s", "tok/s"]],
+  stall: [["gap_p99_ms", "ms"], ["gap_p50_ms", "ms"], ["gap_max_ms", "ms"], ["window_s", "s"]],
+}[section];
+for (const s of sides) for (const [k, u] of keys) summary(s, k, u);
+if (section === "throughput") {
+  ratio("serve-gguf-vs-llama-server", med.gantry.tok_per_s, med["llama-server"].tok_per_s);
+} else if (section === "prefix") {
+  for (const s of sides) {
+    const d = runs[s].at(-1);
+    console.log(`serve prefix ${s}: last round ${d.cached_prompt_tokens} of ${d.prompt_tokens} prompt tokens cached`);
+  }
+  ratio("serve-gguf-prefix-ttft-vs-llama-server", med.gantry.ttft_p50_ms, med["llama-server"].ttft_p50_ms);
+  ratio("serve-gguf-prefix-cache-gain", med["gantry-nocache"].ttft_p50_ms, med.gantry.ttft_p50_ms);
+} else {
+  ratio("serve-gguf-long-prompt-stall", med.gantry.gap_p99_ms, med["llama-server"].gap_p99_ms);
+}
+JS

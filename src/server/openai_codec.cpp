@@ -559,6 +559,7 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
   GANTRY_TRY_FIELD(read_stop(j, g.stop));
   GANTRY_TRY_FIELD(read_response_format(j, g.constraint));
   GANTRY_TRY_FIELD(read_bool(j, "cache_prompt", g.cache_prompt));
+  GANTRY_TRY_FIELD(read_bool(j, "ignore_eos", g.ignore_eos));
 
   if (chat) {
     GANTRY_TRY_FIELD(read_bool(j, "logprobs", r.logprobs));

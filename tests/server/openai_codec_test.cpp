@@ -449,6 +449,14 @@ TEST(OpenAiCodec, CachePromptField) {
   chat_error(chat_body(R"("cache_prompt": "no")"), "cache_prompt", "");
 }
 
+TEST(OpenAiCodec, IgnoreEosField) {
+  EXPECT_FALSE(chat_ok(chat_body("")).generation.ignore_eos);
+  EXPECT_TRUE(chat_ok(chat_body(R"("ignore_eos": true)")).generation.ignore_eos);
+  EXPECT_FALSE(chat_ok(chat_body(R"("ignore_eos": false)")).generation.ignore_eos);
+  EXPECT_TRUE(completion_ok(R"({"prompt":"p","ignore_eos":true})").generation.ignore_eos);
+  chat_error(chat_body(R"("ignore_eos": 1)"), "ignore_eos", "");
+}
+
 TEST(OpenAiCodec, ChatResponseLogprobs) {
   TextRequest req = chat_ok(chat_body(R"("logprobs": true, "top_logprobs": 2)"));
   json j = json::parse(chat_response("c", "m", 1, sample_result(), text_output(sample_result()), req));

@@ -137,6 +137,11 @@ struct GenerationRequest {
   // Reuse the longest common prefix a slot's cache holds from an earlier request (llama-server's
   // cache_prompt). Off: the whole prompt is evaluated again. Either way the output is the same.
   bool cache_prompt = true;
+  // Never end at an end-of-generation token (llama-server's ignore_eos): every EOG token of the
+  // vocabulary is banned while sampling, so the generation runs to max_tokens unless a stop string,
+  // the context or a cancel ends it first. For benchmarks that must generate an exact number of
+  // tokens. Not with an output constraint (InvalidArgument): a constrained output must be able to end.
+  bool ignore_eos = false;
 };
 
 struct GenerationResult {

@@ -85,6 +85,8 @@ struct TextRequest {
   //   logprobs -> n_logprobs (top_logprobs, or -1 when logprobs is off).
   //   cache_prompt (bool, llama-server's extension; default true) -> cache_prompt: false evaluates
   //     the whole prompt again instead of reusing a slot's cached prefix.
+  //   ignore_eos (bool, llama-server's extension; default false) -> ignore_eos: true generates
+  //     exactly max_tokens (no end-of-generation token is sampled), as benchmarks need.
   // prompt/tokens/callbacks are left for the server (it formats chat messages with the model's
   // template).
   backend::GenerationRequest generation;

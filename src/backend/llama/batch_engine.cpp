@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "backend/llama/log_bridge.h"
@@ -232,6 +233,18 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
                              " is outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
     }
   }
+  if (request.ignore_eos && request.constraint.kind != backend::OutputConstraint::Kind::kNone) {
+    return InvalidArgument(
+        "ignore_eos cannot be combined with an output constraint (response_format or a tool grammar): "
+        "a constrained output must be able to end");
+  }
+  // ignore_eos bans every end-of-generation token, as llama-server does (a -inf logit bias).
+  std::vector<std::pair<int32_t, float>> eog_bans;
+  if (request.ignore_eos) {
+    for (int32_t t = 0; t < n_vocab; ++t) {
+      if (ctx_->weights().is_eog(t)) eog_bans.emplace_back(t, -std::numeric_limits<float>::infinity());
+    }
+  }
   auto g = std::make_shared<Group>();
   GANTRY_ASSIGN_OR_RETURN(g->prompt, tokenize_prompt(request));
   if (g->prompt.empty()) return InvalidArgument("the prompt is empty (no tokens to start from)");
@@ -277,6 +290,7 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
     }
     backend::SamplingParams sp = request.sampling;
     if (sp.seed != 0xFFFFFFFFu) sp.seed += static_cast<uint32_t>(i);  // mod 2^32
+    sp.logit_bias.insert(sp.logit_bias.end(), eog_bans.begin(), eog_bans.end());
     // The chain owns `grammar` from here; the penalties see the prompt.
     s->sampler = make_sampler_chain(sp, n_vocab, static_cast<int32_t>(cap), g->prompt, grammar);
     s->stream = TextStream(request.stop);

@@ -1,0 +1,301 @@
+#!/usr/bin/env node
+// Streaming load generator for the OpenAI-compatible chat endpoint of `gantry serve` and llama-server
+// (bench/serve_gguf_vs_llama_server.sh drives it). Node >= 20, node:http, no packages.
+//
+//   node bench/serve_load.mjs load  --url U --model M [--clients 8] [--requests 4] [--max-tokens 64]
+//        [--prompt-words 130] [--system-words 0] [--no-cache-prompt] [--tag T] [--timeout 180] [--run-timeout 600]
+//     --clients concurrent clients each send --requests streaming chat requests one after another. Every
+//     request is distinct (its user turn starts with "Request T-C-I" and continues with --prompt-words
+//     words drawn from a generator seeded by that id); --system-words > 0 adds the same system prompt of
+//     that many words to every request (the chat-app case a prompt cache serves). Prints one JSON object:
+//     tok_per_s (streamed tokens of the whole run / its wall time), ttft_p50_ms, ttft_p99_ms, counts.
+//
+//   node bench/serve_load.mjs stall --url U --model M [--streams 4] [--long-prompts 3] [--long-words 2300]
+//        [--tag T] [--timeout 300] [--run-timeout 600]
+//     --streams streaming requests generate (up to --stream-tokens, 3000); once each has streamed 8 tokens,
+//     --long-prompts requests with a --long-words-word prompt are sent one after another (each asks for 4
+//     tokens). The window runs from sending the first long prompt to the end of the last one; the running
+//     streams are then cancelled. Prints gap_p50_ms, gap_p99_ms, gap_max_ms (the gaps between consecutive
+//     streamed tokens of the running streams that overlap the window), the window's length and the long
+//     prompts' prompt_tokens.
+//
+// Every request: temperature 0, seed 42, stream with usage (stream_options.include_usage), ignore_eos:
+// true so it generates exactly max_tokens. A token is one streamed content delta (both servers send one
+// event per token); each completed request must have streamed max_tokens deltas and report the same
+// completion_tokens in usage, otherwise the run fails. Any non-200, error event, missing [DONE] or usage,
+// or timeout fails the run: the JSON then has "error" and the exit status is 1 (2: bad arguments).
+// Bounded: each request has --timeout seconds, the run --run-timeout seconds.
+
+import http from "node:http";
+
+const MODES = new Set(["load", "stall"]);
+
+function parseArgs(argv) {
+  const mode = argv[0];
+  if (!MODES.has(mode)) usage(`unknown mode '${mode ?? ""}' (load or stall)`);
+  const a = {
+    mode, url: null, model: null, clients: 8, requests: 4, "max-tokens": 64, "prompt-words": 130,
+    "system-words": 0, "no-cache-prompt": false, tag: "r", timeout: 180, "run-timeout": 600,
+    streams: 4, "stream-tokens": 3000, "long-prompts": 3, "long-words": 2300,
+  };
+  for (let i = 1; i < argv.length; ++i) {
+    const k = argv[i].replace(/^--/, "");
+    if (!(k in a) || !argv[i].startsWith("--")) usage(`unknown option '${argv[i]}'`);
+    if (typeof a[k] === "boolean") { a[k] = true; continue; }
+    const v = argv[++i];
+    if (v === undefined) usage(`${argv[i - 1]} needs a value`);
+    if (typeof a[k] === "number") {
+      const n = Number(v);
+      if (!Number.isFinite(n) || n < 0) usage(`${argv[i - 1]} must be a non-negative number, got '${v}'`);
+      a[k] = n;
+    } else {
+      a[k] = v;
+    }
+  }
+  if (!a.url || !a.model) usage("--url and --model are required");
+  for (const k of ["clients", "requests", "max-tokens", "streams", "stream-tokens", "long-prompts"]) {
+    if (!Number.isInteger(a[k]) || a[k] < 1) usage(`--${k} must be an integer >= 1`);
+  }
+  return a;
+}
+
+function usage(msg) {
+  process.stderr.write(`serve_load.mjs: ${msg}\n`);
+  process.exit(2);
+}
+
+// Deterministic text: mulberry32 seeded by a string hash, drawing from a fixed word list.
+const WORDS = (
+  "river garden window morning silver engine market letter winter forest bridge candle harbor mountain " +
+  "pencil station orange village thunder ladder rabbit kitchen planet blanket shadow marble whisper " +
+  "lantern meadow copper island journey basket violet dragon feather crystal button autumn tunnel " +
+  "pepper mirror castle wagon anchor saddle velvet meteor puzzle compass walnut glacier falcon " +
+  "cabinet lemon harvest pebble ribbon cotton canyon beacon orchard parcel ticket signal tower " +
+  "quiet bright heavy gentle rapid hollow golden narrow distant ancient simple curious brave clever " +
+  "runs finds builds carries opens paints follows watches gathers repairs counts sings writes reads"
+).split(" ");
+
+function rng(seedText) {
+  let h = 2166136261;
+  for (const ch of seedText) h = Math.imul(h ^ ch.charCodeAt(0), 16777619) >>> 0;
+  return () => {
+    h = (h + 0x6d2b79f5) >>> 0;
+    let t = h;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function words(seedText, n) {
+  const r = rng(seedText);
+  const out = [];
+  for (let i = 0; i < n; ++i) out.push(WORDS[Math.floor(r() * WORDS.length)]);
+  return out.join(" ");
+}
+
+// The shared system prompt: numbered shop rules, `n` words (the one bench/serve_load.py used).
+function systemPrompt(n) {
+  const topics = ["parcels", "refunds", "invoices", "delivery windows", "damaged items", "gift cards", "returns", "accounts"];
+  const verbs = ["explain", "confirm", "check", "summarise", "describe", "verify", "clarify", "list"];
+  const out = [];
+  for (let i = 0; out.length < n; ++i) {
+    out.push(...(`Rule ${i + 1}: when the customer asks about ${topics[i % 8]}, ${verbs[(i * 3) % 8]} the policy ` +
+      `politely, quote reference code ${1000 + 37 * i}, and never promise a date you cannot keep.`).split(" "));
+  }
+  return "You are the support assistant of a mail-order shop. " + out.slice(0, n).join(" ");
+}
+
+function percentile(values, p) {
+  if (values.length === 0) return null;
+  const s = [...values].sort((x, y) => x - y);
+  const rank = Math.max(1, Math.min(s.length, Math.ceil((p * s.length) / 100)));
+  return s[rank - 1];
+}
+
+const round2 = (x) => (x === null ? null : Math.round(x * 100) / 100);
+
+class RequestFailed extends Error {}
+
+// POSTs `payload` on a connection of its own (no keep-alive: a pooled connection the server has just
+// closed would fail a request for no fault of either server); resolves to the response stream.
+function post(url, payload, signal) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, {
+      method: "POST", agent: false, signal,
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream", "Content-Length": Buffer.byteLength(payload) },
+    }, resolve);
+    req.on("error", reject);
+    req.end(payload);
+  });
+}
+
+// Sends one streaming chat request. opts: {messages, maxTokens, cachePrompt, timeoutS, signal, onToken}.
+// Resolves to {ttft_ms, deltas, times (performance.now() of each token), completion_tokens, prompt_tokens,
+// cached_tokens}
+// when the stream completes and checks out; `cancelled: true` when `signal` aborted it. Throws
+// RequestFailed otherwise.
+async function chat(args, opts) {
+  const body = {
+    model: args.model, messages: opts.messages, max_tokens: opts.maxTokens, temperature: 0, seed: 42,
+    stream: true, stream_options: { include_usage: true }, ignore_eos: true,
+  };
+  if (!opts.cachePrompt) body.cache_prompt = false;
+  const ctl = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => { timedOut = true; ctl.abort(); }, opts.timeoutS * 1000);
+  const onOuter = () => ctl.abort();
+  opts.signal?.addEventListener("abort", onOuter);
+  const t0 = performance.now();
+  const r = { ttft_ms: null, deltas: 0, times: [], completion_tokens: null, prompt_tokens: null, cached_tokens: null };
+  try {
+    const res = await post(new URL("/v1/chat/completions", args.url), JSON.stringify(body), ctl.signal);
+    if (res.statusCode !== 200) {
+      let text = "";
+      for await (const chunk of res) text += chunk;
+      throw new RequestFailed(`HTTP ${res.statusCode}: ${text.slice(0, 300)}`);
+    }
+    const decoder = new TextDecoder();
+    let buf = "", done = false;
+    for await (const chunk of res) {
+      const at = performance.now();
+      buf += decoder.decode(chunk, { stream: true });
+      let nl;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (!line.startsWith("data:")) continue;
+        const data = line.slice(5).trim();
+        if (data === "[DONE]") { done = true; continue; }
+        let ev;
+        try { ev = JSON.parse(data); } catch { throw new RequestFailed(`unparsable event: ${data.slice(0, 200)}`); }
+        if (ev.error) throw new RequestFailed(`error event: ${JSON.stringify(ev.error).slice(0, 300)}`);
+        const text = ev.choices?.[0]?.delta?.content;
+        if (text) {
+          r.deltas += 1;
+          r.times.push(at);
+          if (r.ttft_ms === null) r.ttft_ms = at - t0;
+          opts.onToken?.(r.deltas);
+        }
+        if (ev.usage) {
+          r.completion_tokens = ev.usage.completion_tokens ?? null;
+          r.prompt_tokens = ev.usage.prompt_tokens ?? null;
+          r.cached_tokens = ev.usage.prompt_tokens_details?.cached_tokens ?? null;
+        }
+      }
+    }
+    if (!done) throw new RequestFailed("the stream ended without data: [DONE]");
+    if (r.completion_tokens === null) throw new RequestFailed("the stream carried no usage");
+    if (r.deltas !== r.completion_tokens || r.deltas !== opts.maxTokens) {
+      throw new RequestFailed(`streamed ${r.deltas} token deltas, usage says ${r.completion_tokens} completion ` +
+        `tokens, ${opts.maxTokens} were asked for (ignore_eos)`);
+    }
+    return r;
+  } catch (e) {
+    if (opts.signal?.aborted && !timedOut) return { ...r, cancelled: true };
+    if (timedOut) throw new RequestFailed(`no complete answer within ${opts.timeoutS} s`);
+    if (e instanceof RequestFailed) throw e;
+    throw new RequestFailed(`${e.name}: ${e.message}${e.cause ? ` (${e.cause.message ?? e.cause})` : ""}`);
+  } finally {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener("abort", onOuter);
+  }
+}
+
+function withDeadline(promise, seconds, what) {
+  let timer;
+  const t = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new RequestFailed(`${what} did not finish within ${seconds} s`)), seconds * 1000);
+  });
+  return Promise.race([promise, t]).finally(() => clearTimeout(timer));
+}
+
+async function runLoad(args) {
+  const system = args["system-words"] > 0 ? systemPrompt(args["system-words"]) : null;
+  const results = [];
+  const t0 = performance.now();
+  const client = async (c) => {
+    for (let i = 0; i < args.requests; ++i) {
+      const id = `${args.tag}-${c}-${i}`;
+      const user = `Request ${id}: ${words(id, args["prompt-words"])}`;
+      const messages = (system ? [{ role: "system", content: system }] : []).concat([{ role: "user", content: user }]);
+      results.push(await chat(args, { messages, maxTokens: args["max-tokens"], cachePrompt: !args["no-cache-prompt"],
+        timeoutS: args.timeout }));
+    }
+  };
+  await withDeadline(Promise.all(Array.from({ length: args.clients }, (_, c) => client(c))), args["run-timeout"], "the run");
+  const wall_s = (performance.now() - t0) / 1000;
+  const tokens = results.reduce((s, r) => s + r.deltas, 0);
+  const ttfts = results.map((r) => r.ttft_ms);
+  return {
+    mode: "load", clients: args.clients, requests_per_client: args.requests, max_tokens: args["max-tokens"],
+    system_words: args["system-words"], cache_prompt: !args["no-cache-prompt"], requests_ok: results.length,
+    wall_s: round2(wall_s), streamed_tokens: tokens,
+    usage_completion_tokens: results.reduce((s, r) => s + r.completion_tokens, 0),
+    prompt_tokens: results.reduce((s, r) => s + (r.prompt_tokens ?? 0), 0),
+    cached_prompt_tokens: results.reduce((s, r) => s + (r.cached_tokens ?? 0), 0),
+    tok_per_s: round2(tokens / wall_s), ttft_p50_ms: round2(percentile(ttfts, 50)), ttft_p99_ms: round2(percentile(ttfts, 99)),
+  };
+}
+
+async function runStall(args) {
+  const stop = new AbortController();
+  const warmTokens = 8;
+  let started = 0, open, shut;
+  // Resolves once every stream has streamed warmTokens tokens; fails when a stream ends or fails first.
+  const gate = new Promise((resolve, reject) => { open = resolve; shut = reject; });
+  const streams = Array.from({ length: args.streams }, (_, c) => {
+    const id = `${args.tag}-stream-${c}`;
+    return chat(args, {
+      messages: [{ role: "user", content: `Request ${id}: ${words(id, 40)}` }], maxTokens: args["stream-tokens"],
+      cachePrompt: true, timeoutS: args.timeout, signal: stop.signal,
+      onToken: (n) => { if (n === warmTokens && ++started === args.streams) open(); },
+    }).then((r) => {
+      shut(new RequestFailed(`running stream ${c} ended (${r.deltas} tokens) before the long prompts came: raise --stream-tokens`));
+      return r;
+    }, (e) => {
+      shut(e);
+      return { failed: e };  // reported below; never an unhandled rejection
+    });
+  });
+  const body = async () => {
+    await gate;
+    const w0 = performance.now();
+    const long = [];
+    for (let i = 0; i < args["long-prompts"]; ++i) {
+      const id = `${args.tag}-long-${i}`;
+      long.push(await chat(args, { messages: [{ role: "user", content: `Request ${id}: ${words(id, args["long-words"])}` }],
+        maxTokens: 4, cachePrompt: true, timeoutS: args.timeout }));
+    }
+    const w1 = performance.now();
+    stop.abort();
+    return { w0, w1, long, ran: await Promise.all(streams) };
+  };
+  const { w0, w1, long, ran } = await withDeadline(body(), args["run-timeout"], "the run");
+  const gaps = [];
+  for (const [idx, r] of ran.entries()) {
+    if (r.failed) throw r.failed;
+    if (!r.cancelled) throw new RequestFailed(`running stream ${idx} ended before the window closed: raise --stream-tokens`);
+    for (let k = 1; k < r.times.length; ++k) {
+      const a = r.times[k - 1], b = r.times[k];
+      if (b >= w0 && a <= w1) gaps.push(b - a);
+    }
+  }
+  if (gaps.length < 10) throw new RequestFailed(`only ${gaps.length} token gaps fell in the window: nothing to measure`);
+  return {
+    mode: "stall", streams: args.streams, long_prompts: args["long-prompts"], long_words: args["long-words"],
+    long_prompt_tokens: long.map((r) => r.prompt_tokens), window_s: round2((w1 - w0) / 1000), gaps: gaps.length,
+    gap_p50_ms: round2(percentile(gaps, 50)), gap_p99_ms: round2(percentile(gaps, 99)), gap_max_ms: round2(Math.max(...gaps)),
+    long_ttft_p50_ms: round2(percentile(long.map((r) => r.ttft_ms), 50)),
+  };
+}
+
+const args = parseArgs(process.argv.slice(2));
+try {
+  const out = await (args.mode === "load" ? runLoad(args) : runStall(args));
+  process.stdout.write(JSON.stringify(out) + "\n");
+  process.exit(0);
+} catch (e) {
+  process.stdout.write(JSON.stringify({ mode: args.mode, error: e instanceof RequestFailed ? e.message : String(e?.stack ?? e) }) + "\n");
+  process.exit(1);
+}
