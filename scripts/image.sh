@@ -3,6 +3,7 @@
 # base made with Debian's own tools. No image registry is used or needed.
 #
 #   scripts/image.sh --bundle BUNDLE.tar.zst [--out DIR] [--tag TAG]
+#   scripts/image.sh --base-only      (the cached Debian base alone: what make setup prepares)
 #
 #   base    `debootstrap --variant=minbase bookworm` from the apt mirror this machine uses, cached under
 #           .cache/image/ with a stamp (suite, mirror, debootstrap version): minutes the first time, then
@@ -21,6 +22,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DEPS=${GANTRY_DEPS_DIR:-$ROOT/.cache}
 BUNDLE=""
+BASE_ONLY=0
 OUT=$ROOT/dist
 TAG=""
 SUITE=bookworm
@@ -34,20 +36,16 @@ while [[ $# -gt 0 ]]; do
     --bundle) BUNDLE=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --tag) TAG=$2; shift 2 ;;
+    --base-only) BASE_ONLY=1; shift ;;
     *) die "unknown argument $1 (see the header of $0)" ;;
   esac
 done
-[[ -f "$BUNDLE" ]] || die "--bundle BUNDLE.tar.zst: '$BUNDLE' is not a file (make dist writes one)"
+((BASE_ONLY)) || [[ -f "$BUNDLE" ]] || die "--bundle BUNDLE.tar.zst: '$BUNDLE' is not a file (make dist writes one)"
 for tool in debootstrap umoci zstd; do
   command -v "$tool" >/dev/null || die "$tool is not installed (scripts/apt-packages.txt; make setup installs it)"
 done
 [[ $(id -u) == 0 ]] || die "debootstrap and umoci's unpacking need root (the build machines run as root)"
 
-name=$(basename "$BUNDLE" .tar.zst)       # gantry-<version>-linux-x86_64
-version=${name#gantry-}; version=${version%-linux-x86_64}
-TAG=${TAG:-$version}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
 
 # ------------------------------------------------------------------ the Debian base (cached)
 mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
@@ -68,6 +66,13 @@ else
     "$base"/usr/share/doc/* "$base"/usr/share/man/* "$base"/usr/share/info/* "$base"/var/log/*.log
   echo "$want" >"$base.stamp"
 fi
+((BASE_ONLY)) && exit 0
+
+name=$(basename "$BUNDLE" .tar.zst)       # gantry-<version>-linux-x86_64
+version=${name#gantry-}; version=${version%-linux-x86_64}
+TAG=${TAG:-$version}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 
 # ------------------------------------------------------------------ the image
 work=$(mktemp -d "$OUT/.image.XXXX")

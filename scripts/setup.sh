@@ -144,6 +144,14 @@ setup_helm() {
   stamp_set helm "$want"
 }
 
+# ---------------------------------------------------------------- 4a'. the image's Debian base
+# make image and its test build on a `debootstrap --variant=minbase` Debian 12 (minutes, once; cached and
+# stamped in .cache/image by scripts/image.sh). Only as root (debootstrap needs it).
+setup_image_base() {
+  [[ $(id -u) == 0 ]] || { note "not root: the image base (make image) is left for a root run"; return 0; }
+  GANTRY_DEPS_DIR="$CACHE" bash "$ROOT/scripts/image.sh" --base-only || fail "the Debian base of make image (scripts/image.sh --base-only)"
+}
+
 # ---------------------------------------------------------------- 4b. client libraries for tests
 # tests/clients pins the official client libraries (openai, ollama) the server tests drive; `npm ci`
 # installs exactly its package-lock.json. Stamped with the lock's sha256, so it re-runs only when the
@@ -181,7 +189,7 @@ main() {
   install_apt_packages
   case "$what" in
     deps) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama ;;
-    all) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama; setup_llama_tools; setup_models; setup_test_clients; setup_helm ;;
+    all) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama; setup_llama_tools; setup_models; setup_test_clients; setup_helm; setup_image_base ;;
     *) fail "unknown step '$what' (use: all | deps)" ;;
   esac
 }
