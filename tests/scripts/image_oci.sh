@@ -2,7 +2,8 @@
 # `make image` (scripts/image.sh) from a user's point of view: the OCI image built from this build's bundle
 # (make dist) on a debootstrap'ed Debian base, then
 #   1. its layout, layers and config checked (tests/image/check_oci.py: digests, diff_ids, Debian 12 base,
-#      /opt/gantry, user 10001, entrypoint `gantry serve`, ports 8080 and 8081);
+#      /opt/gantry, user 10001, entrypoint `gantry serve`, ports 8080 and 8081), and the archive loaded by
+#      podman (a storage of its own) with the same config;
 #   2. unpacked into an OCI runtime bundle (umoci unpack) and the server run the way that bundle's
 #      config.json says (its args, user, env), KServe's way: STORAGE_URI set, --model-name, the model
 #      mounted at /mnt/models, gRPC on the HTTP port. It runs chrooted into the image's root filesystem in
@@ -24,7 +25,7 @@ unshare --mount true 2>/dev/null || { echo "SKIP: this machine forbids mount nam
 if grep -qE '^GANTRY_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   echo "SKIP: a sanitizer build is not what an image ships (make image packs the default preset)"; exit 77
 fi
-for tool in debootstrap umoci zstd patchelf curl python3; do
+for tool in debootstrap umoci podman zstd patchelf curl python3; do
   command -v "$tool" >/dev/null || { echo "FAIL: $tool is not installed (scripts/apt-packages.txt; make setup)"; exit 1; }
 done
 [[ -x "$BUILD/bin/gantry" && -f "$BUILD/lib/libgantry_engine.so" ]] || { echo "FAIL: $BUILD/bin/gantry is not built"; exit 1; }
@@ -55,6 +56,17 @@ check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; status=1; fi; 
 
 echo "--- the image's layout, layers and config"
 python3 tests/image/check_oci.py "$image" "$version" || status=1
+
+echo "--- podman (Debian's) loads the archive"
+# Into a storage of its own (vfs: no overlay mounts needed). Running containers with podman does not work
+# on the build machines (crun's setrlimit is refused there), hence the chroot below.
+pstore=$(mktemp -d)
+podman_() { podman --root "$pstore/root" --runroot "$pstore/run" --storage-driver vfs "$@"; }
+check "podman load -i $(basename "$image.tar")" 'podman_ load -i "$image.tar" >"$pstore/load.log" 2>&1 || { tail -3 "$pstore/load.log"; false; }'
+check "podman sees user 10001:10001, entrypoint gantry serve, ports 8080 and 8081" \
+  '[[ "$(podman_ image inspect --format "{{.Config.User}} {{.Config.Entrypoint}} {{.Config.ExposedPorts}}" "localhost/$version:latest" 2>&1)" == "10001:10001 [/opt/gantry/bin/gantry serve] map[8080/tcp:{} 8081/tcp:{}]" ]]'
+podman_ rmi -af >/dev/null 2>&1
+rm -rf "$pstore"
 
 echo "--- the server from the image's root filesystem"
 tmp=$(mktemp -d)
