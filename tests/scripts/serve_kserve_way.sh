@@ -109,6 +109,13 @@ two=$?
 check "--model-name with two models: exit 2 naming both" \
   '((two == 2)) && grep -q "there are 2: model, second" "$tmp/two.log"'
 
+for bad in 70000 sam -2; do
+  "$GANTRY" serve "$MLP" --port 0 --grpc-port "$bad" >"$tmp/bad.log" 2>&1
+  rc=$?
+  check "--grpc-port $bad: exit 2 naming the flag and what it takes" \
+    '((rc == 2)) && grep -q -- "--grpc-port .$bad.: expected a port" "$tmp/bad.log"'
+done
+
 echo "--- 3. readiness: every model asked for is loaded"
 check "unload the model: 200" '[[ "$(code -X POST "$base/v2/repository/models/classifier/unload")" == 200 ]]'
 check "then /v2/health/ready 503 naming it" \
