@@ -4,10 +4,10 @@
 // view of each server (its stats socket), a process having exited, a number of answered requests.
 //
 //   1. All three replicas UP in HAProxy; the load starts: TOTAL completions, CONCURRENCY at a time.
-//   2. After a fifth of them: SIGTERM to r1. It turns unready, HAProxy's health check marks it DOWN,
+//   2. After a tenth of them: SIGTERM to r1. It turns unready, HAProxy's health check marks it DOWN,
 //      it keeps answering what reaches it meanwhile (--drain-delay), then drains and exits.
 //      Expected: no request fails.
-//   3. Once r1 has exited (and 40 % are answered): SIGKILL to r2. Expected: only requests r2 holds may
+//   3. Once r1 has exited (and 30 % are answered): SIGKILL to r2. Expected: only requests r2 holds may
 //      fail (the client sees 502s; replicas_haproxy.sh checks in HAProxy's log that each failure was a
 //      request routed to r2 and ended by r2's side closing); HAProxy marks r2 DOWN; r3 serves the
 //      rest, which all succeed.
@@ -138,8 +138,8 @@ async function worker() {
 }
 
 async function orchestrate() {
-  // 2. SIGTERM to r1 after a fifth.
-  await until('a fifth answered', async () => answered >= TOTAL / 5);
+  // 2. SIGTERM to r1 after a tenth (early: its drain takes seconds, the load may not).
+  await until('a tenth answered', async () => answered >= TOTAL / 10);
   const s0 = await stats();
   events.term = started;
   process.kill(PID.r1, 'SIGTERM');
@@ -149,8 +149,8 @@ async function orchestrate() {
   await until('r1 exits', async () => !alive(PID.r1));
   events.termDone = started;
   console.log(`r1 exited after ${answered} answered`);
-  // 3. SIGKILL to r2 once r1 is gone (and at least 40 % are answered).
-  await until('40 % answered', async () => answered >= (TOTAL * 2) / 5);
+  // 3. SIGKILL to r2 once r1 is gone (and at least 30 % are answered).
+  await until('30 % answered', async () => answered >= (TOTAL * 3) / 10);
   const s1 = await stats();
   events.killed = started;
   killCount = 1;

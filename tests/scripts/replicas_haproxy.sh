@@ -37,7 +37,7 @@ for i in 1 2 3; do
   port=$(free_port)
   ports+=("$port")
   "$GANTRY" serve "$MODEL" --host 127.0.0.1 --port "$port" --grpc-port -1 --threads 1 --parallel 4 \
-    --drain-delay 3 --drain-timeout 30 >"$tmp/r$i.log" 2>&1 &
+    --drain-delay 2 --drain-timeout 30 >"$tmp/r$i.log" 2>&1 &
   pids+=($!)
 done
 for i in 0 1 2; do
