@@ -1,5 +1,6 @@
 #include "grpc_service.h"
 
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/server_posix.h>
 #include <unistd.h>
@@ -279,6 +280,12 @@ uint16_t GrpcServer::port() const { return static_cast<uint16_t>(impl_->port); }
 void GrpcServer::adopt(int fd) {
   std::lock_guard lock(impl_->adopt_mu);
   if (impl_->stopping || !impl_->server) {
+    ::close(fd);
+    return;
+  }
+  // gRPC's endpoints expect a non-blocking socket; one accepted by Asio and only waited on may not be.
+  if (const int flags = ::fcntl(fd, F_GETFL); flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    GANTRY_LOG_WARN("gRPC: cannot make an h2c connection non-blocking; closing it");
     ::close(fd);
     return;
   }
