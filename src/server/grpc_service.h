@@ -5,8 +5,9 @@
 // Calls go the HTTP routes' ways: the same API keys (metadata `authorization: Bearer <key>`, `api-key`
 // or `x-api-key`; ServerLive and ServerReady need none), the same model lookup and load on demand
 // (State::model), the same DynamicBatcher and admission (run_inference), the same request metrics
-// (protocol "grpc"), and the same in-flight count, so Server::drain waits for gRPC calls too. While
-// draining, ServerReady answers false and every other call but ServerLive UNAVAILABLE.
+// (protocol "grpc"), and the same in-flight count, so Server::drain waits for gRPC calls too.
+// ServerReady is the HTTP readiness (State::ready); while draining every other call but ServerLive
+// answers UNAVAILABLE.
 #pragma once
 
 #include <cstdint>
@@ -19,14 +20,18 @@ namespace gantry::server {
 
 class GrpcServer {
  public:
-  // Listens on state.options.host:`port` (0: any free port). `global_limit` is the number of requests
-  // in flight (both protocols) beyond which inference answers RESOURCE_EXHAUSTED.
+  // Listens on state.options.host:`port` (0: any free port), or with kGrpcSamePort on no port of its
+  // own: it then serves the connections adopt() hands it (the HTTP port's h2c ones). `global_limit` is
+  // the number of requests in flight (both protocols) beyond which inference answers RESOURCE_EXHAUSTED.
   static Result<std::unique_ptr<GrpcServer>> start(Server::State& state, int port, size_t global_limit);
   ~GrpcServer();  // stop()
   GrpcServer(const GrpcServer&) = delete;
   GrpcServer& operator=(const GrpcServer&) = delete;
 
-  uint16_t port() const;
+  uint16_t port() const;  // 0 with kGrpcSamePort
+  // Serves the connected socket `fd` (which opened with HTTP/2's preface, unread) as a gRPC client
+  // connection; takes ownership of it (closed at once once stop() has begun). Thread-safe.
+  void adopt(int fd);
   // Stops listening and waits for the calls in progress to be answered (they still need the workers
   // and batchers: stop this first), cancelling those still open after a short grace period.
   void stop();

@@ -79,4 +79,10 @@ std::optional<Refusal> check_framing(const RequestParser& p) {
   return std::nullopt;
 }
 
+Opening classify_opening(std::string_view head) {
+  const size_t n = std::min(head.size(), kHttp2Preface.size());
+  if (head.substr(0, n) != kHttp2Preface.substr(0, n)) return Opening::kHttp1;
+  return n == kHttp2Preface.size() ? Opening::kHttp2 : Opening::kUndecided;
+}
+
 }  // namespace gantry::server::framing

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "gantry/server/http_server.h"
 
@@ -49,5 +50,17 @@ struct Refusal {
 // otherwise lets a second request hide in the body) -> 400; a known coding we do not decode (`gzip,
 // chunked`) -> 501. Content-Length together with Transfer-Encoding is refused by Beast already.
 std::optional<Refusal> check_framing(const RequestParser& p);
+
+// HTTP/2's connection preface (RFC 9113 §3.4): how a client that knows the server speaks HTTP/2 without
+// an upgrade ("prior knowledge", as every cleartext gRPC client does) opens the connection.
+inline constexpr std::string_view kHttp2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+enum class Opening { kHttp2, kHttp1, kUndecided };
+
+// What a connection whose first bytes are `head` speaks: kHttp2 once the whole preface has arrived,
+// kHttp1 as soon as a byte differs from it (an HTTP/1.x request line does by its second byte, "PRI"
+// being no method we serve; garbage is HTTP/1's to refuse), kUndecided while `head` is a proper prefix
+// of the preface, the empty one included (more bytes are needed).
+Opening classify_opening(std::string_view head);
 
 }  // namespace gantry::server::framing

@@ -1,11 +1,14 @@
 #include "gantry/server/http_server.h"
 
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <charconv>
 #include <deque>
 #include <limits>
@@ -259,6 +262,7 @@ class Session : public std::enable_shared_from_this<Session> {
         socket_(std::move(socket)),
         read_timer_(socket_.get_executor()),
         write_timer_(socket_.get_executor()),
+        peek_timer_(socket_.get_executor()),
         reads_(socket_, [this] { closed_by_exception(); }),
         buffer_(framing::make_read_buffer(server.options.limits)),
         slot_(slot) {
@@ -273,7 +277,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void start() {
     note_remote();
-    dispatch([](Session& s) { s.read_header(); });
+    dispatch([](Session& s) {
+      if (s.server_.hooks.on_http2) {
+        s.arm_read_timer(s.limits().header_timeout);
+        s.peek_opening();
+      } else {
+        s.read_header();
+      }
+    });
   }
 
   // A connection over the limit: the answer now, nothing of its request read.
@@ -304,6 +315,7 @@ class Session : public std::enable_shared_from_this<Session> {
     ++write_timer_gen_;
     read_timer_.cancel();  // a pending wait would hold the session (and run()) until it expired
     write_timer_.cancel();
+    peek_timer_.cancel();
     error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
@@ -459,6 +471,61 @@ class Session : public std::enable_shared_from_this<Session> {
   void disarm_write_timer() {
     ++write_timer_gen_;
     write_timer_.cancel();
+  }
+
+  // HTTP/2 on this port too (HttpHooks::on_http2): which protocol the connection opens with, from its
+  // first bytes peeked, never consumed (HTTP/2's server must read them again). The read timer (the
+  // header timeout) is armed.
+  void peek_opening() {
+    if (closed_) return;
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](error_code ec) {
+      self->guarded([ec](Session& s) { s.on_readable(ec); });
+    });
+  }
+
+  void on_readable(error_code ec) {
+    if (closed_) return;
+    if (ec || read_timed_out_) {
+      close();  // gone, or nothing decisive within the header timeout: no one to answer
+      return;
+    }
+    std::array<char, framing::kHttp2Preface.size()> head{};
+    const ssize_t n = ::recv(socket_.native_handle(), head.data(), head.size(), MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      close();
+      return;
+    }
+    switch (n < 0 ? framing::Opening::kUndecided
+                  : framing::classify_opening(std::string_view(head.data(), static_cast<size_t>(n)))) {
+      case framing::Opening::kHttp1:
+        disarm_read_timer();
+        read_header();
+        return;
+      case framing::Opening::kHttp2:
+        disarm_read_timer();
+        hand_over_http2();
+        return;
+      case framing::Opening::kUndecided:
+        // Part of the preface (or nothing yet): the socket stays readable with those bytes unread, so
+        // waiting for readability again would spin; look again shortly, until the read timer expires.
+        peek_timer_.expires_after(std::chrono::milliseconds(n < 0 ? 0 : 5));
+        peek_timer_.async_wait([self = shared_from_this()](error_code tec) {
+          if (!tec) self->guarded([](Session& s) { s.peek_opening(); });
+        });
+        return;
+    }
+  }
+
+  void hand_over_http2() {
+    error_code ec;
+    const int fd = socket_.release(ec);  // deregisters it from the reactor; the socket stays open
+    if (ec) {
+      GANTRY_LOG_WARN("http: {}: cannot hand an HTTP/2 connection over: {}", remote_, ec.message());
+      close();
+      return;
+    }
+    close();  // this session's part ends (its socket object no longer holds the descriptor)
+    if (!run_logged("handing an HTTP/2 connection over", [&] { server_.hooks.on_http2(fd); })) ::close(fd);
   }
 
   void read_header() {
@@ -748,7 +815,8 @@ class Session : public std::enable_shared_from_this<Session> {
   tcp::socket socket_;  // its executor is the session's strand
   net::steady_timer read_timer_;
   net::steady_timer write_timer_;
-  GuardedReads reads_;  // socket_ for Beast's reads
+  net::steady_timer peek_timer_;  // HTTP/2 detection: the next look at an undecided opening
+  GuardedReads reads_;            // socket_ for Beast's reads
   uint64_t read_timer_gen_ = 0;
   uint64_t write_timer_gen_ = 0;
   bool read_timed_out_ = false;

@@ -6,6 +6,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
+
 #include "gantry/core/utf8.h"
 #include "gantry/runtime/runtime.h"
 
@@ -149,7 +151,7 @@ std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauge
       .Set(static_cast<double>(gauges.inflight_requests));
   BuildGauge()
       .Name("gantry_ready")
-      .Help("1 while the server accepts requests, 0 while draining")
+      .Help("1 while /v2/health/ready answers 200 (every model asked for loaded, not draining), else 0")
       .Register(now)
       .Add({})
       .Set(gauges.ready ? 1 : 0);
@@ -159,10 +161,26 @@ std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauge
                         .Name("gantry_model_memory_bytes")
                         .Help("Memory reserved for a model, per device")
                         .Register(now);
+  auto& kv_used = BuildGauge()
+                      .Name("gantry_kv_cache_used_cells")
+                      .Help("KV cache cells held by running requests (prompt and max_tokens each), per model")
+                      .Register(now);
+  auto& kv_cells = BuildGauge().Name("gantry_kv_cache_cells").Help("KV cache cells per model").Register(now);
+  auto& kv_ratio = BuildGauge()
+                       .Name("gantry_kv_cache_usage_ratio")
+                       .Help("KV cache cells held by running requests / cells, per model (0..1)")
+                       .Register(now);
   int ready = 0;
   for (const auto& m : runtime.models()) {
     if (m.state != runtime::ModelState::kReady) continue;
     ++ready;
+    if (m.stats.kv_cells > 0) {
+      const auto used = std::min(m.stats.kv_cells_used, m.stats.kv_cells);
+      kv_used.Add({{"model", label(m.name)}}).Set(static_cast<double>(used));
+      kv_cells.Add({{"model", label(m.name)}}).Set(static_cast<double>(m.stats.kv_cells));
+      kv_ratio.Add({{"model", label(m.name)}})
+          .Set(static_cast<double>(used) / static_cast<double>(m.stats.kv_cells));
+    }
     for (const auto& [device, bytes] : m.reserved_bytes) {
       model_mem.Add({{"model", label(m.name)}, {"device", to_valid_utf8(device)}})
           .Set(static_cast<double>(bytes));

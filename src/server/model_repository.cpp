@@ -64,6 +64,22 @@ Status ModelRepository::copy(std::string_view existing, const std::string& name)
   return Status();
 }
 
+Status ModelRepository::rename(std::string_view from, const std::string& to) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(from);
+  if (it == entries_.end()) return NotFound("model '" + std::string(from) + "' is not served here");
+  if (from == to) return Status();
+  if (entries_.contains(to))
+    return InvalidArgument("the name '" + to + "' is taken by another model (" +
+                           entries_.find(to)->second->source.string() + ")");
+  RepositoryEntry e = *it->second;
+  e.name = to;
+  e.runtime_name = to;
+  entries_.erase(it);
+  entries_.emplace(to, std::make_shared<const RepositoryEntry>(std::move(e)));
+  return Status();
+}
+
 std::shared_ptr<const RepositoryEntry> ModelRepository::remove(std::string_view name) {
   std::lock_guard lock(mu_);
   auto it = entries_.find(name);
@@ -89,6 +105,9 @@ bool ModelRepository::empty() const {
 Status ModelRepository::add_directory(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return NotFound("--model-repository " + dir.string() + ": not a directory");
+  // The directory is one package itself (KServe's storage initializer unpacks a package's directory
+  // straight into /mnt/models).
+  if (fs::exists(dir / std::string(model::kManifestFileName), ec)) return add(dir);
   std::vector<fs::path> found;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const auto& p = e.path();

@@ -508,6 +508,27 @@ std::shared_ptr<DynamicBatcher> Server::State::batcher(const std::string& name,
   return b;
 }
 
+bool Server::State::ready(std::string* why) const {
+  if (draining.load() || unready.load()) {
+    if (why) *why = "the server is shutting down";
+    return false;
+  }
+  std::vector<std::string> missing;
+  for (const auto& name : required_models) {
+    if (!repository.in_use(name)) continue;  // deleted since: no longer asked for
+    auto info = runtime.manager().info(name);
+    if (!info || info->state != runtime::ModelState::kReady)
+      missing.push_back(name + " (" +
+                        (info ? std::string(runtime::model_state_name(info->state)) : "not loaded") + ")");
+  }
+  if (missing.empty()) return true;
+  if (why) {
+    *why = "not every model is loaded:";
+    for (const auto& m : missing) *why += " " + m;
+  }
+  return false;
+}
+
 boost::asio::thread_pool& Server::State::metadata_pool() {
   return options.load_on_demand ? workers : control;
 }
@@ -522,7 +543,7 @@ ServerGauges Server::State::gauges(size_t own_requests) {
   g.open_connections = http ? http->open_connections() : 0;
   const size_t n = inflight.load();
   g.inflight_requests = n > own_requests ? n - own_requests : 0;
-  g.ready = !draining.load();
+  g.ready = ready();
   return g;
 }
 
@@ -538,12 +559,19 @@ Server::~Server() {
 
 uint16_t Server::port() const { return state_->http->port(); }
 
-uint16_t Server::grpc_port() const { return state_->grpc ? state_->grpc->port() : 0; }
+uint16_t Server::grpc_port() const {
+  if (!state_->grpc) return 0;
+  return state_->options.grpc_port == kGrpcSamePort ? port() : state_->grpc->port();
+}
 
 std::string Server::url() const {
   std::string host = state_->options.host;
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
   return "http://" + host + ":" + std::to_string(port());
+}
+
+void Server::set_unready() {
+  if (!state_->unready.exchange(true)) GANTRY_LOG_INFO("readiness is 503; requests are still served");
 }
 
 bool Server::drain(std::chrono::milliseconds timeout) {
@@ -595,6 +623,20 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   if (state->repository.empty()) {
     return InvalidArgument("no models to serve: name model files or packages, or --model-repository DIR");
   }
+  if (!o.model_name.empty()) {
+    const auto entries = state->repository.entries();
+    if (entries.size() != 1) {
+      std::string names;
+      for (const auto& e : entries) names += (names.empty() ? "" : ", ") + e.name;
+      return InvalidArgument("--model-name " + o.model_name + " names one model, but there are " +
+                             std::to_string(entries.size()) + ": " + names +
+                             " (give one model file, package or a repository holding one)");
+    }
+    GANTRY_RETURN_IF_ERROR(state->repository.rename(entries.front().name, o.model_name));
+  }
+  if (!o.load_on_demand) {
+    for (const auto& e : state->repository.entries()) state->required_models.push_back(e.runtime_name);
+  }
   {
     std::vector<std::string> names;
     for (const auto& e : state->repository.entries()) names.push_back(e.name);
@@ -638,12 +680,14 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
       case Route::kLive:
         reply->json(200, R"({"live":true})");
         return;
-      case Route::kReady:
-        if (s->draining.load())
-          reply->error(503, "the server is shutting down");
-        else
+      case Route::kReady: {
+        std::string why;
+        if (s->ready(&why))
           reply->json(200, R"({"ready":true})");
+        else
+          reply->error(503, why);
         return;
+      }
       case Route::kServerMetadata:
         reply->json(200, json{{"name", "gantry"},
                               {"version", GANTRY_VERSION_STRING},
@@ -761,8 +805,15 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   http.limits.max_body_bytes = o.max_body_bytes;
   http.limits.header_timeout = o.header_timeout;
   http.limits.body_timeout = o.body_timeout;
+  if (o.grpc_port == kGrpcSamePort) {
+    // gRPC first: the HTTP port hands it the connections that open with HTTP/2's preface.
+    GANTRY_ASSIGN_OR_RETURN(state->grpc, GrpcServer::start(*state, kGrpcSamePort, global_limit));
+    hooks.on_http2 = [s](int fd) { s->grpc->adopt(fd); };
+  }
   GANTRY_ASSIGN_OR_RETURN(state->http, HttpServer::start(http, std::move(hooks)));
-  if (const int grpc_port = o.grpc_port.value_or(kDefaultGrpcPort); grpc_port >= 0) {
+  if (o.grpc_port == kGrpcSamePort) {
+    GANTRY_LOG_INFO("KServe v2 gRPC (h2c) on the HTTP port {}", state->http->port());
+  } else if (const int grpc_port = o.grpc_port.value_or(o.default_grpc_port); grpc_port >= 0) {
     auto grpc = GrpcServer::start(*state, grpc_port, global_limit);
     if (grpc.ok())
       state->grpc = std::move(*grpc);

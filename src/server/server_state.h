@@ -103,6 +103,10 @@ struct Server::State {
   Metrics metrics;
   ResponseStore responses{options.responses_store};  // the Responses API's kept responses
   std::atomic<bool> draining{false};
+  std::atomic<bool> unready{false};  // set_unready(): readiness 503, requests still served
+  // The runtime names of the models asked for at start (unless loaded on demand): readiness waits for
+  // each that the repository still lists.
+  std::vector<std::string> required_models;
   std::atomic<size_t> inflight{0};
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
   std::mutex mu;  // guards outstanding, batchers
@@ -128,6 +132,10 @@ struct Server::State {
   // max_queue at once. False: answer 429.
   bool admit(const std::string& model, size_t capacity);
   void release(const std::string& model);
+
+  // Readiness (/v2/health/ready, gRPC ServerReady, gantry_ready): not draining nor set unready, and
+  // every required model loaded. Otherwise false, with the reason in `why` when given.
+  bool ready(std::string* why = nullptr) const;
 
   // The pool for a request about one model's metadata: `control`, unless answering may load the model
   // (--load-on-demand), which is slow work for `workers`.

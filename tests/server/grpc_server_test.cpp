@@ -145,6 +145,37 @@ TEST_F(GrpcServerTest, OversizedPromptAndZeroBatchAreInvalidArgument) {
   (*srv)->stop();
 }
 
+// --grpc-port same: gRPC on the HTTP port; set_unready() (the start of --drain-delay) turns ServerReady
+// false while every other call is still served, unlike drain().
+TEST_F(GrpcServerTest, SamePortServesGrpcAndSetUnreadyKeepsServing) {
+  auto srv = Server::start(*rt_, options(kGrpcSamePort));
+  ASSERT_TRUE(srv.ok()) << srv.status().message();
+  ASSERT_EQ((*srv)->grpc_port(), (*srv)->port());
+  auto stub = inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string((*srv)->port()), grpc::InsecureChannelCredentials()));
+  auto ready = [&] {
+    grpc::ClientContext ctx;
+    inference::ServerReadyResponse r;
+    EXPECT_TRUE(stub->ServerReady(&ctx, {}, &r).ok());
+    return r.ready();
+  };
+  auto model_ready = [&] {
+    grpc::ClientContext ctx;
+    inference::ModelReadyRequest req;
+    req.set_name("mlp_64_128_10");
+    inference::ModelReadyResponse r;
+    EXPECT_EQ(stub->ModelReady(&ctx, req, &r).error_code(), grpc::StatusCode::OK);
+    return r.ready();
+  };
+  EXPECT_TRUE(ready());
+  EXPECT_TRUE(model_ready());
+  (*srv)->set_unready();
+  EXPECT_FALSE(ready());
+  EXPECT_TRUE(model_ready()) << "unready is not draining: calls are still served";
+  EXPECT_TRUE((*srv)->drain(std::chrono::seconds(5)));
+  (*srv)->stop();
+}
+
 TEST_F(GrpcServerTest, MinusOneTurnsGrpcOff) {
   auto srv = Server::start(*rt_, options(-1));
   ASSERT_TRUE(srv.ok()) << srv.status().message();

@@ -56,6 +56,35 @@ TEST(ModelRepository, MissingPathsAreNamed) {
   EXPECT_NE(st.message().find("/nonexistent/model.onnx"), std::string::npos);
 }
 
+TEST(ModelRepository, RenameServesAModelUnderAnotherName) {
+  TempDir d;
+  std::ofstream(d.path / "model.onnx") << "x";
+  std::ofstream(d.path / "other.onnx") << "x";
+  ModelRepository repo;
+  ASSERT_TRUE(repo.add(d.path / "model.onnx").ok());
+  ASSERT_TRUE(repo.add(d.path / "other.onnx").ok());
+  ASSERT_TRUE(repo.rename("model", "classifier").ok());
+  EXPECT_EQ(repo.find("model"), nullptr);
+  ASSERT_NE(repo.find("classifier"), nullptr);
+  EXPECT_EQ(repo.find("classifier")->runtime_name, "classifier") << "it loads under its new name";
+  EXPECT_EQ(repo.rename("classifier", "other").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(repo.rename("missing", "x").code(), StatusCode::kNotFound);
+}
+
+TEST(ModelRepository, ADirectoryThatIsAPackageIsThatOneModel) {
+  TempDir d;  // KServe's storage initializer unpacks a package straight into /mnt/models
+  std::ofstream(d.path / "gantry.json")
+      << R"({"name": "detector", "version": "1.0.0", "format": "onnx", "model_file": "m.onnx",
+            "sha256": {"m.onnx": "0000000000000000000000000000000000000000000000000000000000000000"}})";
+  std::ofstream(d.path / "m.onnx") << "x";
+  ModelRepository repo;
+  ASSERT_TRUE(repo.add_directory(d.path).ok());
+  auto entries = repo.entries();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].name, "detector");
+  EXPECT_EQ(entries[0].source, d.path);
+}
+
 TEST(ModelRepository, CopyGivesASecondNameForTheSameModel) {
   TempDir d;
   std::ofstream(d.path / "m.gguf") << "GGUF";

@@ -71,6 +71,9 @@ struct ModelStats {
   int in_flight = 0;      // calls running now
   uint64_t prompt_tokens = 0;
   uint64_t generated_tokens = 0;
+  // Generating backends with a KV cache: cells held by running requests, of kv_cells (0: no cache).
+  uint64_t kv_cells_used = 0;
+  uint64_t kv_cells = 0;
 };
 
 class Model {

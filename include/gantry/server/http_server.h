@@ -100,6 +100,13 @@ struct HttpHooks {
   std::function<HeaderDecision(const HttpRequest& header_only)> on_header;
   // The complete request. Runs on an I/O thread: answer cheap requests inline, hand heavy ones off.
   std::function<void(HttpRequest&&, std::shared_ptr<Exchange>)> on_request;
+  // Optional: HTTP/2 on the same port. When set, each new connection's opening bytes are peeked (not
+  // consumed) before anything is read: one that opens with HTTP/2's connection preface (a cleartext
+  // gRPC client's "prior knowledge" h2c) is handed over here, its descriptor released from this server
+  // (the hook owns it and must close it; it no longer counts against max_connections). Others are
+  // served as HTTP/1.1. The header timeout bounds the wait for the opening bytes. Runs on an I/O
+  // thread; it must not throw (if it does, the descriptor is closed).
+  std::function<void(int fd)> on_http2;
 };
 
 struct HttpServerOptions {

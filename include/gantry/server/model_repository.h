@@ -33,12 +33,16 @@ class ModelRepository {
  public:
   // Adds one model file or package; fails when its name is taken by another source.
   Status add(const std::filesystem::path& source);
-  // Adds every model in `dir` (not recursive into packages); NotFound when `dir` is not a directory.
+  // Adds every model in `dir` (not recursive into packages), or `dir` itself when it is a package (holds
+  // gantry.json); NotFound when `dir` is not a directory.
   Status add_directory(const std::filesystem::path& dir);
 
   // Adds `name` for the model `existing` names (same source, same loaded model). NotFound when `existing`
   // is not listed; InvalidArgument when `name` is taken by another model (copying onto itself is a no-op).
   Status copy(std::string_view existing, const std::string& name);
+  // Lists the model `from` under `to` instead (it then also loads under `to`). NotFound when `from` is
+  // not listed; InvalidArgument when `to` is taken by another model.
+  Status rename(std::string_view from, const std::string& to);
   // Removes `name`; the removed entry, or nullptr when it was not listed.
   std::shared_ptr<const RepositoryEntry> remove(std::string_view name);
   // True when some listed name loads as `runtime_name`.

@@ -24,7 +24,11 @@
 
 namespace gantry::server {
 
-inline constexpr int kDefaultGrpcPort = 8001;  // Triton's and KServe's
+inline constexpr int kDefaultGrpcPort = 8001;        // Triton's
+inline constexpr int kKserveDefaultGrpcPort = 8081;  // KServe's (its runtimes' gRPC container port)
+// --grpc-port same: cleartext gRPC (h2c) on the HTTP port, told apart by HTTP/2's connection preface
+// (one port per container, as Knative allows).
+inline constexpr int kGrpcSamePort = -2;
 
 struct ServeOptions {
   std::vector<std::string> models;  // MODEL|PKG arguments
@@ -36,8 +40,13 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;  // 0: any free port
   // KServe v2 gRPC, on the same host. Unset: kDefaultGrpcPort, or no gRPC (with a warning) when that
-  // port is taken; set: that port (a taken one fails start), 0 any free port, -1 no gRPC.
+  // port is taken; set: that port (a taken one fails start), 0 any free port, -1 no gRPC,
+  // kGrpcSamePort the HTTP port.
   std::optional<int> grpc_port;
+  int default_grpc_port = kDefaultGrpcPort;  // the port when grpc_port is unset (KServe's way: 8081)
+  // Serve the one model under this name (KServe's --model-name {{.Name}}): start fails unless the
+  // arguments and the repository hold exactly one model.
+  std::string model_name;
   std::vector<std::filesystem::path> api_key_files;
   bool insecure_no_auth = false;  // allow a non-loopback --host without a key
   size_t max_queue = 64;          // requests waiting per model before 429
@@ -71,11 +80,14 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   uint16_t port() const;
-  uint16_t grpc_port() const;  // 0 when gRPC is off
+  uint16_t grpc_port() const;  // 0 when gRPC is off; port() with kGrpcSamePort
   std::string url() const;     // "http://127.0.0.1:8080"
   // Stops accepting and turns readiness to 503; then waits (up to `timeout`) for every accepted
   // request to be answered. True when all were.
   bool drain(std::chrono::milliseconds timeout);
+  // Readiness turns 503 (gRPC ServerReady false) while requests are still accepted and served: a load
+  // balancer or Kubernetes that polls readiness stops sending before drain() starts refusing.
+  void set_unready();
   void stop();  // closes every connection
 
   struct State;

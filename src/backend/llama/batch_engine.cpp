@@ -829,7 +829,10 @@ void BatchEngine::clear_cache() {
 
 EngineStats BatchEngine::stats() const {
   std::lock_guard lock(mu_);
-  return stats_;
+  EngineStats s = stats_;
+  s.kv_cells_reserved = reserved_;
+  s.kv_cells = ctx_->n_ctx();
+  return s;
 }
 
 }  // namespace gantry::llama

@@ -306,6 +306,16 @@ Status LlamaModel::reset() {
   return Status::Ok();
 }
 
+backend::ModelStats LlamaModel::stats() const {
+  backend::ModelStats s = Model::stats();
+  if (engine_) {
+    const EngineStats e = engine_->stats();
+    s.kv_cells_used = e.kv_cells_reserved;
+    s.kv_cells = e.kv_cells;
+  }
+  return s;
+}
+
 Result<std::unique_ptr<backend::Generation>> LlamaModel::start_generation(GenerationRequest request) {
   auto guard = enter();
   if (!guard.ok()) return guard.status();

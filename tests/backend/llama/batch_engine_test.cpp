@@ -177,11 +177,19 @@ TEST(BatchEngine, FinishedSequencesReleaseTheirKvCells) {
     ASSERT_TRUE(h.ok());
     handles.push_back(*h);
   }
+  // What /metrics shows as gantry_kv_cache_*: nothing held before admission, the running sequences'
+  // reservations after a step, nothing once they are done.
+  EXPECT_EQ((*e)->stats().kv_cells_reserved, 0u);
+  EXPECT_EQ((*e)->stats().kv_cells, 256u);
+  ASSERT_TRUE((*e)->step().ok());
+  EXPECT_GT((*e)->stats().kv_cells_reserved, 90u) << "at least one running sequence's prompt and max_tokens";
+  EXPECT_LE((*e)->stats().kv_cells_reserved, 256u);
   for (auto& h : handles) {
     auto r = (*e)->wait(h);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     EXPECT_GT(r->tokens.size(), 0u);
   }
+  EXPECT_EQ((*e)->stats().kv_cells_reserved, 0u);
   // The idle slots keep their last prompt (the prompt cache) until clear_cache().
   EXPECT_GE((*e)->context().sequence_pos_max(0), 0);
   (*e)->clear_cache();

@@ -77,6 +77,10 @@ struct EngineStats {
   uint64_t completed = 0;              // sequences finished (any reason, errors included)
   size_t active = 0;                   // sequences
   size_t pending = 0;                  // requests
+  // The KV cache: cells held for the running requests (prompt and max_tokens each, as admission
+  // reserves them; idle slots' reusable prompt cache not counted) out of all of them (n_ctx).
+  size_t kv_cells_reserved = 0;
+  size_t kv_cells = 0;
 };
 
 class BatchEngine {

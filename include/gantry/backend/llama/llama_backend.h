@@ -35,7 +35,8 @@ class LlamaModel final : public backend::Model, public backend::TextModel {
   Result<std::vector<backend::NamedTensor>> infer_one(std::span<const backend::NamedTensor> inputs) override;
   Result<std::vector<std::vector<backend::NamedTensor>>> infer_batch(
       std::span<const std::vector<backend::NamedTensor>> requests) override;
-  Status reset() override;  // cancels every sequence, clears the KV cache
+  Status reset() override;                     // cancels every sequence, clears the KV cache
+  backend::ModelStats stats() const override;  // Model's, with the engine's KV cache use
 
   // The returned Generation must not outlive this model. It counts as an in-flight call (drain()
   // waits for it) until it has been waited for or destroyed.
