@@ -159,10 +159,24 @@ std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauge
                         .Name("gantry_model_memory_bytes")
                         .Help("Memory reserved for a model, per device")
                         .Register(now);
+  // Speculative decoding, per model that does it: cumulative engine counters (a model loaded again
+  // starts from 0, which Prometheus reads as a counter reset).
+  auto& drafted = BuildCounter()
+                      .Name("gantry_draft_tokens_total")
+                      .Help("Tokens drafted for speculative decoding and verified by the model")
+                      .Register(now);
+  auto& accepted = BuildCounter()
+                       .Name("gantry_draft_tokens_accepted_total")
+                       .Help("Drafted tokens the model accepted (its own choice at that position)")
+                       .Register(now);
   int ready = 0;
   for (const auto& m : runtime.models()) {
     if (m.state != runtime::ModelState::kReady) continue;
     ++ready;
+    if (m.stats.speculative) {
+      drafted.Add({{"model", label(m.name)}}).Increment(static_cast<double>(m.stats.draft_tokens));
+      accepted.Add({{"model", label(m.name)}}).Increment(static_cast<double>(m.stats.draft_accepted));
+    }
     for (const auto& [device, bytes] : m.reserved_bytes) {
       model_mem.Add({{"model", label(m.name)}, {"device", to_valid_utf8(device)}})
           .Set(static_cast<double>(bytes));

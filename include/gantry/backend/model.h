@@ -71,6 +71,11 @@ struct ModelStats {
   int in_flight = 0;      // calls running now
   uint64_t prompt_tokens = 0;
   uint64_t generated_tokens = 0;
+  // Speculative decoding (backends that do it): whether it is on, tokens drafted and verified, and of
+  // those the ones accepted.
+  bool speculative = false;
+  uint64_t draft_tokens = 0;
+  uint64_t draft_accepted = 0;
 };
 
 class Model {
