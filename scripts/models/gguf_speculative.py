@@ -4,12 +4,15 @@
 Usage: gguf_speculative.py <models-dir> <cache-dir>
   tiny-llama-q8_0.gguf     tiny-llama.gguf (gguf_llama.py, same seed and shape) quantised to Q8_0 with
                            llama.cpp's llama_model_quantize: a draft that agrees with tiny-llama often.
-  spec-target-q8_0.gguf    a target for the speculative benchmarks: llama arch, 12 layers, n_embd 768,
-                           12 heads / 4 KV heads, n_ff 2048 (bench-100m's shape), Q8_0; the writes of
-                           layers 2..11 into the residual stream (attn_output, ffn_down) are scaled by
-                           DEEP_SCALE, so most of what it predicts is decided by its first two layers.
+  spec-target-f32.gguf     a target for the speculative benchmarks: llama arch, 12 layers, n_embd 768,
+                           12 heads / 4 KV heads, n_ff 2048 (bench-100m's shape), F32 (F16 values), so
+                           that on a CPU it is limited by memory bandwidth as large models are (and a
+                           batch of a few tokens costs about what one token does: the regime where
+                           speculative decoding pays); the writes of layers 2..11 into the residual
+                           stream (attn_output, ffn_down) are scaled by DEEP_SCALE, so what it predicts
+                           is mostly decided by its first two layers.
   spec-draft-q8_0.gguf     its draft: those first two layers with the same embeddings, norms and output
-                           head, nothing else (about a third of the target's bytes and work per token).
+                           head, nothing else, Q8_0 (an eighth of the target's bytes).
 Random weights, fixed seeds, the bundle's llama SPM tokenizer (gguf_llama.py's helpers); same bytes on
 every run. Each model is loaded with llama_model_load_from_file as a check.
 """
@@ -24,18 +27,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gguf_llama  # noqa: E402  (its own argv handling reads the same two arguments)
 from gguf_llama import MODELS, build_tool, copy_tokenizer, gguf, write_llama  # noqa: E402
 
-DEEP_SCALE = 0.05
-OUTPUT_SCALE = 0.08  # a sharper output head than gguf_llama's 0.02: fewer near-ties between tokens
+DEEP_SCALE = 0.003    # the target's layers 2..11 barely move the residual stream: the draft agrees ~90%
+OUTPUT_SCALE = 0.15  # a sharper output head than gguf_llama's 0.02: fewer near-ties between tokens  # a sharper output head than gguf_llama's 0.02: fewer near-ties between tokens
 
 
 def write_stack(path: Path, name: str, seed: int, n_layer: int, keep: int, n_embd: int, n_head: int, n_head_kv: int,
-                n_ff: int, n_ctx: int) -> None:
+                n_ff: int, n_ctx: int, f32: bool = False) -> None:
     """Writes the first `keep` of `n_layer` generated layers (all of them when keep == n_layer)."""
     rng = np.random.default_rng(seed)
     hd = n_embd // n_head
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_name(name)
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32 if f32 else gguf.LlamaFileType.MOSTLY_F16)
     w.add_context_length(n_ctx)
     w.add_embedding_length(n_embd)
     w.add_block_count(keep)
@@ -50,7 +53,8 @@ def write_stack(path: Path, name: str, seed: int, n_layer: int, keep: int, n_emb
     w.add_chat_template(gguf_llama.CHATML)
 
     def mat(rows: int, cols: int, scale: float = 0.02) -> np.ndarray:
-        return (rng.standard_normal((rows, cols), dtype=np.float32) * scale).astype(np.float16)
+        m = (rng.standard_normal((rows, cols), dtype=np.float32) * scale).astype(np.float16)
+        return m.astype(np.float32) if f32 else m  # the F32 target holds the F16 values exactly
 
     def norm(n: int) -> np.ndarray:
         return (1.0 + rng.standard_normal(n, dtype=np.float32) * 0.01).astype(np.float32)
@@ -99,13 +103,17 @@ def main() -> None:
     f16.unlink()
 
     shape = dict(n_layer=12, n_embd=768, n_head=12, n_head_kv=4, n_ff=2048, n_ctx=8192)
-    for out, keep in (("spec-target-q8_0.gguf", 12), ("spec-draft-q8_0.gguf", 2)):
+    for out, keep in (("spec-target-f32.gguf", 12), ("spec-draft-q8_0.gguf", 2)):
         f16 = MODELS / (out + ".f16.tmp")
-        write_stack(f16, "gantry-spec-" + ("target" if keep == 12 else "draft"), 2468, keep=keep, **shape)
-        quantise(tool, f16, MODELS / out, "q8_0", threads)
-        f16.unlink()
+        write_stack(f16, "gantry-spec-" + ("target" if keep == 12 else "draft"), 2468, keep=keep,
+                    f32=out.endswith("-f32.gguf"), **shape)
+        if out.endswith("-f32.gguf"):
+            f16.replace(MODELS / out)
+        else:
+            quantise(tool, f16, MODELS / out, "q8_0", threads)
+            f16.unlink()
 
-    for m in ("tiny-llama-q8_0.gguf", "spec-target-q8_0.gguf", "spec-draft-q8_0.gguf"):
+    for m in ("tiny-llama-q8_0.gguf", "spec-target-f32.gguf", "spec-draft-q8_0.gguf"):
         subprocess.run([str(tool), "check", str(MODELS / m)], check=True)
 
 

@@ -30,9 +30,22 @@ Status check_draft_vocabulary(const LlamaWeights& target, const LlamaWeights& dr
         draft.path(), target.path(), why));
   };
   if (llama_vocab_type(vt) != llama_vocab_type(vd)) {
-    return refuse(fmt::format("its vocabulary type is {}, the target's {}",
-                              static_cast<int>(llama_vocab_type(vd)),
-                              static_cast<int>(llama_vocab_type(vt))));
+    const auto name = [](enum llama_vocab_type t) -> std::string {
+      switch (t) {
+        case LLAMA_VOCAB_TYPE_SPM:
+          return "SPM (LLaMA/sentencepiece)";
+        case LLAMA_VOCAB_TYPE_BPE:
+          return "BPE (GPT-2 style)";
+        case LLAMA_VOCAB_TYPE_WPM:
+          return "WPM (BERT WordPiece)";
+        case LLAMA_VOCAB_TYPE_UGM:
+          return "UGM (T5 Unigram)";
+        default:
+          return "type " + std::to_string(static_cast<int>(t));
+      }
+    };
+    return refuse(
+        fmt::format("its tokenizer is {}, the target's {}", name(llama_vocab_type(vd)), name(llama_vocab_type(vt))));
   }
   if (llama_vocab_get_add_bos(vt) != llama_vocab_get_add_bos(vd) ||
       (llama_vocab_get_add_bos(vt) && llama_vocab_bos(vt) != llama_vocab_bos(vd))) {
