@@ -3,7 +3,8 @@
 # - three servers of tiny-llama.gguf (2 slots): without speculation, with a draft model (its Q8_0 copy,
 #   -md as llama-server spells it) and with prompt lookup (--spec-type ngram-simple); the official openai
 #   client (tests/clients/speculative_client_test.mjs) sends the same greedy completions and streamed chats
-#   to each, all at once, and gets the same text from all three;
+#   to each, one at a time, and gets the same text from all three; then all at once to the speculating
+#   ones, which batch them and answer each;
 # - /metrics: gantry_draft_tokens_total and gantry_draft_tokens_accepted_total of the speculating servers
 #   count drafts (accepted <= drafted, both > 0); the plain server has no such series;
 # - a draft model with another vocabulary (tiny-qwen25-tools.gguf) is refused with a message saying so,
