@@ -154,7 +154,7 @@ Result<LlamaSettings> llama_settings(const backend::Placement& p, const plan::Mo
       start = end + 1;
     }
   }
-  s.draft_path = o.draft_model.value_or("");
+  if (sp.draft_max > 0) s.draft_path = o.draft_model.value_or("");  // draft_max 0: no draft model
   s.draft_load.use_mmap = s.load.use_mmap;
   s.draft_load.placement.main_gpu = p.primary_device();
 

@@ -14,7 +14,7 @@
 namespace gantry::llama {
 
 bool SpeculativeOptions::enabled() const {
-  if (draft) return true;
+  if (draft && draft_max > 0) return true;
   return std::any_of(types.begin(), types.end(),
                      [](const std::string& t) { return t.rfind("ngram-", 0) == 0; });
 }
@@ -44,8 +44,8 @@ Status check_draft_vocabulary(const LlamaWeights& target, const LlamaWeights& dr
           return "type " + std::to_string(static_cast<int>(t));
       }
     };
-    return refuse(
-        fmt::format("its tokenizer is {}, the target's {}", name(llama_vocab_type(vd)), name(llama_vocab_type(vt))));
+    return refuse(fmt::format("its tokenizer is {}, the target's {}", name(llama_vocab_type(vd)),
+                              name(llama_vocab_type(vt))));
   }
   if (llama_vocab_get_add_bos(vt) != llama_vocab_get_add_bos(vd) ||
       (llama_vocab_get_add_bos(vt) && llama_vocab_bos(vt) != llama_vocab_bos(vd))) {
@@ -141,7 +141,7 @@ Result<std::unique_ptr<Speculator>> Speculator::create(const LlamaContext& targe
   d.n_max = o.draft_max;
   d.n_min = o.draft_min;
   d.p_min = o.draft_p_min;
-  if (o.draft) {
+  if (o.draft && o.draft_max > 0) {
     if (!memory_drops_tails(o.draft->raw())) {
       return InvalidArgument(
           fmt::format("the draft model {} ({}) has a recurrent memory; use a transformer draft",
@@ -188,7 +188,7 @@ void Speculator::drop(int32_t slot) {
   held_[static_cast<size_t>(slot)].clear();
 }
 
-bool Speculator::sync(std::span<DraftRequest> requests) {
+bool Speculator::sync(std::span<DraftRequest> requests, std::vector<bool>& ready) {
   llama_memory_t mem = llama_get_memory(draft_->raw());
   std::vector<bool> wanted(held_.size(), false);
   size_t need = 0;
@@ -218,8 +218,10 @@ bool Speculator::sync(std::span<DraftRequest> requests) {
       drop(static_cast<int32_t>(slot));
     }
   }
-  // Evaluate what the draft lacks, every sequence's in the same batches.
-  const auto cap = static_cast<int32_t>(draft_->n_batch());
+  // Evaluate what the draft lacks, every sequence's in one batch of at most n_ubatch tokens a step (a
+  // long prompt is caught up over several steps, as the target evaluates it: other streams never wait
+  // for a whole prompt). A sequence not caught up yet gets no draft this step.
+  const auto cap = static_cast<int32_t>(std::min(draft_->n_batch(), draft_->options().n_ubatch));
   llama_batch b = llama_batch_init(cap, 0, 1);
   std::vector<std::pair<int32_t, int32_t>> pending;  // (slot, token) in the batch
   bool ok = true;
@@ -237,15 +239,18 @@ bool Speculator::sync(std::span<DraftRequest> requests) {
     b.n_tokens = 0;
     pending.clear();
   };
-  for (auto& r : requests) {
-    auto& held = held_[static_cast<size_t>(r.slot)];
-    for (size_t k = held.size(); k < r.history.size() && ok; ++k) {
+  ready.assign(requests.size(), false);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const auto& r = requests[i];
+    const size_t have = held_[static_cast<size_t>(r.slot)].size();
+    size_t k = have;
+    for (; k < r.history.size() && b.n_tokens < cap; ++k) {
       add(b, r.history[k], static_cast<llama_pos>(k), r.slot, false);
       pending.emplace_back(r.slot, r.history[k]);
-      if (b.n_tokens == cap) flush();
     }
+    ready[i] = k == r.history.size();
   }
-  if (ok) flush();
+  flush();
   llama_batch_free(b);
   if (!ok) {
     for (auto& r : requests) drop(r.slot);  // a failed decode leaves the cells as before; start over
@@ -265,8 +270,11 @@ void Speculator::draft(std::span<DraftRequest> requests) {
         if (needs_begin_) common_speculative_begin(spec_, r.slot, r.history);
       }
     }
-    if (draft_ && !sync(requests)) return;
-    for (auto& r : requests) {
+    std::vector<bool> ready(requests.size(), true);
+    if (draft_ && !sync(requests, ready)) return;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (!ready[i]) continue;
+      auto& r = requests[i];
       common_speculative_get_draft_params(spec_, r.slot) = {
           /* .drafting = */ true,
           /* .n_max = */ r.n_max,

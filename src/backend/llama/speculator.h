@@ -49,9 +49,10 @@ class Speculator {
 
  private:
   Speculator() = default;
-  // Brings the draft context's cells of each request's slot to exactly its history. False when it
-  // could not (the requests then get no draft).
-  bool sync(std::span<DraftRequest> requests);
+  // Brings the draft context's cells of each request's slot towards exactly its history (at most
+  // n_ubatch tokens evaluated a step); `ready[i]`: request i's are there. False when the decode failed
+  // (the requests then get no draft).
+  bool sync(std::span<DraftRequest> requests, std::vector<bool>& ready);
   void drop(int32_t slot);  // empties the draft's cells of `slot`
 
   SpeculativeOptions options_;

@@ -259,6 +259,31 @@ TEST_F(Speculative, RejectedTokensLeaveNoCellsAndThePromptCacheStillMatches) {
   EXPECT_EQ(second->tokens, first->tokens);
 }
 
+TEST_F(Speculative, ALongPromptIsCaughtUpByTheDraftInPieces) {
+  // The draft evaluates at most n_ubatch (16) tokens a step: a long prompt takes it several steps,
+  // during which the sequence decodes without drafts; then drafting starts, and the text is the same.
+  auto draft = load("tiny-llama-q8_0.gguf");
+  ASSERT_TRUE(draft);
+  std::string prompt;
+  for (int i = 0; prompt.size() < 400; ++i) prompt += prompts()[static_cast<size_t>(i) % prompts().size()] + " ";
+  GenerationRequest r = greedy(prompt, 40);
+  ContextOptions o = ctx_opts(2);
+  o.n_batch = 32;
+  o.n_ubatch = 16;
+  auto plain_engine = BatchEngine::create(target_, o);
+  ASSERT_TRUE(plain_engine.ok());
+  auto want = (*plain_engine)->generate(r);
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  ASSERT_GT(want->n_prompt_tokens, 64);
+  auto e = BatchEngine::create(target_, o, with_draft(draft, 3));
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  auto got = (*e)->generate(r);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(got->tokens, want->tokens);
+  const EngineStats st = (*e)->stats();
+  EXPECT_GT(st.draft_accepted, 0u);
+}
+
 TEST_F(Speculative, PromptLookupGivesTheSameTokensAndAcceptsRepeats) {
   // Random weights repeat themselves soon: a 2-token n-gram finds earlier text to copy.
   SpeculativeOptions ngram;

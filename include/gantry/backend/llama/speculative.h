@@ -36,7 +36,7 @@ struct SpeculativeOptions {
   // The draft's context. n_ctx, n_seq_max, n_batch, n_ubatch and kv_unified are taken from the
   // target's context; the rest (threads, KV type, flash attention) as given here.
   ContextOptions draft_context;
-  int draft_max = 3;         // most tokens one draft has (llama-server's --spec-draft-n-max)
+  int draft_max = 3;         // most tokens one draft has (--spec-draft-n-max); 0: the draft is unused
   int draft_min = 0;         // a shorter draft is not used (--spec-draft-n-min)
   float draft_p_min = 0.0f;  // least probability of a drafted token (--spec-draft-p-min)
   // Draft-free types by llama-server's --spec-type names (ngram-simple, ngram-map-k, ngram-map-k4v,
