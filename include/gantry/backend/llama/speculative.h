@@ -4,7 +4,9 @@
 // the drafted tokens its own sampler would have chosen, plus one more (the first one it disagrees on,
 // or the token after a fully accepted draft). Rejected tokens' KV cells are removed. The output is the
 // output without speculation, token for token, for greedy and seeded sampling alike (the sampler
-// sees the same rows in the same order; llama.cpp's common_sampler_sample_and_accept_n).
+// sees the same rows in the same order; llama.cpp's common_sampler_sample_and_accept_n), up to
+// llama.cpp's rounding: a row computed in a batch differs from the same row alone in the last bits,
+// which can tip a near-tie (as batching several sequences together can without speculation).
 //
 // Drafts come from llama.cpp's common/speculative.h:
 // - a draft model (llama-server's --model-draft, type draft-simple): a second, smaller GGUF with the
