@@ -160,28 +160,34 @@ Result<backend::MemoryEstimate> LlamaBackend::estimate_file(const std::string& p
       "weights {} + KV {} + compute {} + output {} bytes",
       m.n_ctx, s.context.n_seq_max, s.context.n_batch, kv_type_name(s.context.type_k),
       s.load.placement.n_gpu_layers, m.model_bytes, m.kv_bytes, m.compute_bytes, m.output_bytes);
+  // Speculative decoding: the draft model and its context of the target's size, and the target's
+  // output buffer grown to a logits row for every drafted token a step verifies.
+  int n_draft = 0;  // most tokens one sequence's draft has
   if (!s.draft_path.empty()) {
-    // Speculative decoding: the draft model and its context of the target's size, and the target's
-    // output buffer grown to a logits row for every drafted token a step verifies.
     LlamaSettings ds = s;
     ds.load = s.draft_load;
     ds.context = s.speculative.draft_context;
     auto dm = dry_run_memory(s.draft_path, ds);
     if (!dm.ok()) return dm.status().with_context("estimating the draft model (draft_model)");
     for (const auto& d : dm->devices) e.bytes[d.device] += d.total_bytes;
-    const auto n_vocab =
-        static_cast<uint64_t>(m.output_bytes / sizeof(float) / std::max(1u, s.context.n_seq_max));
-    const uint64_t rows =
-        std::min<uint64_t>(s.context.n_batch, static_cast<uint64_t>(s.context.n_seq_max) *
-                                                  static_cast<uint64_t>(1 + s.speculative.draft_max));
-    const uint64_t extra_output =
-        rows > s.context.n_seq_max ? (rows - s.context.n_seq_max) * n_vocab * sizeof(float) : 0;
-    e.bytes["cpu"] += extra_output;
-    e.basis += fmt::format(
-        "; draft model {} at {} GPU layer(s): weights {} + KV {} + compute {} + output {} bytes; "
-        "target output for {} drafted rows {} bytes",
-        s.draft_path, s.draft_load.placement.n_gpu_layers, dm->model_bytes, dm->kv_bytes, dm->compute_bytes,
-        dm->output_bytes, rows - std::min<uint64_t>(rows, s.context.n_seq_max), extra_output);
+    e.basis +=
+        fmt::format("; draft model {} at {} GPU layer(s): weights {} + KV {} + compute {} + output {} bytes",
+                    s.draft_path, s.draft_load.placement.n_gpu_layers, dm->model_bytes, dm->kv_bytes,
+                    dm->compute_bytes, dm->output_bytes);
+    n_draft = s.speculative.draft_max;
+  }
+  for (const auto& t : s.speculative.types) {
+    if (t.rfind("ngram-", 0) == 0)
+      n_draft = std::max({n_draft, s.speculative.ngram_size_m, 64});  // ngram-mod: 64
+  }
+  if (n_draft > 0) {
+    const auto n_seq = static_cast<uint64_t>(std::max(1u, s.context.n_seq_max));
+    const uint64_t n_vocab = m.output_bytes / sizeof(float) / n_seq;
+    const uint64_t rows = std::min<uint64_t>(s.context.n_batch, n_seq * static_cast<uint64_t>(1 + n_draft));
+    const uint64_t extra = rows > n_seq ? (rows - n_seq) * n_vocab * sizeof(float) : 0;
+    e.bytes["cpu"] += extra;
+    e.basis +=
+        fmt::format("; target logits for {} drafted rows {} bytes", rows - std::min(rows, n_seq), extra);
   }
   return e;
 }

@@ -344,6 +344,13 @@ TEST(SpeculativeModel, TheBackendLoadsAndBudgetsTheDraftWithTheTarget) {
   // The draft's Q8_0 weights (4.4 MB) and its own KV cache come on top.
   EXPECT_GT(spec->bytes.at("cpu"), plain->bytes.at("cpu") + 4'000'000);
   EXPECT_NE(spec->basis.find("draft model"), std::string::npos) << spec->basis;
+  backend::Placement lookup = p;
+  lookup.llama.draft_model.reset();
+  lookup.llama.spec_type = "ngram-simple";
+  auto ngram = be.estimate_file(target, lookup);
+  ASSERT_TRUE(ngram.ok()) << ngram.status().to_string();
+  // No model, but up to 64 more rows of logits (32000 floats each) a step.
+  EXPECT_EQ(ngram->bytes.at("cpu"), plain->bytes.at("cpu") + 64u * 32000u * 4u) << ngram->basis;
 
   auto m = be.load_file(target, p);
   ASSERT_TRUE(m.ok()) << m.status().to_string();
