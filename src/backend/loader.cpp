@@ -45,6 +45,11 @@ ProviderRequest request_for(const model::Package& package, const LoadOptions& op
     auto inside = model::resolve_package_file(package.root(), *file, "llama.chat_template_file");
     file = inside.ok() ? inside->string() : (package.root() / *file).string();
   }
+  if (auto& draft = req.base.llama.draft_model) {
+    // So does its draft model (speculative decoding).
+    auto inside = model::resolve_package_file(package.root(), *draft, "llama.draft_model");
+    draft = inside.ok() ? inside->string() : (package.root() / *draft).string();
+  }
   model::overlay(llama, req.base.llama);
   model::overlay(llama, options.llama);
   req.base.llama = std::move(llama);

@@ -6,8 +6,10 @@
 
 #include <clocale>
 #include <cstring>
+#include <vector>
 
 #include "cli/commands.h"
+#include "cli/speculative_flags.h"
 #include "gantry/build_info.h"
 #include "gantry/core/cleanup_registry.h"
 
@@ -51,5 +53,7 @@ extern "C" __attribute__((visibility("default"))) int gantry_engine_main(int arg
   gantry::cli::register_kernel_command(app, exit_code);
   gantry::cli::register_weights_command(app, exit_code);
 
-  return gantry::cli::parse_and_run(app, argc, argv, exit_code);
+  std::vector<char*> args(argv, argv + argc);
+  for (auto& a : args) a = const_cast<char*>(gantry::cli::llama_server_alias(a));
+  return gantry::cli::parse_and_run(app, argc, args.data(), exit_code);
 }

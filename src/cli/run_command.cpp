@@ -163,6 +163,10 @@ int run_model(RunArgs& a) {
   llama.n_gpu_layers = a.gguf.n_gpu_layers;
   if (a.gguf.no_mmap) llama.mmap = false;
   if (!a.gguf.chat_template_file.empty()) llama.chat_template_file = a.gguf.chat_template_file;
+  if (Status st = apply_speculative_flags(a.gguf.speculative, llama); !st.ok()) {
+    std::cerr << "gantry run: error: " << st.message() << "\n";
+    return 2;
+  }
   auto handle = (*rt)->load(a.model, lo);
   if (!handle.ok()) {
     std::cerr << "gantry run: error: " << handle.status().message() << "\n";

@@ -43,6 +43,7 @@ void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& o) {
   cmd.add_flag("--chat", o.chat, "Format the prompt with the model's chat template");
   cmd.add_option("--system", o.system, "System message (with --chat)");
   cmd.add_option("--stop", o.stop, "Stop before this text (repeatable)");
+  add_speculative_flags(cmd, o.speculative);
 }
 
 namespace {

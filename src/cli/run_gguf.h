@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/speculative_flags.h"
 #include "gantry/backend/model.h"
 
 namespace gantry::cli {
@@ -28,6 +29,7 @@ struct RunGgufOptions {
   bool no_mmap = false;  // --no-mmap: read the weights into memory instead of mapping the file
   std::string chat_template_file;  // --chat-template-file: a Jinja chat template instead of the GGUF's
   std::vector<std::string> stop;
+  SpeculativeFlags speculative;  // --draft-model, --draft-max, ... (cli/speculative_flags.h)
 };
 
 // Adds --prompt, --prompt-file, --no-mmap, --max-tokens, --temperature, --top-k, --top-p, --min-p,

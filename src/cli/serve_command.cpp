@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "cli/commands.h"
+#include "cli/speculative_flags.h"
 #include "gantry/memory/budget.h"
 #include "gantry/runtime/runtime.h"
 #include "gantry/server/server.h"
@@ -62,6 +63,7 @@ struct ServeArgs {
   int64_t max_queue_delay_us = 1000;
   bool no_dynamic_batching = false;
   double max_generation_s = 600;
+  SpeculativeFlags speculative;
 };
 
 // Where KServe's storage initializer put the model: STORAGE_URI names the remote copy, the files are at
@@ -149,6 +151,10 @@ int serve(ServeArgs& a) {
     }
   }
   if (a.no_mmap) llama.mmap = false;
+  if (Status s = apply_speculative_flags(a.speculative, llama); !s.ok()) {
+    std::cerr << "gantry serve: " << s.message() << "\n";
+    return 2;
+  }
   for (const auto& [key, value, flag] :
        {std::tuple{"chat_template_file", a.chat_template_file, "--chat-template-file"},
         std::tuple{"reasoning_format", a.reasoning_format, "--reasoning-format"}}) {
@@ -246,6 +252,7 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--reasoning-format", a->reasoning_format,
                   "auto|deepseek: a thinking model's reasoning in reasoning_content (default); none: left in "
                   "the content");
+  add_speculative_flags(*cmd, a->speculative);
   cmd->add_flag("--no-mmap", a->no_mmap,
                 "Read GGUF weights into memory instead of mapping them (a mapped file overwritten in place "
                 "ends the process with SIGBUS; to update a model, rename a new file over the old one)");

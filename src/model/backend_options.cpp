@@ -39,11 +39,52 @@ constexpr std::array kIntOptions = {
     IntOption{"n_ubatch", &LlamaOptions::n_ubatch, 1, 1 << 20},
     IntOption{"n_gpu_layers", &LlamaOptions::n_gpu_layers, -1, 1 << 16},
     IntOption{"max_tokens", &LlamaOptions::max_tokens, 1, 1 << 24},
+    IntOption{"draft_max", &LlamaOptions::draft_max, 0, 1024},
+    IntOption{"draft_min", &LlamaOptions::draft_min, 0, 1024},
+    IntOption{"spec_ngram_size_n", &LlamaOptions::spec_ngram_size_n, 1, 1024},
+    IntOption{"spec_ngram_size_m", &LlamaOptions::spec_ngram_size_m, 1, 1024},
 };
 
-constexpr std::array<std::string_view, 12> kKeys = {
-    "n_ctx",   "parallel",   "n_batch", "n_ubatch",   "n_gpu_layers",       "tensor_split",
-    "kv_type", "flash_attn", "mmap",    "max_tokens", "chat_template_file", "reasoning_format"};
+constexpr std::array<std::string_view, 19> kKeys = {"n_ctx",
+                                                    "parallel",
+                                                    "n_batch",
+                                                    "n_ubatch",
+                                                    "n_gpu_layers",
+                                                    "tensor_split",
+                                                    "kv_type",
+                                                    "flash_attn",
+                                                    "mmap",
+                                                    "max_tokens",
+                                                    "chat_template_file",
+                                                    "reasoning_format",
+                                                    "draft_model",
+                                                    "draft_max",
+                                                    "draft_min",
+                                                    "draft_p_min",
+                                                    "spec_type",
+                                                    "spec_ngram_size_n",
+                                                    "spec_ngram_size_m"};
+
+// llama-server's --spec-type names (common/speculative.cpp) that need no draft model, plus "none" and
+// "draft-simple" (what a draft model does anyway).
+constexpr std::array<std::string_view, 7> kSpecTypes = {
+    "none", "draft-simple", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"};
+
+Status check_spec_type(std::string_view text) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view name = text.substr(start, end - start);
+    if (std::find(kSpecTypes.begin(), kSpecTypes.end(), name) == kSpecTypes.end()) {
+      return InvalidArgument(
+          fmt::format("llama.cpp option spec_type='{}' names an unknown type '{}' (known: {})", text, name,
+                      fmt::join(kSpecTypes, ", ")));
+    }
+    start = end + 1;
+  }
+  return Status::Ok();
+}
 
 Status bad(std::string_view key, std::string_view value, std::string_view what) {
   return InvalidArgument(fmt::format("llama.cpp option {}='{}' {}", key, value, what));
@@ -122,6 +163,18 @@ Status set_llama_option(LlamaOptions& o, std::string_view key, std::string_view 
       return bad(key, value, "must be auto, deepseek or none");
     }
     o.reasoning_format = std::string(value);
+  } else if (key == "draft_model") {
+    if (value.empty() || value.size() > 4096) return bad(key, value.substr(0, 80), "must be a file path");
+    o.draft_model = std::string(value);
+  } else if (key == "draft_p_min") {
+    float f = 0;
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), f);
+    if (value.empty() || ec != std::errc() || ptr != value.data() + value.size() || !(f >= 0 && f <= 1))
+      return bad(key, value, "must be a probability in 0..1");
+    o.draft_p_min = f;
+  } else if (key == "spec_type") {
+    GANTRY_RETURN_IF_ERROR(check_spec_type(value));
+    o.spec_type = std::string(value);
   } else {
     return InvalidArgument(
         fmt::format("unknown llama.cpp option '{}' (known: {})", key, fmt::join(kKeys, ", ")));
@@ -146,6 +199,9 @@ std::map<std::string, std::string> llama_option_texts(const LlamaOptions& o) {
   if (o.mmap) out.emplace("mmap", *o.mmap ? "on" : "off");
   if (o.chat_template_file) out.emplace("chat_template_file", *o.chat_template_file);
   if (o.reasoning_format) out.emplace("reasoning_format", *o.reasoning_format);
+  if (o.draft_model) out.emplace("draft_model", *o.draft_model);
+  if (o.draft_p_min) out.emplace("draft_p_min", fmt::format("{}", *o.draft_p_min));
+  if (o.spec_type) out.emplace("spec_type", *o.spec_type);
   return out;
 }
 
@@ -168,6 +224,13 @@ Status validate_llama_options(const LlamaOptions& o) {
     return InvalidArgument(fmt::format(
         "a quantised V cache ({}) needs flash attention: use flash_attn on (or auto) or kv_type f16",
         kv_type_name(*o.kv_type)));
+  if (o.draft_p_min && !(*o.draft_p_min >= 0 && *o.draft_p_min <= 1))
+    return bad("draft_p_min", fmt::format("{}", *o.draft_p_min), "must be a probability in 0..1");
+  if (o.spec_type) GANTRY_RETURN_IF_ERROR(check_spec_type(*o.spec_type));
+  if (o.draft_model && o.draft_model->empty()) return bad("draft_model", "", "must be a file path");
+  if (o.draft_min && o.draft_max && *o.draft_min > *o.draft_max)
+    return InvalidArgument(
+        fmt::format("llama.cpp option draft_min={} must be <= draft_max ({})", *o.draft_min, *o.draft_max));
   return Status::Ok();
 }
 
@@ -180,6 +243,9 @@ void overlay(LlamaOptions& base, const LlamaOptions& over) {
   if (over.mmap) base.mmap = over.mmap;
   if (over.chat_template_file) base.chat_template_file = over.chat_template_file;
   if (over.reasoning_format) base.reasoning_format = over.reasoning_format;
+  if (over.draft_model) base.draft_model = over.draft_model;
+  if (over.draft_p_min) base.draft_p_min = over.draft_p_min;
+  if (over.spec_type) base.spec_type = over.spec_type;
 }
 
 }  // namespace gantry::model

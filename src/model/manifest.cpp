@@ -358,8 +358,12 @@ class Reader {
     for (const auto& [key, value] : j.items()) {
       const std::string kf = join(f, key);
       std::string text;
-      if (key == "kv_type" || key == "chat_template_file" || key == "reasoning_format") {
+      if (key == "kv_type" || key == "chat_template_file" || key == "reasoning_format" ||
+          key == "draft_model" || key == "spec_type") {
         GANTRY_ASSIGN_OR_RETURN(text, string(value, kf));
+      } else if (key == "draft_p_min") {
+        if (!value.is_number()) return fail(kf, "must be a number, got " + type_of(value));
+        text = value.dump();
       } else if (key == "flash_attn") {
         if (value.is_boolean()) {
           text = value.get<bool>() ? "on" : "off";
@@ -610,8 +614,11 @@ std::string manifest_to_json(const Manifest& m, int indent) {
   if (const auto& l = m.llama; !l.empty()) {
     OrderedJson lj = OrderedJson::object();
     for (const auto& [key, text] : llama_option_texts(l)) {
-      if (key == "kv_type" || key == "chat_template_file" || key == "reasoning_format")
+      if (key == "kv_type" || key == "chat_template_file" || key == "reasoning_format" ||
+          key == "draft_model" || key == "spec_type")
         lj[key] = text;
+      else if (key == "draft_p_min")
+        lj[key] = *l.draft_p_min;
       else if (key == "flash_attn" || key == "mmap")
         lj[key] = text == "on";
       else if (key == "tensor_split")

@@ -170,6 +170,16 @@ std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauge
                        .Name("gantry_kv_cache_usage_ratio")
                        .Help("KV cache cells held by running requests / cells, per model (0..1)")
                        .Register(now);
+  // Speculative decoding, per model that does it: cumulative engine counters (a model loaded again
+  // starts from 0, which Prometheus reads as a counter reset).
+  auto& drafted = BuildCounter()
+                      .Name("gantry_draft_tokens_total")
+                      .Help("Tokens drafted for speculative decoding and verified by the model")
+                      .Register(now);
+  auto& accepted = BuildCounter()
+                       .Name("gantry_draft_tokens_accepted_total")
+                       .Help("Drafted tokens the model accepted (its own choice at that position)")
+                       .Register(now);
   int ready = 0;
   for (const auto& m : runtime.models()) {
     if (m.state != runtime::ModelState::kReady) continue;
@@ -180,6 +190,10 @@ std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauge
       kv_cells.Add({{"model", label(m.name)}}).Set(static_cast<double>(m.stats.kv_cells));
       kv_ratio.Add({{"model", label(m.name)}})
           .Set(static_cast<double>(used) / static_cast<double>(m.stats.kv_cells));
+    }
+    if (m.stats.speculative) {
+      drafted.Add({{"model", label(m.name)}}).Increment(static_cast<double>(m.stats.draft_tokens));
+      accepted.Add({{"model", label(m.name)}}).Increment(static_cast<double>(m.stats.draft_accepted));
     }
     for (const auto& [device, bytes] : m.reserved_bytes) {
       model_mem.Add({{"model", label(m.name)}, {"device", to_valid_utf8(device)}})

@@ -298,6 +298,30 @@ TEST(Manifest, LlamaOptionsAreTypedAndRoundTrip) {
   EXPECT_FALSE(autofa->llama.flash_attn);
 }
 
+TEST(Manifest, SpeculativeDecodingOptionsRoundTrip) {
+  auto j = gguf_manifest();
+  j["llama"]["draft_model"] = "draft.gguf";
+  j["llama"]["draft_max"] = 8;
+  j["llama"]["draft_min"] = 1;
+  j["llama"]["draft_p_min"] = 0.75;
+  j["llama"]["spec_type"] = "ngram-simple";
+  j["llama"]["spec_ngram_size_n"] = 4;
+  j["llama"]["spec_ngram_size_m"] = 24;
+  auto m = parse_manifest(j.dump());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->llama.draft_model, "draft.gguf");
+  EXPECT_EQ(m->llama.draft_max, 8);
+  EXPECT_EQ(m->llama.draft_min, 1);
+  EXPECT_EQ(m->llama.draft_p_min, 0.75f);
+  EXPECT_EQ(m->llama.spec_type, "ngram-simple");
+  EXPECT_EQ(m->llama.spec_ngram_size_n, 4);
+  EXPECT_EQ(m->llama.spec_ngram_size_m, 24);
+  auto again = parse_manifest(manifest_to_json(*m));
+  ASSERT_TRUE(again.ok()) << again.status().to_string() << "\n" << manifest_to_json(*m);
+  EXPECT_EQ(*again, *m);
+  EXPECT_TRUE(validate_manifest(*m).ok());
+}
+
 TEST(Manifest, BadLlamaOptionsNameTheField) {
   const std::vector<BadCase> cases = {
       {"unknown key", [](Json& j) { j["llama"]["ctx"] = 512; },
@@ -320,6 +344,18 @@ TEST(Manifest, BadLlamaOptionsNameTheField) {
       {"quantised V without flash", [](Json& j) { j["llama"]["flash_attn"] = false; },
        "needs flash attention"},
       {"llama not object", [](Json& j) { j["llama"] = Json::array(); }, "llama: must be an object"},
+      {"draft model number", [](Json& j) { j["llama"]["draft_model"] = 3; },
+       "llama.draft_model: must be a string"},
+      {"p_min string", [](Json& j) { j["llama"]["draft_p_min"] = "0.5"; },
+       "llama.draft_p_min: must be a number"},
+      {"p_min above 1", [](Json& j) { j["llama"]["draft_p_min"] = 2; }, "must be a probability in 0..1"},
+      {"draft_min above max",
+       [](Json& j) {
+         j["llama"]["draft_max"] = 2;
+         j["llama"]["draft_min"] = 4;
+       },
+       "draft_min=4 must be <= draft_max (2)"},
+      {"unknown spec type", [](Json& j) { j["llama"]["spec_type"] = "eagle"; }, "unknown type 'eagle'"},
       {"onnx options on a gguf model",
        [](Json& j) {
          j["runtime"] = {{"memory_pattern", false}};

@@ -74,6 +74,11 @@ struct ModelStats {
   // Generating backends with a KV cache: cells held by running requests, of kv_cells (0: no cache).
   uint64_t kv_cells_used = 0;
   uint64_t kv_cells = 0;
+  // Speculative decoding (backends that do it): whether it is on, tokens drafted and verified, and of
+  // those the ones accepted.
+  bool speculative = false;
+  uint64_t draft_tokens = 0;
+  uint64_t draft_accepted = 0;
 };
 
 class Model {

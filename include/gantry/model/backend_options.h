@@ -7,7 +7,8 @@
 // "llama" object:
 //   "llama": {"n_ctx": 4096, "parallel": 2, "n_batch": 512, "n_ubatch": 512, "n_gpu_layers": -1,
 //             "tensor_split": [3, 1], "kv_type": "q8_0", "flash_attn": "auto", "mmap": true, "max_tokens":
-//             128}
+//             128, "draft_model": "draft.gguf", "draft_max": 3, "draft_min": 0, "draft_p_min": 0.0,
+//             "spec_type": "ngram-simple", "spec_ngram_size_n": 12, "spec_ngram_size_m": 48}
 // A manifest that sets one backend's options for the other backend's format is refused.
 #pragma once
 
@@ -64,6 +65,18 @@ struct LlamaOptions {
   // How a thinking model's reasoning comes back: "auto" (= "deepseek": in reasoning_content), "none"
   // (left in the content). llama-server's --reasoning-format spellings.
   std::optional<std::string> reasoning_format;
+  // Speculative decoding (gantry/backend/llama/speculative.h), llama-server's options and defaults: a
+  // draft model with the target's vocabulary (in a manifest: relative to the package), the most and
+  // fewest tokens it drafts per step and the least probability a drafted token needs; draft-free
+  // types (llama-server's --spec-type names, comma-separated: ngram-simple, ngram-map-k,
+  // ngram-map-k4v, ngram-mod, ngram-cache, or none) and their n-gram and m-gram sizes.
+  std::optional<std::string> draft_model;
+  std::optional<int> draft_max;      // 0..1024 (3)
+  std::optional<int> draft_min;      // 0..1024 (0)
+  std::optional<float> draft_p_min;  // 0..1 (0)
+  std::optional<std::string> spec_type;
+  std::optional<int> spec_ngram_size_n;  // 1..1024 (12)
+  std::optional<int> spec_ngram_size_m;  // 1..1024 (48)
 
   bool empty() const { return *this == LlamaOptions{}; }
   bool operator==(const LlamaOptions&) const = default;
@@ -73,7 +86,8 @@ struct LlamaOptions {
 std::span<const std::string_view> llama_option_keys();
 
 // Sets one option from its text form ("n_ctx" "4096", "kv_type" "q8_0", "flash_attn" "auto|on|off",
-// "mmap" "on|off|true|false", "tensor_split" "3,1"). InvalidArgument names the key, the value and what
+// "mmap" "on|off|true|false", "tensor_split" "3,1", "draft_p_min" "0.5", "spec_type" "ngram-simple").
+// InvalidArgument names the key, the value and what
 // is accepted (an unknown key lists the known ones).
 Status set_llama_option(LlamaOptions& options, std::string_view key, std::string_view value);
 
@@ -84,7 +98,8 @@ Result<LlamaOptions> parse_llama_options(const std::map<std::string, std::string
 std::map<std::string, std::string> llama_option_texts(const LlamaOptions& options);
 
 // Checks ranges (fields set in code skip set_llama_option) and combinations: n_batch >= parallel, n_ctx (when
-// given, not 0) >= parallel, and a quantised V cache needs flash attention (not flash_attn off).
+// given, not 0) >= parallel, a quantised V cache needs flash attention (not flash_attn off), and
+// draft_min <= draft_max.
 Status validate_llama_options(const LlamaOptions& options);
 
 // `over`'s set fields replace `base`'s (CLI flags over a manifest).

@@ -10,6 +10,7 @@
 
 #include "backend/llama/log_bridge.h"
 #include "backend/llama/sampling.h"
+#include "backend/llama/speculator.h"
 #include "backend/llama/text_stream.h"
 #include "gantry/backend/llama/json_grammar.h"
 #include "gantry/core/log.h"
@@ -101,6 +102,7 @@ struct BatchEngine::Seq {
   bool awaits_prompt = false;   // a choice other than the first: its prompt comes from the leader
   std::vector<Seq*> followers;  // the leader's choices waiting for its prompt (same group)
   int32_t next_token = -1;      // the sampled token the next step decodes
+  std::vector<int32_t> draft;   // drafted tokens the next step decodes after it (speculative)
   size_t reserve = 0;           // KV cells for its generated tokens (the prompt's are the group's)
   llama_sampler* sampler = nullptr;
   TextStream stream;
@@ -120,7 +122,8 @@ struct BatchEngine::Seq {
 };
 
 Result<std::unique_ptr<BatchEngine>> BatchEngine::create(std::shared_ptr<const LlamaWeights> weights,
-                                                         const ContextOptions& options) {
+                                                         const ContextOptions& options,
+                                                         const SpeculativeOptions& speculative) {
   if (options.embeddings)
     return InvalidArgument("BatchEngine generates text; use LlamaEmbedder for embeddings");
   if (options.n_batch < options.n_seq_max) {
@@ -135,6 +138,9 @@ Result<std::unique_ptr<BatchEngine>> BatchEngine::create(std::shared_ptr<const L
   e->slot_tokens_.resize(static_cast<size_t>(n_seq));
   e->slot_used_.assign(static_cast<size_t>(n_seq), 0);
   e->batch_ = std::make_unique<BatchBuf>(static_cast<int32_t>(e->ctx_->n_batch()));
+  if (speculative.enabled()) {
+    GANTRY_ASSIGN_OR_RETURN(e->spec_, Speculator::create(*e->ctx_, speculative));
+  }
   return e;
 }
 
@@ -601,6 +607,64 @@ void BatchEngine::sample(Seq& s) {
   }
 }
 
+void BatchEngine::plan_drafts(int32_t cap) {
+  // Every generating sequence's own token comes first; drafts share what is left, in order.
+  int32_t room = cap;
+  for (auto& s : active_) {
+    s->draft.clear();
+    if (s->generating) --room;
+  }
+  std::vector<DraftRequest> requests;
+  std::vector<Seq*> who;
+  for (auto& s : active_) {
+    if (!s->generating || s->done || room <= 0) continue;
+    // At most max_tokens in all: the last draft token's successor is the last token sampled.
+    const int left = s->req().max_tokens - static_cast<int>(s->result.tokens.size()) - 1;
+    const int n = std::min({spec_->n_max(), left, room});
+    if (n <= 0) continue;
+    DraftRequest r;
+    r.slot = s->slot;
+    r.sequence = s->admitted_order;
+    const auto& prompt = s->group->prompt;
+    r.history.reserve(static_cast<size_t>(s->pos));
+    r.history.assign(prompt.begin(), prompt.end());
+    // The last generated token is next_token, not yet in the cache.
+    r.history.insert(r.history.end(), s->result.tokens.begin(), s->result.tokens.end() - 1);
+    if (r.history.size() != static_cast<size_t>(s->pos)) continue;  // not what the cache holds: no draft
+    r.last = s->next_token;
+    r.n_max = n;
+    room -= n;
+    requests.push_back(std::move(r));
+    who.push_back(s.get());
+  }
+  spec_->draft(requests);
+  for (size_t i = 0; i < who.size(); ++i) who[i]->draft = std::move(requests[i].draft);
+}
+
+void BatchEngine::verify(Seq& s) {
+  // The cache holds s's token at s.pos - 1 and the draft after it. Row k (k = 0..n) predicts the
+  // token after draft[k - 1]: sample it as without a draft; the draft's next token survives while
+  // the sampled token equals it.
+  const std::vector<int32_t> draft = std::move(s.draft);
+  s.draft.clear();
+  const int32_t first_row = s.out_index;
+  const int32_t base = s.pos;  // position of draft[0]
+  size_t k = 0;                // draft tokens accepted
+  for (;;) {
+    s.out_index = first_row + static_cast<int32_t>(k);
+    s.pos = base + static_cast<int32_t>(k);  // the cache holds draft[0..k-1] as its own
+    sample(s);
+    if (s.done || k == draft.size() || s.next_token != draft[k]) break;
+    ++k;
+  }
+  // Drop the cells of the rejected tail (all of them hold positions >= s.pos).
+  llama_memory_seq_rm(llama_get_memory(ctx_->raw()), s.slot, s.pos, -1);
+  spec_->accepted(s.slot, static_cast<int>(k));
+  std::lock_guard lock(mu_);
+  stats_.draft_tokens += draft.size();
+  stats_.draft_accepted += k;
+}
+
 Result<bool> BatchEngine::step() {
   {
     std::lock_guard lock(mu_);
@@ -634,12 +698,15 @@ Result<bool> BatchEngine::step() {
   b.clear();
   const auto cap = static_cast<int32_t>(ctx_->n_batch());
   std::vector<Seq*> in_batch;
+  if (spec_) plan_drafts(cap);
   for (auto& s : active_) {
     s->out_index = -1;
     s->in_batch = false;
     if (s->generating && b.batch.n_tokens < cap) {
       s->out_index = b.batch.n_tokens;
       b.add(s->next_token, s->pos, s->slot, true);
+      for (size_t i = 0; i < s->draft.size(); ++i)
+        b.add(s->draft[i], s->pos + 1 + static_cast<llama_pos>(i), s->slot, true);
       s->in_batch = true;
       in_batch.push_back(s.get());
     }
@@ -736,7 +803,12 @@ Result<bool> BatchEngine::step() {
     s->followers.clear();
   }
   for (Seq* s : to_sample) {
-    if (!s->done) sample(*s);
+    if (s->done) continue;
+    if (s->draft.empty()) {
+      sample(*s);
+    } else {
+      verify(*s);
+    }
   }
   active_.erase(std::remove_if(active_.begin(), active_.end(), [](auto& s) { return s->done; }),
                 active_.end());

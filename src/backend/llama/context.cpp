@@ -237,6 +237,12 @@ Status LlamaContext::decode(const llama_batch& batch) {
   }
 }
 
+void LlamaContext::share_threads(const LlamaContext& owner) {
+  if (!owner.threadpool_) return;
+  llama_attach_threadpool(ctx_, static_cast<ggml_threadpool_t>(owner.threadpool_),
+                          static_cast<ggml_threadpool_t>(owner.threadpool_batch_));
+}
+
 void LlamaContext::remove_sequence(int32_t seq) { llama_memory_seq_rm(llama_get_memory(ctx_), seq, -1, -1); }
 
 void LlamaContext::copy_sequence(int32_t src, int32_t dst) {

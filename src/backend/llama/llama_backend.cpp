@@ -81,13 +81,21 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
   GANTRY_ASSIGN_OR_RETURN(m->settings_, llama_settings(p, path));
   m->settings_.load.cpu_pool = cpu_pool_;
   const LlamaSettings& s = m->settings_;
+  SpeculativeOptions speculative = s.speculative;
   {
     // Pool allocations are charged to this model.
     memory::OwnerScope owner(p.model_name.empty() ? std::filesystem::path(path).stem().string()
                                                   : p.model_name);
     GANTRY_ASSIGN_OR_RETURN(m->weights_, LlamaWeights::load(path, s.load));
+    if (!s.draft_path.empty()) {
+      LoadOptions dl = s.draft_load;
+      dl.cpu_pool = cpu_pool_;
+      auto draft = LlamaWeights::load(s.draft_path, dl);
+      if (!draft.ok()) return draft.status().with_context("loading the draft model (draft_model)");
+      speculative.draft = std::move(*draft);
+    }
   }
-  GANTRY_ASSIGN_OR_RETURN(m->engine_, BatchEngine::create(m->weights_, s.context));
+  GANTRY_ASSIGN_OR_RETURN(m->engine_, BatchEngine::create(m->weights_, s.context, speculative));
   {
     std::string source, label;
     if (!s.chat_template_file.empty()) {
@@ -129,6 +137,9 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
                      {"placement", s.reason},
                      {"chat_template", m->chat_->info().source},
                      {"chat_format", m->chat_->info().format}};
+  if (speculative.draft) meta.properties["draft_model"] = speculative.draft->path();
+  if (!speculative.types.empty())
+    meta.properties["spec_type"] = fmt::format("{}", fmt::join(speculative.types, ","));
   return m;
 }
 
@@ -149,6 +160,35 @@ Result<backend::MemoryEstimate> LlamaBackend::estimate_file(const std::string& p
       "weights {} + KV {} + compute {} + output {} bytes",
       m.n_ctx, s.context.n_seq_max, s.context.n_batch, kv_type_name(s.context.type_k),
       s.load.placement.n_gpu_layers, m.model_bytes, m.kv_bytes, m.compute_bytes, m.output_bytes);
+  // Speculative decoding: the draft model and its context of the target's size, and the target's
+  // output buffer grown to a logits row for every drafted token a step verifies.
+  int n_draft = 0;  // most tokens one sequence's draft has
+  if (!s.draft_path.empty()) {
+    LlamaSettings ds = s;
+    ds.load = s.draft_load;
+    ds.context = s.speculative.draft_context;
+    auto dm = dry_run_memory(s.draft_path, ds);
+    if (!dm.ok()) return dm.status().with_context("estimating the draft model (draft_model)");
+    for (const auto& d : dm->devices) e.bytes[d.device] += d.total_bytes;
+    e.basis +=
+        fmt::format("; draft model {} at {} GPU layer(s): weights {} + KV {} + compute {} + output {} bytes",
+                    s.draft_path, s.draft_load.placement.n_gpu_layers, dm->model_bytes, dm->kv_bytes,
+                    dm->compute_bytes, dm->output_bytes);
+    n_draft = s.speculative.draft_max;
+  }
+  for (const auto& t : s.speculative.types) {
+    if (t.rfind("ngram-", 0) == 0)
+      n_draft = std::max({n_draft, s.speculative.ngram_size_m, 64});  // ngram-mod: 64
+  }
+  if (n_draft > 0) {
+    const auto n_seq = static_cast<uint64_t>(std::max(1u, s.context.n_seq_max));
+    const uint64_t n_vocab = m.output_bytes / sizeof(float) / n_seq;
+    const uint64_t rows = std::min<uint64_t>(s.context.n_batch, n_seq * static_cast<uint64_t>(1 + n_draft));
+    const uint64_t extra = rows > n_seq ? (rows - n_seq) * n_vocab * sizeof(float) : 0;
+    e.bytes["cpu"] += extra;
+    e.basis +=
+        fmt::format("; target logits for {} drafted rows {} bytes", rows - std::min(rows, n_seq), extra);
+  }
   return e;
 }
 
@@ -297,6 +337,15 @@ Result<std::vector<std::vector<backend::NamedTensor>>> LlamaModel::infer_batch(
   }
   if (!first_error.ok()) return fail(first_error);
   return out;
+}
+
+backend::ModelStats LlamaModel::stats() const {
+  backend::ModelStats s = Model::stats();
+  const EngineStats e = engine_->stats();
+  s.speculative = engine_->speculative();
+  s.draft_tokens = e.draft_tokens;
+  s.draft_accepted = e.draft_accepted;
+  return s;
 }
 
 Status LlamaModel::reset() {

@@ -72,6 +72,36 @@ Result<int> layers_that_fit(const LlamaSettings& s, const plan::ModelProfile& mo
   return Internal("the planner found no layer count that fits (not even 0)");
 }
 
+// Provider cuda: the draft model's layers all go to the GPUs when they fit in what the target's plan
+// leaves free there (the draft's KV cache is the target's size), else the draft runs on the CPU.
+Status place_draft(LlamaSettings& s, const plan::ModelProfile& target, std::vector<plan::Device> devices) {
+  auto draft = plan::profile_from_gguf(std::filesystem::path(s.draft_path));
+  if (!draft.ok()) return draft.status().with_context("reading the draft model (draft_model)");
+  auto& dl = s.draft_load.placement;
+  dl.n_gpu_layers = 0;
+  if (std::none_of(devices.begin(), devices.end(), [](const plan::Device& d) { return plan::is_gpu(d); })) {
+    dl.n_gpu_layers = -1;  // no free memory known: as the target, every layer on the GPUs
+    return Status::Ok();
+  }
+  GANTRY_ASSIGN_OR_RETURN(plan::Plan tp,
+                          plan::plan_gguf(target, plan_options(s, s.load.placement.n_gpu_layers), devices));
+  for (auto& d : devices) {
+    for (const auto& used : tp.devices) {
+      if (used.device.id != d.id || !plan::is_gpu(d)) continue;
+      const uint64_t free = plan::device_free_bytes(d);
+      d.memory_free_bytes = free > used.predicted.total() ? free - used.predicted.total() : 0;
+    }
+  }
+  GANTRY_ASSIGN_OR_RETURN(plan::Plan dp, plan::plan_gguf(*draft, plan_options(s, -1), devices));
+  if (dp.fits) {
+    dl.n_gpu_layers = -1;
+    s.reason += "; the draft model fits on the GPUs beside it";
+  } else {
+    s.reason += "; the draft model runs on the CPU (it does not fit on the GPUs beside the target)";
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<LlamaSettings> llama_settings(const backend::Placement& p, const plan::ModelProfile& model,
@@ -111,6 +141,23 @@ Result<LlamaSettings> llama_settings(const backend::Placement& p, const plan::Mo
   s.reasoning_format =
       o.reasoning_format == "none" ? backend::ReasoningFormat::kNone : backend::ReasoningFormat::kAuto;
 
+  auto& sp = s.speculative;
+  sp.draft_max = o.draft_max.value_or(sp.draft_max);
+  sp.draft_min = o.draft_min.value_or(sp.draft_min);
+  sp.draft_p_min = o.draft_p_min.value_or(sp.draft_p_min);
+  sp.ngram_size_n = o.spec_ngram_size_n.value_or(sp.ngram_size_n);
+  sp.ngram_size_m = o.spec_ngram_size_m.value_or(sp.ngram_size_m);
+  if (o.spec_type) {
+    for (size_t start = 0; start <= o.spec_type->size();) {
+      const size_t end = std::min(o.spec_type->find(',', start), o.spec_type->size());
+      sp.types.push_back(o.spec_type->substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  if (sp.draft_max > 0) s.draft_path = o.draft_model.value_or("");  // draft_max 0: no draft model
+  s.draft_load.use_mmap = s.load.use_mmap;
+  s.draft_load.placement.main_gpu = p.primary_device();
+
   auto& lp = s.load.placement;
   lp.main_gpu = p.primary_device();
   lp.tensor_split = o.tensor_split;
@@ -130,6 +177,8 @@ Result<LlamaSettings> llama_settings(const backend::Placement& p, const plan::Mo
   } else {
     GANTRY_ASSIGN_OR_RETURN(lp.n_gpu_layers, layers_that_fit(s, model, devices, &s.reason));
   }
+  sp.draft_context = s.context;
+  sp.draft_context.threadpool = false;  // the engine lends the draft the target's threads
   return s;
 }
 
@@ -156,9 +205,14 @@ std::vector<plan::Device> llama_plan_devices() {
 Result<LlamaSettings> llama_settings(const backend::Placement& placement, const std::string& gguf_path) {
   GANTRY_ASSIGN_OR_RETURN(plan::ModelProfile profile,
                           plan::profile_from_gguf(std::filesystem::path(gguf_path)));
-  // The device list matters only when the planner chooses the offload.
-  const bool plans = placement.provider == "cuda" && !placement.llama.n_gpu_layers;
-  return llama_settings(placement, profile, plans ? llama_plan_devices() : std::vector<plan::Device>{});
+  // The device list matters only when the planner chooses an offload (the target's or the draft's).
+  const bool cuda = placement.provider == "cuda";
+  const bool draft_on_gpu = cuda && placement.llama.draft_model;
+  const bool plans = cuda && (!placement.llama.n_gpu_layers || draft_on_gpu);
+  const std::vector<plan::Device> devices = plans ? llama_plan_devices() : std::vector<plan::Device>{};
+  GANTRY_ASSIGN_OR_RETURN(LlamaSettings s, llama_settings(placement, profile, devices));
+  if (draft_on_gpu) GANTRY_RETURN_IF_ERROR(place_draft(s, profile, devices));
+  return s;
 }
 
 backend::Placement placement_from_plan(const plan::Plan& plan) {

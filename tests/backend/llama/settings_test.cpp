@@ -70,7 +70,14 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
                                             {"max_tokens", "9"},
                                             {"mmap", "off"},
                                             {"chat_template_file", "/t/chat.jinja"},
-                                            {"reasoning_format", "none"}});
+                                            {"reasoning_format", "none"},
+                                            {"draft_model", "/t/draft.gguf"},
+                                            {"draft_max", "6"},
+                                            {"draft_min", "2"},
+                                            {"draft_p_min", "0.5"},
+                                            {"spec_type", "ngram-simple,ngram-mod"},
+                                            {"spec_ngram_size_n", "3"},
+                                            {"spec_ngram_size_m", "16"}});
   p.intra_op_threads = 3;
   p.device_ids = {1};
   auto s = llama_settings(p, tiny_profile(), kCpuOnly);
@@ -90,7 +97,16 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
   EXPECT_FALSE(s->load.use_mmap);
   EXPECT_EQ(s->chat_template_file, "/t/chat.jinja");
   EXPECT_EQ(s->reasoning_format, backend::ReasoningFormat::kNone);
-  EXPECT_EQ(model::llama_option_keys().size(), 12u);
+  EXPECT_EQ(s->draft_path, "/t/draft.gguf");
+  EXPECT_EQ(s->speculative.draft_max, 6);
+  EXPECT_EQ(s->speculative.draft_min, 2);
+  EXPECT_FLOAT_EQ(s->speculative.draft_p_min, 0.5f);
+  EXPECT_EQ(s->speculative.types, (std::vector<std::string>{"ngram-simple", "ngram-mod"}));
+  EXPECT_EQ(s->speculative.ngram_size_n, 3);
+  EXPECT_EQ(s->speculative.ngram_size_m, 16);
+  EXPECT_EQ(s->speculative.draft_context.n_ctx, 4096u);   // the draft's context is the target's
+  EXPECT_FALSE(s->speculative.draft_context.threadpool);  // it runs on the target's threads
+  EXPECT_EQ(model::llama_option_keys().size(), 19u);
 }
 
 TEST(LlamaSettings, BadOptionsAreRefusedWithTheirName) {
@@ -121,6 +137,12 @@ TEST(LlamaSettings, BadOptionsAreRefusedWithTheirName) {
   EXPECT_NE(err("cpu", {{"kv_type", "q8_0"}, {"flash_attn", "off"}}).find("flash attention"),
             std::string::npos);
   EXPECT_NE(err("cpu", {{"n_gpu_layers", "4"}}).find("provider cpu"), std::string::npos);
+  EXPECT_NE(err("cpu", {{"draft_p_min", "1.5"}}).find("draft_p_min"), std::string::npos);
+  EXPECT_NE(err("cpu", {{"draft_max", "2000"}}).find("draft_max"), std::string::npos);
+  EXPECT_NE(err("cpu", {{"draft_max", "2"}, {"draft_min", "3"}}).find("draft_min=3 must be <= draft_max"),
+            std::string::npos);
+  EXPECT_NE(err("cpu", {{"spec_type", "ngram-simple,ngram-bogus"}}).find("unknown type 'ngram-bogus'"),
+            std::string::npos);
   EXPECT_NE(err("rocm", {}).find("rocm"), std::string::npos);
 }
 

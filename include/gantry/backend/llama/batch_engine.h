@@ -27,6 +27,12 @@
 // decoded its cache is copied to the others (llama_memory_seq_cp) and all n sample their first
 // token from that one row of logits, each with its own sampler, then go on independently. One
 // sequence failing fails the request (the others are cancelled).
+//
+// Speculative decoding (gantry/backend/llama/speculative.h, when create() is given it): before each
+// step the generating sequences get drafts (at most draft_max tokens, within max_tokens and the
+// batch's room), which go into the step's batch after each sequence's own token; after the decode each
+// such sequence samples row by row, keeps the drafted tokens it agrees with and the one after them,
+// and the cells of the rest are removed. The prompt cache sees only accepted tokens.
 #pragma once
 
 #include <atomic>
@@ -43,6 +49,7 @@
 #include "gantry/backend/generation.h"
 #include "gantry/backend/llama/context.h"
 #include "gantry/backend/llama/options.h"
+#include "gantry/backend/llama/speculative.h"
 #include "gantry/backend/llama/weights.h"
 #include "gantry/core/status.h"
 
@@ -75,6 +82,8 @@ struct EngineStats {
   uint64_t cache_evictions = 0;        // idle slots emptied to make room
   uint64_t max_batch_seqs = 0;         // most sequences in one batch
   uint64_t completed = 0;              // sequences finished (any reason, errors included)
+  uint64_t draft_tokens = 0;           // tokens drafted and verified (speculative decoding)
+  uint64_t draft_accepted = 0;         // of those, tokens the target agreed with
   size_t active = 0;                   // sequences
   size_t pending = 0;                  // requests
   // The KV cache: cells held for the running requests (prompt and max_tokens each, as admission
@@ -83,10 +92,15 @@ struct EngineStats {
   size_t kv_cells = 0;
 };
 
+class Speculator;
+
 class BatchEngine {
  public:
+  // With `speculative` enabled (a draft model or an n-gram type), decodes speculatively; its errors
+  // (a draft with another vocabulary, ...) are create()'s.
   static Result<std::unique_ptr<BatchEngine>> create(std::shared_ptr<const LlamaWeights> weights,
-                                                     const ContextOptions& options);
+                                                     const ContextOptions& options,
+                                                     const SpeculativeOptions& speculative = {});
   ~BatchEngine();  // stops the loop; unfinished sequences end as cancelled
   BatchEngine(const BatchEngine&) = delete;
   BatchEngine& operator=(const BatchEngine&) = delete;
@@ -118,6 +132,7 @@ class BatchEngine {
   void clear_cache();
 
   EngineStats stats() const;
+  bool speculative() const { return spec_ != nullptr; }
   LlamaContext& context() { return *ctx_; }
   const LlamaWeights& weights() const { return ctx_->weights(); }
 
@@ -148,10 +163,13 @@ class BatchEngine {
   static void complete(Group& g);
   bool emit(Seq& s, std::string_view text);  // to the request's callback; false: cancel
   void sample(Seq& s);                       // samples s's next token from its output row and handles it
+  void plan_drafts(int32_t room);  // drafts for the generating sequences, at most `room` tokens in all
+  void verify(Seq& s);             // sample() over s's own row and its draft's, keeping what it agrees with
   void loop();
   bool drive_once();
 
   std::unique_ptr<LlamaContext> ctx_;
+  std::unique_ptr<Speculator> spec_;  // null: no speculative decoding
   mutable std::mutex mu_;  // guards pending_, free_slots_, reserved_, stats_, running_
   std::condition_variable cv_;
   std::deque<std::vector<std::unique_ptr<Seq>>> pending_;  // a request's sequences, leader first

@@ -44,6 +44,10 @@ class LlamaContext {
   // Without a check no callback is installed at all (llama.cpp then skips the per-node call).
   void set_abort_check(std::function<bool()> check);
 
+  // Runs this context's graphs on `owner`'s threadpool(s) (when it has them), which must outlive it and
+  // never run at the same time: a draft model's context next to its target's (one decoding thread).
+  void share_threads(const LlamaContext& owner);
+
   // Frees every KV cell of `seq` (all positions).
   void remove_sequence(int32_t seq);
   // Gives `dst` (holding nothing) everything `src` holds, so both continue from the same cache. In

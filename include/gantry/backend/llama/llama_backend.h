@@ -62,6 +62,9 @@ class LlamaModel final : public backend::Model, public backend::TextModel {
   Result<std::vector<backend::ThroughputResult>> measure_throughput(
       const backend::ThroughputOptions& options) override;
 
+  // Model's counters plus the engine's speculative decoding counters.
+  backend::ModelStats stats() const override;
+
   BatchEngine& engine() { return *engine_; }
   const LlamaWeights& weights() const { return *weights_; }
   const LlamaSettings& settings() const { return settings_; }

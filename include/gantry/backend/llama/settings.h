@@ -18,6 +18,16 @@
 //   max_tokens     128                                         tokens infer_one generates
 //   chat_template_file  the GGUF's own                         a Jinja chat template file instead
 //   reasoning_format    auto                                   auto (= deepseek) | none
+//   draft_model    none                                        a GGUF draft model (speculative decoding)
+//   draft_max      3 (llama-server's)                          most tokens drafted per step
+//   draft_min      0                                           shorter drafts are not used
+//   draft_p_min    0                                           least probability of a drafted token
+//   spec_type      none                                        draft-free types: ngram-simple, ...
+//   spec_ngram_size_n / _m  12 / 48                            n-gram looked up / most tokens copied
+//
+// The draft model runs where the target does: on the CPU for provider cpu; for provider cuda every
+// draft layer goes to the GPUs when the planner says it fits there (its weights, KV cache of the
+// target's size and compute buffers), and the target's layers are planned in what it leaves.
 //
 // Placement::intra_op_threads becomes the decode thread count (0: every core); device_ids' first entry
 // the main GPU. Ranges and spellings are checked where the options are read (model/backend_options.h).
@@ -28,6 +38,7 @@
 
 #include "gantry/backend/chat.h"
 #include "gantry/backend/llama/options.h"
+#include "gantry/backend/llama/speculative.h"
 #include "gantry/backend/placement.h"
 #include "gantry/core/status.h"
 #include "gantry/plan/model_profile.h"
@@ -42,6 +53,11 @@ struct LlamaSettings {
   std::string chat_template_file;  // "" = the GGUF's own template
   backend::ReasoningFormat reasoning_format = backend::ReasoningFormat::kAuto;
   std::string reason;    // how n_gpu_layers was chosen, for messages and logs
+  // Speculative decoding: the draft model ("" = none), how it loads, and the options (whose `draft`
+  // stays unset: the backend loads it) and draft_context (the target's context, threadpool off).
+  std::string draft_path;
+  LoadOptions draft_load;
+  SpeculativeOptions speculative;
 };
 
 // Settings for `model` under `placement`. `devices` (CPU first, then GPUs with their free memory, as
