@@ -8,9 +8,7 @@
 #   serve llama-server: median <tok/s> tok/s, median TTFT p99 <ms> ms over R rounds
 #   BENCH serve-gguf-vs-llama-server ratio=<median gantry tok/s / median llama-server tok/s>
 #   serve p99 TTFT: gantry <ms> ms, llama-server <ms> ms   (medians of the per-round p99s)
-# When this build has no `gantry serve`, prints llama-server's figures and
-#   BENCH serve-gguf-vs-llama-server ratio=nan (gantry serve not available)
-# and exits 0. Any failed request or server start is an error (exit 1).
+# A build without `gantry serve`, a failed request or server start is an error (exit 1, no BENCH line).
 # MODE=shared-system-prompt (bench/serve_prompt_cache_vs_llama_server.sh) is the chat-app case a
 # prompt cache serves: every request carries the same ~1,200-token system prompt (SYSTEM_WORDS words)
 # and a distinct short user turn; 8 clients x 3 requests x 32 tokens (ignore_eos), tokens counted from
@@ -137,10 +135,11 @@ print(f"serve {sys.argv[2]}: {d['tok_per_s']:.2f} tok/s aggregate ({d['generated
 PY
 }
 
-sides=(llama-server)
+sides=(llama-server gantry)
 serve_help=$("$GANTRY" serve --help 2>/dev/null || true)
 # `gantry X --help` exits 0 with the top-level help for an unknown X (CLI11), so look for serve's own usage line.
-if grep -q '^Usage: [^ ]*gantry serve' <<<"$serve_help"; then sides+=(gantry); fi
+grep -q '^Usage: [^ ]*gantry serve' <<<"$serve_help" ||
+  { echo "serve bench: $GANTRY has no 'serve' command: nothing to compare" >&2; exit 1; }
 
 for ((r = 1; r <= ROUNDS; r++)); do
   order=("${sides[@]}")
@@ -158,11 +157,10 @@ for side in sides:
                  statistics.median(d["ttft_p50_ms"] for d in runs))
     print(f"serve {side}: median {med[side][0]:.2f} tok/s, median TTFT p50 {med[side][2]:.1f} ms "
           f"p99 {med[side][1]:.1f} ms over {rounds} rounds")
-if "gantry" not in med:
-    print(f"BENCH {bench} ratio=nan (gantry serve not available)")
-else:
-    g, l = med["gantry"], med["llama-server"]
-    print(f"BENCH {bench} ratio={g[0] / l[0]:.3f}")
-    print(f"serve p50 TTFT: gantry {g[2]:.1f} ms, llama-server {l[2]:.1f} ms")
-    print(f"serve p99 TTFT: gantry {g[1]:.1f} ms, llama-server {l[1]:.1f} ms")
+g, l = med["gantry"], med["llama-server"]
+if not (g[0] > 0 and l[0] > 0):
+    sys.exit(f"serve bench: no tokens measured (gantry {g[0]} tok/s, llama-server {l[0]} tok/s): no ratio")
+print(f"BENCH {bench} ratio={g[0] / l[0]:.3f}")
+print(f"serve p50 TTFT: gantry {g[2]:.1f} ms, llama-server {l[2]:.1f} ms")
+print(f"serve p99 TTFT: gantry {g[1]:.1f} ms, llama-server {l[1]:.1f} ms")
 PY
