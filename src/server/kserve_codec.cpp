@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -10,6 +9,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "gantry/core/half.h"
 #include "gantry/core/json.h"
 
 namespace gantry::server::kserve {
@@ -63,62 +63,6 @@ std::string describe(const json& v) {
     }
   }
 }
-
-// ---- 16-bit floats ------------------------------------------------------------------------------------
-
-// Round-half-to-even of a non-negative double holding at most ~2^12 (exact arithmetic).
-double round_half_even(double x) {
-  const double fl = std::floor(x);
-  const double d = x - fl;
-  if (d > 0.5) return fl + 1;
-  if (d < 0.5) return fl;
-  return std::fmod(fl, 2.0) == 0.0 ? fl : fl + 1;
-}
-
-// Rounds `v` to nearest even in a binary format with `ebits` exponent and `mbits` mantissa bits (FP16:
-// 5/10, BF16: 8/7), directly from double so there is one rounding. Sets `overflow` when a finite `v`
-// rounds to infinity.
-uint16_t to_small_float(double v, int ebits, int mbits, bool& overflow) {
-  const int bias = (1 << (ebits - 1)) - 1;
-  const uint16_t sign = std::signbit(v) ? static_cast<uint16_t>(1u << (ebits + mbits)) : 0;
-  const uint16_t exp_all = static_cast<uint16_t>(((1u << ebits) - 1) << mbits);
-  if (std::isnan(v)) return sign | exp_all | static_cast<uint16_t>(1u << (mbits - 1));
-  const double a = std::fabs(v);
-  if (std::isinf(a)) return sign | exp_all;
-  const int emin = 1 - bias;
-  if (a < std::ldexp(1.0, emin)) {
-    // Subnormal: count quanta of 2^(emin - mbits); 2^mbits quanta is the smallest normal (same bits).
-    return sign | static_cast<uint16_t>(round_half_even(std::ldexp(a, mbits - emin)));
-  }
-  int x = 0;
-  std::frexp(a, &x);
-  int e = x - 1;  // a = 1.f * 2^e
-  double r = round_half_even(std::ldexp(a, mbits - e));
-  if (r >= std::ldexp(1.0, mbits + 1)) {  // rounded up to the next power of two
-    r = std::ldexp(1.0, mbits);
-    ++e;
-  }
-  if (e > bias) {
-    overflow = true;
-    return sign | exp_all;
-  }
-  return sign | static_cast<uint16_t>((e + bias) << mbits) |
-         static_cast<uint16_t>(static_cast<uint32_t>(r) - (1u << mbits));
-}
-
-float fp16_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t mant = h & 0x3ffu;
-  if (exp == 0) {
-    const float f = std::ldexp(static_cast<float>(mant), -24);  // exact
-    return sign ? -f : f;
-  }
-  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
-  return std::bit_cast<float>(sign | ((exp - 15 + 127) << 23) | (mant << 13));
-}
-
-float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
 // ---- JSON data -> tensor elements ---------------------------------------------------------------------
 //
@@ -262,8 +206,7 @@ Status with_converter(DType dtype, Body&& body) {
         double d = 0;
         GANTRY_RETURN_IF_ERROR(to_double(v, i, d));
         bool overflow = false;
-        static_cast<uint16_t*>(dst)[i] =
-            half ? to_small_float(d, 5, 10, overflow) : to_small_float(d, 8, 7, overflow);
+        static_cast<uint16_t*>(dst)[i] = half ? float_to_half(d, &overflow) : float_to_bfloat16(d, &overflow);
         if (overflow) return float_overflow(i, v, half ? "FP16 (largest finite 65504)" : "BF16");
         return Status::Ok();
       });
@@ -972,12 +915,12 @@ void append_numbers(std::string& out, const Tensor& t) {
     }
     case DType::kFloat16: {
       const uint16_t* v = t.values<uint16_t>().data();
-      each([&](size_t i) { return write_float(p, end, fp16_to_float(v[i])); });
+      each([&](size_t i) { return write_float(p, end, half_to_float(v[i])); });
       break;
     }
     case DType::kBFloat16: {
       const uint16_t* v = t.values<uint16_t>().data();
-      each([&](size_t i) { return write_float(p, end, bf16_to_float(v[i])); });
+      each([&](size_t i) { return write_float(p, end, bfloat16_to_float(v[i])); });
       break;
     }
     case DType::kInt8:

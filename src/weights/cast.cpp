@@ -55,13 +55,13 @@ double load_double(DType t, const std::byte* p) {
     case DType::kFloat64:
       return load<double>(p);
     case DType::kFloat16:
-      return f16_to_f32(load<uint16_t>(p));
+      return half_to_float(load<uint16_t>(p));
     case DType::kBFloat16:
-      return bf16_to_f32(load<uint16_t>(p));
+      return bfloat16_to_float(load<uint16_t>(p));
     case DType::kFloat8E4M3:
-      return decode_float(load<uint8_t>(p), kE4M3);
+      return decode_small_float(load<uint8_t>(p), kE4M3);
     case DType::kFloat8E5M2:
-      return decode_float(load<uint8_t>(p), kE5M2);
+      return decode_small_float(load<uint8_t>(p), kE5M2);
     case DType::kBool:
       return load<uint8_t>(p) != 0 ? 1.0 : 0.0;
     default:
@@ -151,13 +151,13 @@ void store_float(DType t, std::byte* p, double v) {
     case DType::kFloat64:
       return store(p, v);
     case DType::kFloat16:
-      return store(p, static_cast<uint16_t>(encode_float(v, kF16)));
+      return store(p, static_cast<uint16_t>(encode_small_float(v, kF16)));
     case DType::kBFloat16:
-      return store(p, static_cast<uint16_t>(encode_float(v, kBF16)));
+      return store(p, static_cast<uint16_t>(encode_small_float(v, kBF16)));
     case DType::kFloat8E4M3:
-      return store(p, static_cast<uint8_t>(encode_float(v, kE4M3)));
+      return store(p, static_cast<uint8_t>(encode_small_float(v, kE4M3)));
     case DType::kFloat8E5M2:
-      return store(p, static_cast<uint8_t>(encode_float(v, kE5M2)));
+      return store(p, static_cast<uint8_t>(encode_small_float(v, kE5M2)));
     default:
       return;
   }
@@ -210,19 +210,19 @@ void convert_all(const std::byte* src, std::byte* dst, size_t n, Fn fn) {
 
 bool fast_cast(DType from, DType to, const std::byte* src, std::byte* dst, size_t n) {
   if (from == DType::kFloat16 && to == DType::kFloat32) {
-    convert_all<uint16_t, float>(src, dst, n, f16_to_f32);
+    convert_all<uint16_t, float>(src, dst, n, half_to_float);
   } else if (from == DType::kBFloat16 && to == DType::kFloat32) {
-    convert_all<uint16_t, float>(src, dst, n, bf16_to_f32);
+    convert_all<uint16_t, float>(src, dst, n, bfloat16_to_float);
   } else if (from == DType::kFloat32 && to == DType::kFloat16) {
-    convert_all<float, uint16_t>(src, dst, n, [](float v) { return encode_float(v, kF16); });
+    convert_all<float, uint16_t>(src, dst, n, [](float v) { return encode_small_float(v, kF16); });
   } else if (from == DType::kFloat32 && to == DType::kBFloat16) {
-    convert_all<float, uint16_t>(src, dst, n, [](float v) { return encode_float(v, kBF16); });
+    convert_all<float, uint16_t>(src, dst, n, [](float v) { return encode_small_float(v, kBF16); });
   } else if (from == DType::kBFloat16 && to == DType::kFloat16) {
-    convert_all<uint16_t, uint16_t>(src, dst, n,
-                                    [](uint16_t v) { return encode_float(bf16_to_f32(v), kF16); });
+    convert_all<uint16_t, uint16_t>(
+        src, dst, n, [](uint16_t v) { return encode_small_float(bfloat16_to_float(v), kF16); });
   } else if (from == DType::kFloat16 && to == DType::kBFloat16) {
     convert_all<uint16_t, uint16_t>(src, dst, n,
-                                    [](uint16_t v) { return encode_float(f16_to_f32(v), kBF16); });
+                                    [](uint16_t v) { return encode_small_float(half_to_float(v), kBF16); });
   } else {
     return false;
   }

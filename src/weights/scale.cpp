@@ -18,7 +18,8 @@ void scale_plain(void* data, size_t n, double factor) {
 template <typename Code>
 void scale_coded(void* data, size_t n, double factor, const FloatFormat& f) {
   auto* p = static_cast<Code*>(data);
-  for (size_t i = 0; i < n; ++i) p[i] = static_cast<Code>(encode_float(decode_float(p[i], f) * factor, f));
+  for (size_t i = 0; i < n; ++i)
+    p[i] = static_cast<Code>(encode_small_float(decode_small_float(p[i], f) * factor, f));
 }
 
 }  // namespace
