@@ -32,25 +32,21 @@ struct Outcome {
   std::string reason;
 };
 
+// Element i of a float tensor as a double (0 for other types: compare() checks is_float first).
 double element(const Tensor& t, size_t i) {
   const auto* p = static_cast<const std::byte*>(t.data());
-  auto get = [&]<typename T>(T) {
-    T v;
-    std::memcpy(&v, p + i * sizeof(T), sizeof(T));
-    return v;
-  };
-  switch (t.dtype()) {
-    case DType::kFloat32:
-      return get(float{});
-    case DType::kFloat64:
-      return get(double{});
-    case DType::kFloat16:
-      return half_to_float(get(uint16_t{}));
-    case DType::kBFloat16:
-      return bfloat16_to_float(get(uint16_t{}));
-    default:
+  return visit_dtype(t.dtype(), [&]<DType D>(DTypeTag<D>) -> double {
+    if constexpr (is_float_dtype(D)) {
+      dtype_storage_t<D> v;
+      std::memcpy(&v, p + i * sizeof(v), sizeof(v));
+      if constexpr (is_small_float_dtype(D))
+        return decode_small_float(v, small_float_format<D>());
+      else
+        return v;
+    } else {
       return 0;
-  }
+    }
+  });
 }
 
 bool is_float(DType t) {

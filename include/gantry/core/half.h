@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "gantry/core/dtype.h"
+
 namespace gantry {
 
 struct SmallFloatFormat {
@@ -27,6 +29,19 @@ inline constexpr SmallFloatFormat kHalfFormat{5, 10, 15, true};
 inline constexpr SmallFloatFormat kBFloat16Format{8, 7, 127, true};
 inline constexpr SmallFloatFormat kFloat8E4M3Format{4, 3, 7, false};  // OCP FP8 E4M3 "fn"
 inline constexpr SmallFloatFormat kFloat8E5M2Format{5, 2, 15, true};  // OCP FP8 E5M2
+
+// The format of a DType stored as small-float bits (is_small_float_dtype).
+template <DType D>
+requires(is_small_float_dtype(D)) constexpr SmallFloatFormat small_float_format() {
+  if constexpr (D == DType::kFloat16)
+    return kHalfFormat;
+  else if constexpr (D == DType::kBFloat16)
+    return kBFloat16Format;
+  else if constexpr (D == DType::kFloat8E4M3)
+    return kFloat8E4M3Format;
+  else
+    return kFloat8E5M2Format;
+}
 
 // The largest finite magnitude's code (without sign).
 constexpr uint32_t max_finite_code(const SmallFloatFormat& f) {
