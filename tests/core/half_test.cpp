@@ -19,9 +19,12 @@ TEST(Half, FastDecodersAgreeWithTheGenericOneOnEveryCode) {
     ASSERT_TRUE(same(half_to_float(h), decode_small_float(h, kHalfFormat))) << std::hex << c;
     ASSERT_TRUE(same(bfloat16_to_float(h), decode_small_float(h, kBFloat16Format))) << std::hex << c;
     // Every non-NaN code survives a round trip through f32.
-    if (!std::isnan(half_to_float(h))) ASSERT_EQ(float_to_half(half_to_float(h)), h) << std::hex << c;
-    if (!std::isnan(bfloat16_to_float(h)))
+    if (!std::isnan(half_to_float(h))) {
+      ASSERT_EQ(float_to_half(half_to_float(h)), h) << std::hex << c;
+    }
+    if (!std::isnan(bfloat16_to_float(h))) {
       ASSERT_EQ(float_to_bfloat16(bfloat16_to_float(h)), h) << std::hex << c;
+    }
   }
 }
 
