@@ -70,7 +70,7 @@ TEST(ModelDrain, NoCallRunsBetweenDrainAndReset) {
         if (!model.infer_one({}).ok()) std::this_thread::sleep_for(std::chrono::microseconds(50));
     });
 
-  constexpr uint64_t kCycles = 200;
+  constexpr uint64_t kCycles = 50;
   uint64_t cycles = 0;
   uint64_t running_after_drain = 0;
   for (; cycles < kCycles; ++cycles) {
