@@ -229,8 +229,7 @@ int main() {
         default: {
           auto handle = (*rt)->get("heavy_mlp_1024");  // loaded by the first server, kept by the runtime
           if (!handle.ok()) {
-            std::fprintf(stderr, "serve_bench: %s
-", handle.status().message().c_str());
+            std::fprintf(stderr, "serve_bench: %s\n", handle.status().message().c_str());
             return 1;
           }
           direct.add(in_process(handle->model(), secs / kRounds));
