@@ -1,10 +1,12 @@
 # The user's interface. Every target sets up what it needs first (idempotent, cached).
-#   make run    set up, build, serve the bundled default models (gantry serve) and send it a few requests
-#   make demo   set up, build, the command-line tour (detect, plan, run) on the bundled models
+#   make run    set up and build what the main job needs (the CLI, the engine, the default models: no test
+#               binaries, test clients or llama.cpp reference tools), serve the bundled default models
+#               (gantry serve) and send it a few requests
+#   make demo   the same set-up and build, then the command-line tour (detect, plan, run) on the bundled models
 #   make test   set up, build, run every test
 #   make build  set up and build build/bin/gantry
 #   make bench  set up, build, run the benchmarks (prints BENCH lines)
-#   make setup  install/fetch/build dependencies only
+#   make setup  install/fetch/build dependencies only (everything make test needs)
 #   make dist   set up, build, pack dist/gantry-<version>-linux-x86_64.tar.zst (self-contained; docs/dist.md)
 #   make dist-check  also the -check overlay (test binaries, models, ONNX node suite) that gpu-check.sh uses
 #   make image  the OCI image of `gantry serve` from that bundle on a debootstrap'ed Debian base (scripts/image.sh)
@@ -13,22 +15,30 @@ JOBS ?= $(shell nproc)
 PRESET ?= default
 BUILD_DIR := $(if $(filter default,$(PRESET)),build,build-$(PRESET))
 
-.PHONY: setup build test run demo bench asan fuzz fuzz-smoke clean format dist dist-check image
+.PHONY: setup setup-main build build-main test run demo bench asan fuzz fuzz-smoke clean format dist dist-check image
 
 setup:
 	@bash scripts/setup.sh all
+
+# What make run and make demo need, and no more (scripts/setup.sh main; the target gantry and the engine).
+setup-main:
+	@bash scripts/setup.sh main
 
 build: setup
 	@if [ ! -f $(BUILD_DIR)/build.ninja ]; then cmake --preset $(PRESET) >/dev/null || exit 1; fi
 	@cmake --build --preset $(PRESET) -j $(JOBS)
 
+build-main: setup-main
+	@if [ ! -f $(BUILD_DIR)/build.ninja ]; then cmake --preset $(PRESET) >/dev/null || exit 1; fi
+	@cmake --build --preset $(PRESET) -j $(JOBS) --target gantry
+
 test: build
 	@ctest --preset $(PRESET) -j $(JOBS)
 
-run: build
+run: build-main
 	@bash scripts/run-main.sh
 
-demo: build
+demo: build-main
 	@bash scripts/demo.sh
 
 bench: build

@@ -4,11 +4,13 @@
 //                             streams on one channel, each call issued when the previous one of its
 //                             stream completes) / over HTTP (KServe v2 binary tensors, 32 keep-alive
 //                             connections, one blocking client thread each); goal >= 1
-// Both measured in this run on one server (same model, batcher and workers), in alternating slices.
+// Both measured in this run on one server (same model, batcher and workers), in alternating slices whose
+// order swaps every round.
 // GRPC_BENCH_SECONDS sets the measuring time per protocol (default 4).
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -243,12 +245,15 @@ int main() {
     loop.next();
     ended.get_future().wait();
   };
-  // Side by side: kRounds alternating slices of each, so a change in the machine's load (it may be
-  // shared) weighs on both alike.
+  // Side by side: kRounds alternating slices of each, the order swapped every round (HTTP, gRPC, gRPC,
+  // HTTP, ...), so a change in the machine's load (it may be shared) or a warm-up weighs on both alike.
   constexpr int kRounds = 4;
   Load over_http, over_grpc;
   for (int r = 0; r < kRounds; ++r) {
-    for (auto [client, total] : {std::pair{&http_client, &over_http}, std::pair{&grpc_client, &over_grpc}}) {
+    const std::pair<const Client*, Load*> http_case{&http_client, &over_http},
+        grpc_case{&grpc_client, &over_grpc};
+    for (auto [client, total] :
+         r % 2 == 0 ? std::array{http_case, grpc_case} : std::array{grpc_case, http_case}) {
       const Load l = drive(*client, 0.3, secs / kRounds);
       total->ok += l.ok;
       total->failed += l.failed;
@@ -263,7 +268,10 @@ int main() {
       "failed), max |gRPC - HTTP| %g\n",
       kModel, kClients, over_http.rps(), static_cast<unsigned long long>(over_http.failed), over_grpc.rps(),
       static_cast<unsigned long long>(over_grpc.failed), diff);
-  if (over_http.ok == 0 || over_grpc.ok == 0 || over_http.failed || over_grpc.failed) return 1;
+  if (over_http.ok == 0 || over_grpc.ok == 0 || over_http.failed || over_grpc.failed) {
+    std::fprintf(stderr, "grpc_bench: a measurement failed (no answers, or failed calls): no ratio\n");
+    return 1;
+  }
   std::printf("BENCH grpc-vs-http-infer ratio=%.3f\n", over_grpc.rps() / over_http.rps());
   return 0;
 }

@@ -1,17 +1,19 @@
 // The kernel executor's costs. Prints
-//   BENCH kernel-cache-hit-load ms=<median KernelExecutor::load of a cached CPU kernel: cache lookup,
-//         checksum, dlopen>
-//   BENCH kernel-cache-hit-load-cuda ms=<median cached CUDA load: NVRTC cache lookup (+ cuModuleLoadData on a
-//         GPU)>                                                   (where NVRTC is present)
+//   BENCH kernel-cache-hit-load ratio=<median KernelExecutor::load of a cached CPU kernel (cache lookup,
+//         checksum, dlopen) / median cold load of it (an empty cache: the compile)> ms=<the cached load>
+//   BENCH kernel-cache-hit-load-cuda ratio=<the same for a CUDA kernel: NVRTC cache lookup (+
+//         cuModuleLoadData on a GPU) / a cold NVRTC compile> ms=<the cached load>  (where NVRTC is present)
 //   BENCH kernel-launch-vs-driver ratio=<Gantry launch of an empty kernel / bare cuLaunchKernel of the same
 //         function, launches alternating in batches, same run>  (on a GPU only)
-// and a plain line saying why a measurement is skipped. The cache lives in a fresh temporary directory, so
-// the first load of each kernel compiles (its time is printed too) and the timed ones are cache hits.
+// and a plain line saying why a measurement is skipped. Cached and cold loads alternate, round by round,
+// in this run: each cold load in a fresh, empty cache directory. A failed load is an error (exit 1).
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,23 +40,42 @@ const char* kCpuKernel =
     "}\n";
 const char* kCudaEmpty = "extern \"C\" __global__ void empty_kernel(float* x, int n) {}\n";
 
-// Median of `reps` cached loads (each followed by unload, so every load really opens the binary again).
-double cached_load_ms(KernelExecutor& ex, const char* src, const char* entry, const std::string& device,
-                      int reps) {
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto h = ex.load(src, entry, device);
-    const double ms = ms_since(t0);
-    if (!h.ok() || !ex.info(*h)->cache_hit) {
-      std::fprintf(stderr, "kernel_bench: load %d of %s was not a cache hit: %s\n", i, entry,
-                   h.ok() ? "compiled again" : h.status().to_string().c_str());
-      return -1;
+// One timed load: whether it was a cache hit, and its milliseconds.
+struct Load {
+  bool cache_hit = false;
+  double ms = 0;
+};
+// Loads the kernel with its cache in `dir`, timing the load alone; nullopt (after saying why) on failure.
+using LoadFn = std::function<std::optional<Load>(const fs::path& dir)>;
+
+// Median milliseconds of cached loads and of cold loads (an empty cache: the compile) of one kernel,
+// alternating in kRounds rounds, each cold load in a fresh directory under `root`.
+struct HitVsCold {
+  double hit_ms = 0, cold_ms = 0;
+  bool ok = false;
+};
+HitVsCold hit_vs_cold(const char* what, const fs::path& root, const LoadFn& load) {
+  constexpr int kRounds = 5, kHitsPerRound = 10;
+  const fs::path warm = root / "warm";
+  std::vector<double> hits, colds;
+  for (int round = 0; round < kRounds; ++round) {
+    const auto cold = load(root / ("cold-" + std::to_string(round)));
+    if (!cold || cold->cache_hit) {
+      std::fprintf(stderr, "kernel_bench: %s: a cold load %s\n", what, cold ? "hit a cache" : "failed");
+      return {};
     }
-    times.push_back(ms);
-    (void)ex.unload(*h);
+    colds.push_back(cold->ms);
+    if (round == 0 && !load(warm)) return {};  // fills the warm cache
+    for (int i = 0; i < kHitsPerRound; ++i) {
+      const auto hit = load(warm);
+      if (!hit || !hit->cache_hit) {
+        std::fprintf(stderr, "kernel_bench: %s: load %d was not a cache hit\n", what, i);
+        return {};
+      }
+      hits.push_back(hit->ms);
+    }
   }
-  return gantry::bench::median(times);
+  return {gantry::bench::median(hits), gantry::bench::median(colds), true};
 }
 
 void launch_vs_driver(KernelExecutor& ex, const fs::path& cache) {
@@ -117,54 +138,63 @@ int main() {
   ExecutorOptions options;
   options.cache_dir = cache;
   KernelExecutor ex(options);
+  int status = 0;
+  // A load through an executor of its own over `dir` (made before the clock starts), then unloaded.
+  auto executor_load = [&](const fs::path& dir, const char* src, const char* entry,
+                           const std::string& device) -> std::optional<Load> {
+    ExecutorOptions o = options;
+    o.cache_dir = dir;
+    KernelExecutor e(o);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto h = e.load(src, entry, device);
+    const double ms = ms_since(t0);
+    if (!h.ok()) {
+      std::fprintf(stderr, "kernel_bench: %s load: %s\n", device.c_str(), h.status().to_string().c_str());
+      return std::nullopt;
+    }
+    const Load l{e.info(*h)->cache_hit, ms};
+    (void)e.unload(*h);
+    return l;
+  };
 
   if (gantry::Status s = ex.available("cpu"); !s.ok()) {
     std::printf("kernel-cache-hit-load skipped: %s\n", s.to_string().c_str());
   } else {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto first = ex.load(kCpuKernel, "scale", "cpu");
-    if (!first.ok()) {
-      std::printf("kernel-cache-hit-load failed: %s\n", first.status().to_string().c_str());
-      return 1;
-    }
-    std::printf("cpu kernel: first load (compile) %.1f ms\n", ms_since(t0));
-    (void)ex.unload(*first);
-    const double ms = cached_load_ms(ex, kCpuKernel, "scale", "cpu", 50);
-    if (ms < 0) return 1;
-    std::printf("BENCH kernel-cache-hit-load ms=%.3f\n", ms);
+    const HitVsCold t = hit_vs_cold("cpu kernel", cache / "cpu", [&](const fs::path& dir) {
+      return executor_load(dir, kCpuKernel, "scale", "cpu");
+    });
+    if (!t.ok) return 1;
+    std::printf("cpu kernel: cold load (compile) %.1f ms, cached load %.3f ms (medians)\n", t.cold_ms,
+                t.hit_ms);
+    std::printf("BENCH kernel-cache-hit-load ratio=%.4f ms=%.3f\n", t.hit_ms / t.cold_ms, t.hit_ms);
   }
 
   const bool gpu = ex.available("cuda:0").ok();
   if (auto v = nvrtc_version(); !v.ok()) {
     std::printf("kernel-cache-hit-load-cuda skipped: %s\n", v.status().to_string().c_str());
-  } else if (gpu) {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto first = ex.load(kCudaEmpty, "empty_kernel", "cuda:0");
-    if (first.ok()) {
-      std::printf("cuda kernel: first load (NVRTC %s) %.1f ms\n", v->c_str(), ms_since(t0));
-      (void)ex.unload(*first);
-      std::printf("BENCH kernel-cache-hit-load-cuda ms=%.3f\n",
-                  cached_load_ms(ex, kCudaEmpty, "empty_kernel", "cuda:0", 50));
-    }
   } else {
-    // No GPU: the compile half of a load (NVRTC through the cache), which is what a GPU load adds to
-    // cuModuleLoadData.
-    CudaCompileOptions o;
-    o.cache_dir = cache;
-    const auto t0 = std::chrono::steady_clock::now();
-    auto first = compile_cuda(kCudaEmpty, "empty_kernel", o);
-    std::printf("cuda kernel: first compile (NVRTC %s, %s) %.1f ms\n", v->c_str(), o.arch.c_str(),
-                ms_since(t0));
-    std::vector<double> times;
-    for (int i = 0; first.ok() && i < 50; ++i) {
-      const auto t1 = std::chrono::steady_clock::now();
-      auto hit = compile_cuda(kCudaEmpty, "empty_kernel", o);
-      times.push_back(ms_since(t1));
-      if (!hit.ok() || !hit->cache_hit) return 1;
-    }
-    if (!times.empty()) {
-      std::printf("kernel-cache-hit-load-cuda: no GPU, so the cache lookup only (no cuModuleLoadData)\n");
-      std::printf("BENCH kernel-cache-hit-load-cuda ms=%.3f\n", gantry::bench::median(times));
+    // With a GPU, a whole load (NVRTC through the cache, then cuModuleLoadData); without one, the compile
+    // half of it, which is what a GPU load adds to cuModuleLoadData.
+    const HitVsCold t =
+        hit_vs_cold("cuda kernel", cache / "cuda", [&](const fs::path& dir) -> std::optional<Load> {
+          if (gpu) return executor_load(dir, kCudaEmpty, "empty_kernel", "cuda:0");
+          CudaCompileOptions o;
+          o.cache_dir = dir;
+          const auto t0 = std::chrono::steady_clock::now();
+          auto c = compile_cuda(kCudaEmpty, "empty_kernel", o);
+          const double ms = ms_since(t0);
+          if (!c.ok()) {
+            std::fprintf(stderr, "kernel_bench: cuda compile: %s\n", c.status().to_string().c_str());
+            return std::nullopt;
+          }
+          return Load{c->cache_hit, ms};
+        });
+    if (!t.ok) {
+      status = 1;
+    } else {
+      std::printf("cuda kernel (NVRTC %s%s): cold %.1f ms, cached %.3f ms (medians)\n", v->c_str(),
+                  gpu ? "" : "; no GPU: the cache lookup only, no cuModuleLoadData", t.cold_ms, t.hit_ms);
+      std::printf("BENCH kernel-cache-hit-load-cuda ratio=%.4f ms=%.3f\n", t.hit_ms / t.cold_ms, t.hit_ms);
     }
   }
 
@@ -175,5 +205,5 @@ int main() {
 
   std::error_code ec;
   fs::remove_all(cache, ec);
-  return 0;
+  return status;
 }

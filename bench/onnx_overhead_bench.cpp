@@ -1,7 +1,11 @@
 // Gantry's ONNX backend vs raw ONNX Runtime in the same process, same session options (1 intra-op
 // thread), alternating blocks so both sides see the same machine state. Prints
 //   BENCH onnx-overhead-<case> ratio=<gantry median / raw median>
-// and the cost of the `measured` provider policy on a first and a cached load.
+// and the cost of the `measured` provider policy on a first and a cached load, each against the `fastest`
+// policy's choice for the same package (no timing runs), in interleaved rounds:
+//   BENCH measured-policy-first-load-<model> ratio=<first measured choice / fastest choice> ms=<first>
+//   BENCH measured-policy-cached-load-<model> ratio=<cached measured choice / fastest choice> ms=<cached>
+// A failed measurement is an error (exit 1), never a printed number.
 #include <onnxruntime_cxx_api.h>
 #include <time.h>
 
@@ -192,10 +196,14 @@ bool bench_pool_overhead(const char* name, const fs::path& path, const std::vect
   return true;
 }
 
-// `bucket`: a session bucket (the input-shape profile the measured policy times with).
-void bench_measured_policy(const char* name, const fs::path& path,
+// `bucket`: a session bucket (the input-shape profile the measured policy times with). False when a
+// measurement failed; true also when the model cannot be timed by the measured policy (then no BENCH line).
+bool bench_measured_policy(const char* name, const fs::path& path,
                            const gantry::model::SessionBucket& bucket) {
-  if (!fs::exists(path)) return;
+  if (!fs::exists(path)) {
+    std::fprintf(stderr, "%s: %s missing: run make setup\n", name, path.c_str());
+    return false;
+  }
   const fs::path dir = fs::temp_directory_path() / ("gantry-bench-verdicts-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   // A package holding the model and a manifest with the profile.
@@ -203,44 +211,85 @@ void bench_measured_policy(const char* name, const fs::path& path,
   fs::create_directories(pkg_dir);
   fs::copy_file(path, pkg_dir / path.filename());
   auto manifest = gantry::model::synthesize_manifest(pkg_dir / path.filename());
-  if (!manifest.ok()) return;
+  if (!manifest.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name, manifest.status().to_string().c_str());
+    return false;
+  }
   if (!bucket.empty()) manifest->onnx.session_buckets.push_back(bucket);
-  if (!gantry::model::write_manifest(pkg_dir / "gantry.json", *manifest).ok()) return;
+  if (!gantry::model::write_manifest(pkg_dir / "gantry.json", *manifest).ok()) return false;
   gantry::onnx::OnnxBackend backend;
   auto pkg = gantry::model::load_package(pkg_dir);
   if (!pkg.ok()) {
     std::fprintf(stderr, "%s: %s\n", name, pkg.status().to_string().c_str());
-    return;
+    return false;
   }
-  gantry::backend::VerdictCache cache((dir / "cache").string());
-  gantry::backend::LoadOptions options;
-  options.policy = gantry::backend::ProviderPolicy::kMeasured;
-  options.cache = &cache;
-  options.measure_single = true;  // this machine has one viable provider: time it anyway
-  options.intra_op_threads = 1;
   const auto machine = gantry::backend::local_machine();
-  auto t0 = clock_type::now();
-  auto first = gantry::backend::choose_provider(backend, *pkg, machine, options);
-  auto t1 = clock_type::now();
-  auto second = gantry::backend::choose_provider(backend, *pkg, machine, options);
-  auto t2 = clock_type::now();
-  const auto* v = first.chosen_verdict();
-  if (!v) std::printf("%s measured policy found no viable candidate:\n%s", name, first.explain().c_str());
-  // A model the synthesised inputs cannot run (zeros: silero's sample rate 0 takes a branch that fails)
-  // loads unmeasured in policy order; its load times would not be the measured policy's, so no BENCH line.
-  if (v && !v->median_us) {
-    std::printf("%s measured policy: not timed (%s); no BENCH line\n", name, v->reason.c_str());
-    fs::remove_all(dir);
-    return;
+  auto ms = [](clock_type::time_point a, clock_type::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  constexpr int kRounds = 3;
+  std::vector<double> first_ms, cached_ms, fastest_ms;
+  bool timed = true, cached = true;
+  std::string chosen;
+  for (int round = 0; round < kRounds; ++round) {
+    // A fresh verdict cache each round: its first load measures, its second comes from the cache.
+    gantry::backend::VerdictCache cache((dir / ("cache-" + std::to_string(round))).string());
+    gantry::backend::LoadOptions options;
+    options.policy = gantry::backend::ProviderPolicy::kMeasured;
+    options.cache = &cache;
+    options.measure_single = true;  // this machine has one viable provider: time it anyway
+    options.intra_op_threads = 1;
+    gantry::backend::LoadOptions fastest = options;
+    fastest.policy = gantry::backend::ProviderPolicy::kFastest;
+    fastest.cache = nullptr;
+    const bool fastest_first = round % 2 == 1;  // the reference alternates between first and last
+    auto t0 = clock_type::now();
+    if (fastest_first) {
+      (void)gantry::backend::choose_provider(backend, *pkg, machine, fastest);
+      fastest_ms.push_back(ms(t0, clock_type::now()));
+    }
+    t0 = clock_type::now();
+    auto first = gantry::backend::choose_provider(backend, *pkg, machine, options);
+    auto t1 = clock_type::now();
+    auto second = gantry::backend::choose_provider(backend, *pkg, machine, options);
+    auto t2 = clock_type::now();
+    first_ms.push_back(ms(t0, t1));
+    cached_ms.push_back(ms(t1, t2));
+    if (!fastest_first) {
+      t0 = clock_type::now();
+      (void)gantry::backend::choose_provider(backend, *pkg, machine, fastest);
+      fastest_ms.push_back(ms(t0, clock_type::now()));
+    }
+    const auto* v = first.chosen_verdict();
+    if (!v) {
+      std::fprintf(stderr, "%s measured policy found no viable candidate:\n%s", name,
+                   first.explain().c_str());
+      fs::remove_all(dir);
+      return false;
+    }
+    chosen = v->provider;
+    timed = timed && v->median_us.has_value();
+    cached = cached && second.chosen_verdict() && second.chosen_verdict()->from_cache;
+    // A model the synthesised inputs cannot run (zeros: silero's sample rate 0 takes a branch that fails)
+    // loads unmeasured in policy order; its load times would not be the measured policy's: no BENCH line.
+    if (!timed) {
+      std::printf("%s measured policy: not timed (%s); no BENCH line\n", name, v->reason.c_str());
+      fs::remove_all(dir);
+      return true;
+    }
   }
-  std::printf("%s measured policy: chose %s, median %.1f us; second load %s\n", name,
-              v ? v->provider.c_str() : "none", v && v->median_us ? *v->median_us : 0.0,
-              second.chosen_verdict() && second.chosen_verdict()->from_cache ? "from cache" : "NOT cached");
-  std::printf("BENCH measured-policy-first-load-%s ms=%.2f\n", name,
-              std::chrono::duration<double, std::milli>(t1 - t0).count());
-  std::printf("BENCH measured-policy-cached-load-%s ms=%.3f\n", name,
-              std::chrono::duration<double, std::milli>(t2 - t1).count());
   fs::remove_all(dir);
+  if (!cached) {
+    std::fprintf(stderr, "%s measured policy: the second load did not come from the cache\n", name);
+    return false;
+  }
+  const double first = gantry::bench::median(first_ms), again = gantry::bench::median(cached_ms),
+               ref = gantry::bench::median(fastest_ms);
+  std::printf("%s measured policy: chose %s; first load %.2f ms, cached %.3f ms, fastest policy %.3f ms\n",
+              name, chosen.c_str(), first, again, ref);
+  std::printf("BENCH measured-policy-first-load-%s ratio=%.2f ms=%.2f\n", name, first / ref, first);
+  std::printf("BENCH measured-policy-cached-load-%s ratio=%.3f ms=%.3f\n", name, again / ref, again);
+  return true;
 }
 
 }  // namespace
@@ -262,7 +311,8 @@ int main() {
   if (!bench_pool_overhead("paddleocr-det", det,
                            {{"x", random_tensor(DType::kFloat32, Shape({1, 3, 160, 160}), 5)}}, 3, 31))
     status = 1;
-  bench_measured_policy("mlp", mlp, {{"input", Shape({1, 64})}});
-  bench_measured_policy("silero", silero, {{"input", Shape({1, 512})}, {"state", Shape({2, 1, 128})}});
+  if (!bench_measured_policy("mlp", mlp, {{"input", Shape({1, 64})}})) status = 1;
+  if (!bench_measured_policy("silero", silero, {{"input", Shape({1, 512})}, {"state", Shape({2, 1, 128})}}))
+    status = 1;
   return status;
 }

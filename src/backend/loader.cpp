@@ -17,7 +17,7 @@ ProviderRequest provider_request(const model::Manifest& mf) {
   r.min_cuda_version = hw.min_cuda_version;
   r.device_id = hw.device_id;
   r.gpu_device_ids = hw.gpu_device_ids;
-  if (hw.strategy) r.strategy = std::string(model::strategy_name(*hw.strategy));
+  if (hw.strategy) r.strategy = *hw.strategy;
   Placement& p = r.base;
   const auto& rt = mf.runtime;
   p.intra_op_threads = rt.intra_op_threads.value_or(0);

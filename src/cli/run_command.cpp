@@ -38,35 +38,19 @@ std::string preview(const Tensor& t, size_t max_values = 6) {
   s << "[";
   for (size_t i = 0; i < std::min(n, max_values); ++i) {
     if (i) s << ", ";
-    switch (t.dtype()) {
-      case DType::kFloat32:
-        s << t.values<float>()[i];
-        break;
-      case DType::kFloat64:
-        s << t.values<double>()[i];
-        break;
-      case DType::kInt64:
-        s << t.values<int64_t>()[i];
-        break;
-      case DType::kInt32:
-        s << t.values<int32_t>()[i];
-        break;
-      case DType::kInt8:
-        s << int(t.values<int8_t>()[i]);
-        break;
-      case DType::kUInt8:
-        s << int(t.values<uint8_t>()[i]);
-        break;
-      case DType::kBool:
-        s << (t.values<uint8_t>()[i] ? "true" : "false");
-        break;
-      case DType::kString:
+    visit_dtype(t.dtype(), [&]<DType D>(DTypeTag<D>) {
+      if constexpr (D == DType::kString)
         s << '"' << t.strings()[i] << '"';
-        break;
-      default:
+      else if constexpr (D == DType::kBool)
+        s << (t.values<uint8_t>()[i] ? "true" : "false");
+      else if constexpr (D == DType::kFloat32 || D == DType::kFloat64 || D == DType::kInt64 ||
+                         D == DType::kInt32)
+        s << t.values<dtype_storage_t<D>>()[i];
+      else if constexpr (D == DType::kInt8 || D == DType::kUInt8)
+        s << int(t.values<dtype_storage_t<D>>()[i]);
+      else
         s << "?";
-        break;
-    }
+    });
   }
   if (n > max_values) s << ", ...";
   s << "]";

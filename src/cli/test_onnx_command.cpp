@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "gantry/core/file_io.h"
+#include "gantry/core/half.h"
 #include "gantry/core/log.h"
 #include "gantry/model/tensor_proto.h"
 #include "gantry/runtime/runtime.h"
@@ -31,44 +32,21 @@ struct Outcome {
   std::string reason;
 };
 
-double half_to_double(uint16_t h) {
-  const int sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
-  double v;
-  if (exp == 0)
-    v = std::ldexp(frac, -24);
-  else if (exp == 31)
-    v = frac ? NAN : INFINITY;
-  else
-    v = std::ldexp(frac + 1024, exp - 25);
-  return sign ? -v : v;
-}
-
-double bf16_to_double(uint16_t b) {
-  uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
+// Element i of a float tensor as a double (0 for other types: compare() checks is_float first).
 double element(const Tensor& t, size_t i) {
   const auto* p = static_cast<const std::byte*>(t.data());
-  auto get = [&]<typename T>(T) {
-    T v;
-    std::memcpy(&v, p + i * sizeof(T), sizeof(T));
-    return v;
-  };
-  switch (t.dtype()) {
-    case DType::kFloat32:
-      return get(float{});
-    case DType::kFloat64:
-      return get(double{});
-    case DType::kFloat16:
-      return half_to_double(get(uint16_t{}));
-    case DType::kBFloat16:
-      return bf16_to_double(get(uint16_t{}));
-    default:
+  return visit_dtype(t.dtype(), [&]<DType D>(DTypeTag<D>) -> double {
+    if constexpr (is_float_dtype(D)) {
+      dtype_storage_t<D> v;
+      std::memcpy(&v, p + i * sizeof(v), sizeof(v));
+      if constexpr (is_small_float_dtype(D))
+        return decode_small_float(v, small_float_format<D>());
+      else
+        return v;
+    } else {
       return 0;
-  }
+    }
+  });
 }
 
 bool is_float(DType t) {

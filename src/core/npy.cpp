@@ -284,7 +284,7 @@ std::string descr_of(DType t) {
 
 }  // namespace
 
-Result<Tensor> parse_npy(std::span<const std::byte> bytes) {
+Result<NpyHeader> parse_npy_header(std::span<const std::byte> bytes) {
   const auto* p = reinterpret_cast<const char*>(bytes.data());
   const size_t n = bytes.size();
   if (n < 10)
@@ -315,27 +315,36 @@ Result<Tensor> parse_npy(std::span<const std::byte> bytes) {
     return Unsupported(".npy array is in Fortran order; save it in C order (np.ascontiguousarray) first");
   auto descr = parse_descr(*header->descr);
   if (!descr.ok()) return descr.status();
-  const Shape shape(*header->shape);
-  const auto count = shape.element_count();
-  if (!count) return Corrupt(".npy shape " + shape.to_string() + " overflows int64");
-  const size_t data_offset = prefix + header_len;
-  const size_t available = n - data_offset;
-  const uint64_t ucount = static_cast<uint64_t>(*count);
-  if (descr->item_size != 0 && ucount > available / descr->item_size)
-    return Corrupt(".npy data truncated: shape " + shape.to_string() + " of " + *header->descr + " needs " +
-                   (ucount > UINT64_MAX / descr->item_size ? std::string("more than 2^64")
-                                                           : std::to_string(ucount * descr->item_size)) +
+  NpyHeader h;
+  h.dtype = descr->dtype;
+  h.descr = *header->descr;
+  h.shape = Shape(*header->shape);
+  if (!h.shape.element_count()) return Corrupt(".npy shape " + h.shape.to_string() + " overflows int64");
+  h.item_size = descr->item_size;
+  h.data_offset = prefix + header_len;
+  return h;
+}
+
+Result<Tensor> parse_npy(std::span<const std::byte> bytes) {
+  auto h = parse_npy_header(bytes);
+  if (!h.ok()) return h.status();
+  const uint64_t count = static_cast<uint64_t>(*h->shape.element_count());
+  const size_t available = bytes.size() - h->data_offset;
+  if (h->item_size != 0 && count > available / h->item_size)
+    return Corrupt(".npy data truncated: shape " + h->shape.to_string() + " of " + h->descr + " needs " +
+                   (count > UINT64_MAX / h->item_size ? std::string("more than 2^64")
+                                                      : std::to_string(count * h->item_size)) +
                    " bytes, the file holds " + std::to_string(available));
-  const size_t data_bytes = static_cast<size_t>(ucount) * descr->item_size;
+  const size_t data_bytes = static_cast<size_t>(count) * h->item_size;
   if (data_bytes != available)
     return Corrupt(".npy file has " + std::to_string(available - data_bytes) + " bytes after the array data");
-  const std::byte* data = bytes.data() + data_offset;
-  if (descr->dtype == DType::kString)
-    return decode_strings(shape, data, static_cast<size_t>(ucount), descr->item_size / 4);
-  auto t = Tensor::allocate(descr->dtype, shape);
+  const std::byte* data = bytes.data() + h->data_offset;
+  if (h->dtype == DType::kString)
+    return decode_strings(h->shape, data, static_cast<size_t>(count), h->item_size / 4);
+  auto t = Tensor::allocate(h->dtype, h->shape);
   if (!t.ok()) return t.status();
   if (data_bytes > 0) std::memcpy(t->data(), data, data_bytes);
-  if (descr->dtype == DType::kBool) {
+  if (h->dtype == DType::kBool) {
     for (auto& b : t->values<uint8_t>())
       if (b > 1) return Corrupt(".npy bool array holds the byte value " + std::to_string(b));
   }

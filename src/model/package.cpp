@@ -19,12 +19,6 @@ namespace gantry::model {
 namespace fs = std::filesystem;
 namespace {
 
-Result<bool> is_tar_file(const fs::path& path) {
-  if (path.extension() == ".tar") return true;
-  GANTRY_ASSIGN_OR_RETURN(const std::string head, read_prefix(path, 262));
-  return head.size() == 262 && head.compare(257, 5, "ustar") == 0;
-}
-
 bool ends_with_tar(const fs::path& path) { return path.extension() == ".tar"; }
 
 // A fresh private directory under the system temp dir, removed when the last owner goes away.
@@ -164,6 +158,12 @@ const std::string& Package::model_sha256() const {
   return it == manifest_.sha256.end() ? kNone : it->second;
 }
 
+Result<bool> is_package_archive(const fs::path& path) {
+  if (path.extension() == ".tar") return true;
+  GANTRY_ASSIGN_OR_RETURN(const std::string head, read_prefix(path, 262));
+  return head.size() == 262 && head.compare(257, 5, "ustar") == 0;
+}
+
 Result<ModelFormat> detect_model_format(const fs::path& model_file) {
   GANTRY_ASSIGN_OR_RETURN(const std::string magic, read_prefix(model_file, 4));
   if (magic.empty()) return Corrupt(model_file.string() + ": empty file, not a model");
@@ -237,7 +237,7 @@ Result<Package> load_package(const fs::path& path, const LoadOptions& options) {
   }
   if (type != fs::file_type::regular)
     return InvalidArgument(path.string() + ": not a regular file or directory (a FIFO, socket or device?)");
-  GANTRY_ASSIGN_OR_RETURN(const bool is_tar, is_tar_file(path));
+  GANTRY_ASSIGN_OR_RETURN(const bool is_tar, is_package_archive(path));
   if (is_tar) {
     pkg.kind_ = PackageKind::kTar;
     GANTRY_ASSIGN_OR_RETURN(pkg.temp_dir_, make_temp_dir());

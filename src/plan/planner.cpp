@@ -162,8 +162,13 @@ Result<Plan> plan_without_suggestion(const ModelProfile& m, const PlanOptions& o
 void add_suggestion(const ModelProfile& m, const std::vector<Device>& devices, Plan& plan) {
   if (plan.fits) return;
   std::vector<std::string> ideas;
+  // Every candidate is counted with the plans it made itself (none, as long as the search stays linear).
+  auto count = [&](const Result<Plan>& p) {
+    plan.candidates_planned += 1 + (p.ok() ? p->candidates_planned : 0);
+  };
   auto fits_with = [&](PlanOptions o) {
     auto p = plan_without_suggestion(m, o, devices);
+    count(p);
     return p.ok() && p->fits;
   };
   for (KvType kv : {KvType::kQ8_0, KvType::kQ4_0}) {
@@ -200,6 +205,7 @@ void add_suggestion(const ModelProfile& m, const std::vector<Device>& devices, P
       q.input_weight_bytes = static_cast<uint64_t>(static_cast<double>(q.input_weight_bytes) * f);
       q.output_weight_bytes = static_cast<uint64_t>(static_cast<double>(q.output_weight_bytes) * f);
       auto p = plan_without_suggestion(q, plan.options, devices);
+      count(p);
       if (p.ok() && p->fits) {
         ideas.push_back(fmt::format("a {} quantisation (about {:.2f} GiB of weights)", qname,
                                     static_cast<double>(q.total_weight_bytes()) / (1ull << 30)));

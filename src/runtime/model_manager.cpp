@@ -298,6 +298,7 @@ Status ModelManager::unload(std::string_view name, std::chrono::milliseconds tim
   }
   Entry& e = *it->second;
   e.state = ModelState::kDraining;  // no new handles from here on
+  cv_.notify_all();
   if (!cv_.wait_for(lock, timeout, [&] { return e.handles == 0; })) {
     e.state = ModelState::kReady;
     cv_.notify_all();
@@ -419,6 +420,15 @@ std::optional<ModelInfo> ModelManager::info(std::string_view name) const {
   auto it = entries_.find(name);
   if (it == entries_.end()) return std::nullopt;
   return snapshot_locked(*it->second);
+}
+
+bool ModelManager::wait_for_state(std::string_view name, ModelState state,
+                                  std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] {
+    auto it = entries_.find(name);
+    return it != entries_.end() && it->second->state == state;
+  });
 }
 
 }  // namespace gantry::runtime

@@ -144,39 +144,30 @@ void append_values(const Tensor& t, Field* field) {
   for (int64_t i = 0; i < n; ++i) field->Add(v[i]);
 }
 
+// The contents field KServe v2 keeps each element type in (int_contents for i8..i32, uint_contents for
+// u8..u32, ...); FP16/BF16/FP8 have none: the encoder sends those raw.
 void tensor_to_contents(const Tensor& t, InferTensorContents& c) {
-  switch (t.dtype()) {
-    case DType::kBool: {
+  visit_dtype(t.dtype(), [&]<DType D>(DTypeTag<D>) {
+    using T = dtype_storage_t<D>;
+    if constexpr (D == DType::kBool) {
       const auto* v = static_cast<const uint8_t*>(t.data());
       for (int64_t i = 0; i < t.element_count(); ++i) c.add_bool_contents(v[i] != 0);
-      return;
-    }
-    case DType::kInt8:
-      return append_values<int8_t>(t, c.mutable_int_contents());
-    case DType::kInt16:
-      return append_values<int16_t>(t, c.mutable_int_contents());
-    case DType::kInt32:
-      return append_values<int32_t>(t, c.mutable_int_contents());
-    case DType::kInt64:
-      return append_values<int64_t>(t, c.mutable_int64_contents());
-    case DType::kUInt8:
-      return append_values<uint8_t>(t, c.mutable_uint_contents());
-    case DType::kUInt16:
-      return append_values<uint16_t>(t, c.mutable_uint_contents());
-    case DType::kUInt32:
-      return append_values<uint32_t>(t, c.mutable_uint_contents());
-    case DType::kUInt64:
-      return append_values<uint64_t>(t, c.mutable_uint64_contents());
-    case DType::kFloat32:
-      return append_values<float>(t, c.mutable_fp32_contents());
-    case DType::kFloat64:
-      return append_values<double>(t, c.mutable_fp64_contents());
-    case DType::kString:
+    } else if constexpr (D == DType::kString) {
       for (const std::string& s : t.strings()) c.add_bytes_contents(s);
-      return;
-    default:
-      return;  // FP16/BF16: the encoder sends the whole response raw
-  }
+    } else if constexpr (D == DType::kInt64) {
+      append_values<T>(t, c.mutable_int64_contents());
+    } else if constexpr (D == DType::kUInt64) {
+      append_values<T>(t, c.mutable_uint64_contents());
+    } else if constexpr (D == DType::kFloat32) {
+      append_values<T>(t, c.mutable_fp32_contents());
+    } else if constexpr (D == DType::kFloat64) {
+      append_values<T>(t, c.mutable_fp64_contents());
+    } else if constexpr (is_integer_dtype(D) && std::is_signed_v<T>) {
+      append_values<T>(t, c.mutable_int_contents());
+    } else if constexpr (is_integer_dtype(D)) {
+      append_values<T>(t, c.mutable_uint_contents());
+    }
+  });
 }
 
 nlohmann::json parameter_json(const inference::InferParameter& p) {

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <charconv>
 #include <deque>
+#include <future>
 #include <limits>
 #include <mutex>
 #include <thread>
@@ -1016,10 +1017,15 @@ uint16_t HttpServer::port() const { return impl_->port; }
 
 void HttpServer::stop_accepting() {
   if (impl_->closing.exchange(true)) return;
-  net::post(impl_->ioc, [impl = impl_.get()] {
+  auto closed = std::make_shared<std::promise<void>>();
+  std::future<void> done = closed->get_future();
+  net::post(impl_->ioc, [impl = impl_.get(), closed] {
     error_code ec;
     impl->acceptor.close(ec);
+    closed->set_value();
   });
+  // An I/O thread cannot wait for a handler queued behind its own; any other caller waits for the close.
+  if (!impl_->threads.empty() && !impl_->ioc.get_executor().running_in_this_thread()) done.wait();
 }
 
 void HttpServer::stop() {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -10,6 +9,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "gantry/core/half.h"
 #include "gantry/core/json.h"
 
 namespace gantry::server::kserve {
@@ -63,62 +63,6 @@ std::string describe(const json& v) {
     }
   }
 }
-
-// ---- 16-bit floats ------------------------------------------------------------------------------------
-
-// Round-half-to-even of a non-negative double holding at most ~2^12 (exact arithmetic).
-double round_half_even(double x) {
-  const double fl = std::floor(x);
-  const double d = x - fl;
-  if (d > 0.5) return fl + 1;
-  if (d < 0.5) return fl;
-  return std::fmod(fl, 2.0) == 0.0 ? fl : fl + 1;
-}
-
-// Rounds `v` to nearest even in a binary format with `ebits` exponent and `mbits` mantissa bits (FP16:
-// 5/10, BF16: 8/7), directly from double so there is one rounding. Sets `overflow` when a finite `v`
-// rounds to infinity.
-uint16_t to_small_float(double v, int ebits, int mbits, bool& overflow) {
-  const int bias = (1 << (ebits - 1)) - 1;
-  const uint16_t sign = std::signbit(v) ? static_cast<uint16_t>(1u << (ebits + mbits)) : 0;
-  const uint16_t exp_all = static_cast<uint16_t>(((1u << ebits) - 1) << mbits);
-  if (std::isnan(v)) return sign | exp_all | static_cast<uint16_t>(1u << (mbits - 1));
-  const double a = std::fabs(v);
-  if (std::isinf(a)) return sign | exp_all;
-  const int emin = 1 - bias;
-  if (a < std::ldexp(1.0, emin)) {
-    // Subnormal: count quanta of 2^(emin - mbits); 2^mbits quanta is the smallest normal (same bits).
-    return sign | static_cast<uint16_t>(round_half_even(std::ldexp(a, mbits - emin)));
-  }
-  int x = 0;
-  std::frexp(a, &x);
-  int e = x - 1;  // a = 1.f * 2^e
-  double r = round_half_even(std::ldexp(a, mbits - e));
-  if (r >= std::ldexp(1.0, mbits + 1)) {  // rounded up to the next power of two
-    r = std::ldexp(1.0, mbits);
-    ++e;
-  }
-  if (e > bias) {
-    overflow = true;
-    return sign | exp_all;
-  }
-  return sign | static_cast<uint16_t>((e + bias) << mbits) |
-         static_cast<uint16_t>(static_cast<uint32_t>(r) - (1u << mbits));
-}
-
-float fp16_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t mant = h & 0x3ffu;
-  if (exp == 0) {
-    const float f = std::ldexp(static_cast<float>(mant), -24);  // exact
-    return sign ? -f : f;
-  }
-  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
-  return std::bit_cast<float>(sign | ((exp - 15 + 127) << 23) | (mant << 13));
-}
-
-float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
 // ---- JSON data -> tensor elements ---------------------------------------------------------------------
 //
@@ -240,8 +184,8 @@ auto integer_converter() {
 // tensor's bytes. Choosing the converter once per array keeps the dtype switch out of the element loop.
 template <typename Body>
 Status with_converter(DType dtype, Body&& body) {
-  switch (dtype) {
-    case DType::kFloat32: {
+  return visit_dtype(dtype, [&]<DType D>(DTypeTag<D>) -> Status {
+    if constexpr (D == DType::kFloat32) {
       // FLT_MAX = 2^128 - 2^104; anything from the midpoint to 2^128 up rounds to infinity.
       const double limit = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);
       return body([limit](const auto& v, size_t i, void* dst) {
@@ -251,40 +195,22 @@ Status with_converter(DType dtype, Body&& body) {
         static_cast<float*>(dst)[i] = static_cast<float>(d);
         return Status::Ok();
       });
-    }
-    case DType::kFloat64:
+    } else if constexpr (D == DType::kFloat64) {
       return body(
           [](const auto& v, size_t i, void* dst) { return to_double(v, i, static_cast<double*>(dst)[i]); });
-    case DType::kFloat16:
-    case DType::kBFloat16: {
-      const bool half = dtype == DType::kFloat16;
-      return body([half](const auto& v, size_t i, void* dst) {
+    } else if constexpr (D == DType::kFloat16 || D == DType::kBFloat16) {
+      constexpr bool half = D == DType::kFloat16;
+      return body([](const auto& v, size_t i, void* dst) {
         double d = 0;
         GANTRY_RETURN_IF_ERROR(to_double(v, i, d));
         bool overflow = false;
-        static_cast<uint16_t*>(dst)[i] =
-            half ? to_small_float(d, 5, 10, overflow) : to_small_float(d, 8, 7, overflow);
+        static_cast<uint16_t*>(dst)[i] = half ? float_to_half(d, &overflow) : float_to_bfloat16(d, &overflow);
         if (overflow) return float_overflow(i, v, half ? "FP16 (largest finite 65504)" : "BF16");
         return Status::Ok();
       });
-    }
-    case DType::kInt8:
-      return body(integer_converter<int8_t>());
-    case DType::kInt16:
-      return body(integer_converter<int16_t>());
-    case DType::kInt32:
-      return body(integer_converter<int32_t>());
-    case DType::kInt64:
-      return body(integer_converter<int64_t>());
-    case DType::kUInt8:
-      return body(integer_converter<uint8_t>());
-    case DType::kUInt16:
-      return body(integer_converter<uint16_t>());
-    case DType::kUInt32:
-      return body(integer_converter<uint32_t>());
-    case DType::kUInt64:
-      return body(integer_converter<uint64_t>());
-    case DType::kBool:
+    } else if constexpr (is_integer_dtype(D)) {
+      return body(integer_converter<dtype_storage_t<D>>());
+    } else if constexpr (D == DType::kBool) {
       return body([](const auto& v, size_t i, void* dst) {
         if (!v.is_boolean())
           return InvalidArgument("element " + std::to_string(i) + " is " + describe(v) +
@@ -292,12 +218,11 @@ Status with_converter(DType dtype, Body&& body) {
         static_cast<uint8_t*>(dst)[i] = v.template get<bool>() ? 1 : 0;
         return Status::Ok();
       });
-    case DType::kFloat8E4M3:  // KServe v2 has no FP8 datatype: never parsed, refused on output
-    case DType::kFloat8E5M2:
-    case DType::kString:
-      break;
-  }
-  return Internal("with_converter: unhandled dtype");
+    } else {
+      // FP8 (KServe v2 has no FP8 datatype: never parsed, refused on output) and strings (read elsewhere).
+      return Internal("with_converter: unhandled dtype");
+    }
+  });
 }
 
 // Fills `t` (allocated with as many elements as there are leaves) through `each(f)`, which calls
@@ -953,70 +878,29 @@ void append_numbers(std::string& out, const Tensor& t) {
       p = write_one(i);
     }
   };
-  auto ints = [&]<typename T>(const T* v) {
-    each([&](size_t i) {
+  visit_dtype(t.dtype(), [&]<DType D>(DTypeTag<D>) {
+    using T = dtype_storage_t<D>;
+    if constexpr (D == DType::kFloat32 || D == DType::kFloat64) {
+      const T* v = t.values<T>().data();
+      each([&](size_t i) { return write_float(p, end, v[i]); });
+    } else if constexpr (D == DType::kFloat16 || D == DType::kBFloat16) {
+      const T* v = t.values<T>().data();
+      each([&](size_t i) {
+        return write_float(p, end, D == DType::kFloat16 ? half_to_float(v[i]) : bfloat16_to_float(v[i]));
+      });
+    } else if constexpr (is_integer_dtype(D)) {
       using W = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
-      return std::to_chars(p, end, static_cast<W>(v[i])).ptr;
-    });
-  };
-  switch (t.dtype()) {
-    case DType::kFloat32: {
-      const float* v = t.values<float>().data();
-      each([&](size_t i) { return write_float(p, end, v[i]); });
-      break;
-    }
-    case DType::kFloat64: {
-      const double* v = t.values<double>().data();
-      each([&](size_t i) { return write_float(p, end, v[i]); });
-      break;
-    }
-    case DType::kFloat16: {
-      const uint16_t* v = t.values<uint16_t>().data();
-      each([&](size_t i) { return write_float(p, end, fp16_to_float(v[i])); });
-      break;
-    }
-    case DType::kBFloat16: {
-      const uint16_t* v = t.values<uint16_t>().data();
-      each([&](size_t i) { return write_float(p, end, bf16_to_float(v[i])); });
-      break;
-    }
-    case DType::kInt8:
-      ints(t.values<int8_t>().data());
-      break;
-    case DType::kInt16:
-      ints(t.values<int16_t>().data());
-      break;
-    case DType::kInt32:
-      ints(t.values<int32_t>().data());
-      break;
-    case DType::kInt64:
-      ints(t.values<int64_t>().data());
-      break;
-    case DType::kUInt8:
-      ints(t.values<uint8_t>().data());
-      break;
-    case DType::kUInt16:
-      ints(t.values<uint16_t>().data());
-      break;
-    case DType::kUInt32:
-      ints(t.values<uint32_t>().data());
-      break;
-    case DType::kUInt64:
-      ints(t.values<uint64_t>().data());
-      break;
-    case DType::kBool: {
+      const T* v = t.values<T>().data();
+      each([&](size_t i) { return std::to_chars(p, end, static_cast<W>(v[i])).ptr; });
+    } else if constexpr (D == DType::kBool) {
       const auto* v = static_cast<const uint8_t*>(t.data());
       each([&](size_t i) {
         return v[i] ? static_cast<char*>(std::memcpy(p, "true", 4)) + 4
                     : static_cast<char*>(std::memcpy(p, "false", 5)) + 5;
       });
-      break;
     }
-    case DType::kFloat8E4M3:  // KServe v2 has no FP8 datatype: never parsed, refused on output
-    case DType::kFloat8E5M2:
-    case DType::kString:
-      break;
-  }
+    // FP8 (KServe v2 has no FP8 datatype: never parsed, refused on output) and strings: nothing here.
+  });
   out.resize(static_cast<size_t>(p - out.data()));
 }
 

@@ -7,6 +7,23 @@
 
 namespace gantry::server {
 namespace fs = std::filesystem;
+namespace {
+
+// A package archive as load_package() tells it (a .tar, or the ustar magic).
+bool is_archive(const fs::path& p) {
+  auto tar = model::is_package_archive(p);
+  return tar.ok() && *tar;
+}
+
+// A file load_package() can take: a package archive, or a model whose format model::detect_model_format
+// recognises (by its magic or its extension; a damaged one too, so that loading it says what is wrong).
+bool servable_file(const fs::path& p) {
+  if (is_archive(p)) return true;
+  auto format = model::detect_model_format(p);
+  return format.ok() || format.status().code() == StatusCode::kCorrupt;
+}
+
+}  // namespace
 
 Result<RepositoryEntry> repository_entry(const fs::path& source) {
   std::error_code ec;
@@ -19,7 +36,7 @@ Result<RepositoryEntry> repository_entry(const fs::path& source) {
     return from(*m);
   }
   if (!fs::is_regular_file(source, ec)) return NotFound(source.string() + ": no such model file or package");
-  if (source.extension() == ".tar") {
+  if (is_archive(source)) {
     // The manifest sits inside the archive: extracting it once here is the price of naming it.
     auto p = model::load_package(source, {.verify_checksums = false});
     if (!p.ok()) return p.status();
@@ -111,10 +128,9 @@ Status ModelRepository::add_directory(const fs::path& dir) {
   std::vector<fs::path> found;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const auto& p = e.path();
-    const auto ext = p.extension().string();
     if (e.is_directory(ec)) {
       if (fs::exists(p / std::string(model::kManifestFileName), ec)) found.push_back(p);
-    } else if (ext == ".onnx" || ext == ".gguf" || ext == ".tar") {
+    } else if (e.is_regular_file(ec) && servable_file(p)) {
       found.push_back(p);
     }
   }

@@ -16,25 +16,8 @@ namespace {
 
 __extension__ typedef __int128 i128;
 
-bool is_float(DType t) {
-  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat64 ||
-         t == DType::kFloat8E4M3 || t == DType::kFloat8E5M2;
-}
-bool is_int(DType t) {
-  switch (t) {
-    case DType::kInt8:
-    case DType::kInt16:
-    case DType::kInt32:
-    case DType::kInt64:
-    case DType::kUInt8:
-    case DType::kUInt16:
-    case DType::kUInt32:
-    case DType::kUInt64:
-      return true;
-    default:
-      return false;
-  }
-}
+bool is_float(DType t) { return is_float_dtype(t); }
+bool is_int(DType t) { return is_integer_dtype(t); }
 
 template <typename T>
 T load(const std::byte* p) {
@@ -49,118 +32,53 @@ void store(std::byte* p, T v) {
 
 // Source element i as a double (float and bool sources).
 double load_double(DType t, const std::byte* p) {
-  switch (t) {
-    case DType::kFloat32:
-      return load<float>(p);
-    case DType::kFloat64:
-      return load<double>(p);
-    case DType::kFloat16:
-      return f16_to_f32(load<uint16_t>(p));
-    case DType::kBFloat16:
-      return bf16_to_f32(load<uint16_t>(p));
-    case DType::kFloat8E4M3:
-      return decode_float(load<uint8_t>(p), kE4M3);
-    case DType::kFloat8E5M2:
-      return decode_float(load<uint8_t>(p), kE5M2);
-    case DType::kBool:
+  return visit_dtype(t, [p]<DType D>(DTypeTag<D>) -> double {
+    if constexpr (D == DType::kBool)
       return load<uint8_t>(p) != 0 ? 1.0 : 0.0;
-    default:
+    else if constexpr (is_small_float_dtype(D))
+      return decode_small_float(load<dtype_storage_t<D>>(p), small_float_format<D>());
+    else if constexpr (is_float_dtype(D))
+      return load<dtype_storage_t<D>>(p);
+    else
       return 0;
-  }
+  });
 }
 
 i128 load_int(DType t, const std::byte* p) {
-  switch (t) {
-    case DType::kInt8:
-      return load<int8_t>(p);
-    case DType::kInt16:
-      return load<int16_t>(p);
-    case DType::kInt32:
-      return load<int32_t>(p);
-    case DType::kInt64:
-      return load<int64_t>(p);
-    case DType::kUInt8:
-      return load<uint8_t>(p);
-    case DType::kUInt16:
-      return load<uint16_t>(p);
-    case DType::kUInt32:
-      return load<uint32_t>(p);
-    case DType::kUInt64:
-      return load<uint64_t>(p);
-    default:
+  return visit_dtype(t, [p]<DType D>(DTypeTag<D>) -> i128 {
+    if constexpr (is_integer_dtype(D))
+      return load<dtype_storage_t<D>>(p);
+    else
       return 0;
-  }
+  });
 }
 
 // The range of an integer type.
 void int_range(DType t, i128& lo, i128& hi) {
-  switch (t) {
-    case DType::kInt8:
-      lo = INT8_MIN, hi = INT8_MAX;
-      return;
-    case DType::kInt16:
-      lo = INT16_MIN, hi = INT16_MAX;
-      return;
-    case DType::kInt32:
-      lo = INT32_MIN, hi = INT32_MAX;
-      return;
-    case DType::kInt64:
-      lo = INT64_MIN, hi = INT64_MAX;
-      return;
-    case DType::kUInt8:
-      lo = 0, hi = UINT8_MAX;
-      return;
-    case DType::kUInt16:
-      lo = 0, hi = UINT16_MAX;
-      return;
-    case DType::kUInt32:
-      lo = 0, hi = UINT32_MAX;
-      return;
-    default:
-      lo = 0, hi = UINT64_MAX;
-      return;
-  }
+  visit_dtype(t, [&]<DType D>(DTypeTag<D>) {
+    using T = std::conditional_t<is_integer_dtype(D), dtype_storage_t<D>, uint64_t>;
+    lo = std::numeric_limits<T>::min();
+    hi = std::numeric_limits<T>::max();
+  });
 }
 
 void store_int(DType t, std::byte* p, i128 v) {
-  switch (t) {
-    case DType::kInt8:
-      return store(p, static_cast<int8_t>(v));
-    case DType::kInt16:
-      return store(p, static_cast<int16_t>(v));
-    case DType::kInt32:
-      return store(p, static_cast<int32_t>(v));
-    case DType::kInt64:
-      return store(p, static_cast<int64_t>(v));
-    case DType::kUInt8:
-      return store(p, static_cast<uint8_t>(v));
-    case DType::kUInt16:
-      return store(p, static_cast<uint16_t>(v));
-    case DType::kUInt32:
-      return store(p, static_cast<uint32_t>(v));
-    default:
-      return store(p, static_cast<uint64_t>(v));
-  }
+  visit_dtype(t, [&]<DType D>(DTypeTag<D>) {
+    using T = std::conditional_t<is_integer_dtype(D), dtype_storage_t<D>, uint64_t>;
+    store(p, static_cast<T>(v));
+  });
 }
 
 // A float value into a float target, rounding once to nearest even.
 void store_float(DType t, std::byte* p, double v) {
-  switch (t) {
-    case DType::kFloat32:
-      return store(p, static_cast<float>(v));  // IEEE conversion: round to nearest even
-    case DType::kFloat64:
-      return store(p, v);
-    case DType::kFloat16:
-      return store(p, static_cast<uint16_t>(encode_float(v, kF16)));
-    case DType::kBFloat16:
-      return store(p, static_cast<uint16_t>(encode_float(v, kBF16)));
-    case DType::kFloat8E4M3:
-      return store(p, static_cast<uint8_t>(encode_float(v, kE4M3)));
-    case DType::kFloat8E5M2:
-      return store(p, static_cast<uint8_t>(encode_float(v, kE5M2)));
-    default:
-      return;
-  }
+  visit_dtype(t, [&]<DType D>(DTypeTag<D>) {
+    if constexpr (is_small_float_dtype(D))
+      store(p, static_cast<dtype_storage_t<D>>(encode_small_float(v, small_float_format<D>())));
+    else if constexpr (D == DType::kFloat32)
+      store(p, static_cast<float>(v));  // IEEE conversion: round to nearest even
+    else if constexpr (D == DType::kFloat64)
+      store(p, v);
+  });
 }
 
 // An integer as a double rounded to odd at 53 bits: exact below 2^53, and above it a value that every
@@ -210,19 +128,19 @@ void convert_all(const std::byte* src, std::byte* dst, size_t n, Fn fn) {
 
 bool fast_cast(DType from, DType to, const std::byte* src, std::byte* dst, size_t n) {
   if (from == DType::kFloat16 && to == DType::kFloat32) {
-    convert_all<uint16_t, float>(src, dst, n, f16_to_f32);
+    convert_all<uint16_t, float>(src, dst, n, half_to_float);
   } else if (from == DType::kBFloat16 && to == DType::kFloat32) {
-    convert_all<uint16_t, float>(src, dst, n, bf16_to_f32);
+    convert_all<uint16_t, float>(src, dst, n, bfloat16_to_float);
   } else if (from == DType::kFloat32 && to == DType::kFloat16) {
-    convert_all<float, uint16_t>(src, dst, n, [](float v) { return encode_float(v, kF16); });
+    convert_all<float, uint16_t>(src, dst, n, [](float v) { return encode_small_float(v, kF16); });
   } else if (from == DType::kFloat32 && to == DType::kBFloat16) {
-    convert_all<float, uint16_t>(src, dst, n, [](float v) { return encode_float(v, kBF16); });
+    convert_all<float, uint16_t>(src, dst, n, [](float v) { return encode_small_float(v, kBF16); });
   } else if (from == DType::kBFloat16 && to == DType::kFloat16) {
-    convert_all<uint16_t, uint16_t>(src, dst, n,
-                                    [](uint16_t v) { return encode_float(bf16_to_f32(v), kF16); });
+    convert_all<uint16_t, uint16_t>(
+        src, dst, n, [](uint16_t v) { return encode_small_float(bfloat16_to_float(v), kF16); });
   } else if (from == DType::kFloat16 && to == DType::kBFloat16) {
     convert_all<uint16_t, uint16_t>(src, dst, n,
-                                    [](uint16_t v) { return encode_float(f16_to_f32(v), kBF16); });
+                                    [](uint16_t v) { return encode_small_float(half_to_float(v), kBF16); });
   } else {
     return false;
   }

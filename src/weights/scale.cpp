@@ -9,16 +9,18 @@
 namespace gantry::weights::detail {
 namespace {
 
-template <typename T>
-void scale_plain(void* data, size_t n, double factor) {
-  auto* p = static_cast<T*>(data);
-  for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<double>(p[i]) * factor);
-}
-
-template <typename Code>
-void scale_coded(void* data, size_t n, double factor, const FloatFormat& f) {
-  auto* p = static_cast<Code*>(data);
-  for (size_t i = 0; i < n; ++i) p[i] = static_cast<Code>(encode_float(decode_float(p[i], f) * factor, f));
+// Every element times `factor`, computed in double, rounded once to the element type.
+template <DType D>
+void scale_all(void* data, size_t n, double factor) {
+  auto* p = static_cast<dtype_storage_t<D>*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    if constexpr (is_small_float_dtype(D)) {
+      constexpr FloatFormat f = small_float_format<D>();
+      p[i] = static_cast<dtype_storage_t<D>>(encode_small_float(decode_small_float(p[i], f) * factor, f));
+    } else {
+      p[i] = static_cast<dtype_storage_t<D>>(static_cast<double>(p[i]) * factor);
+    }
+  }
 }
 
 }  // namespace
@@ -27,40 +29,15 @@ Result<Weight> scale_weight(const Weight& in, double factor, const std::string& 
   GANTRY_ASSIGN_OR_RETURN(const DType type, plain_type(in, ctx));
   GANTRY_ASSIGN_OR_RETURN(Weight out, make_plain(in.name, type, in.shape, ctx));
   const size_t n = static_cast<size_t>(in.data.element_count());
-  switch (type) {
-    case DType::kFloat32:
-    case DType::kFloat64:
-    case DType::kFloat16:
-    case DType::kBFloat16:
-    case DType::kFloat8E4M3:
-    case DType::kFloat8E5M2:
-      break;
-    default:
-      return InvalidArgument(ctx + ": scale applies to float tensors only, this one is " +
-                             std::string(dtype_name(type)) + " (cast it to a float type first)");
+  if (!is_float_dtype(type)) {
+    return InvalidArgument(ctx + ": scale applies to float tensors only, this one is " +
+                           std::string(dtype_name(type)) + " (cast it to a float type first)");
   }
   if (n) std::memcpy(out.data.data(), in.data.data(), in.data.byte_size());
   void* d = out.data.data();
-  switch (type) {
-    case DType::kFloat32:
-      scale_plain<float>(d, n, factor);
-      break;
-    case DType::kFloat64:
-      scale_plain<double>(d, n, factor);
-      break;
-    case DType::kFloat16:
-      scale_coded<uint16_t>(d, n, factor, kF16);
-      break;
-    case DType::kBFloat16:
-      scale_coded<uint16_t>(d, n, factor, kBF16);
-      break;
-    case DType::kFloat8E4M3:
-      scale_coded<uint8_t>(d, n, factor, kE4M3);
-      break;
-    default:
-      scale_coded<uint8_t>(d, n, factor, kE5M2);
-      break;
-  }
+  visit_dtype(type, [&]<DType D>(DTypeTag<D>) {
+    if constexpr (is_float_dtype(D)) scale_all<D>(d, n, factor);
+  });
   return out;
 }
 

@@ -179,7 +179,7 @@ TEST(Factory, EveryRejectionReason) {
   cases.push_back({"strategy",
                    [&] {
                      auto r = base;
-                     r.strategy = "tensor-parallel";
+                     r.strategy = model::Strategy::kTensorParallel;
                      r.gpu_device_ids = {0};
                      return r;
                    }(),

@@ -29,13 +29,12 @@ namespace fs = std::filesystem;
 const fs::path kGantry = fs::path(GANTRY_BINARY_DIR) / "bin" / "gantry";
 const fs::path kModels = fs::path(GANTRY_DEPS_DIR) / "models";
 const fs::path kMlp = kModels / "mlp_64_128_10.onnx";
-constexpr double kBoundSeconds = 10.0;
 
 struct Run {
   int code = -1;  // the exit status, or 128 + the signal that ended it
   std::string out;
   std::string err;
-  double seconds = 0;
+  bool timed_out = false;  // killed at the deadline: it hung (on a FIFO, a device, ...)
 };
 
 std::string slurp(const fs::path& p) {
@@ -57,7 +56,7 @@ Run gantry(const std::vector<std::string>& args, const std::string& env = "") {
   std::vector<std::string> e{"GANTRY_LOG_LEVEL=off"};
   if (!env.empty()) e.push_back(env);
   const gantry::testing::CliResult c = gantry::testing::run_gantry(args, std::chrono::seconds(30), e);
-  return {c.signal ? 128 + c.signal : c.exit_code, c.out, c.err, c.seconds};
+  return {c.signal ? 128 + c.signal : c.exit_code, c.out, c.err, c.timed_out};
 }
 
 // Every file under `dir` (relative path -> size and content), to prove nothing changed.
@@ -77,11 +76,11 @@ std::map<std::string, std::string> snapshot(const fs::path& dir) {
   return files;
 }
 
-// The contract every hostile case shares: a clean failure (1 or 2), quickly, naming `file` and `problem`.
+// The contract every hostile case shares: a clean failure (1 or 2), not a hang, naming `file` and `problem`.
 void expect_clean_failure(const Run& r, const std::string& file, const std::string& problem) {
   EXPECT_TRUE(r.code == 1 || r.code == 2)
       << "exit code " << r.code << "\nstdout: " << r.out << "\nstderr: " << r.err;
-  EXPECT_LT(r.seconds, kBoundSeconds);
+  EXPECT_FALSE(r.timed_out) << "waited until killed";
   const std::string all = r.out + r.err;
   EXPECT_NE(all.find(file), std::string::npos) << "message does not name " << file << ":\n" << all;
   EXPECT_NE(all.find(problem), std::string::npos) << "message does not say '" << problem << "':\n" << all;
@@ -139,7 +138,7 @@ TEST_F(HostileFiles, FifoAsTestOnnxTensorIsRefused) {
   make_fifo(set / "input_0.pb");
   ASSERT_TRUE(gantry::model::write_tensor_proto(set / "output_0.pb", mlp_input(), "logits").ok());
   auto r = gantry({"test-onnx", p("t").string()});
-  EXPECT_LT(r.seconds, kBoundSeconds);
+  EXPECT_FALSE(r.timed_out) << "waited until killed";
   EXPECT_NE(r.out.find("input_0.pb: is a FIFO, not a regular file"), std::string::npos) << r.out;
 }
 
@@ -159,7 +158,7 @@ TEST_F(HostileFiles, FifoUnderSysrootIsReportedNotWaitedOn) {
   fs::remove(root / "proc/meminfo");
   make_fifo(root / "proc/meminfo");
   auto r = gantry({"detect", "--sysroot", root.string()});
-  EXPECT_LT(r.seconds, kBoundSeconds);
+  EXPECT_FALSE(r.timed_out) << "waited until killed";
   EXPECT_LT(r.code, 128) << r.err;
   EXPECT_NE((r.out + r.err).find("is a FIFO, not a regular file"), std::string::npos) << r.out << r.err;
 }
@@ -240,7 +239,7 @@ TEST_F(HostileFiles, EightConcurrentRunsIntoOneDirectoryAllSucceed) {
 // ---- Class 6: a sparse tar must not expand into gigabytes ----
 
 TEST_F(HostileFiles, SparseTarIsRefusedBeforeExpanding) {
-  if (std::system("tar --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "GNU tar is not installed";
+  ASSERT_EQ(std::system("tar --version >/dev/null 2>&1"), 0) << "GNU tar is not installed";
   ASSERT_EQ(gantry({"pack", kMlp.string(), "-o", p("pkg").string()}).code, 0);
   { std::ofstream hole(p("pkg/hole.bin")); }
   fs::resize_file(p("pkg/hole.bin"), 3ull << 30);  // 3 GB of holes, no data blocks

@@ -18,7 +18,6 @@ using gantry::testing::run_gantry;
 namespace fs = std::filesystem;
 
 const std::string kTiny = std::string(GANTRY_DEPS_DIR) + "/models/tiny-llama.gguf";
-constexpr double kMaxSeconds = 10;
 
 class HostileGguf : public ::testing::Test {
  protected:
@@ -42,7 +41,7 @@ class HostileGguf : public ::testing::Test {
   static void expect_clear_error(const CliResult& r, const std::string& must_say) {
     EXPECT_EQ(r.signal, 0) << r.describe();
     EXPECT_TRUE(r.exit_code == 1 || r.exit_code == 2) << r.describe();
-    EXPECT_LT(r.seconds, kMaxSeconds) << r.describe();
+    EXPECT_FALSE(r.timed_out) << r.describe();
     EXPECT_NE(r.err.find(must_say), std::string::npos) << "stderr should name " << must_say << "\n"
                                                        << r.describe();
   }
@@ -81,7 +80,7 @@ TEST_F(HostileGguf, PlanningAHugeContextIsAnErrorNotAWrapOrAHang) {
   // The largest accepted context plans (and does not fit this machine) in bounded time, with a suggestion.
   const CliResult r = run_gantry({"plan", kTiny, "--ctx", "268435456", "--json"});
   EXPECT_EQ(r.signal, 0) << r.describe();
-  EXPECT_LT(r.seconds, kMaxSeconds) << r.describe();
+  EXPECT_FALSE(r.timed_out) << r.describe();
   EXPECT_NE(r.out.find("\"suggestion\""), std::string::npos) << r.describe();
 }
 
@@ -96,9 +95,9 @@ TEST_F(HostileGguf, AHundredMegabyteMetadataArrayCostsNoParsedCopy) {
   const std::string model = write("big-array.gguf", bytes);
   const CliResult r = run_gantry({"inspect", model, "--json"});
   EXPECT_EQ(r.signal, 0) << r.describe();
-  EXPECT_LT(r.seconds, kMaxSeconds) << r.describe();
+  EXPECT_FALSE(r.timed_out) << r.describe();
   // The file's pages are mapped, not copied: far below the 4.8 GB the parsed copy took.
-  EXPECT_LT(r.max_rss_kib, 400 * 1024) << r.describe();
+  EXPECT_LT(r.max_rss_kib, gantry::testing::rss_bound_kib(400 * 1024)) << r.describe();
   expect_clear_error(run_gantry({"plan", model}), "llama.block_count");
 }
 
@@ -155,8 +154,11 @@ TEST_F(HostileGguf, HugeContextsAreRefusedBeforeAllocating) {
     const CliResult r = run_gantry(args);
     EXPECT_EQ(r.signal, 0) << r.describe();
     EXPECT_TRUE(r.exit_code == 1 || r.exit_code == 2) << r.describe();
-    EXPECT_LT(r.seconds, kMaxSeconds) << r.describe();
-    EXPECT_LT(r.max_rss_kib, 1024 * 1024) << "allocated before refusing: " << r.describe();
+    EXPECT_FALSE(r.timed_out) << r.describe();
+    // 1 GiB (2 GiB under AddressSanitizer, whose shadow memory alone took it to 1.3 GiB): far below the
+    // 20 GiB a context of 16M cells would allocate.
+    EXPECT_LT(r.max_rss_kib, gantry::testing::rss_bound_kib(1024 * 1024))
+        << "allocated before refusing: " << r.describe();
   }
 }
 

@@ -3,8 +3,8 @@
 //   BASE_URL=http://127.0.0.1:PORT API_KEY=<key> NPY_GOOD=<2x64 float32 .npy> NPY_BAD=<not a .npy> \
 //     SCREENSHOT=<png path> [CHROMIUM=/usr/bin/chromium] node tests/clients/dashboard_browser_test.mjs
 // The server must serve mlp_64_128_10, silero_vad_v5 and tiny-llama, all loaded, with --api-key-file.
-// Each check prints "ok <name>"; the first failure prints "FAIL <name>: <why>" (exit 1). Exit 77 (skip)
-// only when Chromium cannot start, with the reason.
+// Each check prints "ok <name>"; the first failure prints "FAIL <name>: <why>" (exit 1). Chromium failing to
+// start is a failure too (set-up installs it): a missing dependency never passes as a skip.
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 
@@ -84,9 +84,9 @@ try {
     timeout: 30_000,
   });
 } catch (err) {
-  console.log(`SKIP: Chromium could not start: ${err.message.split('\n')[0]}`);
+  console.error(`FAIL launch: Chromium (${env.CHROMIUM ?? '/usr/bin/chromium'}) could not start: ${err.message.split('\n')[0]}`);
   clearTimeout(watchdog);
-  process.exit(77);
+  process.exit(1);
 }
 
 const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -47,9 +46,9 @@ TEST_F(FileIo, ReadsRegularFiles) {
 
 TEST_F(FileIo, FifoIsRefusedWithoutBlocking) {
   ASSERT_EQ(::mkfifo(p("f").c_str(), 0600), 0);
-  const auto t0 = std::chrono::steady_clock::now();
+  // No writer ever opens it: an open() for reading would block here for good, so returning at all (with
+  // the refusal) is the proof; no clock needed.
   auto r = read_file(p("f"));
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(r.status().message(), p("f").string() + ": is a FIFO, not a regular file");

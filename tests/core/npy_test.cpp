@@ -210,7 +210,7 @@ TEST(Npy, FileErrorsNameThePath) {
   EXPECT_NE(empty.status().message().find("empty.npy"), std::string::npos);
 }
 
-// numpy writes; Gantry reads; and the other way round (skipped when Debian's python3-numpy is absent).
+// numpy writes; Gantry reads; and the other way round (fails when Debian's python3-numpy is absent).
 TEST(Npy, InteroperatesWithNumpy) {
   if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0)
     FAIL() << "/usr/bin/python3 with numpy is not installed";

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 namespace gantry::memory {
@@ -69,9 +70,12 @@ TEST(Budget, RefusalChangesNothingAndSaysTheNumbers) {
 TEST(Budget, PinnedAndTouch) {
   Budget b("cpu", GiB);
   ASSERT_TRUE(b.reserve("m", 1).ok());
-  auto before = b.usage("m")->last_used;
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const auto before = b.usage("m")->last_used;
+  // touch() sets last_used to the clock's now: later than any reading taken before it.
+  auto now = std::chrono::steady_clock::now();
+  while (now == before) now = std::chrono::steady_clock::now();  // a clock that has ticked since
   b.touch("m");
+  EXPECT_GE(b.usage("m")->last_used, now);
   EXPECT_GT(b.usage("m")->last_used, before);
   b.set_pinned("m", true);
   EXPECT_TRUE(b.usage("m")->pinned);

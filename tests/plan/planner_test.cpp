@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
-
 #include "gantry/plan/plan_json.h"
 
 namespace gantry::plan {
@@ -311,14 +309,14 @@ TEST(PlannerLimits, ContextsBeyondTheLimitAreRefusedNotWrapped) {
 }
 
 TEST(PlannerLimits, TheSuggestionSearchIsBoundedAtTheLargestContext) {
-  // At kMaxContext nothing fits 1 GiB; the search used to re-plan recursively (exponential).
-  const auto t0 = std::chrono::steady_clock::now();
+  // At kMaxContext nothing fits 1 GiB; the search used to re-plan recursively (exponential). Counted in
+  // plans, not seconds: 2 KV types + log2(2^28 / 512) = 19 contexts + 7 quantisations at most.
   Plan p = plan_or_die(bench100m(), ctx_opts(kMaxContext), cpu_only(kGiB));
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_FALSE(p.fits);
   EXPECT_FALSE(p.suggestion.empty());
   EXPECT_NE(p.suggestion.find("--ctx"), std::string::npos) << p.suggestion;
-  EXPECT_LT(s, 1.0);
+  EXPECT_GT(p.candidates_planned, 0u);
+  EXPECT_LE(p.candidates_planned, 2u + 19u + 7u);
 }
 
 TEST(PlannerLimits, ByteCountsThatOverflowAreAnErrorNotASmallNumber) {

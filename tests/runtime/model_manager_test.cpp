@@ -35,6 +35,11 @@ class FakeModel final : public backend::Model {
   std::atomic<int>* alive_;
 };
 
+// Returns once the clock reads later than `t`, so that the next use is stamped strictly after it.
+void after_a_clock_tick(Clock::time_point t) {
+  while (Clock::now() <= t) std::this_thread::yield();
+}
+
 class ModelManagerTest : public ::testing::Test {
  protected:
   void SetUp() override { budgets_.emplace("cpu", std::make_unique<memory::Budget>("cpu", 100)); }
@@ -88,9 +93,9 @@ TEST_F(ModelManagerTest, LoadingTheSameNameAgainReturnsTheLoadedModel) {
 TEST_F(ModelManagerTest, EvictsTheLeastRecentlyUsedIdleModel) {
   ModelManager m(budgets_);
   ASSERT_TRUE(load(m, "a", 40).ok());  // handles dropped at once: idle
-  std::this_thread::sleep_for(2ms);
+  after_a_clock_tick(m.info("a")->last_used);
   ASSERT_TRUE(load(m, "b", 40).ok());
-  std::this_thread::sleep_for(2ms);
+  after_a_clock_tick(m.info("b")->last_used);
   ASSERT_TRUE(m.acquire("a").ok());  // a used again: b is now the least recently used
   auto c = load(m, "c", 40);
   ASSERT_TRUE(c.ok()) << c.status().message();
@@ -157,8 +162,7 @@ TEST_F(ModelManagerTest, KeepAliveTimerUnloadsInTheBackground) {
   ManagedLoadOptions forever;
   forever.keep_alive = -1ms;
   ASSERT_TRUE(load(m, "b", 40, forever).ok());
-  for (int i = 0; i < 200 && state(m, "a") == ModelState::kReady; ++i) std::this_thread::sleep_for(10ms);
-  EXPECT_EQ(state(m, "a"), ModelState::kUnloaded);
+  EXPECT_TRUE(m.wait_for_state("a", ModelState::kUnloaded, 60s)) << model_state_name(state(m, "a"));
   EXPECT_EQ(state(m, "b"), ModelState::kReady);
 }
 
@@ -170,10 +174,11 @@ TEST_F(ModelManagerTest, UnloadWaitsForHandles) {
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.message();
   EXPECT_EQ(state(m, "a"), ModelState::kReady);
   std::thread releaser([&] {
-    std::this_thread::sleep_for(30ms);
+    // Released only once unload() below has started waiting for it (it marks the model draining first).
+    EXPECT_TRUE(m.wait_for_state("a", ModelState::kDraining, 60s));
     *h = ModelHandle();
   });
-  s = m.unload("a", 5s);
+  s = m.unload("a", 60s);
   releaser.join();
   EXPECT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(state(m, "a"), ModelState::kUnloaded);
@@ -209,28 +214,38 @@ TEST_F(ModelManagerTest, RacingLoadsNeverOvercommit) {
 
 TEST_F(ModelManagerTest, ConcurrentLoadsOfOneNameCreateOneModel) {
   ModelManager m(budgets_);
-  std::atomic<int> created{0};
+  // This thread holds the admission while three others ask for the same name: none may get a model (nor
+  // an admission of its own) before this load has finished.
+  auto first = m.begin_load("same", {});
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(std::holds_alternative<ModelManager::Admission>(*first));
+  auto adm = std::get<ModelManager::Admission>(std::move(*first));
+  std::atomic<bool> finished{false};
+  std::atomic<int> admissions{0};
   std::vector<std::thread> threads;
   std::vector<ModelHandle> handles(4);
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 1; i < 4; ++i) {
     threads.emplace_back([&, i] {
       auto begin = m.begin_load("same", {});
       ASSERT_TRUE(begin.ok());
       if (auto* h = std::get_if<ModelHandle>(&*begin)) {
+        EXPECT_TRUE(finished.load()) << "a handle before the load had finished";
         handles[i] = std::move(*h);
         return;
       }
-      auto adm = std::get<ModelManager::Admission>(std::move(*begin));
-      std::this_thread::sleep_for(20ms);  // a slow load: the others wait for it
-      created.fetch_add(1);
-      auto h = adm.finish(std::make_unique<FakeModel>("same"), "fake", "cpu");
-      ASSERT_TRUE(h.ok());
-      handles[i] = std::move(*h);
+      admissions.fetch_add(1);
     });
   }
+  finished.store(true);
+  auto h = adm.finish(std::make_unique<FakeModel>("same"), "fake", "cpu");
+  ASSERT_TRUE(h.ok());
+  handles[0] = std::move(*h);
   for (auto& t : threads) t.join();
-  EXPECT_EQ(created.load(), 1);
-  for (auto& h : handles) EXPECT_EQ(&h.model(), &handles[0].model());
+  EXPECT_EQ(admissions.load(), 0) << "a second load of the same name was admitted";
+  for (auto& handle : handles) {
+    ASSERT_TRUE(handle);
+    EXPECT_EQ(&handle.model(), &handles[0].model());
+  }
   EXPECT_EQ(m.info("same")->handles, 4);
 }
 

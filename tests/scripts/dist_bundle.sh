@@ -13,7 +13,7 @@ MODELS=$DEPS/models
 GANTRY_DEV=$BUILD/bin/gantry
 
 for tool in patchelf zstd; do
-  command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed (make setup installs it)"; exit 77; }
+  command -v "$tool" >/dev/null || { echo "FAIL: $tool is not installed (make setup installs it)"; exit 1; }
 done
 if grep -qE '^GANTRY_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   echo "SKIP: a sanitizer build is not what a bundle ships (make dist packs the default preset)"; exit 77

@@ -3,7 +3,7 @@
 # LangChain.js, `openai`; tests/clients/agents_client_test.mjs) on three tiny models: tiny-llama (ChatML, no
 # tool format: Gantry's generic JSON format), tiny-qwen25-tools (Qwen2.5's template: Hermes <tool_call>) and
 # tiny-llama31-tools (Llama 3.1's template), each through llama.cpp's own chat layer.
-# Usage: serve_agents_client.sh BUILD_DIR   (run from the source dir; exit 77 = skipped, with the reason)
+# Usage: serve_agents_client.sh BUILD_DIR   (run from the source dir; never skips: a missing dependency fails)
 set -uo pipefail
 BUILD=${1:?usage: serve_agents_client.sh BUILD_DIR}
 DEPS=${GANTRY_DEPS_DIR:-$(pwd)/.cache}

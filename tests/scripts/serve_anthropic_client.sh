@@ -3,7 +3,7 @@
 # against POST /v1/messages and /v1/messages/count_tokens, with an API key (the SDK sends it as x-api-key), on
 # tiny-llama (ChatML, no tool format: Gantry's generic JSON format), tiny-qwen25-tools (Qwen2.5's template:
 # Hermes <tool_call>) and tiny-llama31-tools (Llama 3.1's template), each through llama.cpp's own chat layer.
-# Usage: serve_anthropic_client.sh BUILD_DIR   (run from the source dir; exit 77 = skipped, with the reason)
+# Usage: serve_anthropic_client.sh BUILD_DIR   (run from the source dir; never skips: a missing dependency fails)
 set -uo pipefail
 BUILD=${1:?usage: serve_anthropic_client.sh BUILD_DIR}
 DEPS=${GANTRY_DEPS_DIR:-$(pwd)/.cache}

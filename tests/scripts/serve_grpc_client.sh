@@ -4,7 +4,7 @@
 # proto/grpc_predict_v2.proto): health, metadata, typed and raw inference on the MLP equal to HTTP JSON,
 # Silero VAD with its state, the repository extension, API keys as metadata, and bad requests. Then a
 # drain: SIGTERM turns ServerReady false and the server exits.
-# Usage: serve_grpc_client.sh BUILD_DIR   (run from the source dir; exit 77 = skipped, with the reason)
+# Usage: serve_grpc_client.sh BUILD_DIR   (run from the source dir; never skips: a missing dependency fails)
 set -uo pipefail
 BUILD=${1:?usage: serve_grpc_client.sh BUILD_DIR}
 DEPS=${GANTRY_DEPS_DIR:-$(pwd)/.cache}

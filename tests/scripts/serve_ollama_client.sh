@@ -6,7 +6,7 @@
 # and pull from a directory laid out like an Ollama registry (a good blob and a corrupted one), against
 # tiny-llama.gguf served as "tiny-llama" and loaded on demand; then, with --api-key-file and no
 # --pull-source, that a client sending the key works, one without gets 401, and pull answers 501.
-# Usage: serve_ollama_client.sh BUILD_DIR   (run from the source dir; exit 77 = skipped, with the reason)
+# Usage: serve_ollama_client.sh BUILD_DIR   (run from the source dir; never skips: a missing dependency fails)
 set -uo pipefail
 BUILD=${1:?usage: serve_ollama_client.sh BUILD_DIR}
 DEPS=${GANTRY_DEPS_DIR:-$(pwd)/.cache}

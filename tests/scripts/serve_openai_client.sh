@@ -3,7 +3,7 @@
 # models.list, chat (plain and streamed with usage), completions, n: 2 choices (plain and streamed), seeded
 # sampling, logprobs in streams, embeddings (float and base64) and 4xx errors, all against tiny-llama.gguf
 # served under its file stem "tiny-llama" (--parallel's default, 4, allows n: 2).
-# Usage: serve_openai_client.sh BUILD_DIR   (run from the source dir; exit 77 = skipped, with the reason)
+# Usage: serve_openai_client.sh BUILD_DIR   (run from the source dir; never skips: a missing dependency fails)
 set -uo pipefail
 BUILD=${1:?usage: serve_openai_client.sh BUILD_DIR}
 DEPS=${GANTRY_DEPS_DIR:-$(pwd)/.cache}

@@ -4,7 +4,7 @@
 # that make the text), the stream helper, GET/DELETE /v1/responses/{id}, store false, function-call round
 # trips (previous_response_id, and the whole history sent back) on tiny-llama (generic JSON tool format),
 # tiny-qwen25-tools (Hermes) and tiny-llama31-tools (Llama 3.1), text.format json_schema, and 4xx errors.
-# Usage: serve_openai_responses.sh BUILD_DIR   (run from the source dir; exit 77 = skipped, with the reason)
+# Usage: serve_openai_responses.sh BUILD_DIR   (run from the source dir; never skips: a missing dependency fails)
 set -uo pipefail
 BUILD=${1:?usage: serve_openai_responses.sh BUILD_DIR}
 DEPS=${GANTRY_DEPS_DIR:-$(pwd)/.cache}

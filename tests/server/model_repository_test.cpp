@@ -36,6 +36,19 @@ TEST(ModelRepository, NamesModelsByPackageNameElseFileStem) {
   EXPECT_EQ(repo.find("../vad"), nullptr);
 }
 
+TEST(ModelRepository, FilesAreTakenByWhatTheyHoldAsTheModelLayerTellsIt) {
+  TempDir d;
+  std::ofstream(d.path / "renamed.bin") << "GGUF";  // a GGUF file by its magic, whatever its extension
+  std::ofstream(d.path / "broken.gguf") << "nope";  // listed: loading it says it is not a GGUF file
+  std::ofstream(d.path / "data.bin") << "neither";
+  ModelRepository repo;
+  ASSERT_TRUE(repo.add_directory(d.path).ok());
+  auto entries = repo.entries();
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].name, "broken");
+  EXPECT_EQ(entries[1].name, "renamed");
+}
+
 TEST(ModelRepository, TwoModelsWithOneNameIsAnError) {
   TempDir a, b;
   std::ofstream(a.path / "m.onnx") << "x";

@@ -321,11 +321,34 @@ class OpenAI(unittest.TestCase):
         digits = [int(t) for t in msg.replace("(", " ").replace(")", " ").split() if t.isdigit()]
         self.assertTrue(any(d > 512 for d in digits) and any(d <= 512 for d in digits), msg)
 
-    def test_json_object_response_format_gives_json(self):
-        status, _, body = self.chat(max_tokens=200, response_format={"type": "json_object"})
+    # A schema whose every document is short (bounded strings, enums, bounded whitespace): the grammar must
+    # end the answer well within max_tokens, so the answer is checked every time, never only when it stops.
+    BOUNDED_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["answer", "ok", "word"],
+                      "properties": {"answer": {"enum": ["yes", "no"]}, "ok": {"type": "boolean"},
+                                     "word": {"type": "string", "maxLength": 8}}}
+
+    def test_json_schema_response_format_gives_a_document_of_the_schema(self):
+        for seed, temperature in ((0, 0), (1, 1.0), (2, 1.0)):
+            status, _, body = self.chat(max_tokens=256, temperature=temperature, seed=seed, response_format={
+                "type": "json_schema", "json_schema": {"name": "r", "strict": True, "schema": self.BOUNDED_SCHEMA}})
+            self.assertEqual(status, 200, body)
+            choice = body["choices"][0]
+            self.assertEqual(choice["finish_reason"], "stop", choice)
+            doc = json.loads(choice["message"]["content"])
+            self.assertEqual(set(doc), {"answer", "ok", "word"}, doc)
+            self.assertIn(doc["answer"], ("yes", "no"))
+            self.assertIsInstance(doc["ok"], bool)
+            self.assertIsInstance(doc["word"], str)
+            self.assertLessEqual(len(doc["word"]), 8)
+
+    def test_json_object_response_format_starts_an_object(self):
+        # Any object may go on for ever with this tiny model: it must at least start one, and be one when done.
+        status, _, body = self.chat(max_tokens=32, response_format={"type": "json_object"})
         self.assertEqual(status, 200, body)
-        if body["choices"][0]["finish_reason"] == "stop":
-            json.loads(body["choices"][0]["message"]["content"])
+        choice = body["choices"][0]
+        self.assertTrue(choice["message"]["content"].startswith("{"), choice)
+        if choice["finish_reason"] == "stop":
+            self.assertIsInstance(json.loads(choice["message"]["content"]), dict)
 
     def test_client_disconnect_frees_the_request(self):
         s = socket.create_connection((URL.hostname, URL.port), timeout=TIMEOUT)

@@ -9,7 +9,7 @@ load:  32 client threads, each with its own keep-alive connection, send a fixed 
        answer, 200 (valid body) or 429 (with Retry-After); nothing is lost; the server is ready and
        serves afterwards; /metrics agrees with what the clients counted.
 drain: 16 client threads keep sending (long streamed completions among them); SIGTERM arrives
-       mid-load. Every request whose answer started must end complete (200, or a complete 503 once the
+       mid-load (once 16 answers are in and a long stream is being answered: events, not a delay). Every request whose answer started must end complete (200, or a complete 503 once the
        drain began); requests the server never accepted (connection refused or closed before any
        answer) are counted, not failed; the server exits 0 within --drain-timeout + a few seconds.
 flush: an answer still being written when SIGTERM arrives (a client reading a megabytes-large MLP
@@ -36,7 +36,7 @@ import serve_process
 MLP, SILERO, LLAMA = "mlp_64_128_10", "silero_vad_v5", "tiny-llama"
 SOCKET_TIMEOUT = 30  # seconds, every socket
 LOAD_CLIENTS, LOAD_REQUESTS, LOAD_CAP_S = 32, 3000, 120
-DRAIN_CLIENTS, DRAIN_AFTER_S, DRAIN_TIMEOUT_S, DRAIN_CAP_S = 16, 1.0, 20, 90
+DRAIN_CLIENTS, DRAIN_AFTER_ANSWERS, DRAIN_TIMEOUT_S, DRAIN_CAP_S = 16, 16, 20, 90
 
 failures = []
 failures_mu = threading.Lock()
@@ -131,9 +131,10 @@ class Client:
             self.conn.close()
         self.conn = None
 
-    def send(self, req):
+    def send(self, req, on_header=None):
         """Returns (phase, status, headers, body, error): phase is 'connect' (never connected), 'sent'
-        (request written, no answer header), 'header' (answer started, body incomplete) or 'done'."""
+        (request written, no answer header), 'header' (answer started, body incomplete) or 'done'.
+        `on_header(status)` is called once the answer's header has arrived."""
         if self.conn is None:
             self.conn = self.server.conn()
             self.reused = False
@@ -151,6 +152,8 @@ class Client:
             self.sent_at = time.time()  # the whole request is written
             r = self.conn.getresponse()
             phase, status = "header", r.status
+            if on_header:
+                on_header(status)
             headers = {k.lower(): v for k, v in r.getheaders()}
             data = r.read()
             if r.length not in (None, 0) or (r.chunked and r.chunk_left not in (None, 0)):
@@ -322,8 +325,8 @@ def load_test(gantry, models):
 
 # ------------------------------------------------------------------------------------ drain
 def drain_test(gantry, models):
-    print(f"== drain: {DRAIN_CLIENTS} clients, SIGTERM after {DRAIN_AFTER_S} s, --drain-timeout {DRAIN_TIMEOUT_S}",
-          flush=True)
+    print(f"== drain: {DRAIN_CLIENTS} clients, SIGTERM after {DRAIN_AFTER_ANSWERS} answers with a stream being "
+          f"answered, --drain-timeout {DRAIN_TIMEOUT_S}", flush=True)
     srv = Server(gantry, models, ["--max-queue", "64", "--drain-timeout", str(DRAIN_TIMEOUT_S)])
     try:
         status, _, meta = srv.request("GET", f"/v2/models/{MLP}")
@@ -334,6 +337,15 @@ def drain_test(gantry, models):
         term_at = [None]
         stop = threading.Event()
         deadline = time.time() + DRAIN_CAP_S
+        # What SIGTERM waits for: answers completed, and streams whose answer has started and not ended.
+        progress = threading.Condition()
+        answered, streaming = [0], [0]
+
+        def stream_started(st):
+            if st == 200:
+                with progress:
+                    streaming[0] += 1
+                    progress.notify_all()
 
         def count(what):
             with lock:
@@ -350,7 +362,12 @@ def drain_test(gantry, models):
                     req = completion_request(rng, False, 32)
                 else:
                     req = mlp_request(input_name, rng)
-                phase, st, hdrs, data, err = client.send(req)
+                is_stream = req["kind"] == "stream"
+                phase, st, hdrs, data, err = client.send(req, stream_started if is_stream else None)
+                with progress:
+                    streaming[0] -= is_stream and phase in ("header", "done") and st == 200
+                    answered[0] += phase == "done"
+                    progress.notify_all()
                 after_term = term_at[0] is not None
                 if phase == "connect":
                     if term_at[0] is None:
@@ -396,7 +413,10 @@ def drain_test(gantry, models):
         t0 = time.time()
         for t in threads:
             t.start()
-        time.sleep(DRAIN_AFTER_S)
+        with progress:
+            if not progress.wait_for(lambda: answered[0] >= DRAIN_AFTER_ANSWERS and streaming[0] > 0,
+                                     timeout=DRAIN_CAP_S):
+                fail(f"drain: the load never got under way ({answered[0]} answers, {streaming[0]} streams)")
         term_at[0] = time.time()
         srv.proc.send_signal(signal.SIGTERM)
         try:
@@ -426,6 +446,20 @@ def drain_test(gantry, models):
 
 
 # ------------------------------------------------------------------------------------ flush
+def wait_listener_closed(srv, cap_s):
+    """True once a connect to the server is refused (a drain closes the listener first), False after cap_s."""
+    deadline = time.time() + cap_s
+    while time.time() < deadline:
+        try:
+            socket.create_connection((srv.host, srv.port), timeout=SOCKET_TIMEOUT).close()
+        except ConnectionRefusedError:
+            return True
+        except OSError:
+            pass
+        time.sleep(0.01)  # poll interval of a condition check, not a guess at how long something takes
+    return False
+
+
 def flush_test(gantry, models):
     """An answered response still being written when SIGTERM arrives (the client reads slowly) must
     be written out in full before the server exits: draining means every accepted request gets its
@@ -447,10 +481,12 @@ def flush_test(gantry, models):
         s.sendall(f"POST /v2/models/{MLP}/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
                   f"Inference-Header-Content-Length: {len(head)}\r\nContent-Length: {len(head) + len(raw)}\r\n\r\n"
                   .encode() + head + raw)
-        first = s.recv(4096)  # the answer started: the request was accepted and answered
-        time.sleep(1.0)  # the server has its answer and waits on our window
+        first = s.recv(4096)  # the answer started: it waits on our window, the rest in the server's hands
         srv.proc.send_signal(signal.SIGTERM)
-        time.sleep(1.0)  # a correct drain waits for the write; a wrong one has closed us by now
+        # Read on only once the drain has begun (its listener refuses connections): a wrong drain would
+        # close this connection from then on, a correct one waits for the write.
+        if not wait_listener_closed(srv, DRAIN_CAP_S):
+            fail(f"flush: the listener still accepts {DRAIN_CAP_S} s after SIGTERM")
         data = first
         while b"\r\n\r\n" not in data and len(data) < 65536:
             chunk = s.recv(4096)

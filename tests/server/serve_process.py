@@ -1,35 +1,50 @@
 """`gantry serve --port 0` as a child process on loopback, for the Python serve tests."""
+import atexit
 import http.client
 import json
 import os
 import subprocess
 import tempfile
-import time
+import threading
 
 SOCKET_TIMEOUT = 30  # seconds, every socket
 
 
 class Server:
-    """Starts `GANTRY serve --port 0 ARGS...`; the port comes from its first stdout line."""
+    """Starts `GANTRY serve --port 0 ARGS...`; the port comes from its first stdout line, read from a pipe as
+    it is written (no polling). Killed by kill(), at the test's exit, and by the kernel if the test dies."""
 
     def __init__(self, gantry, args, start_timeout=60):
         self.dir = tempfile.mkdtemp(prefix="gantry-serve-")
         self.out_path, self.err_path = os.path.join(self.dir, "out"), os.path.join(self.dir, "err")
-        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-            self.proc = subprocess.Popen([gantry, "serve", "--port", "0", *args], stdout=out, stderr=err)
-        deadline = time.time() + start_timeout
-        while time.time() < deadline:  # bounded poll of the log: the process says when it listens
-            with open(self.out_path) as f:
-                line = f.readline()
-            if "listening on http://" in line:
-                url = line.split("listening on http://")[1].split()[0]
-                self.host, port = url.rsplit(":", 1)
-                self.port = int(port)
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"gantry serve exited {self.proc.returncode}: {self.stderr()}")
-            time.sleep(0.1)
+        self.host, self.port = None, None
+        listening = threading.Event()  # set on the "listening on" line, or when stdout ends (the process exited)
+        with open(self.err_path, "wb") as err:
+            # setpriv (util-linux) execs gantry with PR_SET_PDEATHSIG: the kernel kills it if this test dies.
+            self.proc = subprocess.Popen(["setpriv", "--pdeathsig", "KILL", gantry, "serve", "--port", "0", *args],
+                                         stdout=subprocess.PIPE, stderr=err)
+        atexit.register(self.kill)
+
+        def copy_stdout():  # the rest of stdout goes to the out file, so the pipe never fills
+            with open(self.out_path, "wb") as out:
+                for line in self.proc.stdout:
+                    out.write(line)
+                    out.flush()
+                    text = line.decode(errors="replace")
+                    if self.port is None and "listening on http://" in text:
+                        url = text.split("listening on http://")[1].split()[0]
+                        host, port = url.rsplit(":", 1)
+                        self.host, self.port = host, int(port)
+                        listening.set()
+            listening.set()
+
+        threading.Thread(target=copy_stdout, daemon=True).start()
+        if listening.wait(start_timeout) and self.port is not None:
+            return
+        exited = self.proc.poll() is not None
         self.kill()
+        if exited:
+            raise RuntimeError(f"gantry serve exited {self.proc.returncode}: {self.stderr()}")
         raise RuntimeError(f"gantry serve did not start in {start_timeout} s: " + self.stderr())
 
     def stderr(self):

@@ -271,7 +271,7 @@ std::optional<NumpyResult> numpy(const std::string& dtype, const Weight& w, cons
 }
 
 TEST(Transform, AgreesWithNumpy) {
-  if (!std::filesystem::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 (numpy oracle)";
+  ASSERT_TRUE(std::filesystem::exists("/usr/bin/python3")) << "no /usr/bin/python3 (numpy oracle): run make setup";
   test_util::TempDir dir;
   std::mt19937 rng(5);
   std::vector<float> f(2 * 3 * 5 * 4);

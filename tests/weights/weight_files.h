@@ -59,7 +59,10 @@ inline void expect_matches(const WeightLoader& loader, const std::string& file, 
     EXPECT_EQ(w->shape, Shape(v[1].get<std::vector<int64_t>>()));
     const std::string want = slurp(dir / "expected" / file / (name + ".bin"));
     ASSERT_EQ(w->data.byte_size(), want.size());
-    EXPECT_EQ(0, std::memcmp(w->data.data(), want.data(), want.size()));
+    // An empty tensor's data may be null (a URL source reads no bytes for it): memcmp must not see it.
+    if (!want.empty()) {
+      EXPECT_EQ(0, std::memcmp(w->data.data(), want.data(), want.size()));
+    }
     const auto* info = loader.metadata().find(name);
     ASSERT_NE(info, nullptr);
     EXPECT_EQ(info->bytes, want.size());

@@ -72,7 +72,7 @@ std::string float_hex(double v) {
 }
 
 TEST(Writer, SafetensorsReadBackByThePublishedLayout) {
-  if (!std::filesystem::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 (numpy reader)";
+  ASSERT_TRUE(std::filesystem::exists("/usr/bin/python3")) << "no /usr/bin/python3 (numpy reader): run make setup";
   test_util::TempDir dir;
   std::vector<Weight> ws;
   const std::vector<DType> types = {DType::kFloat16, DType::kFloat32,    DType::kBFloat16,   DType::kFloat64,
@@ -148,8 +148,8 @@ TEST(Writer, SafetensorsReadBackByThePublishedLayout) {
 
 TEST(Writer, GgufReadBackByGgufPy) {
   const std::string gguf_py = std::string(GANTRY_DEPS_DIR) + "/llama/src/gguf-py";
-  if (!std::filesystem::exists("/usr/bin/python3") || !std::filesystem::exists(gguf_py))
-    GTEST_SKIP() << "no /usr/bin/python3 or llama.cpp's gguf-py at " << gguf_py;
+  ASSERT_TRUE(std::filesystem::exists("/usr/bin/python3") && std::filesystem::exists(gguf_py))
+      << "no /usr/bin/python3 or llama.cpp's gguf-py at " << gguf_py << ": run make setup";
   test_util::TempDir dir;
   std::vector<Weight> ws;
   ws.push_back(random_weight("f32", DType::kFloat32, Shape{3, 5}, 1));

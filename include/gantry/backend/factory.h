@@ -43,7 +43,7 @@ struct ProviderRequest {
   std::optional<Version> min_cuda_version;
   std::optional<int> device_id;
   std::vector<int> gpu_device_ids;
-  std::string strategy = "auto";
+  model::Strategy strategy = model::Strategy::kAuto;
   Placement base;  // threads, graph optimisation, session options from the manifest; provider and devices are
                    // chosen here
 };

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gantry/model/backend_options.h"
+#include "gantry/model/manifest.h"
 
 namespace gantry::backend {
 
@@ -14,10 +15,10 @@ struct Placement {
   // Provider name within the backend: "cpu", "cuda", "tensorrt", "rocm", "openvino", "coreml", "directml"
   // (ONNX Runtime's execution providers), or "cpu" / "cuda" for llama.cpp.
   std::string provider = "cpu";
-  std::vector<int> device_ids;    // empty: the provider's default device (GPU 0)
-  std::string strategy = "auto";  // pool|round-robin|data-parallel|pipeline|tensor-parallel|auto
-  int intra_op_threads = 0;       // 0: the backend's default
-  int inter_op_threads = 0;       // 0: the backend's default
+  std::vector<int> device_ids;                        // empty: the provider's default device (GPU 0)
+  model::Strategy strategy = model::Strategy::kAuto;  // the manifest's hardware_requirements.strategy
+  int intra_op_threads = 0;                           // 0: the backend's default
+  int inter_op_threads = 0;                           // 0: the backend's default
   // The name the model is known by (its metadata().name and the owner its memory is charged to);
   // empty: the package manifest's name.
   std::string model_name;

@@ -1,9 +1,13 @@
-// DType: the element types a tensor can hold, with their names and sizes.
+// DType: the element types a tensor can hold, with their names and sizes, the C++ type each element is
+// stored as, and visit_dtype: the one switch over DType that per-type code is written on.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace gantry {
 
@@ -35,5 +39,95 @@ std::optional<DType> parse_dtype(std::string_view name);
 
 // Bytes per element; 0 for kString (variable length).
 size_t dtype_size(DType t);
+
+// The C++ type one element of `D` is stored as: float, double, intN_t, uintN_t; uint16_t for FP16 and BF16
+// and uint8_t for the FP8 types (their bits: gantry/core/half.h converts them); uint8_t for bool (0 or 1);
+// std::string for kString.
+template <DType D>
+struct DTypeStorage;
+template <DType D>
+using dtype_storage_t = typename DTypeStorage<D>::type;
+
+#define GANTRY_DTYPE_STORAGE(D, T) \
+  template <>                      \
+  struct DTypeStorage<DType::D> {  \
+    using type = T;                \
+  };
+GANTRY_DTYPE_STORAGE(kFloat32, float)
+GANTRY_DTYPE_STORAGE(kFloat16, uint16_t)
+GANTRY_DTYPE_STORAGE(kBFloat16, uint16_t)
+GANTRY_DTYPE_STORAGE(kFloat64, double)
+GANTRY_DTYPE_STORAGE(kInt8, int8_t)
+GANTRY_DTYPE_STORAGE(kInt16, int16_t)
+GANTRY_DTYPE_STORAGE(kInt32, int32_t)
+GANTRY_DTYPE_STORAGE(kInt64, int64_t)
+GANTRY_DTYPE_STORAGE(kUInt8, uint8_t)
+GANTRY_DTYPE_STORAGE(kUInt16, uint16_t)
+GANTRY_DTYPE_STORAGE(kUInt32, uint32_t)
+GANTRY_DTYPE_STORAGE(kUInt64, uint64_t)
+GANTRY_DTYPE_STORAGE(kBool, uint8_t)
+GANTRY_DTYPE_STORAGE(kFloat8E4M3, uint8_t)
+GANTRY_DTYPE_STORAGE(kFloat8E5M2, uint8_t)
+GANTRY_DTYPE_STORAGE(kString, std::string)
+#undef GANTRY_DTYPE_STORAGE
+
+// A DType as a compile-time constant: what visit_dtype passes (tag.value is the DType).
+template <DType D>
+using DTypeTag = std::integral_constant<DType, D>;
+
+// Kinds of element, for `if constexpr` on a tag's value.
+constexpr bool is_integer_dtype(DType t) {
+  return t == DType::kInt8 || t == DType::kInt16 || t == DType::kInt32 || t == DType::kInt64 ||
+         t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kUInt32 || t == DType::kUInt64;
+}
+// Stored as their bits in an unsigned integer (FP16, BF16, FP8): gantry/core/half.h converts them.
+constexpr bool is_small_float_dtype(DType t) {
+  return t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat8E4M3 || t == DType::kFloat8E5M2;
+}
+constexpr bool is_float_dtype(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat64 || is_small_float_dtype(t);
+}
+
+// Calls f(DTypeTag<t>{}) with the run-time `t` as a compile-time constant and returns what f returns (the
+// same type for every DType): the one switch over DType that per-type code builds on, e.g.
+//   visit_dtype(t, [&](auto tag) { using T = dtype_storage_t<tag.value>; ... });
+template <typename F>
+decltype(auto) visit_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::kFloat32:
+      return f(DTypeTag<DType::kFloat32>{});
+    case DType::kFloat16:
+      return f(DTypeTag<DType::kFloat16>{});
+    case DType::kBFloat16:
+      return f(DTypeTag<DType::kBFloat16>{});
+    case DType::kFloat64:
+      return f(DTypeTag<DType::kFloat64>{});
+    case DType::kInt8:
+      return f(DTypeTag<DType::kInt8>{});
+    case DType::kInt16:
+      return f(DTypeTag<DType::kInt16>{});
+    case DType::kInt32:
+      return f(DTypeTag<DType::kInt32>{});
+    case DType::kInt64:
+      return f(DTypeTag<DType::kInt64>{});
+    case DType::kUInt8:
+      return f(DTypeTag<DType::kUInt8>{});
+    case DType::kUInt16:
+      return f(DTypeTag<DType::kUInt16>{});
+    case DType::kUInt32:
+      return f(DTypeTag<DType::kUInt32>{});
+    case DType::kUInt64:
+      return f(DTypeTag<DType::kUInt64>{});
+    case DType::kBool:
+      return f(DTypeTag<DType::kBool>{});
+    case DType::kFloat8E4M3:
+      return f(DTypeTag<DType::kFloat8E4M3>{});
+    case DType::kFloat8E5M2:
+      return f(DTypeTag<DType::kFloat8E5M2>{});
+    case DType::kString:
+      return f(DTypeTag<DType::kString>{});
+  }
+  __builtin_unreachable();  // every enumerator is a case above (-Wswitch keeps it so)
+}
 
 }  // namespace gantry

@@ -17,6 +17,21 @@
 
 namespace gantry {
 
+// The preamble and header of a .npy file: the array's element type and shape, and where its elements
+// start. For readers that take the elements from elsewhere (a mapped file, a zip member, an HTTP range).
+struct NpyHeader {
+  DType dtype = DType::kFloat32;
+  std::string descr;         // as written ("<f4", "<U7")
+  Shape shape;               // its element count fits in int64
+  uint64_t item_size = 0;    // bytes per element in the file (4 per character for unicode strings)
+  uint64_t data_offset = 0;  // where the elements start
+};
+
+// Parses the header at the start of a .npy file; `bytes` holds at least the whole header (the elements need
+// not follow). The one .npy header parser: the rules and errors of parse_npy, which checks the elements on
+// top (their length, bool bytes, code points).
+Result<NpyHeader> parse_npy_header(std::span<const std::byte> bytes);
+
 // Parses a whole .npy file held in memory into an owning tensor.
 Result<Tensor> parse_npy(std::span<const std::byte> bytes);
 

@@ -59,6 +59,9 @@ class Package {
 
 Result<Package> load_package(const std::filesystem::path& path, const LoadOptions& options = {});
 
+// True when `path` is a package archive as load_package() reads it: a .tar, or a file with the ustar magic.
+Result<bool> is_package_archive(const std::filesystem::path& path);
+
 // Format of a model file: magic bytes first ("GGUF" for GGUF; an ONNX ModelProto otherwise recognised by
 // extension .onnx), then the extension. InvalidArgument naming the file when neither tells.
 Result<ModelFormat> detect_model_format(const std::filesystem::path& model_file);

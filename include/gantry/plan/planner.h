@@ -89,6 +89,8 @@ struct Plan {
   MemoryBytes totals;
   bool fits = false;
   std::string suggestion;  // when it does not fit: what would
+  // Plans the suggestion search made, counting each candidate's own (bounded: see plan_gguf).
+  uint32_t candidates_planned = 0;
   std::vector<std::string> notes;
 };
 

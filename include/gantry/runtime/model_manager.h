@@ -51,7 +51,7 @@ struct ModelInfo {
   std::string reason;  // why it failed / was evicted / was unloaded
   std::string backend;
   std::string provider;
-  std::string format;  // "onnx" | "gguf" once loaded (ModelMetadata::format)
+  std::string format;                              // "onnx" | "gguf" once loaded (ModelMetadata::format)
   std::map<std::string, uint64_t> reserved_bytes;  // device id -> bytes reserved for it
   std::string memory_basis;                        // how the reservation was computed
   bool pinned = false;
@@ -156,6 +156,9 @@ class ModelManager {
 
   std::vector<ModelInfo> list() const;
   std::optional<ModelInfo> info(std::string_view name) const;
+  // Waits until model `name` is in `state` (true) or `timeout` has passed (false): how a caller sees a
+  // change made by another thread (the keep-alive timer's unload, an unload waiting for handles).
+  bool wait_for_state(std::string_view name, ModelState state, std::chrono::milliseconds timeout);
   // Models evicted to make room since the manager was created.
   uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
   const Budgets& budgets() const { return budgets_; }

@@ -131,7 +131,8 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   uint16_t port() const;
-  // Closes the listening socket; open connections finish their current request and then close.
+  // Closes the listening socket; open connections finish their current request and then close. Called
+  // outside the I/O threads, returns once the socket is closed: a connect after it is refused.
   void stop_accepting();
   // Closes every connection and joins the I/O threads (pending responses are dropped).
   void stop();

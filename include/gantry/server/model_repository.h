@@ -1,7 +1,8 @@
 // ModelRepository: the models `gantry serve` may load, by name. Built from the MODEL|PKG arguments and
-// the --model-repository directory (its .onnx/.gguf files, package directories holding gantry.json,
-// and .tar packages). A model's name is its package's `name`, else its file stem. Requests name models,
-// never paths: only what is listed here can be loaded.
+// the --model-repository directory (its model files, as model::detect_model_format tells them: .onnx,
+// GGUF by its magic or its extension; package directories holding gantry.json; and package archives). A
+// model's name is its package's `name`, else its file stem. Requests name models, never paths: only what is
+// listed here can be loaded.
 //
 // The repository changes while serving (Ollama's /api/copy, /api/delete and /api/pull): every method is
 // thread-safe, and find() hands out a snapshot of the entry that stays valid after a removal.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <future>
 #include <thread>
 
 #include "backend/llama/llama_test_util.h"
@@ -223,15 +224,21 @@ TEST(BatchEngine, CancelFromAnotherThreadStopsTheBackgroundLoop) {
   ASSERT_TRUE(e.ok());
   (*e)->start();
   std::atomic<int> pieces{0};
+  std::promise<void> fifth, cancelled;
+  const std::shared_future<void> cancel_done = cancelled.get_future().share();
   auto req = greedy("Once upon a time", 1500);
   req.on_text = [&](std::string_view) {
-    ++pieces;
+    if (++pieces == 5) {  // held here until this thread has cancelled: the cancel lands mid-generation
+      fifth.set_value();
+      cancel_done.wait();
+    }
     return true;
   };
   auto h = (*e)->submit(req);
   ASSERT_TRUE(h.ok());
-  while (pieces.load() < 5) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  fifth.get_future().wait();
   h->cancel();
+  cancelled.set_value();
   auto r = h->get();
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->finish, FinishReason::kCancelled);

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <future>
 #include <thread>
 
 #include "backend/llama/llama_test_util.h"
@@ -83,21 +84,28 @@ TEST(LlamaModel, CancelFromAnotherThreadEndsCancelled) {
   backend::Model& m = *model;
   ASSERT_TRUE(m.init().ok());
   std::atomic<int> pieces{0};
+  std::promise<void> fifth, cancelled;
+  const std::shared_future<void> cancel_done = cancelled.get_future().share();
   auto req = greedy("Once upon a time", 1500);
   req.add_special = true;
   req.on_text = [&](std::string_view) {
-    ++pieces;
+    if (++pieces == 5) {  // held here until the other thread has cancelled: the cancel lands mid-generation
+      fifth.set_value();
+      cancel_done.wait();
+    }
     return true;
   };
   auto g = m.start_generation(req);
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   backend::Generation& gen = **g;
   EXPECT_GT(gen.id(), 0u);
-  std::thread canceller([&] {
-    while (pieces.load() < 5 && !gen.done()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::thread canceller([&, at_fifth = fifth.get_future()] {
+    at_fifth.wait();
     gen.cancel();
+    cancelled.set_value();
   });
   auto r = gen.wait();
+  if (pieces.load() < 5) fifth.set_value();  // it ended before a fifth piece (the checks below say so)
   canceller.join();
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_TRUE(gen.done());
@@ -123,25 +131,32 @@ TEST(LlamaModel, DrainWaitsForARunningGeneration) {
   backend::Model& m = *model;
   ASSERT_TRUE(m.init().ok());
   std::atomic<int> pieces{0};
+  std::promise<void> second, release;
+  const std::shared_future<void> released = release.get_future().share();
   auto req = greedy("Once upon a time", 1500);
   req.on_text = [&](std::string_view) {
-    ++pieces;
+    if (++pieces == 2) {  // held here: the generation is running until the test lets it go
+      second.set_value();
+      released.wait();
+    }
     return true;
   };
   auto g = m.start_generation(req);
   ASSERT_TRUE(g.ok());
-  while (pieces.load() < 2 && !(*g)->done()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  second.get_future().wait();
   std::atomic<bool> drained{false};
   std::thread drainer([&] {
     EXPECT_TRUE(m.drain().ok());
     drained = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // drain() has begun once the model refuses new work (format_chat starts nothing).
+  const std::vector<backend::ChatMessage> hi{{"user", "hi"}};
+  while (m.format_chat(hi, true).ok()) std::this_thread::yield();
   EXPECT_FALSE(drained.load()) << "drain() returned while a generation was running";
   EXPECT_EQ(m.start_generation(greedy("Hi", 2)).status().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(m.format_chat(std::vector<backend::ChatMessage>{{"user", "hi"}}, true).status().code(),
-            StatusCode::kUnavailable);
+  EXPECT_EQ(m.format_chat(hi, true).status().code(), StatusCode::kUnavailable);
   (*g)->cancel();
+  release.set_value();
   ASSERT_TRUE((*g)->wait().ok());
   drainer.join();
   EXPECT_TRUE(drained.load());
