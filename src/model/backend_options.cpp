@@ -39,11 +39,25 @@ constexpr std::array kIntOptions = {
     IntOption{"n_ubatch", &LlamaOptions::n_ubatch, 1, 1 << 20},
     IntOption{"n_gpu_layers", &LlamaOptions::n_gpu_layers, -1, 1 << 16},
     IntOption{"max_tokens", &LlamaOptions::max_tokens, 1, 1 << 24},
+    IntOption{"cache_ram", &LlamaOptions::cache_ram, -1, 1 << 24},
+    IntOption{"prefill_chunk", &LlamaOptions::prefill_chunk, 1, 1 << 20},
 };
 
-constexpr std::array<std::string_view, 12> kKeys = {
-    "n_ctx",   "parallel",   "n_batch", "n_ubatch",   "n_gpu_layers",       "tensor_split",
-    "kv_type", "flash_attn", "mmap",    "max_tokens", "chat_template_file", "reasoning_format"};
+// The on/off options.
+struct BoolOption {
+  std::string_view key;
+  std::optional<bool> LlamaOptions::*field;
+};
+constexpr std::array kBoolOptions = {
+    BoolOption{"mmap", &LlamaOptions::mmap},
+    BoolOption{"kv_unified", &LlamaOptions::kv_unified},
+    BoolOption{"cache_prompt", &LlamaOptions::cache_prompt},
+};
+
+constexpr std::array<std::string_view, 16> kKeys = {
+    "n_ctx",      "parallel",     "n_batch",   "n_ubatch",     "n_gpu_layers",       "tensor_split",
+    "kv_type",    "flash_attn",   "mmap",      "max_tokens",   "chat_template_file", "reasoning_format",
+    "kv_unified", "cache_prompt", "cache_ram", "prefill_chunk"};
 
 Status bad(std::string_view key, std::string_view value, std::string_view what) {
   return InvalidArgument(fmt::format("llama.cpp option {}='{}' {}", key, value, what));
@@ -93,6 +107,16 @@ Status set_llama_option(LlamaOptions& o, std::string_view key, std::string_view 
     o.*opt.field = v;
     return Status::Ok();
   }
+  for (const auto& opt : kBoolOptions) {
+    if (opt.key != key) continue;
+    if (value == "on" || value == "true")
+      o.*opt.field = true;
+    else if (value == "off" || value == "false")
+      o.*opt.field = false;
+    else
+      return bad(key, value, "must be on or off");
+    return Status::Ok();
+  }
   if (key == "kv_type") {
     o.kv_type = parse_kv_type(value);
     if (!o.kv_type) return bad(key, value, fmt::format("is not a KV cache type ({})", kv_type_names()));
@@ -105,13 +129,6 @@ Status set_llama_option(LlamaOptions& o, std::string_view key, std::string_view 
       o.flash_attn = false;
     else
       return bad(key, value, "must be auto, on or off");
-  } else if (key == "mmap") {
-    if (value == "on" || value == "true")
-      o.mmap = true;
-    else if (value == "off" || value == "false")
-      o.mmap = false;
-    else
-      return bad(key, value, "must be on or off");
   } else if (key == "tensor_split") {
     GANTRY_ASSIGN_OR_RETURN(o.tensor_split, parse_split(value));
   } else if (key == "chat_template_file") {
@@ -143,7 +160,8 @@ std::map<std::string, std::string> llama_option_texts(const LlamaOptions& o) {
   if (!o.tensor_split.empty()) out.emplace("tensor_split", fmt::format("{}", fmt::join(o.tensor_split, ",")));
   if (o.kv_type) out.emplace("kv_type", kv_type_name(*o.kv_type));
   if (o.flash_attn) out.emplace("flash_attn", *o.flash_attn ? "on" : "off");
-  if (o.mmap) out.emplace("mmap", *o.mmap ? "on" : "off");
+  for (const auto& opt : kBoolOptions)
+    if (const auto& v = o.*opt.field) out.emplace(opt.key, *v ? "on" : "off");
   if (o.chat_template_file) out.emplace("chat_template_file", *o.chat_template_file);
   if (o.reasoning_format) out.emplace("reasoning_format", *o.reasoning_format);
   return out;
@@ -177,7 +195,8 @@ void overlay(LlamaOptions& base, const LlamaOptions& over) {
   if (!over.tensor_split.empty()) base.tensor_split = over.tensor_split;
   if (over.kv_type) base.kv_type = over.kv_type;
   if (over.flash_attn) base.flash_attn = over.flash_attn;
-  if (over.mmap) base.mmap = over.mmap;
+  for (const auto& opt : kBoolOptions)
+    if (over.*opt.field) base.*opt.field = over.*opt.field;
   if (over.chat_template_file) base.chat_template_file = over.chat_template_file;
   if (over.reasoning_format) base.reasoning_format = over.reasoning_format;
 }

@@ -366,7 +366,7 @@ class Reader {
         } else {
           GANTRY_ASSIGN_OR_RETURN(text, string(value, kf));
         }
-      } else if (key == "mmap") {
+      } else if (key == "mmap" || key == "kv_unified" || key == "cache_prompt") {
         GANTRY_ASSIGN_OR_RETURN(bool b, boolean(value, kf));
         text = b ? "on" : "off";
       } else if (key == "tensor_split") {
@@ -612,7 +612,7 @@ std::string manifest_to_json(const Manifest& m, int indent) {
     for (const auto& [key, text] : llama_option_texts(l)) {
       if (key == "kv_type" || key == "chat_template_file" || key == "reasoning_format")
         lj[key] = text;
-      else if (key == "flash_attn" || key == "mmap")
+      else if (key == "flash_attn" || key == "mmap" || key == "kv_unified" || key == "cache_prompt")
         lj[key] = text == "on";
       else if (key == "tensor_split")
         lj[key] = l.tensor_split;

@@ -71,6 +71,10 @@ struct ModelStats {
   int in_flight = 0;      // calls running now
   uint64_t prompt_tokens = 0;
   uint64_t generated_tokens = 0;
+  // Host memory held by caches the model can rebuild (a llama.cpp model's host prompt cache); the
+  // budget takes it back first under memory pressure.
+  uint64_t cache_bytes = 0;
+  uint64_t prompt_tokens_pending = 0;  // admitted prompt tokens not yet evaluated (a prefill in progress)
 };
 
 class Model {

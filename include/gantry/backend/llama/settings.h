@@ -18,11 +18,18 @@
 //   max_tokens     128                                         tokens infer_one generates
 //   chat_template_file  the GGUF's own                         a Jinja chat template file instead
 //   reasoning_format    auto                                   auto (= deepseek) | none
+//   kv_unified     off (kKvUnifiedDefault)                     one KV pool for all sequences, or a
+//                                                              stream of n_ctx / parallel cells each
+//   cache_prompt   on                                          the slot prompt cache
+//   cache_ram      (the loader's: a share of the CPU budget)   host prompt cache, MiB; 0 off, -1 only
+//                                                              the budget limits it
+//   prefill_chunk  n_ubatch                                    prompt tokens per decode step
 //
 // Placement::intra_op_threads becomes the decode thread count (0: every core); device_ids' first entry
 // the main GPU. Ranges and spellings are checked where the options are read (model/backend_options.h).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,13 +42,22 @@
 
 namespace gantry::llama {
 
+// kv_unified's default. Off: each sequence attends over its own stream only, which the serve
+// benchmark measured faster (bench/serve_prompt_cache_vs_llama_server.sh); llama-server's default
+// too when --parallel is given.
+inline constexpr bool kKvUnifiedDefault = false;
+
 struct LlamaSettings {
   LoadOptions load;
   ContextOptions context;
-  int max_tokens = 128;  // infer_one's generation length
-  std::string chat_template_file;  // "" = the GGUF's own template
+  // engine.cache_ram_bytes is the loader's to set (LlamaBackend: the cache_ram option, else a share
+  // of its CPU budget), as are engine.budget and budget_owner.
+  EngineOptions engine;
+  std::optional<uint64_t> cache_ram_bytes;  // the cache_ram option in bytes (kUnlimited for -1)
+  int max_tokens = 128;                     // infer_one's generation length
+  std::string chat_template_file;           // "" = the GGUF's own template
   backend::ReasoningFormat reasoning_format = backend::ReasoningFormat::kAuto;
-  std::string reason;    // how n_gpu_layers was chosen, for messages and logs
+  std::string reason;  // how n_gpu_layers was chosen, for messages and logs
 };
 
 // Settings for `model` under `placement`. `devices` (CPU first, then GPUs with their free memory, as
