@@ -26,7 +26,7 @@ const client = new OpenAI({ baseURL: `${BASE}/v1`, apiKey: 'none', maxRetries: 0
 // A long prompt whose first words differ per case, so no case reuses another's cache.
 function longPrompt(topic) {
   let s = `${topic}. `;
-  for (let i = 0; i < 150; i++) s += `Item ${i} of the ${topic} list is checked twice before noon. `;
+  for (let i = 0; i < 80; i++) s += `Item ${i} of the ${topic} list is checked twice before noon. `;
   return s;
 }
 

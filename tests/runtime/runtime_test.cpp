@@ -158,6 +158,7 @@ TEST(Runtime, PackageLlamaOptionsReachTheModelBetweenDefaultsAndFlags) {
     EXPECT_EQ(props.at("n_ctx"), "512");
     EXPECT_EQ(props.at("parallel"), "2");
     EXPECT_EQ(props.at("kv_type"), "f32");
+    EXPECT_EQ(props.at("kv_unified"), "false") << "the package chose its slot count: a KV stream per slot";
     EXPECT_FALSE(greedy(*h).empty());
     uint64_t in_use = 0;
     for (const auto& b : (*rt)->budgets())
@@ -173,6 +174,33 @@ TEST(Runtime, PackageLlamaOptionsReachTheModelBetweenDefaultsAndFlags) {
   EXPECT_EQ((*flagged)->metadata().properties.at("n_ctx"), "1024");
   EXPECT_EQ((*flagged)->metadata().properties.at("parallel"), "2");
   fs::remove_all(dir);
+}
+
+// llama-server's KV layout rule: one pool when the slot count is only a command's default, a stream per
+// slot when someone chose it; kv_unified given wins either way.
+TEST(Runtime, KvLayoutFollowsWhetherTheSlotCountWasChosen) {
+  REQUIRE_MODELS();
+  auto rt = Runtime::create(test_options());
+  ASSERT_TRUE(rt.ok()) << rt.status().message();
+  auto layout = [&](const LoadOptions& lo) {
+    auto h = (*rt)->load(kTinyLlama, lo);
+    EXPECT_TRUE(h.ok()) << h.status().message();
+    if (!h.ok()) return std::string();
+    std::string v = (*h)->metadata().properties.at("kv_unified");
+    h = ModelHandle();
+    EXPECT_TRUE((*rt)->unload("tiny-llama").ok());
+    return v;
+  };
+  LoadOptions lo;
+  lo.factory.llama_defaults.parallel = 4;  // gantry serve without --parallel
+  EXPECT_EQ(layout(lo), "true");
+  lo.factory.llama.parallel = 4;  // --parallel 4
+  EXPECT_EQ(layout(lo), "false");
+  lo.factory.llama.kv_unified = true;  // --kv-unified
+  EXPECT_EQ(layout(lo), "true");
+  lo.factory.llama.parallel.reset();
+  lo.factory.llama.kv_unified = false;  // --no-kv-unified
+  EXPECT_EQ(layout(lo), "false");
 }
 
 TEST(Runtime, RefusesAModelThatCannotFitWithTheNumbers) {

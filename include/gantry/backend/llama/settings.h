@@ -43,8 +43,9 @@
 namespace gantry::llama {
 
 // kv_unified's default. Off: each sequence attends over its own stream only, which the serve
-// benchmark measured faster (bench/serve_prompt_cache_vs_llama_server.sh); llama-server's default
-// too when --parallel is given.
+// benchmark measured faster (bench/serve_prompt_cache_vs_llama_server.sh, 8 slots: 8.1 vs 6.1 tok/s);
+// llama-server's default when the slot count is given. (The loader turns it on when the slot count is
+// only a command's default: backend/loader.h.)
 inline constexpr bool kKvUnifiedDefault = false;
 
 struct LlamaSettings {
