@@ -52,6 +52,11 @@ ProviderRequest request_for(const model::Package& package, const LoadOptions& op
   }
   model::overlay(llama, req.base.llama);
   model::overlay(llama, options.llama);
+  // llama-server's rule: a slot count no one chose (a command's default) shares one KV pool, so one
+  // request may use the whole context; a chosen one gives each slot its own, faster, stream.
+  if (!llama.kv_unified && options.llama_defaults.parallel && !req.base.llama.parallel &&
+      !options.llama.parallel)
+    llama.kv_unified = true;
   req.base.llama = std::move(llama);
   return req;
 }

@@ -59,6 +59,10 @@ struct ServeArgs {
   std::string chat_template_file;
   std::string reasoning_format;
   bool no_mmap = false;
+  std::string cache_ram;  // --cache-ram SIZE ("" = the default)
+  bool no_prompt_cache = false;
+  int kv_unified = -1;  // --kv-unified 1, --no-kv-unified 0, neither -1
+  int prefill_chunk = 0;
   int64_t max_batch_size = 32;
   int64_t max_queue_delay_us = 1000;
   bool no_dynamic_batching = false;
@@ -72,6 +76,22 @@ std::string kserve_model_dir(std::string_view storage_uri) {
   if (storage_uri.starts_with("file://")) return std::string(storage_uri.substr(7));
   if (storage_uri.starts_with("/")) return std::string(storage_uri);
   return "/mnt/models";
+}
+
+// --cache-ram's value in MiB: "-1", "0", a bare number of MiB or a size with a unit.
+Result<int> parse_cache_ram_mib(const std::string& text) {
+  if (text == "-1") return -1;
+  const bool bare = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  uint64_t bytes = 0;
+  if (bare) {
+    if (text.size() > 9) return InvalidArgument("'" + text + "' is too large");
+    bytes = std::stoull(text) << 20;
+  } else {
+    GANTRY_ASSIGN_OR_RETURN(bytes, memory::parse_byte_size(text));
+  }
+  const uint64_t mib = (bytes + (1u << 20) - 1) >> 20;
+  if (mib > (1u << 24)) return InvalidArgument("'" + text + "' is more than 16 TiB");
+  return static_cast<int>(mib);
 }
 
 int serve(ServeArgs& a) {
@@ -154,6 +174,18 @@ int serve(ServeArgs& a) {
   if (Status s = apply_speculative_flags(a.speculative, llama); !s.ok()) {
     std::cerr << "gantry serve: " << s.message() << "\n";
     return 2;
+  }
+  if (a.no_prompt_cache) llama.cache_prompt = false;
+  if (a.kv_unified >= 0) llama.kv_unified = a.kv_unified == 1;
+  if (a.prefill_chunk > 0) llama.prefill_chunk = a.prefill_chunk;
+  if (!a.cache_ram.empty()) {
+    // llama-server's unit: a bare number is MiB; -1 = no limit but the memory budget.
+    auto mib = parse_cache_ram_mib(a.cache_ram);
+    if (!mib.ok()) {
+      std::cerr << "gantry serve: --cache-ram: " << mib.status().message() << "\n";
+      return 2;
+    }
+    llama.cache_ram = *mib;
   }
   for (const auto& [key, value, flag] :
        {std::tuple{"chat_template_file", a.chat_template_file, "--chat-template-file"},
@@ -256,6 +288,24 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-mmap", a->no_mmap,
                 "Read GGUF weights into memory instead of mapping them (a mapped file overwritten in place "
                 "ends the process with SIGBUS; to update a model, rename a new file over the old one)");
+  cmd->add_option("--cache-ram", a->cache_ram,
+                  "Host-memory prompt cache per text model: a size (512MiB, 2GiB; a bare number is MiB, as "
+                  "llama-server's), 0 off, -1 no limit but the memory budget (default: an eighth of the cpu "
+                  "budget, at most 8GiB; charged to the model and given back first under memory pressure)");
+  cmd->add_flag("--no-prompt-cache,--no-cache-prompt", a->no_prompt_cache,
+                "Evaluate every prompt whole: no slot reuse of earlier prompts, no host-memory prompt cache");
+  cmd->add_flag_callback(
+      "--kv-unified", [a] { a->kv_unified = 1; },
+      "One KV pool shared by a text model's sequences (a sequence may use the whole --ctx) instead of a "
+      "stream of ctx/parallel cells each");
+  cmd->add_flag_callback(
+      "--no-kv-unified", [a] { a->kv_unified = 0; },
+      "A stream of ctx/parallel cells per sequence (the default: attention reads only a sequence's own "
+      "cells, faster)");
+  cmd->add_option("--prefill-chunk", a->prefill_chunk,
+                  "Prompt tokens a decode step evaluates next to the running sequences' tokens (chunked "
+                  "prefill; default: n_ubatch, 512)")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--threads", a->threads, "Inference threads per model (default: the backend's)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--provider", a->provider, "Use only this execution provider (cpu, cuda, ...)");

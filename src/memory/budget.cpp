@@ -39,15 +39,14 @@ uint64_t footprint_of(uint64_t reserved, uint64_t in_use) { return reserved > in
 
 }  // namespace
 
-Status Budget::reserve(std::string_view owner, uint64_t bytes) {
-  std::lock_guard lock(mu_);
+Budget::Attempt Budget::try_reserve_locked(std::string_view owner, uint64_t bytes) {
   const uint64_t used = used_locked();
   auto it = owners_.find(owner);
   const uint64_t before = it == owners_.end() ? 0 : it->second.footprint();
   const uint64_t reserved = (it == owners_.end() ? 0 : it->second.reserved) + bytes;
   const uint64_t after = footprint_of(reserved, it == owners_.end() ? 0 : it->second.in_use);
   const uint64_t new_used = used - before + after;
-  if (after > before && new_used > capacity_) return ResourceExhausted(shortfall_locked(after - before));
+  if (after > before && new_used > capacity_) return {after - before, new_used - capacity_};
   if (it == owners_.end()) {
     it = owners_.emplace(std::string(owner), OwnerUsage{}).first;
     it->second.owner = std::string(owner);
@@ -55,7 +54,22 @@ Status Budget::reserve(std::string_view owner, uint64_t bytes) {
   }
   it->second.reserved = reserved;
   peak_ = std::max(peak_, new_used);
-  return Status::Ok();
+  return {};
+}
+
+Status Budget::reserve(std::string_view owner, uint64_t bytes) {
+  Attempt a;
+  {
+    std::lock_guard lock(mu_);
+    a = try_reserve_locked(owner, bytes);
+    if (a.fits()) return Status::Ok();
+    if (!has_reclaimers_except(owner)) return ResourceExhausted(shortfall_locked(a.growth));
+  }
+  reclaim(a.over, owner);  // caches other owners can rebuild go first; then one more try
+  std::lock_guard lock(mu_);
+  a = try_reserve_locked(owner, bytes);
+  if (a.fits()) return Status::Ok();
+  return ResourceExhausted(shortfall_locked(a.growth));
 }
 
 void Budget::unreserve(std::string_view owner, uint64_t bytes) {
@@ -65,8 +79,7 @@ void Budget::unreserve(std::string_view owner, uint64_t bytes) {
   it->second.reserved -= std::min(bytes, it->second.reserved);
 }
 
-Status Budget::charge(std::string_view owner, uint64_t bytes) {
-  std::lock_guard lock(mu_);
+Budget::Attempt Budget::try_charge_locked(std::string_view owner, uint64_t bytes) {
   auto it = owners_.find(owner);
   const uint64_t reserved = it == owners_.end() ? 0 : it->second.reserved;
   const uint64_t in_use = (it == owners_.end() ? 0 : it->second.in_use) + bytes;
@@ -74,7 +87,7 @@ Status Budget::charge(std::string_view owner, uint64_t bytes) {
   const uint64_t after = footprint_of(reserved, in_use);
   if (after > before) {
     const uint64_t new_used = used_locked() - before + after;
-    if (new_used > capacity_) return ResourceExhausted(shortfall_locked(after - before));
+    if (new_used > capacity_) return {after - before, new_used - capacity_};
     peak_ = std::max(peak_, new_used);
   }
   if (it == owners_.end()) {
@@ -84,7 +97,22 @@ Status Budget::charge(std::string_view owner, uint64_t bytes) {
   it->second.in_use = in_use;
   it->second.peak = std::max(it->second.peak, in_use);
   it->second.last_used = std::chrono::steady_clock::now();
-  return Status::Ok();
+  return {};
+}
+
+Status Budget::charge(std::string_view owner, uint64_t bytes) {
+  Attempt a;
+  {
+    std::lock_guard lock(mu_);
+    a = try_charge_locked(owner, bytes);
+    if (a.fits()) return Status::Ok();
+    if (!has_reclaimers_except(owner)) return ResourceExhausted(shortfall_locked(a.growth));
+  }
+  reclaim(a.over, owner);  // caches other owners can rebuild go first; then one more try
+  std::lock_guard lock(mu_);
+  a = try_charge_locked(owner, bytes);
+  if (a.fits()) return Status::Ok();
+  return ResourceExhausted(shortfall_locked(a.growth));
 }
 
 void Budget::credit(std::string_view owner, uint64_t bytes) {
@@ -98,6 +126,45 @@ void Budget::credit(std::string_view owner, uint64_t bytes) {
 void Budget::release(std::string_view owner) {
   std::lock_guard lock(mu_);
   if (auto it = owners_.find(owner); it != owners_.end()) owners_.erase(it);
+}
+
+bool Budget::has_reclaimers_except(std::string_view owner) const {
+  for (const auto& r : reclaimers_)
+    if (r.owner != owner) return true;
+  return false;
+}
+
+uint64_t Budget::add_reclaimer(std::string owner, Reclaimer reclaimer) {
+  std::lock_guard reclaiming(reclaim_mu_);
+  std::lock_guard lock(mu_);
+  const uint64_t id = next_reclaimer_++;
+  reclaimers_.push_back({id, std::move(owner), std::move(reclaimer)});
+  return id;
+}
+
+void Budget::remove_reclaimer(uint64_t id) {
+  std::lock_guard reclaiming(reclaim_mu_);  // waits for a running one
+  std::lock_guard lock(mu_);
+  std::erase_if(reclaimers_, [id](const ReclaimerEntry& r) { return r.id == id; });
+}
+
+uint64_t Budget::reclaim(uint64_t wanted, std::string_view except_owner) {
+  std::lock_guard reclaiming(reclaim_mu_);
+  uint64_t got = 0;
+  // reclaimers_ changes only with reclaim_mu_ held too: safe to walk without mu_.
+  for (const auto& r : reclaimers_) {
+    if (got >= wanted) break;
+    if (!except_owner.empty() && r.owner == except_owner) continue;
+    got += r.fn(wanted - got);
+  }
+  std::lock_guard lock(mu_);
+  reclaimed_ += got;
+  return got;
+}
+
+uint64_t Budget::reclaimed() const {
+  std::lock_guard lock(mu_);
+  return reclaimed_;
 }
 
 void Budget::set_pinned(std::string_view owner, bool pinned) {

@@ -43,9 +43,22 @@ constexpr std::array kIntOptions = {
     IntOption{"draft_min", &LlamaOptions::draft_min, 0, 1024},
     IntOption{"spec_ngram_size_n", &LlamaOptions::spec_ngram_size_n, 1, 1024},
     IntOption{"spec_ngram_size_m", &LlamaOptions::spec_ngram_size_m, 1, 1024},
+    IntOption{"cache_ram", &LlamaOptions::cache_ram, -1, 1 << 24},
+    IntOption{"prefill_chunk", &LlamaOptions::prefill_chunk, 1, 1 << 20},
 };
 
-constexpr std::array<std::string_view, 19> kKeys = {"n_ctx",
+// The on/off options.
+struct BoolOption {
+  std::string_view key;
+  std::optional<bool> LlamaOptions::*field;
+};
+constexpr std::array kBoolOptions = {
+    BoolOption{"mmap", &LlamaOptions::mmap},
+    BoolOption{"kv_unified", &LlamaOptions::kv_unified},
+    BoolOption{"cache_prompt", &LlamaOptions::cache_prompt},
+};
+
+constexpr std::array<std::string_view, 23> kKeys = {"n_ctx",
                                                     "parallel",
                                                     "n_batch",
                                                     "n_ubatch",
@@ -63,7 +76,11 @@ constexpr std::array<std::string_view, 19> kKeys = {"n_ctx",
                                                     "draft_p_min",
                                                     "spec_type",
                                                     "spec_ngram_size_n",
-                                                    "spec_ngram_size_m"};
+                                                    "spec_ngram_size_m",
+                                                    "kv_unified",
+                                                    "cache_prompt",
+                                                    "cache_ram",
+                                                    "prefill_chunk"};
 
 // llama-server's --spec-type names (common/speculative.cpp) that need no draft model, plus "none" and
 // "draft-simple" (what a draft model does anyway).
@@ -134,6 +151,16 @@ Status set_llama_option(LlamaOptions& o, std::string_view key, std::string_view 
     o.*opt.field = v;
     return Status::Ok();
   }
+  for (const auto& opt : kBoolOptions) {
+    if (opt.key != key) continue;
+    if (value == "on" || value == "true")
+      o.*opt.field = true;
+    else if (value == "off" || value == "false")
+      o.*opt.field = false;
+    else
+      return bad(key, value, "must be on or off");
+    return Status::Ok();
+  }
   if (key == "kv_type") {
     o.kv_type = parse_kv_type(value);
     if (!o.kv_type) return bad(key, value, fmt::format("is not a KV cache type ({})", kv_type_names()));
@@ -146,13 +173,6 @@ Status set_llama_option(LlamaOptions& o, std::string_view key, std::string_view 
       o.flash_attn = false;
     else
       return bad(key, value, "must be auto, on or off");
-  } else if (key == "mmap") {
-    if (value == "on" || value == "true")
-      o.mmap = true;
-    else if (value == "off" || value == "false")
-      o.mmap = false;
-    else
-      return bad(key, value, "must be on or off");
   } else if (key == "tensor_split") {
     GANTRY_ASSIGN_OR_RETURN(o.tensor_split, parse_split(value));
   } else if (key == "chat_template_file") {
@@ -196,7 +216,8 @@ std::map<std::string, std::string> llama_option_texts(const LlamaOptions& o) {
   if (!o.tensor_split.empty()) out.emplace("tensor_split", fmt::format("{}", fmt::join(o.tensor_split, ",")));
   if (o.kv_type) out.emplace("kv_type", kv_type_name(*o.kv_type));
   if (o.flash_attn) out.emplace("flash_attn", *o.flash_attn ? "on" : "off");
-  if (o.mmap) out.emplace("mmap", *o.mmap ? "on" : "off");
+  for (const auto& opt : kBoolOptions)
+    if (const auto& v = o.*opt.field) out.emplace(opt.key, *v ? "on" : "off");
   if (o.chat_template_file) out.emplace("chat_template_file", *o.chat_template_file);
   if (o.reasoning_format) out.emplace("reasoning_format", *o.reasoning_format);
   if (o.draft_model) out.emplace("draft_model", *o.draft_model);
@@ -240,7 +261,8 @@ void overlay(LlamaOptions& base, const LlamaOptions& over) {
   if (!over.tensor_split.empty()) base.tensor_split = over.tensor_split;
   if (over.kv_type) base.kv_type = over.kv_type;
   if (over.flash_attn) base.flash_attn = over.flash_attn;
-  if (over.mmap) base.mmap = over.mmap;
+  for (const auto& opt : kBoolOptions)
+    if (over.*opt.field) base.*opt.field = over.*opt.field;
   if (over.chat_template_file) base.chat_template_file = over.chat_template_file;
   if (over.reasoning_format) base.reasoning_format = over.reasoning_format;
   if (over.draft_model) base.draft_model = over.draft_model;

@@ -370,7 +370,7 @@ class Reader {
         } else {
           GANTRY_ASSIGN_OR_RETURN(text, string(value, kf));
         }
-      } else if (key == "mmap") {
+      } else if (key == "mmap" || key == "kv_unified" || key == "cache_prompt") {
         GANTRY_ASSIGN_OR_RETURN(bool b, boolean(value, kf));
         text = b ? "on" : "off";
       } else if (key == "tensor_split") {
@@ -619,7 +619,7 @@ std::string manifest_to_json(const Manifest& m, int indent) {
         lj[key] = text;
       else if (key == "draft_p_min")
         lj[key] = *l.draft_p_min;
-      else if (key == "flash_attn" || key == "mmap")
+      else if (key == "flash_attn" || key == "mmap" || key == "kv_unified" || key == "cache_prompt")
         lj[key] = text == "on";
       else if (key == "tensor_split")
         lj[key] = l.tensor_split;

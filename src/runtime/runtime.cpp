@@ -85,7 +85,8 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
       rt->pools_.push_back(std::move(pool));
     }
     backends.push_back(onnx::make_onnx_backend(onnx_options));
-    backends.push_back(llama::make_llama_backend(cpu_pool));
+    // The CPU budget also holds the llama models' host prompt caches (given back first under pressure).
+    backends.push_back(llama::make_llama_backend(cpu_pool, rt->budgets_.at("cpu").get()));
   }
   for (auto& b : backends) GANTRY_RETURN_IF_ERROR(rt->backends_.add(std::move(b)));
 

@@ -180,6 +180,16 @@ std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauge
                        .Name("gantry_draft_tokens_accepted_total")
                        .Help("Drafted tokens the model accepted (its own choice at that position)")
                        .Register(now);
+  auto& cache_mem = BuildGauge()
+                        .Name("gantry_prompt_cache_bytes")
+                        .Help(
+                            "Host memory a text model's host prompt cache holds (charged to the model in the "
+                            "cpu budget, given back first under memory pressure)")
+                        .Register(now);
+  auto& prefill = BuildGauge()
+                      .Name("gantry_prompt_tokens_pending")
+                      .Help("Prompt tokens of running requests not yet evaluated (a prefill in progress)")
+                      .Register(now);
   int ready = 0;
   for (const auto& m : runtime.models()) {
     if (m.state != runtime::ModelState::kReady) continue;
@@ -198,6 +208,10 @@ std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauge
     for (const auto& [device, bytes] : m.reserved_bytes) {
       model_mem.Add({{"model", label(m.name)}, {"device", to_valid_utf8(device)}})
           .Set(static_cast<double>(bytes));
+    }
+    if (m.format == "gguf") {
+      cache_mem.Add({{"model", label(m.name)}}).Set(static_cast<double>(m.stats.cache_bytes));
+      prefill.Add({{"model", label(m.name)}}).Set(static_cast<double>(m.stats.prompt_tokens_pending));
     }
   }
   loaded.Set(ready);

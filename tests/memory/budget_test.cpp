@@ -109,6 +109,78 @@ TEST(Budget, ConcurrentRaceForTheLastBytesNeverOvercommits) {
   }
 }
 
+// A cache that gives back the bytes it reserved when asked (as a host prompt cache does).
+struct FakeCache {
+  Budget& b;
+  std::string owner;
+  uint64_t held = 0;
+  int calls = 0;
+  uint64_t give(uint64_t wanted) {
+    ++calls;
+    const uint64_t n = std::min(wanted, held);
+    held -= n;
+    b.unreserve(owner, n);
+    return n;
+  }
+};
+
+TEST(Budget, CachesAreReclaimedBeforeARequestIsRefused) {
+  Budget b("cpu", 100 * MiB);
+  FakeCache cache{b, "llama", 0, 0};
+  const uint64_t id = b.add_reclaimer("llama", [&](uint64_t w) { return cache.give(w); });
+  ASSERT_TRUE(b.reserve("llama", 30 * MiB).ok());  // the model
+  ASSERT_TRUE(b.reserve("llama", 50 * MiB).ok());  // its cache
+  cache.held = 50 * MiB;
+  // Fits without the cache: no call.
+  ASSERT_TRUE(b.reserve("onnx", 20 * MiB).ok());
+  EXPECT_EQ(cache.calls, 0);
+  // 15 MiB more than is free: the cache is asked for exactly the shortfall.
+  ASSERT_TRUE(b.reserve("onnx", 15 * MiB).ok());
+  EXPECT_EQ(cache.calls, 1);
+  EXPECT_EQ(cache.held, 35 * MiB);
+  EXPECT_EQ(b.reclaimed(), 15 * MiB);
+  EXPECT_EQ(b.used(), 100 * MiB);
+  // charge() reclaims too.
+  ASSERT_TRUE(b.charge("onnx", 40 * MiB).ok());  // footprint 35 -> 40: 5 MiB more
+  EXPECT_EQ(cache.held, 30 * MiB);
+  // The owner's own cache is never asked on its behalf (it makes its own room).
+  EXPECT_FALSE(b.reserve("llama", 1 * MiB).ok());
+  EXPECT_EQ(cache.calls, 2);
+  // More than every cache holds: refused, with the numbers, and nothing else changes.
+  Status s = b.reserve("big", 60 * MiB);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(cache.held, 0u) << "the cache gave what it had";
+  EXPECT_FALSE(b.usage("big"));
+  b.remove_reclaimer(id);
+  cache.held = 0;
+  ASSERT_TRUE(b.reserve("llama", 10 * MiB).ok());
+  cache.held = 10 * MiB;
+  EXPECT_FALSE(b.reserve("big2", 40 * MiB).ok());
+  EXPECT_EQ(cache.calls, 3) << "a removed reclaimer is not called";
+}
+
+TEST(Budget, RemoveReclaimerWaitsForARunningOne) {
+  Budget b("cpu", 10);
+  std::atomic<bool> entered{false}, release{false}, removed{false};
+  const uint64_t id = b.add_reclaimer("cache", [&](uint64_t) -> uint64_t {
+    entered = true;
+    while (!release.load()) std::this_thread::yield();
+    EXPECT_FALSE(removed.load()) << "remove_reclaimer returned while the reclaimer ran";
+    return 0;
+  });
+  ASSERT_TRUE(b.reserve("m", 10).ok());
+  std::thread asker([&] { EXPECT_FALSE(b.reserve("n", 5).ok()); });
+  while (!entered.load()) std::this_thread::yield();
+  std::thread remover([&] {
+    b.remove_reclaimer(id);
+    removed = true;
+  });
+  release = true;
+  asker.join();
+  remover.join();
+  EXPECT_TRUE(removed.load());
+}
+
 TEST(FormatBytes, Units) {
   EXPECT_EQ(format_bytes(12), "12 B");
   EXPECT_EQ(format_bytes(640 * MiB), "640.0 MiB");

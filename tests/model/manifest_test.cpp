@@ -268,7 +268,8 @@ Json gguf_manifest() {
     "sha256": {"m.gguf": ")" +
                      kHash + R"("},
     "llama": {"n_ctx": 4096, "parallel": 2, "n_batch": 256, "n_ubatch": 128, "n_gpu_layers": -1,
-              "tensor_split": [3, 1.5], "kv_type": "q8_0", "flash_attn": "on", "mmap": false, "max_tokens": 64}
+              "tensor_split": [3, 1.5], "kv_type": "q8_0", "flash_attn": "on", "mmap": false, "max_tokens": 64,
+              "kv_unified": true, "cache_prompt": false, "cache_ram": 512, "prefill_chunk": 64}
   })");
 }
 
@@ -286,6 +287,10 @@ TEST(Manifest, LlamaOptionsAreTypedAndRoundTrip) {
   EXPECT_EQ(l.flash_attn, true);
   EXPECT_EQ(l.mmap, false);
   EXPECT_EQ(l.max_tokens, 64);
+  EXPECT_EQ(l.kv_unified, true);
+  EXPECT_EQ(l.cache_prompt, false);
+  EXPECT_EQ(l.cache_ram, 512);
+  EXPECT_EQ(l.prefill_chunk, 64);
   EXPECT_TRUE(m->onnx.empty());
   auto again = parse_manifest(manifest_to_json(*m));
   ASSERT_TRUE(again.ok()) << again.status().to_string() << "\n" << manifest_to_json(*m);
@@ -333,6 +338,9 @@ TEST(Manifest, BadLlamaOptionsNameTheField) {
       {"kv type number", [](Json& j) { j["llama"]["kv_type"] = 8; }, "llama.kv_type: must be a string"},
       {"bad flash", [](Json& j) { j["llama"]["flash_attn"] = "maybe"; }, "must be auto, on or off"},
       {"mmap string", [](Json& j) { j["llama"]["mmap"] = "off"; }, "llama.mmap: must be true or false"},
+      {"kv_unified string", [](Json& j) { j["llama"]["kv_unified"] = "on"; },
+       "llama.kv_unified: must be true or false"},
+      {"cache_ram below -1", [](Json& j) { j["llama"]["cache_ram"] = -2; }, "llama.cache_ram: "},
       {"split string", [](Json& j) { j["llama"]["tensor_split"] = "3,1"; }, "llama.tensor_split: must be"},
       {"split negative",
        [](Json& j) {

@@ -165,6 +165,7 @@ TEST(Runtime, PackageLlamaOptionsReachTheModelBetweenDefaultsAndFlags) {
     EXPECT_EQ(props.at("n_ctx"), "512");
     EXPECT_EQ(props.at("parallel"), "2");
     EXPECT_EQ(props.at("kv_type"), "f32");
+    EXPECT_EQ(props.at("kv_unified"), "false") << "the package chose its slot count: a KV stream per slot";
     EXPECT_FALSE(greedy(*h).empty());
     uint64_t in_use = 0;
     for (const auto& b : (*rt)->budgets())
@@ -174,12 +175,39 @@ TEST(Runtime, PackageLlamaOptionsReachTheModelBetweenDefaultsAndFlags) {
   }  // the handle goes before the unload, which waits for handles
   ASSERT_TRUE((*rt)->unload("tiny-opts").ok());
 
-  lo.factory.llama.n_ctx = 768;  // --ctx
+  lo.factory.llama.n_ctx = 1024;  // --ctx
   auto flagged = (*rt)->load(dir.string(), lo);
   ASSERT_TRUE(flagged.ok()) << flagged.status().message();
-  EXPECT_EQ((*flagged)->metadata().properties.at("n_ctx"), "768");
+  EXPECT_EQ((*flagged)->metadata().properties.at("n_ctx"), "1024");
   EXPECT_EQ((*flagged)->metadata().properties.at("parallel"), "2");
   fs::remove_all(dir);
+}
+
+// llama-server's KV layout rule: one pool when the slot count is only a command's default, a stream per
+// slot when someone chose it; kv_unified given wins either way.
+TEST(Runtime, KvLayoutFollowsWhetherTheSlotCountWasChosen) {
+  REQUIRE_MODELS();
+  auto rt = Runtime::create(test_options());
+  ASSERT_TRUE(rt.ok()) << rt.status().message();
+  auto layout = [&](const LoadOptions& lo) {
+    auto h = (*rt)->load(kTinyLlama, lo);
+    EXPECT_TRUE(h.ok()) << h.status().message();
+    if (!h.ok()) return std::string();
+    std::string v = (*h)->metadata().properties.at("kv_unified");
+    h = ModelHandle();
+    EXPECT_TRUE((*rt)->unload("tiny-llama").ok());
+    return v;
+  };
+  LoadOptions lo;
+  lo.factory.llama_defaults.parallel = 4;  // gantry serve without --parallel
+  EXPECT_EQ(layout(lo), "true");
+  lo.factory.llama.parallel = 4;  // --parallel 4
+  EXPECT_EQ(layout(lo), "false");
+  lo.factory.llama.kv_unified = true;  // --kv-unified
+  EXPECT_EQ(layout(lo), "true");
+  lo.factory.llama.parallel.reset();
+  lo.factory.llama.kv_unified = false;  // --no-kv-unified
+  EXPECT_EQ(layout(lo), "false");
 }
 
 TEST(Runtime, RefusesAModelThatCannotFitWithTheNumbers) {
@@ -266,6 +294,58 @@ TEST(Runtime, EvictsTheLeastRecentlyUsedModelAndResultsStayRight) {
   ASSERT_TRUE(b.ok()) << b.status().message();
   EXPECT_EQ(run_silero(*b), want_silero);
   EXPECT_EQ(state("tiny-llama"), ModelState::kEvicted);
+}
+
+// A model's host prompt cache is charged to it in the CPU budget and is the first thing given back
+// when another model needs the room: the new model loads, nothing is evicted.
+TEST(Runtime, HostPromptCacheIsGivenBackBeforeAnyModelIsEvicted) {
+  REQUIRE_MODELS();
+  auto park_a_prompt = [](ModelHandle& h) {
+    // Two unrelated prompts on one slot: the first one's state is parked in host memory.
+    for (const char* prompt :
+         {"Once upon a time there was a lighthouse keeper who", "Translate into French:"}) {
+      backend::GenerationRequest r;
+      r.prompt = prompt;
+      r.max_tokens = 8;
+      r.sampling.temperature = 0;
+      ASSERT_TRUE(h->generate(r).ok());
+    }
+  };
+  LoadOptions a, b;
+  a.name = "a";
+  a.factory.llama.cache_ram = 64;  // MiB
+  b.name = "b";
+  uint64_t model_bytes = 0, cache_bytes = 0;
+  {
+    auto probe = Runtime::create(test_options());
+    ASSERT_TRUE(probe.ok());
+    auto h = (*probe)->load(kTinyLlama, a);
+    ASSERT_TRUE(h.ok()) << h.status().message();
+    model_bytes = reserved_total(**probe, "a");
+    park_a_prompt(*h);
+    cache_bytes = (*h)->stats().cache_bytes;
+  }
+  ASSERT_GT(model_bytes, 0u);
+  ASSERT_GT(cache_bytes, 0u);
+  // Room for both models and half the cache.
+  auto rt = Runtime::create(test_options("cpu=" + std::to_string(2 * model_bytes + cache_bytes / 2)));
+  ASSERT_TRUE(rt.ok()) << rt.status().message();
+  Runtime& r = **rt;
+  auto ha = r.load(kTinyLlama, a);
+  ASSERT_TRUE(ha.ok()) << ha.status().message();
+  park_a_prompt(*ha);
+  ASSERT_EQ((*ha)->stats().cache_bytes, cache_bytes);
+  memory::Budget& cpu = *r.manager().budgets().at("cpu");
+  EXPECT_EQ(cpu.usage("a")->reserved, model_bytes + cache_bytes);
+  ha = ModelHandle();  // idle: evictable, were it not for the cache going first
+  auto hb = r.load(kTinyLlama, b);
+  ASSERT_TRUE(hb.ok()) << hb.status().message();
+  EXPECT_EQ(r.manager().evictions(), 0u);
+  EXPECT_EQ(r.manager().info("a")->state, ModelState::kReady);
+  EXPECT_EQ(r.manager().info("a")->stats.cache_bytes, 0u);
+  EXPECT_EQ(cpu.reclaimed(), cache_bytes);
+  EXPECT_EQ(cpu.usage("a")->reserved, model_bytes);
+  EXPECT_LE(cpu.peak(), cpu.capacity());
 }
 
 TEST(Runtime, ANameLoadedFromAnotherSourceIsAnError) {

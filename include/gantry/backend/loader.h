@@ -27,6 +27,8 @@ struct LoadOptions {
   // llama.cpp options over the manifest's (CLI flags: --ctx, --parallel, --kv-type, --gpu-layers, --no-mmap).
   model::LlamaOptions llama;
   // A command's own defaults, under the manifest's options (gantry serve decodes 4 sequences at once).
+  // When the slot count comes from here alone and kv_unified from nowhere, the KV cache is unified (as
+  // llama-server's with an automatic slot count); otherwise kv_unified defaults to off (settings.h).
   model::LlamaOptions llama_defaults;
 };
 

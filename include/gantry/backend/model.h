@@ -79,6 +79,10 @@ struct ModelStats {
   bool speculative = false;
   uint64_t draft_tokens = 0;
   uint64_t draft_accepted = 0;
+  // Host memory held by caches the model can rebuild (a llama.cpp model's host prompt cache); the
+  // budget takes it back first under memory pressure.
+  uint64_t cache_bytes = 0;
+  uint64_t prompt_tokens_pending = 0;  // admitted prompt tokens not yet evaluated (a prefill in progress)
 };
 
 class Model {

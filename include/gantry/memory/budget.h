@@ -6,12 +6,15 @@
 //   allocations inside a reservation cost nothing extra, beyond it they count.
 // A reserve() or charge() that would take the sum of footprints over the capacity fails with
 // ResourceExhausted and a message with the numbers (device, asked, capacity, used and by how many
-// owners); nothing changes then. The Budget never evicts anything itself: making room is the model
-// manager's job, outside any allocation. Thread-safe; every operation is atomic.
+// owners); nothing changes then. The Budget never evicts a model itself: making room is the model
+// manager's job, outside any allocation. What it does first is ask the caches other owners registered
+// (add_reclaimer: memory they can rebuild, like a prompt cache in host memory) to give bytes back, and
+// try once more: caches go before any model. Thread-safe; every operation is atomic.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -56,6 +59,20 @@ class Budget {
   // Forgets `owner` (its reservation and in_use): on unload.
   void release(std::string_view owner);
 
+  // A cache `owner` holds in this budget and can give back: asked for `wanted` bytes, it frees what it
+  // can (returning those bytes through unreserve()/credit()) and returns how many it gave back. The
+  // budget calls it when another owner's reserve() or charge() does not fit, on that caller's thread,
+  // without the budget's lock held, one reclaimer at a time. It must not call reserve() or charge(),
+  // nor wait for anything that may itself be waiting for this budget.
+  using Reclaimer = std::function<uint64_t(uint64_t wanted)>;
+  uint64_t add_reclaimer(std::string owner, Reclaimer reclaimer);  // returns its id
+  // After this returns the reclaimer is not running and is never called again.
+  void remove_reclaimer(uint64_t id);
+  // Asks the reclaimers (oldest first), except `except_owner`'s, for `wanted` bytes in all; returns
+  // the bytes they gave back. reserve() and charge() do this themselves when a request does not fit.
+  uint64_t reclaim(uint64_t wanted, std::string_view except_owner = {});
+  uint64_t reclaimed() const;  // bytes reclaimers gave back so far
+
   void set_pinned(std::string_view owner, bool pinned);
   void touch(std::string_view owner);  // last_used = now
 
@@ -69,6 +86,26 @@ class Budget {
  private:
   std::string shortfall_locked(uint64_t asked) const;
   uint64_t used_locked() const;
+  // One attempt each, with mu_ held: done, or how much the footprint would grow and by how much that
+  // would overshoot the capacity.
+  struct Attempt {
+    uint64_t growth = 0;
+    uint64_t over = 0;
+    bool fits() const { return over == 0; }
+  };
+  Attempt try_reserve_locked(std::string_view owner, uint64_t bytes);
+  Attempt try_charge_locked(std::string_view owner, uint64_t bytes);
+  bool has_reclaimers_except(std::string_view owner) const;
+
+  struct ReclaimerEntry {
+    uint64_t id;
+    std::string owner;
+    Reclaimer fn;
+  };
+  mutable std::mutex reclaim_mu_;           // held while a reclaimer runs; taken before mu_, never inside it
+  std::vector<ReclaimerEntry> reclaimers_;  // guarded by both (written with both held)
+  uint64_t next_reclaimer_ = 1;
+  uint64_t reclaimed_ = 0;  // under mu_
 
   std::string device_;
   uint64_t capacity_;

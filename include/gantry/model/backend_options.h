@@ -8,7 +8,8 @@
 //   "llama": {"n_ctx": 4096, "parallel": 2, "n_batch": 512, "n_ubatch": 512, "n_gpu_layers": -1,
 //             "tensor_split": [3, 1], "kv_type": "q8_0", "flash_attn": "auto", "mmap": true, "max_tokens":
 //             128, "draft_model": "draft.gguf", "draft_max": 3, "draft_min": 0, "draft_p_min": 0.0,
-//             "spec_type": "ngram-simple", "spec_ngram_size_n": 12, "spec_ngram_size_m": 48}
+//             "spec_type": "ngram-simple", "spec_ngram_size_n": 12, "spec_ngram_size_m": 48,
+//             "kv_unified": false, "cache_prompt": true, "cache_ram": 8192, "prefill_chunk": 512}
 // A manifest that sets one backend's options for the other backend's format is refused.
 #pragma once
 
@@ -77,6 +78,11 @@ struct LlamaOptions {
   std::optional<std::string> spec_type;
   std::optional<int> spec_ngram_size_n;  // 1..1024 (12)
   std::optional<int> spec_ngram_size_m;  // 1..1024 (48)
+  // One KV pool for all sequences (true) or a stream of n_ctx / parallel cells each (false).
+  std::optional<bool> kv_unified;
+  std::optional<bool> cache_prompt;  // the slot prompt cache (false: every prompt evaluated whole)
+  std::optional<int> cache_ram;  // -1..2^24 MiB of host prompt cache; 0 = off, -1 = only the budget limits it
+  std::optional<int> prefill_chunk;  // 1..2^20 prompt tokens a decode step takes next to generating sequences
 
   bool empty() const { return *this == LlamaOptions{}; }
   bool operator==(const LlamaOptions&) const = default;
@@ -86,9 +92,9 @@ struct LlamaOptions {
 std::span<const std::string_view> llama_option_keys();
 
 // Sets one option from its text form ("n_ctx" "4096", "kv_type" "q8_0", "flash_attn" "auto|on|off",
-// "mmap" "on|off|true|false", "tensor_split" "3,1", "draft_p_min" "0.5", "spec_type" "ngram-simple").
-// InvalidArgument names the key, the value and what
-// is accepted (an unknown key lists the known ones).
+// "mmap", "kv_unified", "cache_prompt" "on|off|true|false", "tensor_split" "3,1", "cache_ram" MiB,
+// "draft_p_min" "0.5", "spec_type" "ngram-simple"). InvalidArgument names the key, the value and what is
+// accepted (an unknown key lists the known ones).
 Status set_llama_option(LlamaOptions& options, std::string_view key, std::string_view value);
 
 // Options from key -> text pairs (each through set_llama_option), then validate_llama_options.

@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 
+#include "backend/llama/host_prompt_cache.h"
 #include "backend/llama/log_bridge.h"
 #include "backend/llama/sampling.h"
 #include "backend/llama/speculator.h"
@@ -56,6 +57,11 @@ backend::TokenLogprob token_logprob(const LlamaWeights& w, const float* logits, 
     }
   }
   return out;
+}
+
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const auto n = static_cast<std::ptrdiff_t>(std::min(a.size(), b.size()));
+  return static_cast<size_t>(std::mismatch(a.begin(), a.begin() + n, b.begin()).first - a.begin());
 }
 
 }  // namespace
@@ -123,6 +129,7 @@ struct BatchEngine::Seq {
 
 Result<std::unique_ptr<BatchEngine>> BatchEngine::create(std::shared_ptr<const LlamaWeights> weights,
                                                          const ContextOptions& options,
+                                                         const EngineOptions& engine,
                                                          const SpeculativeOptions& speculative) {
   if (options.embeddings)
     return InvalidArgument("BatchEngine generates text; use LlamaEmbedder for embeddings");
@@ -138,6 +145,12 @@ Result<std::unique_ptr<BatchEngine>> BatchEngine::create(std::shared_ptr<const L
   e->slot_tokens_.resize(static_cast<size_t>(n_seq));
   e->slot_used_.assign(static_cast<size_t>(n_seq), 0);
   e->batch_ = std::make_unique<BatchBuf>(static_cast<int32_t>(e->ctx_->n_batch()));
+  e->eopts_ = engine;
+  if (e->eopts_.prefill_chunk == 0) e->eopts_.prefill_chunk = e->ctx_->options().n_ubatch;
+  if (engine.cache_prompt && engine.cache_ram_bytes > 0) {
+    e->host_cache_ =
+        std::make_unique<HostPromptCache>(engine.cache_ram_bytes, engine.budget, engine.budget_owner);
+  }
   if (speculative.enabled()) {
     GANTRY_ASSIGN_OR_RETURN(e->spec_, Speculator::create(*e->ctx_, speculative));
   }
@@ -323,8 +336,27 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
   return h;
 }
 
-void BatchEngine::drop_slot_cache_locked(int32_t slot) {
+void BatchEngine::park_slot_locked(int32_t slot) {
+  const auto& tokens = slot_tokens_[static_cast<size_t>(slot)];
+  if (host_cache_ && !tokens.empty()) host_cache_->save(ctx_->raw(), slot, tokens);
+}
+
+void BatchEngine::restore_slot_locked(int32_t slot, uint64_t id) {
+  auto entry = host_cache_->take(id);
+  drop_slot_cache_locked(slot);  // saved first when it holds anything
   auto& tokens = slot_tokens_[static_cast<size_t>(slot)];
+  if (!entry.ok()) return;
+  auto restored = host_cache_->restore(ctx_->raw(), slot, std::move(*entry));
+  if (!restored.ok()) {
+    GANTRY_LOG_DEBUG("prompt cache: {}; evaluating the prompt instead", restored.status().message());
+    return;
+  }
+  tokens = std::move(*restored);
+}
+
+void BatchEngine::drop_slot_cache_locked(int32_t slot, bool park) {
+  auto& tokens = slot_tokens_[static_cast<size_t>(slot)];
+  if (park) park_slot_locked(slot);
   if (!tokens.empty()) ctx_->remove_sequence(slot);
   tokens.clear();
   slot_used_[static_cast<size_t>(slot)] = 0;  // empty: the first choice for a prompt nothing matches
@@ -363,13 +395,7 @@ std::pair<int32_t, size_t> BatchEngine::best_slot_locked(const std::vector<int32
     const auto i = static_cast<size_t>(free_slots_[k]);
     const auto& cached = slot_tokens_[i];
     size_t prefix = 0;
-    if (reuse && !cached.empty()) {
-      const size_t n = std::min(cached.size(), prompt.size());
-      prefix = static_cast<size_t>(
-          std::mismatch(cached.begin(), cached.begin() + static_cast<std::ptrdiff_t>(n), prompt.begin())
-              .first -
-          cached.begin());
-    }
+    if (reuse) prefix = common_prefix(cached, prompt);
     // A match under a tenth of the prompt (a BOS token, a common opening) is not worth a slot that
     // holds another conversation (llama-server's --slot-prompt-similarity 0.1): count it as none.
     if (prefix * 10 < prompt.size()) prefix = 0;
@@ -406,14 +432,18 @@ size_t BatchEngine::take_slot_locked(int32_t slot, size_t prefix, size_t prompt_
   return keep;
 }
 
-int32_t BatchEngine::take_lru_slot_locked() {
+int32_t BatchEngine::lru_slot_locked() const {
   size_t best = 0;
   for (size_t k = 1; k < free_slots_.size(); ++k) {
     if (slot_used_[static_cast<size_t>(free_slots_[k])] < slot_used_[static_cast<size_t>(free_slots_[best])])
       best = k;
   }
-  const int32_t slot = free_slots_[best];
-  free_slots_.erase(free_slots_.begin() + static_cast<std::ptrdiff_t>(best));
+  return free_slots_[best];
+}
+
+int32_t BatchEngine::take_lru_slot_locked() {
+  const int32_t slot = lru_slot_locked();
+  free_slots_.erase(std::find(free_slots_.begin(), free_slots_.end(), slot));
   drop_slot_cache_locked(slot);
   return slot;
 }
@@ -437,12 +467,27 @@ void BatchEngine::admit_locked() {
     Group& g = *next.front()->group;
     size_t reserve = g.prompt_reserve;
     for (const auto& s : next) reserve += s->reserve;
-    const auto [leader_slot, prefix] = best_slot_locked(g.prompt, g.req.cache_prompt);
+    const bool reuse = eopts_.cache_prompt && g.req.cache_prompt;
+    auto [leader_slot, prefix] = best_slot_locked(g.prompt, reuse);
+    // A state parked in host memory that shares more than any slot goes into the least recently
+    // used slot (a match under a tenth of the prompt counts as none, as for slots).
+    HostPromptCache::Match parked;
+    if (reuse && host_cache_) {
+      parked = host_cache_->best(g.prompt);
+      if (parked.prefix > prefix && parked.prefix * 10 >= g.prompt.size()) {
+        leader_slot = lru_slot_locked();
+        prefix = parked.prefix;
+      } else {
+        parked = {};
+      }
+    }
     if (unified) {
       // Idle slots' cached cells share the pool: give them up (LRU) rather than wait or overflow.
-      // The slot this request reuses is spared; its kept prefix is part of `reserve`.
+      // The slot this request reuses is spared; its kept prefix is part of `reserve` (a restored
+      // state holds its whole length until the tail that does not match is dropped).
       if (!active_.empty() && reserved_ + reserve > n_ctx) break;  // wait for KV room
-      evict_idle_locked(reserve, n_ctx, leader_slot);
+      const size_t restore_extra = parked.size > g.prompt.size() ? parked.size - g.prompt.size() : 0;
+      evict_idle_locked(reserve + restore_extra, n_ctx, leader_slot);
     }
     auto entry = std::move(pending_.front());
     pending_.pop_front();
@@ -451,6 +496,13 @@ void BatchEngine::admit_locked() {
     const auto now = Clock::now();
     for (auto& s : entry) {
       if (s->choice == 0) {
+        const auto i = static_cast<size_t>(leader_slot);
+        if (parked.id != 0) {
+          restore_slot_locked(leader_slot, parked.id);
+          prefix = std::min(prefix, common_prefix(slot_tokens_[i], g.prompt));  // none if it failed
+        } else if (std::min(prefix, g.prompt.size() - 1) * 2 < slot_tokens_[i].size()) {
+          park_slot_locked(leader_slot);  // it keeps less than half of what it holds: save it all first
+        }
         const size_t keep = take_slot_locked(leader_slot, prefix, g.prompt.size());
         s->slot = leader_slot;
         g.n_cached = keep;
@@ -473,6 +525,15 @@ void BatchEngine::admit_locked() {
   }
   stats_.pending = pending_.size();
   stats_.active = active_.size();
+  stats_.prompt_tokens_pending = pending_prompt_tokens();
+}
+
+uint64_t BatchEngine::pending_prompt_tokens() const {
+  uint64_t n = 0;
+  for (const auto& s : active_) {
+    if (!s->done && !s->generating && !s->awaits_prompt) n += s->group->prompt.size() - s->prompt_done;
+  }
+  return n;
 }
 
 void BatchEngine::retire(Seq& s, bool keep_cache) {
@@ -689,11 +750,12 @@ Result<bool> BatchEngine::step() {
   if (active_.empty()) {
     std::lock_guard lock(mu_);
     stats_.active = 0;
+    stats_.prompt_tokens_pending = 0;
     return false;
   }
 
-  // Build one batch: every generating sequence's token first, then prompt chunks in admission order
-  // (choices waiting for their leader's prompt take no part).
+  // Build one batch: every generating sequence's token first, then prompt chunks in admission order,
+  // at most prefill_chunk prompt tokens in all (choices waiting for their leader's prompt take no part).
   auto& b = *batch_;
   b.clear();
   const auto cap = static_cast<int32_t>(ctx_->n_batch());
@@ -711,12 +773,16 @@ Result<bool> BatchEngine::step() {
       in_batch.push_back(s.get());
     }
   }
+  const size_t generated_tokens = in_batch.size();
   std::vector<std::pair<Seq*, size_t>> chunks;
   size_t prompt_tokens = 0;
   for (auto& s : active_) {
     if (s->generating || s->awaits_prompt || b.batch.n_tokens >= cap) continue;
+    if (prompt_tokens >= eopts_.prefill_chunk) break;  // later prompts wait for the next step
     const auto& prompt = s->group->prompt;
-    const size_t n = std::min<size_t>(prompt.size() - s->prompt_done, cap - b.batch.n_tokens);
+    const size_t n =
+        std::min<size_t>({prompt.size() - s->prompt_done, static_cast<size_t>(cap - b.batch.n_tokens),
+                          eopts_.prefill_chunk - prompt_tokens});
     for (size_t i = 0; i < n; ++i) {
       const size_t k = s->prompt_done + i;
       const bool last = k + 1 == prompt.size();
@@ -746,7 +812,10 @@ Result<bool> BatchEngine::step() {
     ++stats_.steps;
     stats_.tokens_decoded += static_cast<uint64_t>(b.batch.n_tokens);
     stats_.max_batch_seqs = std::max<uint64_t>(stats_.max_batch_seqs, in_batch.size());
-    if (st.ok()) stats_.prompt_tokens_decoded += prompt_tokens;
+    if (st.ok()) {
+      stats_.prompt_tokens_decoded += prompt_tokens;
+      if (prompt_tokens > 0 && generated_tokens > 0) ++stats_.mixed_steps;
+    }
   }
   if (!st.ok()) {
     bool evicted = false;
@@ -815,6 +884,7 @@ Result<bool> BatchEngine::step() {
   {
     std::lock_guard lock(mu_);
     stats_.active = active_.size();
+    stats_.prompt_tokens_pending = pending_prompt_tokens();
   }
   return true;
 }
@@ -896,15 +966,26 @@ void BatchEngine::clear_cache() {
   std::lock_guard drive(drive_mu_);  // no decode step runs meanwhile
   std::lock_guard lock(mu_);
   ++cache_epoch_;
-  for (int32_t slot : free_slots_) drop_slot_cache_locked(slot);
+  for (int32_t slot : free_slots_) drop_slot_cache_locked(slot, /*park=*/false);
+  if (host_cache_) host_cache_->clear();
 }
 
 EngineStats BatchEngine::stats() const {
-  std::lock_guard lock(mu_);
-  EngineStats s = stats_;
-  s.kv_cells_reserved = reserved_;
-  s.kv_cells = ctx_->n_ctx();
-  return s;
+  EngineStats out;
+  {
+    std::lock_guard lock(mu_);
+    out = stats_;
+    out.kv_cells_reserved = reserved_;
+  }
+  out.kv_cells = ctx_->n_ctx();
+  if (host_cache_) {
+    const auto h = host_cache_->stats();
+    out.host_cache_saves = h.saves;
+    out.host_cache_restores = h.restores;
+    out.host_cache_bytes = h.bytes;
+    out.host_cache_tokens = h.tokens;
+  }
+  return out;
 }
 
 }  // namespace gantry::llama

@@ -11,6 +11,7 @@
 #include "gantry/backend/llama/measure.h"
 #include "gantry/backend/llama/speed.h"
 #include "gantry/core/file_io.h"
+#include "gantry/memory/budget.h"
 #include "gantry/memory/owner_scope.h"
 #include "gantry/model/package.h"
 
@@ -30,7 +31,8 @@ bool has_gpu(std::string_view prefix) {
 
 }  // namespace
 
-LlamaBackend::LlamaBackend(memory::BlockPool* cpu_pool) : cpu_pool_(cpu_pool) {
+LlamaBackend::LlamaBackend(memory::BlockPool* cpu_pool, memory::Budget* cpu_budget)
+    : cpu_pool_(cpu_pool), cpu_budget_(cpu_budget) {
   caps_.dtypes = {DType::kString, DType::kInt32};
   caps_.families = {std::string(hw::kFamilyCpu)};
   if (has_gpu("CUDA")) caps_.families.push_back(std::string(hw::kFamilyCuda));
@@ -80,12 +82,19 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
   std::unique_ptr<LlamaModel> m(new LlamaModel());
   GANTRY_ASSIGN_OR_RETURN(m->settings_, llama_settings(p, path));
   m->settings_.load.cpu_pool = cpu_pool_;
+  const std::string owner_name =
+      p.model_name.empty() ? std::filesystem::path(path).stem().string() : p.model_name;
+  // The host prompt cache: charged to this model in the CPU budget; by default an eighth of it.
+  auto& eng = m->settings_.engine;
+  eng.budget = cpu_budget_;
+  eng.budget_owner = owner_name;
+  eng.cache_ram_bytes = m->settings_.cache_ram_bytes.value_or(
+      cpu_budget_ ? std::min<uint64_t>(cpu_budget_->capacity() / 8, uint64_t{8} << 30) : 0);
   const LlamaSettings& s = m->settings_;
   SpeculativeOptions speculative = s.speculative;
   {
     // Pool allocations are charged to this model.
-    memory::OwnerScope owner(p.model_name.empty() ? std::filesystem::path(path).stem().string()
-                                                  : p.model_name);
+    memory::OwnerScope owner(owner_name);
     GANTRY_ASSIGN_OR_RETURN(m->weights_, LlamaWeights::load(path, s.load));
     if (!s.draft_path.empty()) {
       LoadOptions dl = s.draft_load;
@@ -95,7 +104,7 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
       speculative.draft = std::move(*draft);
     }
   }
-  GANTRY_ASSIGN_OR_RETURN(m->engine_, BatchEngine::create(m->weights_, s.context, speculative));
+  GANTRY_ASSIGN_OR_RETURN(m->engine_, BatchEngine::create(m->weights_, s.context, s.engine, speculative));
   {
     std::string source, label;
     if (!s.chat_template_file.empty()) {
@@ -126,6 +135,7 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
                   {"tokens", DType::kInt32, Shape({Shape::kDynamic}), {"n_tokens"}}};
   meta.batchable = false;
   meta.max_batch = s.context.n_seq_max;
+  const uint64_t host_cache = s.engine.cache_prompt ? s.engine.cache_ram_bytes : 0;
   meta.properties = {{"architecture", m->weights_->architecture()},
                      {"description", m->weights_->description()},
                      {"size_bytes", std::to_string(m->weights_->size_bytes())},
@@ -134,6 +144,8 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
                      {"parallel", std::to_string(s.context.n_seq_max)},
                      {"n_gpu_layers", std::to_string(s.load.placement.n_gpu_layers)},
                      {"kv_type", std::string(kv_type_name(s.context.type_k))},
+                     {"kv_unified", s.context.kv_unified ? "true" : "false"},
+                     {"cache_ram_bytes", std::to_string(host_cache)},
                      {"placement", s.reason},
                      {"chat_template", m->chat_->info().source},
                      {"chat_format", m->chat_->info().format}};
@@ -226,6 +238,14 @@ class LlamaModel::Run final : public backend::Generation {
 };
 
 LlamaModel::~LlamaModel() = default;
+
+backend::ModelStats LlamaModel::stats() const {
+  backend::ModelStats st = Model::stats();
+  const EngineStats e = engine_->stats();
+  st.cache_bytes = e.host_cache_bytes;
+  st.prompt_tokens_pending = e.prompt_tokens_pending;
+  return st;
+}
 
 Status LlamaModel::init() {
   engine_->start();
@@ -478,8 +498,9 @@ Result<backend::ChatTemplateInfo> inspect_chat_template(const std::string& gguf_
   return layer->info();
 }
 
-std::unique_ptr<backend::Backend> make_llama_backend(memory::BlockPool* cpu_pool) {
-  return std::make_unique<LlamaBackend>(cpu_pool);
+std::unique_ptr<backend::Backend> make_llama_backend(memory::BlockPool* cpu_pool,
+                                                     memory::Budget* cpu_budget) {
+  return std::make_unique<LlamaBackend>(cpu_pool, cpu_budget);
 }
 
 }  // namespace gantry::llama

@@ -132,6 +132,12 @@ Result<LlamaSettings> llama_settings(const backend::Placement& p, const plan::Mo
         fmt::format("a context of {} cells cannot hold {} parallel sequences", c.n_ctx, c.n_seq_max));
   }
   if (o.kv_type) c.type_k = c.type_v = *o.kv_type;
+  c.kv_unified = o.kv_unified.value_or(kKvUnifiedDefault);
+  s.engine.cache_prompt = o.cache_prompt.value_or(true);
+  if (o.cache_ram)
+    s.cache_ram_bytes =
+        *o.cache_ram < 0 ? EngineOptions::kUnlimited : static_cast<uint64_t>(*o.cache_ram) << 20;
+  s.engine.prefill_chunk = static_cast<uint32_t>(o.prefill_chunk.value_or(0));
   if (o.flash_attn) c.flash_attn = *o.flash_attn ? FlashAttn::kOn : FlashAttn::kOff;
   // mmap off reads the weights into memory: a file replaced in place while mapped would otherwise end the
   // process with SIGBUS on the next access.
@@ -233,6 +239,7 @@ backend::Placement placement_from_plan(const plan::Plan& plan) {
   l.n_ubatch = static_cast<int>(plan.n_ubatch);
   l.kv_type = o.kv_type;
   l.flash_attn = o.flash_attn;
+  l.kv_unified = o.kv_unified;
   if (n_gpu_layers > 0) {
     l.n_gpu_layers = n_gpu_layers;
     l.tensor_split = split;

@@ -51,6 +51,10 @@ TEST(LlamaSettings, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(s->load.placement.n_gpu_layers, 0);
   EXPECT_EQ(s->max_tokens, 128);
   EXPECT_NE(s->reason.find("cpu"), std::string::npos);
+  EXPECT_EQ(s->context.kv_unified, kKvUnifiedDefault);
+  EXPECT_TRUE(s->engine.cache_prompt);
+  EXPECT_FALSE(s->cache_ram_bytes) << "the loader's default (a share of its budget)";
+  EXPECT_EQ(s->engine.prefill_chunk, 0u) << "n_ubatch";
 
   m.n_ctx_train = 1024;  // a smaller training context wins
   EXPECT_EQ(llama_settings(placement("cpu"), m, kCpuOnly)->context.n_ctx, 1024u);
@@ -77,7 +81,11 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
                                             {"draft_p_min", "0.5"},
                                             {"spec_type", "ngram-simple,ngram-mod"},
                                             {"spec_ngram_size_n", "3"},
-                                            {"spec_ngram_size_m", "16"}});
+                                            {"spec_ngram_size_m", "16"},
+                                            {"kv_unified", "on"},
+                                            {"cache_prompt", "off"},
+                                            {"cache_ram", "-1"},
+                                            {"prefill_chunk", "64"}});
   p.intra_op_threads = 3;
   p.device_ids = {1};
   auto s = llama_settings(p, tiny_profile(), kCpuOnly);
@@ -106,7 +114,11 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
   EXPECT_EQ(s->speculative.ngram_size_m, 16);
   EXPECT_EQ(s->speculative.draft_context.n_ctx, 4096u);   // the draft's context is the target's
   EXPECT_FALSE(s->speculative.draft_context.threadpool);  // it runs on the target's threads
-  EXPECT_EQ(model::llama_option_keys().size(), 19u);
+    EXPECT_TRUE(s->context.kv_unified);
+  EXPECT_FALSE(s->engine.cache_prompt);
+  EXPECT_EQ(s->cache_ram_bytes, EngineOptions::kUnlimited);
+  EXPECT_EQ(s->engine.prefill_chunk, 64u);
+  EXPECT_EQ(model::llama_option_keys().size(), 23u);
 }
 
 TEST(LlamaSettings, BadOptionsAreRefusedWithTheirName) {
@@ -133,6 +145,9 @@ TEST(LlamaSettings, BadOptionsAreRefusedWithTheirName) {
   EXPECT_NE(err("cpu", {{"flash_attn", "yes"}}).find("flash_attn"), std::string::npos);
   EXPECT_NE(err("cpu", {{"tensor_split", "3,x"}}).find("tensor_split"), std::string::npos);
   EXPECT_NE(err("cpu", {{"max_tokens", "0"}}).find("max_tokens"), std::string::npos);
+  EXPECT_NE(err("cpu", {{"kv_unified", "maybe"}}).find("kv_unified"), std::string::npos);
+  EXPECT_NE(err("cpu", {{"cache_ram", "-2"}}).find("cache_ram"), std::string::npos);
+  EXPECT_NE(err("cpu", {{"prefill_chunk", "0"}}).find("prefill_chunk"), std::string::npos);
   EXPECT_NE(err("cpu", {{"parallel", "8"}, {"n_batch", "4"}}).find("n_batch"), std::string::npos);
   EXPECT_NE(err("cpu", {{"kv_type", "q8_0"}, {"flash_attn", "off"}}).find("flash attention"),
             std::string::npos);

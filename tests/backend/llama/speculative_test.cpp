@@ -61,7 +61,7 @@ class Speculative : public ::testing::Test {
   }
 
   std::unique_ptr<BatchEngine> engine(const SpeculativeOptions& spec, uint32_t n_seq = 1) {
-    auto e = BatchEngine::create(target_, ctx_opts(n_seq), spec);
+    auto e = BatchEngine::create(target_, ctx_opts(n_seq), {}, spec);
     EXPECT_TRUE(e.ok()) << e.status().to_string();
     return e.ok() ? std::move(*e) : nullptr;
   }
@@ -162,7 +162,7 @@ TEST_F(Speculative, AKvStreamPerSequenceWorksTheSame) {
   const auto want = plain(reqs);
   ContextOptions o = ctx_opts(2);
   o.kv_unified = false;
-  auto e = BatchEngine::create(target_, o, with_draft(draft, 3));
+  auto e = BatchEngine::create(target_, o, {}, with_draft(draft, 3));
   ASSERT_TRUE(e.ok()) << e.status().to_string();
   expect_same(together(**e, reqs), want);
   EXPECT_GT((*e)->stats().draft_accepted, 0u);
@@ -275,7 +275,7 @@ TEST_F(Speculative, ALongPromptIsCaughtUpByTheDraftInPieces) {
   auto want = (*plain_engine)->generate(r);
   ASSERT_TRUE(want.ok()) << want.status().to_string();
   ASSERT_GT(want->n_prompt_tokens, 64);
-  auto e = BatchEngine::create(target_, o, with_draft(draft, 3));
+  auto e = BatchEngine::create(target_, o, {}, with_draft(draft, 3));
   ASSERT_TRUE(e.ok()) << e.status().to_string();
   auto got = (*e)->generate(r);
   ASSERT_TRUE(got.ok()) << got.status().to_string();
@@ -303,7 +303,7 @@ TEST_F(Speculative, PromptLookupGivesTheSameTokensAndAcceptsRepeats) {
 TEST_F(Speculative, ADraftWithAnotherVocabularyIsRefused) {
   auto other = load("tiny-qwen25-tools.gguf");
   ASSERT_TRUE(other);
-  auto e = BatchEngine::create(target_, ctx_opts(1), with_draft(other));
+  auto e = BatchEngine::create(target_, ctx_opts(1), {}, with_draft(other));
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(e.status().message().find("tiny-qwen25-tools.gguf cannot draft for"), std::string::npos)
@@ -318,12 +318,12 @@ TEST_F(Speculative, BadOptionsAreRefused) {
   SpeculativeOptions s = with_draft(target_);
   s.draft_min = 5;
   s.draft_max = 2;
-  EXPECT_EQ(BatchEngine::create(target_, ctx_opts(1), s).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(BatchEngine::create(target_, ctx_opts(1), {}, s).status().code(), StatusCode::kInvalidArgument);
   SpeculativeOptions t;
   t.types = {"ngram-nonsense"};
-  EXPECT_EQ(BatchEngine::create(target_, ctx_opts(1), t).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(BatchEngine::create(target_, ctx_opts(1), {}, t).status().code(), StatusCode::kInvalidArgument);
   t.types = {"ngram-simple", "draft-eagle3"};  // a type that needs a model Gantry does not load
-  EXPECT_EQ(BatchEngine::create(target_, ctx_opts(1), t).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(BatchEngine::create(target_, ctx_opts(1), {}, t).status().code(), StatusCode::kInvalidArgument);
   t.types = {"none"};
   EXPECT_FALSE(t.enabled());
 }

@@ -11,7 +11,19 @@
 // output is exactly what an empty cache gives. In a unified cache the idle slots' cells count
 // against n_ctx: a request that needs them evicts idle slots' contents (least recently used
 // first) before it waits, and a decode that finds no room evicts them all and is retried.
-// clear_cache() empties every slot.
+// clear_cache() empties every slot. EngineOptions::cache_prompt false turns the cache off.
+//
+// Host-memory prompt cache (EngineOptions::cache_ram_bytes, llama-server's --cache-ram): what an
+// idle slot holds is saved to host memory before it is lost (the slot is taken by a prompt that
+// keeps less than half of it, by a request's other choices, or emptied to make room); a request
+// whose prompt shares a longer prefix with a saved state than with any slot gets it restored into
+// the least recently used free slot and evaluates only the rest (src/backend/llama/host_prompt_cache.h:
+// limits, budget charging, giving bytes back under memory pressure). Same output as without it.
+//
+// Chunked prefill: each step holds one token of every generating sequence and at most
+// EngineOptions::prefill_chunk (default n_ubatch) prompt tokens, taken from the admitted prompts in
+// admission order (first come, first served; requests are admitted in submission order). A long
+// prompt is thus evaluated in pieces between the running sequences' tokens instead of stalling them.
 //
 // Threads: submit() and generate() from any thread. Exactly one thread decodes at a time: the
 // background loop (start()), or else whichever generate()/step() caller holds the engine. Text
@@ -55,6 +67,8 @@
 
 namespace gantry::llama {
 
+class HostPromptCache;
+
 // The caller's handle on a submitted sequence.
 class SequenceHandle {
  public:
@@ -79,7 +93,13 @@ struct EngineStats {
   uint64_t tokens_decoded = 0;         // tokens in those batches
   uint64_t prompt_tokens_decoded = 0;  // of those, prompt tokens (a request's choices share theirs)
   uint64_t prompt_tokens_cached = 0;   // prompt tokens taken from the prompt cache instead
+  uint64_t prompt_tokens_pending = 0;  // admitted prompts' tokens not yet evaluated (prefill backlog)
+  uint64_t mixed_steps = 0;            // steps that decoded prompt tokens next to generating sequences'
   uint64_t cache_evictions = 0;        // idle slots emptied to make room
+  uint64_t host_cache_saves = 0;       // slot states saved to the host prompt cache
+  uint64_t host_cache_restores = 0;    // and restored from it into a slot
+  uint64_t host_cache_bytes = 0;       // host memory the host prompt cache holds now
+  uint64_t host_cache_tokens = 0;      // tokens its entries hold now
   uint64_t max_batch_seqs = 0;         // most sequences in one batch
   uint64_t completed = 0;              // sequences finished (any reason, errors included)
   uint64_t draft_tokens = 0;           // tokens drafted and verified (speculative decoding)
@@ -100,6 +120,7 @@ class BatchEngine {
   // (a draft with another vocabulary, ...) are create()'s.
   static Result<std::unique_ptr<BatchEngine>> create(std::shared_ptr<const LlamaWeights> weights,
                                                      const ContextOptions& options,
+                                                     const EngineOptions& engine = {},
                                                      const SpeculativeOptions& speculative = {});
   ~BatchEngine();  // stops the loop; unfinished sequences end as cancelled
   BatchEngine(const BatchEngine&) = delete;
@@ -127,8 +148,8 @@ class BatchEngine {
   // Every request submitted before this call (queued or running) ends cancelled, as of the next
   // step; requests submitted afterwards are not affected, even when the engine was idle.
   void cancel_all();
-  // Empties the prompt cache: idle slots now, running sequences' slots when they end. Waits for a
-  // running decode step.
+  // Empties the prompt cache (and the host prompt cache): idle slots now, running sequences' slots
+  // when they end. Waits for a running decode step.
   void clear_cache();
 
   EngineStats stats() const;
@@ -151,11 +172,17 @@ class BatchEngine {
   // and returns how many prompt tokens it still holds.
   size_t take_slot_locked(int32_t slot, size_t prefix, size_t prompt_size);
   int32_t take_lru_slot_locked();           // any free slot (LRU first), its cache emptied
+  int32_t lru_slot_locked() const;          // the least recently used free slot (empty ones first)
   size_t idle_cached_cells_locked() const;  // cells the free slots' caches hold
+  // Saves what idle `slot` holds to the host prompt cache (when there is one and it holds anything).
+  void park_slot_locked(int32_t slot);
+  // Replaces what free `slot` holds with host cache entry `id` (slot_tokens_ then says what it holds:
+  // nothing when the restore failed).
+  void restore_slot_locked(int32_t slot, uint64_t id);
   // Empties idle slots (LRU first, never `spare`) until `need` more cells fit in n_ctx next to the
   // reservations. False when even an empty cache would not make room.
   bool evict_idle_locked(size_t need, size_t n_ctx, int32_t spare);
-  void drop_slot_cache_locked(int32_t slot);
+  void drop_slot_cache_locked(int32_t slot, bool park = true);  // park: save it to host memory first
   void finish(Seq& s, backend::FinishReason reason);
   void fail(Seq& s, const Status& st);
   void retire(Seq& s, bool keep_cache);  // frees the slot; keep_cache: its cells stay as a prompt cache
@@ -167,10 +194,13 @@ class BatchEngine {
   void verify(Seq& s);             // sample() over s's own row and its draft's, keeping what it agrees with
   void loop();
   bool drive_once();
+  uint64_t pending_prompt_tokens() const;  // of the admitted prompts (decoding thread)
 
   std::unique_ptr<LlamaContext> ctx_;
-  std::unique_ptr<Speculator> spec_;  // null: no speculative decoding
-  mutable std::mutex mu_;  // guards pending_, free_slots_, reserved_, stats_, running_
+  std::unique_ptr<Speculator> spec_;             // null: no speculative decoding
+  EngineOptions eopts_;                          // prefill_chunk resolved
+  std::unique_ptr<HostPromptCache> host_cache_;  // null when off
+  mutable std::mutex mu_;                        // guards pending_, free_slots_, reserved_, stats_, running_
   std::condition_variable cv_;
   std::deque<std::vector<std::unique_ptr<Seq>>> pending_;  // a request's sequences, leader first
   std::vector<std::unique_ptr<Seq>> active_;               // touched only by the decoding thread

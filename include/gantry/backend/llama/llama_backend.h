@@ -10,9 +10,9 @@
 // (string, [1]) and "tokens" (int32, [n]): greedy, max_tokens from the placement. infer_batch runs its
 // requests as parallel sequences of one context. The full generation API (sampling, stop strings,
 // streaming, cancellation) and embeddings are Model's generic ones: start_generation, generate, embed;
-// stats() counts prompt and generated tokens. The text facet (text()) is llama.cpp's own chat layer
-// (common/chat.h): the GGUF's Jinja template or a chat_template_file, tool calls in the model family's
-// format, constrained by its grammar and parsed back.
+// stats() counts prompt and generated tokens, the host prompt cache's bytes and the prefill backlog. The text
+// facet (text()) is llama.cpp's own chat layer (common/chat.h): the GGUF's Jinja template or a
+// chat_template_file, tool calls in the model family's format, constrained by its grammar and parsed back.
 #pragma once
 
 #include <memory>
@@ -57,6 +57,9 @@ class LlamaModel final : public backend::Model, public backend::TextModel {
   Result<backend::RerankResult> rerank(std::string_view query,
                                        std::span<const std::string> documents) override;
 
+  // Model's counters, and from the engine: the host prompt cache's bytes and the prefill backlog.
+  backend::ModelStats stats() const override;
+
   // llama-bench's pp/tg measurement on this model's weights, with its KV type and flash attention
   // (contexts of the benchmark's own size, next to the model's).
   Result<std::vector<backend::ThroughputResult>> measure_throughput(
@@ -94,7 +97,11 @@ class LlamaBackend final : public backend::Backend {
  public:
   // `cpu_pool` (optional, must outlive every model): where CPU weights come from when that is no slower
   // (see llama::LoadOptions::cpu_pool); allocations are charged to the placement's model_name.
-  explicit LlamaBackend(memory::BlockPool* cpu_pool = nullptr);
+  // `cpu_budget` (optional, must outlive every model): where a model's host prompt cache is charged
+  // (to the placement's model_name) and taken back from under pressure; its default size (cache_ram
+  // unset) is an eighth of this budget, at most 8 GiB (llama-server's default); without a budget the
+  // host prompt cache is off unless cache_ram is given.
+  explicit LlamaBackend(memory::BlockPool* cpu_pool = nullptr, memory::Budget* cpu_budget = nullptr);
   std::string_view name() const override { return "llama.cpp"; }
   std::string version() const override;
   const backend::Capabilities& capabilities() const override { return caps_; }
@@ -119,9 +126,11 @@ class LlamaBackend final : public backend::Backend {
  private:
   backend::Capabilities caps_;
   memory::BlockPool* cpu_pool_ = nullptr;
+  memory::Budget* cpu_budget_ = nullptr;
 };
 
-std::unique_ptr<backend::Backend> make_llama_backend(memory::BlockPool* cpu_pool = nullptr);
+std::unique_ptr<backend::Backend> make_llama_backend(memory::BlockPool* cpu_pool = nullptr,
+                                                     memory::Budget* cpu_budget = nullptr);
 
 // What the chat template of `gguf_path` (or `chat_template_file` when given) offers through llama.cpp's chat
 // layer: the format a chat with tools renders to, tool and thinking support. Reads the vocabulary only.

@@ -4,13 +4,15 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gantry/core/kv_type.h"
 
 namespace gantry::memory {
 class BlockPool;
-}
+class Budget;
+}  // namespace gantry::memory
 
 namespace gantry::llama {
 
@@ -55,13 +57,34 @@ struct ContextOptions {
   KvType type_k = KvType::kF16;  // any of the nine llama.cpp accepts
   KvType type_v = KvType::kF16;
   FlashAttn flash_attn = FlashAttn::kAuto;
-  bool kv_unified = true;   // sequences draw on one pool of n_ctx cells
+  // true: the sequences draw on one pool of n_ctx cells (a sequence may use all of it); false: each has
+  // a stream of n_ctx / n_seq_max cells of its own (attention reads only its own cells). Models
+  // loaded through llama_settings() get the kv_unified option's default instead (settings.h).
+  bool kv_unified = true;
   bool embeddings = false;  // extract embeddings instead of logits
   Pooling pooling = Pooling::kModel;
   // Own ggml CPU threadpool(s) whose workers poll briefly between steps (as llama-bench and
   // llama-server do); cheaper single-token steps than starting threads for every graph.
   bool threadpool = true;
   int threadpool_poll = 50;  // 0..100: how long idle workers spin before sleeping
+};
+
+// How the BatchEngine schedules and caches (gantry/backend/llama/batch_engine.h), beyond its context.
+struct EngineOptions {
+  // Slot prompt cache: a request reuses the longest common prefix an idle slot holds. Off: every
+  // prompt is evaluated whole (as each request's cache_prompt false).
+  bool cache_prompt = true;
+  // Host-memory prompt cache (llama-server's --cache-ram): bytes of saved sequence states at most;
+  // 0 = off, kUnlimited = only the budget limits it. See host_prompt_cache.h.
+  static constexpr uint64_t kUnlimited = ~uint64_t{0};
+  uint64_t cache_ram_bytes = 0;
+  // Where the host cache's bytes are charged (reserved under `budget_owner`) and from which it is
+  // asked to give them back under memory pressure (Budget::add_reclaimer). Null: only the limit.
+  memory::Budget* budget = nullptr;
+  std::string budget_owner;
+  // Prompt tokens one decode step evaluates at most, next to one token of every generating sequence
+  // (chunked prefill: a long prompt does not stall the running streams). 0 = n_ubatch.
+  uint32_t prefill_chunk = 0;
 };
 
 }  // namespace gantry::llama

@@ -28,11 +28,18 @@
 // The draft model runs where the target does: on the CPU for provider cpu; for provider cuda every
 // draft layer goes to the GPUs when the planner says it fits there (its weights, KV cache of the
 // target's size and compute buffers), and the target's layers are planned in what it leaves.
+//   kv_unified     off (kKvUnifiedDefault)                     one KV pool for all sequences, or a
+//                                                              stream of n_ctx / parallel cells each
+//   cache_prompt   on                                          the slot prompt cache
+//   cache_ram      (the loader's: a share of the CPU budget)   host prompt cache, MiB; 0 off, -1 only
+//                                                              the budget limits it
+//   prefill_chunk  n_ubatch                                    prompt tokens per decode step
 //
 // Placement::intra_op_threads becomes the decode thread count (0: every core); device_ids' first entry
 // the main GPU. Ranges and spellings are checked where the options are read (model/backend_options.h).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,11 +53,21 @@
 
 namespace gantry::llama {
 
+// kv_unified's default. Off: each sequence attends over its own stream only, which the serve
+// benchmark measured faster (bench/serve_prompt_cache_vs_llama_server.sh, 8 slots: 8.1 vs 6.1 tok/s);
+// llama-server's default when the slot count is given. (The loader turns it on when the slot count is
+// only a command's default: backend/loader.h.)
+inline constexpr bool kKvUnifiedDefault = false;
+
 struct LlamaSettings {
   LoadOptions load;
   ContextOptions context;
-  int max_tokens = 128;  // infer_one's generation length
-  std::string chat_template_file;  // "" = the GGUF's own template
+  // engine.cache_ram_bytes is the loader's to set (LlamaBackend: the cache_ram option, else a share
+  // of its CPU budget), as are engine.budget and budget_owner.
+  EngineOptions engine;
+  std::optional<uint64_t> cache_ram_bytes;  // the cache_ram option in bytes (kUnlimited for -1)
+  int max_tokens = 128;                     // infer_one's generation length
+  std::string chat_template_file;           // "" = the GGUF's own template
   backend::ReasoningFormat reasoning_format = backend::ReasoningFormat::kAuto;
   std::string reason;    // how n_gpu_layers was chosen, for messages and logs
   // Speculative decoding: the draft model ("" = none), how it loads, and the options (whose `draft`

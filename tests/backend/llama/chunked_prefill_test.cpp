@@ -1,0 +1,176 @@
+// Chunked prefill in the BatchEngine, driven one step() at a time on the tiny model: a long prompt is
+// evaluated at most prefill_chunk tokens per step while a running sequence gets a token every step;
+// prompts are served first come, first served; n choices still evaluate their prompt once; a request
+// cancelled in the middle of its prefill ends at once and leaves what it evaluated as a prompt cache.
+// Outputs are token for token the unchunked ones (greedy).
+#include <gtest/gtest.h>
+
+#include "backend/llama/llama_test_util.h"
+#include "gantry/backend/llama/batch_engine.h"
+
+namespace gantry::llama {
+namespace {
+
+using backend::GenerationRequest;
+using backend::GenerationResult;
+
+constexpr uint32_t kChunk = 16;
+
+GenerationRequest greedy_tokens(std::vector<int32_t> tokens, int n) {
+  GenerationRequest r;
+  r.tokens = std::move(tokens);
+  r.max_tokens = n;
+  r.sampling.temperature = 0;
+  return r;
+}
+
+class ChunkedPrefill : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    weights_ = testing::tiny_model();
+    ASSERT_TRUE(weights_) << "cannot load " << testing::tiny_model_path();
+    std::string text;
+    for (int i = 0; i < 40; ++i) text += "The quick brown fox number " + std::to_string(i) + " jumps. ";
+    auto t = weights_->tokenize(text, true, true);
+    ASSERT_TRUE(t.ok());
+    long_ = *t;
+    ASSERT_GT(long_.size(), 10 * kChunk);
+    ASSERT_LT(long_.size(), 70 * kChunk);  // a reused prefix of 8 chunks is more than a tenth of it
+    auto s = weights_->tokenize("Once upon a time", true, true);
+    ASSERT_TRUE(s.ok());
+    short_ = *s;
+    ASSERT_LT(short_.size(), kChunk);
+  }
+
+  std::unique_ptr<BatchEngine> engine(uint32_t n_seq, uint32_t chunk = kChunk) {
+    ContextOptions o;
+    o.n_ctx = 2048;
+    o.n_seq_max = n_seq;
+    o.n_threads = 1;
+    o.threadpool = false;
+    EngineOptions eo;
+    eo.prefill_chunk = chunk;
+    auto e = BatchEngine::create(weights_, o, eo);
+    EXPECT_TRUE(e.ok()) << e.status().to_string();
+    return e.ok() ? std::move(*e) : nullptr;
+  }
+
+  // Greedy output without chunking (the whole prompt in one step).
+  GenerationResult whole(const std::vector<int32_t>& tokens, int n) {
+    auto e = engine(1, 2048);
+    auto r = e->generate(greedy_tokens(tokens, n));
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return *r;
+  }
+
+  std::shared_ptr<LlamaWeights> weights_;
+  std::vector<int32_t> long_, short_;
+};
+
+TEST_F(ChunkedPrefill, ALongPromptInterleavesWithARunningSequence) {
+  const int n_short = 200;
+  const auto want_short = whole(short_, n_short);
+  const auto want_long = whole(long_, 8);
+  ASSERT_EQ(want_short.tokens.size(), static_cast<size_t>(n_short))
+      << "needs a sequence that runs throughout";
+  auto e = engine(2);
+  auto hs = e->submit(greedy_tokens(short_, n_short));
+  ASSERT_TRUE(hs.ok());
+  // The short request's prompt fits one step; from the next step on it generates.
+  ASSERT_TRUE(e->step().value());
+  ASSERT_EQ(e->stats().prompt_tokens_pending, 0u);
+  auto hl = e->submit(greedy_tokens(long_, 8));
+  ASSERT_TRUE(hl.ok());
+  const uint64_t decoded0 = e->stats().tokens_decoded;
+  int steps = 0;
+  uint64_t pending = long_.size();
+  while (true) {
+    const auto before = e->stats();
+    ASSERT_TRUE(e->step().value());
+    const auto after = e->stats();
+    ++steps;
+    // Each step: the running sequence's token and at most kChunk prompt tokens.
+    EXPECT_LE(after.tokens_decoded - before.tokens_decoded, kChunk + 1);
+    EXPECT_EQ(after.mixed_steps, before.mixed_steps + 1) << "step " << steps;
+    if (after.prompt_tokens_pending == 0) break;
+    EXPECT_EQ(after.prompt_tokens_pending, pending - kChunk) << "step " << steps;
+    pending = after.prompt_tokens_pending;
+  }
+  EXPECT_EQ(steps, static_cast<int>((long_.size() + kChunk - 1) / kChunk));
+  EXPECT_EQ(e->stats().tokens_decoded - decoded0, long_.size() + static_cast<size_t>(steps));
+  EXPECT_FALSE(hs->ready()) << "the short sequence was still running while the long prompt was evaluated";
+  auto rl = e->wait(*hl);
+  auto r = e->wait(*hs);
+  ASSERT_TRUE(rl.ok() && r.ok());
+  EXPECT_EQ(rl->tokens, want_long.tokens);
+  EXPECT_EQ(r->tokens, want_short.tokens);
+}
+
+TEST_F(ChunkedPrefill, PromptsAreServedFirstComeFirstServed) {
+  auto e = engine(2);
+  auto h1 = e->submit(greedy_tokens(long_, 4));
+  auto h2 = e->submit(greedy_tokens(long_, 4));
+  ASSERT_TRUE(h1.ok() && h2.ok());
+  // Both are admitted at once; the first one's prompt takes the whole budget until it is done.
+  uint64_t pending = 2 * long_.size();
+  size_t evaluated = 0;
+  while (evaluated + kChunk < long_.size()) {
+    ASSERT_TRUE(e->step().value());
+    evaluated += kChunk;
+    EXPECT_EQ(e->stats().prompt_tokens_pending, pending - kChunk);
+    pending -= kChunk;
+    EXPECT_EQ(e->stats().prompt_tokens_decoded, evaluated);
+  }
+  // The step that finishes the first prompt also starts the second with what the budget leaves.
+  ASSERT_TRUE(e->step().value());
+  EXPECT_EQ(e->stats().prompt_tokens_decoded, evaluated + kChunk);
+  EXPECT_EQ(e->stats().prompt_tokens_pending, 2 * long_.size() - evaluated - kChunk);
+  auto r1 = e->wait(*h1);
+  auto r2 = e->wait(*h2);
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  EXPECT_LT(r1->prompt_ms, r2->prompt_ms) << "the first prompt was done first";
+  EXPECT_EQ(r1->tokens, whole(long_, 4).tokens);
+  EXPECT_EQ(r2->tokens, r1->tokens);
+}
+
+TEST_F(ChunkedPrefill, ChoicesShareOneChunkedPromptEvaluation) {
+  const auto want = whole(long_, 8);
+  auto e = engine(3);
+  auto req = greedy_tokens(long_, 8);
+  req.n_choices = 3;
+  req.on_piece = [](const backend::TextPiece&) { return true; };
+  auto r = e->generate(req);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(e->stats().prompt_tokens_decoded, long_.size());
+  EXPECT_GE(e->stats().steps, (long_.size() + kChunk - 1) / kChunk);
+  ASSERT_EQ(r->choices.size(), 3u);
+  for (const auto& c : r->choices) EXPECT_EQ(c.tokens, want.tokens);
+}
+
+TEST_F(ChunkedPrefill, CancelInTheMiddleOfAPrefill) {
+  const auto want = whole(long_, 8);
+  auto e = engine(1);
+  auto h = e->submit(greedy_tokens(long_, 8));
+  ASSERT_TRUE(h.ok());
+  constexpr uint32_t kSteps = 8;
+  for (uint32_t i = 0; i < kSteps; ++i) ASSERT_TRUE(e->step().value());
+  ASSERT_EQ(e->stats().prompt_tokens_decoded, kSteps * kChunk);
+  ASSERT_EQ(e->stats().prompt_tokens_pending, long_.size() - kSteps * kChunk) << "the prefill is in progress";
+  h->cancel();
+  ASSERT_FALSE(e->step().value()) << "the cancelled sequence ends before anything else is decoded";
+  ASSERT_TRUE(h->ready());
+  auto r = h->get();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->finish, backend::FinishReason::kCancelled);
+  EXPECT_TRUE(r->tokens.empty());
+  EXPECT_EQ(e->stats().prompt_tokens_pending, 0u);
+  EXPECT_EQ(e->stats().prompt_tokens_decoded, kSteps * kChunk);
+  // What it evaluated stays as a prompt cache; the same prompt again gives the uncached output.
+  auto again = e->generate(greedy_tokens(long_, 8));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->n_cached_tokens, static_cast<int>(kSteps * kChunk));
+  EXPECT_EQ(again->tokens, want.tokens);
+}
+
+}  // namespace
+}  // namespace gantry::llama
