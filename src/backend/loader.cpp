@@ -17,6 +17,7 @@ ProviderRequest provider_request(const model::Manifest& mf) {
   r.min_cuda_version = hw.min_cuda_version;
   r.device_id = hw.device_id;
   r.gpu_device_ids = hw.gpu_device_ids;
+  r.required_precision = hw.required_precision;
   if (hw.strategy) r.strategy = std::string(model::strategy_name(*hw.strategy));
   Placement& p = r.base;
   const auto& rt = mf.runtime;
