@@ -266,9 +266,10 @@ class Reader {
 
   Result<RuntimeOptions> runtime(const Json& j, OnnxOptions& onnx) const {
     const std::string f = "runtime";
-    GANTRY_RETURN_IF_ERROR(check_object(j, f,
-                                        {"intra_op_threads", "inter_op_threads", "memory_pattern",
-                                         "cpu_arena", "session_buckets", "peak_concurrency"}));
+    GANTRY_RETURN_IF_ERROR(
+        check_object(j, f,
+                     {"intra_op_threads", "inter_op_threads", "memory_pattern", "cpu_arena",
+                      "session_buckets", "peak_concurrency", "bucket_max_dims"}));
     RuntimeOptions r;
     if (j.contains("intra_op_threads")) {
       GANTRY_ASSIGN_OR_RETURN(r.intra_op_threads,
@@ -287,6 +288,17 @@ class Reader {
     if (j.contains("peak_concurrency")) {
       GANTRY_ASSIGN_OR_RETURN(r.peak_concurrency,
                               integer(j["peak_concurrency"], join(f, "peak_concurrency"), 1, 1 << 20));
+    }
+    if (j.contains("bucket_max_dims")) {
+      const auto& o = j["bucket_max_dims"];
+      const std::string of = join(f, "bucket_max_dims");
+      if (!o.is_object() || o.empty())
+        return fail(of, "must be a non-empty object mapping dimension names to sizes, got " + type_of(o));
+      for (const auto& [name, v] : o.items()) {
+        if (name.empty()) return fail(of, "names an empty dimension");
+        GANTRY_ASSIGN_OR_RETURN(int64_t size, integer(v, of + "." + name, 1, int64_t{1} << 40));
+        onnx.bucket_max_dims[name] = size;
+      }
     }
     if (j.contains("session_buckets")) {
       const auto& a = j["session_buckets"];
@@ -456,7 +468,7 @@ class Reader {
     // mistake the author should hear about.
     if (m.format != ModelFormat::kOnnx && !m.onnx.empty())
       return fail("runtime",
-                  "memory_pattern, cpu_arena, session_buckets and hardware_requirements."
+                  "memory_pattern, cpu_arena, session_buckets, bucket_max_dims and hardware_requirements."
                   "graph_optimization_level are ONNX Runtime options; this model's format is " +
                       std::string(model_format_name(m.format)));
     if (m.format != ModelFormat::kGguf && !m.llama.empty())
@@ -597,6 +609,7 @@ std::string manifest_to_json(const Manifest& m, int indent) {
     }
     rt["session_buckets"] = std::move(a);
   }
+  if (!m.onnx.bucket_max_dims.empty()) rt["bucket_max_dims"] = m.onnx.bucket_max_dims;
   if (r.peak_concurrency) rt["peak_concurrency"] = *r.peak_concurrency;
   if (!rt.empty()) j["runtime"] = std::move(rt);
   if (const auto& d = m.dynamic_batching) {

@@ -41,6 +41,9 @@ struct OnnxOptions {
   std::optional<bool> memory_pattern;
   std::optional<bool> cpu_arena;
   std::vector<SessionBucket> session_buckets;  // extra sessions specialised for these shapes
+  // The largest size of each named dynamic dimension ("seq": 1024). A request beyond it is refused at
+  // admission (ModelMetadata::max_input_bytes/max_output_bytes are computed at these sizes).
+  std::map<std::string, int64_t> bucket_max_dims;
 
   bool empty() const { return *this == OnnxOptions{}; }
   bool operator==(const OnnxOptions&) const = default;

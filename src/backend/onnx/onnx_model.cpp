@@ -94,13 +94,25 @@ Result<TensorInfo> read_info(const std::string& name, const Ort::TypeInfo& type_
   return info;
 }
 
-// Bytes at the largest shape; 0 when any dim is dynamic or the dtype has no fixed size.
-uint64_t max_bytes(const std::vector<TensorInfo>& infos) {
+// Bytes at the largest shapes: static dims, and dynamic ones at their bound in `bounds` (by dim name); 0
+// (unbounded) when a dynamic dim has no bound or a dtype has no fixed size.
+uint64_t max_bytes(const std::vector<TensorInfo>& infos, const std::map<std::string, int64_t>& bounds) {
   uint64_t total = 0;
   for (const auto& t : infos) {
-    auto n = t.shape.element_count();
-    if (!n || t.dtype == DType::kString) return 0;
-    total += static_cast<uint64_t>(*n) * dtype_size(t.dtype);
+    if (t.dtype == DType::kString) return 0;
+    uint64_t n = dtype_size(t.dtype);
+    for (size_t d = 0; d < t.shape.rank(); ++d) {
+      int64_t v = t.shape[d];
+      if (v == Shape::kDynamic) {
+        auto it = bounds.find(t.dim_names[d]);
+        if (t.dim_names[d].empty() || it == bounds.end()) return 0;
+        v = it->second;
+      }
+      if (v > 0 && n > UINT64_MAX / static_cast<uint64_t>(v)) return 0;
+      n *= static_cast<uint64_t>(v);
+    }
+    if (total > UINT64_MAX - n) return 0;
+    total += n;
   }
   return total;
 }
@@ -262,6 +274,9 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
       so.SetIntraOpNumThreads(backend::cap_threads(placement.intra_op_threads, "intra_op_threads"));
     if (placement.inter_op_threads > 0)
       so.SetInterOpNumThreads(backend::cap_threads(placement.inter_op_threads, "inter_op_threads"));
+    // ORT uses inter-op threads only when independent nodes may run at once: asking for more than one
+    // asks for that (the parallel execution mode).
+    if (placement.inter_op_threads > 1) so.SetExecutionMode(ExecutionMode::ORT_PARALLEL);
     if (placement.onnx.memory_pattern.value_or(true))
       so.EnableMemPattern();
     else
@@ -324,8 +339,20 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
   } catch (const Ort::Exception& e) {
     return status_from_ort(e, "cannot read the inputs/outputs of " + file);
   }
-  m->meta_.max_input_bytes = max_bytes(m->meta_.inputs);
-  m->meta_.max_output_bytes = max_bytes(m->meta_.outputs);
+  m->meta_.max_input_bytes = max_bytes(m->meta_.inputs, placement.onnx.bucket_max_dims);
+  m->meta_.max_output_bytes = max_bytes(m->meta_.outputs, placement.onnx.bucket_max_dims);
+  for (const auto& [dim, size] : placement.onnx.bucket_max_dims) {
+    bool known = false;
+    for (const auto* list : {&m->meta_.inputs, &m->meta_.outputs})
+      for (const auto& t : *list)
+        for (size_t d = 0; d < t.shape.rank(); ++d)
+          known = known || (t.shape[d] == Shape::kDynamic && t.dim_names[d] == dim);
+    if (!known)
+      return InvalidArgument("runtime.bucket_max_dims names dimension '" + dim +
+                             "', which no dynamic input or "
+                             "output of " +
+                             file + " has");
+  }
   bool batchable = !m->meta_.inputs.empty() && !m->meta_.outputs.empty();
   for (const auto* list : {&m->meta_.inputs, &m->meta_.outputs})
     for (const auto& t : *list) batchable = batchable && t.shape.rank() > 0 && t.shape[0] == Shape::kDynamic;
@@ -463,6 +490,14 @@ Status OnnxModel::check_input(size_t i, const Tensor& t) const {
     return InvalidArgument("model '" + meta_.name + "' input '" + want.name + "' has no data");
   // An empty batch (or any empty dynamic dim) can make an ONNX Runtime kernel call std::terminate.
   // A dim the model itself declares as 0 is its author's intent (the ONNX node tests have such).
+  for (size_t d = 0; d < want.shape.rank(); ++d) {
+    if (want.shape[d] != Shape::kDynamic || placement_.onnx.bucket_max_dims.empty()) continue;
+    auto it = placement_.onnx.bucket_max_dims.find(want.dim_names[d]);
+    if (it != placement_.onnx.bucket_max_dims.end() && t.shape()[d] > it->second)
+      return InvalidArgument("model '" + meta_.name + "' input '" + want.name + "': dimension '" + it->first +
+                             "' is " + std::to_string(t.shape()[d]) +
+                             ", more than runtime.bucket_max_dims' " + std::to_string(it->second));
+  }
   for (size_t d = 0; d < want.shape.rank(); ++d)
     if (want.shape[d] == Shape::kDynamic && t.shape()[d] == 0)
       return InvalidArgument("model '" + meta_.name + "' input '" + want.name + "': dimension " +
