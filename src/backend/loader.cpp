@@ -24,6 +24,10 @@ ProviderRequest provider_request(const model::Manifest& mf) {
   p.intra_op_threads = rt.intra_op_threads.value_or(0);
   p.inter_op_threads = rt.inter_op_threads.value_or(0);
   p.onnx = mf.onnx;
+  if (mf.io)
+    for (const auto* list : {&mf.io->inputs, &mf.io->outputs})
+      for (const auto& t : *list)
+        if (!t.bucket_dims.empty()) p.onnx.bucket_dims[t.name] = t.bucket_dims;
   p.llama = mf.llama;
   p.strategy = r.strategy;
   return r;

@@ -21,7 +21,8 @@ sum=$(sha256sum "$work/pkg/mlp.onnx" | cut -d' ' -f1)
 cat >"$work/pkg/gantry.json" <<EOF
 {"name": "mlp", "version": "1.0.0", "format": "onnx", "model_file": "mlp.onnx",
  "sha256": {"mlp.onnx": "$sum"},
- "runtime": {"intra_op_threads": 1, "bucket_max_dims": {"batch": 4}, "peak_concurrency": 2}}
+ "runtime": {"intra_op_threads": 1, "bucket_max_dims": {"batch": 4}, "peak_concurrency": 2},
+ "dynamic_batching": {"max_batch_size": 2, "max_queue_delay_microseconds": 60000000}}
 EOF
 
 "$GANTRY" serve --port 0 "$work/pkg" "$MODELS/mlp_64_128_10.onnx" --instances 3 --threads 1 \
@@ -96,6 +97,24 @@ with ThreadPoolExecutor(8) as pool:
 check(all(s == 200 for s, _ in outs), f"concurrent requests all 200: {[s for s, _ in outs]}")
 datas = {json.dumps(json.loads(b)["outputs"][0]["data"]) for _, b in outs if b}
 check(len(datas) == 1, f"every instance gives the same outputs ({len(datas)} distinct)")
+
+# The manifest's dynamic_batching: at most 2 rows per batch, and a batch waits (up to a minute) until it has
+# them. Four one-row requests at once: exactly two batches of two requests.
+def batch_histogram():
+    s, b = get("/metrics")
+    count = total = 0.0
+    for line in b.decode().splitlines():
+        if line.startswith('gantry_batch_size_count{model="mlp"'):
+            count = float(line.split()[-1])
+        if line.startswith('gantry_batch_size_sum{model="mlp"'):
+            total = float(line.split()[-1])
+    return count, total
+c0, s0 = batch_histogram()
+with ThreadPoolExecutor(4) as pool:
+    outs = list(pool.map(lambda _: infer("mlp", 1), range(4)))
+check(all(s == 200 for s, _ in outs), f"4 one-row requests: {[s for s, _ in outs]}")
+c1, s1 = batch_histogram()
+check((c1 - c0, s1 - s0) == (2, 4), f"batches of the manifest's 2 rows: {c1 - c0} batches, {s1 - s0} requests")
 
 # The dashboard's model list: instances and their reservation.
 s, b = get("/gantry/status")

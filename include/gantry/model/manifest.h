@@ -11,14 +11,14 @@
 //     "name": "silero-vad", "version": "5.0.0", "format": "onnx", "task": "vad",
 //     "model_file": "silero_vad_v5.onnx",
 //     "sha256": {"silero_vad_v5.onnx": "<64 lower-case hex digits>"},
-//     "io": {"inputs": [{"name": "input", "dtype": "f32", "shape": [1, -1]}],
-//            "outputs": [{"name": "output", "dtype": "f32", "shape": ["batch", 1]}]},
+//     "io": {"inputs": [{"name": "input", "dtype": "f32", "shape": ["batch", 512], "bucket_dims": ["batch"]}],
+//            "outputs": [{"name": "output", "dtype": "f32", "shape": ["batch", 1], "bucket_dims": ["batch"]}]},
 //     "hardware_requirements": {"preferred_provider": "cuda", "fallback_providers": ["cpu"],
 //                               "min_vram_mb": 512, "min_cuda_version": "12.0", "strategy": "pool",
 //                               "graph_optimization_level": "all"},
 //     "runtime": {"intra_op_threads": 1, "inter_op_threads": 1, "memory_pattern": true, "cpu_arena": true,
 //                 "session_buckets": [{"input": [1, 512]}, {"input": [1, 1024]}], "peak_concurrency": 4,
-//                 "bucket_max_dims": {"batch": 8}}
+//                 "bucket_max_dims": {"batch": 8}, "bucket_dim_granularity": 4}
 //   }
 // A GGUF package may carry llama.cpp options instead: "llama": {"n_ctx": 4096, "kv_type": "q8_0"}
 // (see backend_options.h).
@@ -70,6 +70,9 @@ struct TensorSpec {
   std::optional<DType> dtype;
   std::optional<Shape> shape;
   std::vector<std::string> dim_names;  // empty, or one entry per dimension of shape
+  // Named dynamic dims along which this input may be padded with zeros (an output: trimmed back) to a
+  // shape bucket (runtime.bucket_dim_granularity): only where rows/positions do not influence each other.
+  std::vector<std::string> bucket_dims;
   bool operator==(const TensorSpec&) const = default;
 };
 

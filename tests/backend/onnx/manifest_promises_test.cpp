@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
 #include "core/temp_dir.h"
 #include "gantry/backend/loader.h"
@@ -129,6 +130,85 @@ TEST(BucketMaxDims, BoundTheDynamicDimsAndTheRequestSize) {
   auto wrong = OnnxModel::open(kMlp, p);
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("'sequence'"), std::string::npos) << wrong.status().message();
+}
+
+// Shape buckets: the MLP's batch padded up to multiples of 4 and its logits trimmed back give the outputs of
+// the plain model; one session per bucket, never more than kMaxDynamicBuckets.
+TEST(ShapeBuckets, PaddedAndTrimmedOutputsEqualUnbucketedOnes) {
+  ASSERT_TRUE(fs::exists(kMlp)) << kMlp;
+  backend::Placement plain;
+  plain.intra_op_threads = 1;
+  backend::Placement bucketed = plain;
+  bucketed.onnx.bucket_dim_granularity = 4;
+  bucketed.onnx.bucket_dims = {{"input", {"batch"}}, {"logits", {"batch"}}};
+  auto a = OnnxModel::open(kMlp, plain);
+  auto b = OnnxModel::open(kMlp, bucketed);
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status().to_string();
+  for (int64_t rows : {1, 3, 4, 5, 9, 2}) {
+    std::vector<float> v(static_cast<size_t>(rows) * 64);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.05f * static_cast<float>(i % 17) - 0.4f;
+    std::vector<backend::NamedTensor> in{
+        {"input", Tensor::from_values<float>(DType::kFloat32, Shape({rows, 64}), v).value()}};
+    auto want = (*a)->infer_one(in);
+    auto got = (*b)->infer_one(in);
+    ASSERT_TRUE(want.ok() && got.ok()) << got.status().to_string();
+    const Tensor& x = (*want)[0].tensor;
+    const Tensor& y = (*got)[0].tensor;
+    ASSERT_EQ(y.shape(), x.shape()) << rows;
+    for (size_t i = 0; i < x.values<float>().size(); ++i)
+      ASSERT_NEAR(y.values<float>()[i], x.values<float>()[i], 1e-5f) << rows << " rows, value " << i;
+  }
+  // Rows 1-4 -> bucket 4, 5-8 -> 8, 9 -> 12.
+  auto sessions = (*b)->bucket_sessions();
+  std::set<int64_t> sizes;
+  for (const auto& s : sessions) sizes.insert(s.at("batch"));
+  EXPECT_EQ(sizes, (std::set<int64_t>{4, 8, 12}));
+
+  // A batched call (infer_batch) is bucketed too.
+  std::vector<std::vector<backend::NamedTensor>> two(2);
+  for (auto& r : two)
+    r.push_back({"input", Tensor::from_values<float>(DType::kFloat32, Shape({3, 64}), std::vector<float>(192, 0.5f))
+                              .value()});
+  auto batch = (*b)->infer_batch(two);
+  ASSERT_TRUE(batch.ok()) << batch.status().to_string();
+  EXPECT_EQ((*batch)[1][0].tensor.shape(), Shape({3, 10}));
+
+  // Granularity 1 and many sizes: never more than kMaxDynamicBuckets sessions.
+  bucketed.onnx.bucket_dim_granularity = 1;
+  auto c = OnnxModel::open(kMlp, bucketed);
+  ASSERT_TRUE(c.ok());
+  for (int64_t rows = 1; rows <= static_cast<int64_t>(kMaxDynamicBuckets) + 3; ++rows) {
+    std::vector<float> v(static_cast<size_t>(rows) * 64, 0.25f);
+    std::vector<backend::NamedTensor> in{
+        {"input", Tensor::from_values<float>(DType::kFloat32, Shape({rows, 64}), v).value()}};
+    ASSERT_TRUE((*c)->infer_one(in).ok());
+  }
+  EXPECT_EQ((*c)->bucket_sessions().size(), kMaxDynamicBuckets);
+
+  // bucket_dims on a static dim, or without a granularity: refused at load, naming it.
+  backend::Placement wrong = plain;
+  wrong.onnx.bucket_dim_granularity = 4;
+  wrong.onnx.bucket_dims = {{"input", {"features"}}};
+  auto w = OnnxModel::open(kMlp, wrong);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("'features'"), std::string::npos) << w.status().message();
+  wrong.onnx.bucket_dim_granularity.reset();
+  wrong.onnx.bucket_dims = {{"input", {"batch"}}};
+  EXPECT_NE(OnnxModel::open(kMlp, wrong).status().message().find("bucket_dim_granularity"), std::string::npos);
+}
+
+TEST(ShapeBuckets, PadAndTrimKeepTheLeadingCorner) {
+  auto t = Tensor::from_values<float>(DType::kFloat32, Shape({2, 3}), {1, 2, 3, 4, 5, 6}).value();
+  auto p = pad_to(t, Shape({3, 4}));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(std::vector<float>(p->values<float>().begin(), p->values<float>().end()),
+            (std::vector<float>{1, 2, 3, 0, 4, 5, 6, 0, 0, 0, 0, 0}));
+  auto back = trim_to(*p, Shape({2, 3}));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(std::vector<float>(back->values<float>().begin(), back->values<float>().end()),
+            (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_FALSE(pad_to(t, Shape({1, 3})).ok());
+  EXPECT_FALSE(trim_to(t, Shape({2, 4})).ok());
 }
 
 TEST(Admission, OutputsAndMemoryClass) {
