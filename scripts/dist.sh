@@ -290,7 +290,7 @@ if (( CHECK )); then
   mkdir -p "$C/bin" "$C/models"
   before=$(cd "$S" && find lib licenses -type f | sort)
   # The suites with CUDA cases, and the kernel executor's benchmarks (their BENCH lines are the GPU ones).
-  for t in memory_test kernels_test onnx_test llama_test "$BUILD"/bin/kernel*_bench; do
+  for t in memory_test kernels_test onnx_test llama_test runtime_test onnx_cuda_pool_bench "$BUILD"/bin/kernel*_bench; do
     t=$(basename "$t")
     [[ -x "$BUILD/bin/$t" ]] && install_elf "$BUILD/bin/$t" "$C/bin" "$t" "$RPATH_CHECK"
   done

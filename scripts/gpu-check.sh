@@ -11,6 +11,9 @@
 #   llama-greedy  llama.cpp CUDA (all layers offloaded) greedy text == CPU greedy text, on a generated model
 #   llama-vram    `plan --measure` (llama.cpp's allocations) vs NVML's used-memory change of the process
 #   memory-pool   the memory tests' CUDA cases (memory_test --gtest_filter=*Cuda*), and other suites' *Cuda*
+#                 (runtime_test's CudaPool.*: the Runtime's per-device pool on the real driver)
+#   onnx-cuda-pool  ONNX Runtime's CUDA EP allocating from Gantry's pool vs its own arena: same outputs,
+#                 BENCH onnx-cuda-pool-overhead (goal <= 1.02), memory charged vs used (goal within 1 %)
 #   kernels       the kernel executor's tests (Kernel* suites) when this build has them (`gantry kernel`)
 #   bench         the GPU lines of `make bench`: kernel benchmarks when built, gguf generation cuda vs cpu
 # The test binaries, models and node suite come from the -check overlay (check/ beside bin/); a missing piece
@@ -402,12 +405,31 @@ gtest memory_test '*Cuda*' memory-pool
 for t in onnx_test llama_test; do
   [[ -x "$bins/$t" ]] && gtest "$t" '*Cuda*' "${t%_test}-cuda"
 done
+[[ -x "$bins/runtime_test" ]] && GANTRY_TEST_MODELS=$models gtest runtime_test 'CudaPool.*' runtime-cuda-pool
+
+# -------------------------------------------------------------- ONNX Runtime's CUDA memory from the pool
+if [[ -x "$bins/onnx_cuda_pool_bench" ]]; then
+  bench_model=$models/heavy_mlp_1024.onnx
+  [[ -f "$bench_model" ]] || bench_model=$models/mlp_64_128_10.onnx
+  GANTRY_BENCH_MODEL=$bench_model TIMEOUT 600 "$bins/onnx_cuda_pool_bench" \
+    >"$OUT/logs/onnx-cuda-pool.txt" 2>&1
+  prc=$?
+  summary=$(grep -E '^(onnx-cuda-pool|BENCH)' "$OUT/logs/onnx-cuda-pool.txt" | paste -sd ';' | sed 's/;/; /g')
+  ratio=$(sed -n 's/^BENCH onnx-cuda-pool-overhead ratio=\([0-9.]*\).*/\1/p' "$OUT/logs/onnx-cuda-pool.txt")
+  if grep -q 'skipped' "$OUT/logs/onnx-cuda-pool.txt"; then record onnx-cuda-pool fail "on a GPU machine: $summary"
+  elif (( prc == 0 )) && [[ -n "$ratio" ]] && grep -q 'outputs equal: yes' "$OUT/logs/onnx-cuda-pool.txt" \
+    && python3 -c "import sys; sys.exit(0 if float('$ratio') <= 1.02 else 1)"; then
+    record onnx-cuda-pool pass "$summary"
+  else record onnx-cuda-pool fail "exit $prc: $summary (logs/onnx-cuda-pool.txt)"; fi
+  grep -h '^BENCH ' "$OUT/logs/onnx-cuda-pool.txt" >>"$OUT/logs/bench.txt.pre" 2>/dev/null || true
+else record onnx-cuda-pool "not built" "onnx_cuda_pool_bench is not in $bins (make dist-check, or build it)"; fi
 # An unknown subcommand's --help prints the top-level help and exits 0: look for the kernel command's own usage.
 if "$GANTRY" kernel --help 2>&1 | grep -qE '^Usage: .*kernel'; then gtest kernels_test 'Kernel*' kernels
 else record kernels "not built" "this gantry has no 'kernel' command (the kernel executor is not in this build)"; fi
 
 # -------------------------------------------------------------- 7. make bench's GPU lines
 : >"$OUT/logs/bench.txt"
+[[ -f "$OUT/logs/bench.txt.pre" ]] && cat "$OUT/logs/bench.txt.pre" >>"$OUT/logs/bench.txt" && rm -f "$OUT/logs/bench.txt.pre"
 for b in "$bins"/kernel*_bench; do
   [[ -x "$b" ]] || continue
   TIMEOUT 300 "$b" >>"$OUT/logs/bench.txt" 2>&1 || echo "benchmark $(basename "$b") failed" >>"$OUT/logs/bench.txt"

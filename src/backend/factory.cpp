@@ -147,6 +147,28 @@ ProviderChoice check_candidates(const ProviderRequest& req, const hw::Registry& 
                  std::to_string(host_mb) + " MB";
       continue;
     }
+    // ONNX Runtime runs a session on one device: a strategy that splits one model is refused on every
+    // candidate, the CPU included (llama.cpp on a CPU simply has one device to put it on).
+    const bool split =
+        req.strategy == model::Strategy::kPipeline || req.strategy == model::Strategy::kTensorParallel;
+    if (split && !backend.capabilities().model_parallel && !backend.capabilities().text_generation) {
+      c.reason = "strategy '" + std::string(model::strategy_name(req.strategy)) +
+                 "' splits one model over devices, which " + std::string(backend.name()) +
+                 " cannot do (use pool, round-robin or data-parallel)";
+      continue;
+    }
+    if (req.required_precision) {
+      std::vector<int> ids = req.gpu_device_ids;
+      if (ids.empty()) ids.push_back(req.device_id.value_or(0));
+      const hw::Device* device =
+          c.family == hw::kFamilyCpu ? cpu : hw::find_device(machine, c.family, ids.front());
+      Support p = backend.precision_support(c.provider, *req.required_precision, device);
+      if (!p.ok) {
+        c.reason = "needs " + std::string(model::precision_name(*req.required_precision)) +
+                   " precision: " + p.reason;
+        continue;
+      }
+    }
     if (c.family == hw::kFamilyCpu) {
       c.viable = true;
       c.reason = avail.reason.empty() ? "runs on the host CPU" : avail.reason;

@@ -17,12 +17,17 @@ ProviderRequest provider_request(const model::Manifest& mf) {
   r.min_cuda_version = hw.min_cuda_version;
   r.device_id = hw.device_id;
   r.gpu_device_ids = hw.gpu_device_ids;
+  r.required_precision = hw.required_precision;
   if (hw.strategy) r.strategy = *hw.strategy;
   Placement& p = r.base;
   const auto& rt = mf.runtime;
   p.intra_op_threads = rt.intra_op_threads.value_or(0);
   p.inter_op_threads = rt.inter_op_threads.value_or(0);
   p.onnx = mf.onnx;
+  if (mf.io)
+    for (const auto* list : {&mf.io->inputs, &mf.io->outputs})
+      for (const auto& t : *list)
+        if (!t.bucket_dims.empty()) p.onnx.bucket_dims[t.name] = t.bucket_dims;
   p.llama = mf.llama;
   p.strategy = r.strategy;
   return r;

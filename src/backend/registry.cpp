@@ -54,6 +54,10 @@ std::vector<Backend*> BackendRegistry::all() const {
 
 namespace gantry::backend {
 
+Support Backend::precision_support(std::string_view, model::Precision, const hw::Device*) const {
+  return Support::yes();
+}
+
 Result<double> Backend::measure(const model::Package&, const Placement& placement, double) {
   return Unsupported("backend " + std::string(name()) + " cannot time provider '" + placement.provider + "'");
 }

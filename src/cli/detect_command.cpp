@@ -4,6 +4,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "cli/commands.h"
 #include "gantry/hw/bandwidth.h"
@@ -20,6 +21,8 @@ struct DetectFlags {
   bool hwloc = false;
   bool measure_bandwidth = false;
   std::string sysroot;
+  std::string only;  // comma lists of probe names (hw::detect_probe_names)
+  std::string skip;
 };
 
 std::string bytes_text(const std::optional<uint64_t>& b) {
@@ -169,6 +172,13 @@ void register_detect_command(CLI::App& app, int& exit_code) {
       ->check(CLI::ExistingDirectory);
   cmd->add_flag("--no-vulkan", flags->no_vulkan,
                 "Skip the Vulkan probe (creating an instance loads every driver)");
+  std::string probe_names;
+  for (auto n : hw::detect_probe_names()) probe_names += (probe_names.empty() ? "" : ",") + std::string(n);
+  cmd->add_option(
+         "--only", flags->only,
+         "Run only these probes (comma list: " + probe_names + "); the CPU and host memory are always read")
+      ->type_name("PROBES");
+  cmd->add_option("--skip", flags->skip, "Skip these probes (same names as --only)")->type_name("PROBES");
   cmd->add_flag("--hwloc", flags->hwloc, "Count NUMA nodes with hwloc instead of sysfs");
   cmd->add_flag("--measure-bandwidth", flags->measure_bandwidth,
                 "Also time host memory bandwidth with a triad (~0.3 s on physical cores; this machine only)");
@@ -176,6 +186,17 @@ void register_detect_command(CLI::App& app, int& exit_code) {
     hw::DetectOptions options;
     options.use_vulkan = !flags->no_vulkan;
     options.use_hwloc = flags->hwloc;
+    for (auto [text, list, flag] : {std::tuple{&flags->only, &options.only, "--only"},
+                                    std::tuple{&flags->skip, &options.skip, "--skip"}}) {
+      if (text->empty()) continue;
+      auto names = hw::parse_probe_names(*text, flag);
+      if (!names.ok()) {
+        std::cerr << "gantry: detect: " << names.status().message() << "\n";
+        exit_code = 2;
+        return;
+      }
+      *list = std::move(*names);
+    }
     const bool local = flags->sysroot.empty() || flags->sysroot == "/";
     auto machine = hw::make_disk_machine(local ? "/" : flags->sysroot);
     auto loader = local ? hw::make_dl_loader() : hw::make_null_loader();

@@ -64,6 +64,7 @@ struct RunArgs {
   std::string provider;
   std::string policy;
   std::string memory_budget;
+  int instances = 0;
   RunGgufOptions gguf;  // text-generation flags; --threads is shared with ONNX models
 };
 
@@ -92,6 +93,10 @@ int run_tensors(runtime::ModelHandle& handle, const RunArgs& a, const std::strin
     auto t = read_input(file);
     if (!t.ok()) return fail(t.status().with_context("input '" + name + "'"));
     inputs.push_back({name, std::move(t).value()});
+  }
+  if (Status st = backend::check_admission(meta, inputs); !st.ok()) {
+    std::cerr << "gantry run: error: " << st.message() << "\n";
+    return 1;
   }
   auto outputs = handle->infer_one(inputs);
   if (!outputs.ok()) return fail(outputs.status());
@@ -141,6 +146,7 @@ int run_model(RunArgs& a) {
   lo.factory.policy = *policy;
   lo.factory.provider = a.provider;
   lo.factory.intra_op_threads = a.gguf.threads;
+  lo.instances = a.instances;
   model::LlamaOptions& llama = lo.factory.llama;
   lo.factory.llama_defaults.n_ctx = 2048;
   if (a.gguf.ctx) llama.n_ctx = static_cast<int>(*a.gguf.ctx);
@@ -183,6 +189,10 @@ void register_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option(
       "--memory-budget", args->memory_budget,
       "Memory the model may use per device, e.g. cpu=4GiB,cuda:0=70GiB or 80% (default: 90% of free)");
+  cmd->add_option("--instances", args->instances,
+                  "Copies of the model to load (default: the package's runtime.peak_concurrency, else 1): "
+                  "checks that they fit the memory budget together")
+      ->check(CLI::Range(1, 256));
   add_run_gguf_flags(*cmd, args->gguf);
   cmd->callback([args, &exit_code] {
     if (args->gguf.threads < 0) {

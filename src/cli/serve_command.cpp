@@ -308,6 +308,12 @@ void register_serve_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--threads", a->threads, "Inference threads per model (default: the backend's)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option(
+         "--instances", o.load.instances,
+         "Copies of each ONNX model per device, so that many requests run at once, each with its own "
+         "memory (default: the package's runtime.peak_concurrency, else 1); for a text model, its "
+         "parallel sequences")
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--provider", a->provider, "Use only this execution provider (cpu, cuda, ...)");
   cmd->add_option("--provider-policy", a->policy, "fastest|manifest|measured");
   cmd->add_option("--max-queue", o.max_queue, "Requests waiting per model before 429 (default 64)")

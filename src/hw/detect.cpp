@@ -196,7 +196,56 @@ void probe_io(const Machine& m, Registry& reg) {
   reg.timings_ms["io"] = ms_since(t);
 }
 
+// Names a user may give for a probe, and the probe they select.
+struct ProbeAlias {
+  std::string_view name;
+  std::string_view probe;
+};
+constexpr ProbeAlias kProbeAliases[] = {
+    {"cpu", "cpu"},       {"cuda", "cuda"},           {"nvidia", "cuda"},    {"rocm", "rocm"},
+    {"amd", "rocm"},      {"intel-gpu", "intel-gpu"}, {"accel", "accel"},    {"gaudi", "accel"},
+    {"qaic", "accel"},    {"intel-npu", "accel"},     {"amd-xdna", "accel"}, {"tpu", "tpu"},
+    {"neuron", "neuron"}, {"vulkan", "vulkan"},       {"io", "io"},          {"environment", "environment"},
+};
+
 }  // namespace
+
+const std::vector<std::string_view>& detect_probe_names() {
+  static const std::vector<std::string_view> names = {"cpu", "cuda",   "rocm",   "intel-gpu", "accel",
+                                                      "tpu", "neuron", "vulkan", "io",        "environment"};
+  return names;
+}
+
+Result<std::vector<std::string>> parse_probe_names(std::string_view list, std::string_view flag) {
+  std::vector<std::string> out;
+  for (std::string_view entry : internal::split(list, ',')) {
+    entry = internal::trim(entry);
+    if (entry.empty()) continue;
+    const std::string lower = internal::to_lower(std::string(entry));
+    const ProbeAlias* found = nullptr;
+    for (const auto& a : kProbeAliases)
+      if (a.name == lower) found = &a;
+    if (!found) {
+      std::string known;
+      for (auto n : detect_probe_names()) known += (known.empty() ? "" : ", ") + std::string(n);
+      return InvalidArgument(std::string(flag) + ": unknown probe '" + std::string(entry) +
+                             "' (known: " + known + "; gaudi, qaic, intel-npu and amd-xdna select accel)");
+    }
+    if (std::find(out.begin(), out.end(), found->probe) == out.end()) out.emplace_back(found->probe);
+  }
+  if (out.empty()) return InvalidArgument(std::string(flag) + " needs at least one probe name");
+  return out;
+}
+
+bool probe_selected(const DetectOptions& options, std::string_view name) {
+  if (name == "cpu") return true;
+  if (name == "vulkan" && !options.use_vulkan) return false;
+  auto has = [&](const std::vector<std::string>& list) {
+    return std::find(list.begin(), list.end(), name) != list.end();
+  };
+  if (has(options.skip)) return false;
+  return options.only.empty() || has(options.only);
+}
 
 Registry detect(const Machine& m, const LibraryLoader& loader, const DetectOptions& options) {
   const auto t0 = Clock::now();
@@ -239,29 +288,36 @@ Registry detect(const Machine& m, const LibraryLoader& loader, const DetectOptio
   });
 
   std::vector<std::pair<std::string, std::future<Timed>>> probes;
-  if (options.use_vulkan) {
+  const bool vulkan = probe_selected(options, "vulkan");
+  if (vulkan) {
     probes.emplace_back("vulkan", launch("vulkan", library_policy("libvulkan.so.1"),
                                          [&] { return internal::probe_vulkan(loader); }));
   }
-  probes.emplace_back("nvidia",
-                      launch("nvidia", library_policy("libnvidia-ml.so.1"),
-                             with_pci([&](const auto& p) { return internal::probe_nvidia(m, loader, p); })));
-  probes.emplace_back(
-      "amd", launch("amd", files, with_pci([&](const auto& p) { return internal::probe_amd(m, p); })));
-  probes.emplace_back(
-      "intel_gpu",
-      launch("intel_gpu", files, with_pci([&](const auto& p) { return internal::probe_intel_gpu(m, p); })));
-  probes.emplace_back("accel", launch("accel", files, [&] { return internal::probe_accel(m); }));
-  probes.emplace_back(
-      "tpu", launch("tpu", files, with_pci([&](const auto& p) { return internal::probe_tpu(m, p); })));
-  probes.emplace_back(
-      "neuron",
-      launch("neuron", files, with_pci([&](const auto& p) { return internal::probe_neuron(m, p); })));
+  if (probe_selected(options, "cuda"))
+    probes.emplace_back(
+        "nvidia", launch("nvidia", library_policy("libnvidia-ml.so.1"),
+                         with_pci([&](const auto& p) { return internal::probe_nvidia(m, loader, p); })));
+  if (probe_selected(options, "rocm"))
+    probes.emplace_back(
+        "amd", launch("amd", files, with_pci([&](const auto& p) { return internal::probe_amd(m, p); })));
+  if (probe_selected(options, "intel-gpu"))
+    probes.emplace_back(
+        "intel_gpu",
+        launch("intel_gpu", files, with_pci([&](const auto& p) { return internal::probe_intel_gpu(m, p); })));
+  if (probe_selected(options, "accel"))
+    probes.emplace_back("accel", launch("accel", files, [&] { return internal::probe_accel(m); }));
+  if (probe_selected(options, "tpu"))
+    probes.emplace_back(
+        "tpu", launch("tpu", files, with_pci([&](const auto& p) { return internal::probe_tpu(m, p); })));
+  if (probe_selected(options, "neuron"))
+    probes.emplace_back(
+        "neuron",
+        launch("neuron", files, with_pci([&](const auto& p) { return internal::probe_neuron(m, p); })));
   // Vendor-library devices first when merging: their values are the most complete.
-  std::rotate(probes.begin(), probes.begin() + (options.use_vulkan ? 1 : 0), probes.end());
+  std::rotate(probes.begin(), probes.begin() + (vulkan ? 1 : 0), probes.end());
 
   // The environment probe is cheap: run it here while the others work.
-  {
+  if (probe_selected(options, "environment")) {
     const auto t = Clock::now();
     try {
       reg.environment = internal::probe_environment(m, reg.warnings);
@@ -315,7 +371,7 @@ Registry detect(const Machine& m, const LibraryLoader& loader, const DetectOptio
     d.id = d.family + ":" + std::to_string(counters[d.family]++);
     reg.devices.push_back(std::move(d));
   }
-  probe_io(m, reg);
+  if (probe_selected(options, "io")) probe_io(m, reg);
   reg.timings_ms["total"] = ms_since(t0);
   return reg;
 }

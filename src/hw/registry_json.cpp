@@ -279,7 +279,9 @@ SystemIo io_from_json(const json& j) {
   return io;
 }
 
-Registry parse_registry(const json& j) {
+// `newer`: the document's schema is newer than this Gantry's: a device it cannot describe (a kind added
+// since) is left out with a warning instead of failing the whole document.
+Registry parse_registry(const json& j, bool newer) {
   Registry r;
   if (!j.is_object()) bad("(root)", "an object");
   r.schema_version = get<int>(j, "schema_version", "");
@@ -309,8 +311,18 @@ Registry parse_registry(const json& j) {
 
   const json& devices = member(j, "devices", "");
   if (!devices.is_array()) bad("devices", "an array");
-  for (size_t i = 0; i < devices.size(); ++i)
-    r.devices.push_back(device_from_json(devices[i], "devices[" + std::to_string(i) + "]"));
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const std::string path = "devices[" + std::to_string(i) + "]";
+    if (!newer) {
+      r.devices.push_back(device_from_json(devices[i], path));
+      continue;
+    }
+    try {
+      r.devices.push_back(device_from_json(devices[i], path));
+    } catch (const FieldError& e) {
+      r.warnings.push_back(std::string("left out ") + path + " of the newer registry document: " + e.what());
+    }
+  }
 
   r.io = io_from_json(member(j, "io", ""));
 
@@ -335,7 +347,11 @@ Registry parse_registry(const json& j) {
             as<std::string>(it.value(), "environment.visible_devices." + it.key());
     }
   }
-  r.warnings = get_strings(j, "warnings", "");
+  {
+    std::vector<std::string> left_out = std::move(r.warnings);
+    r.warnings = get_strings(j, "warnings", "");
+    r.warnings.insert(r.warnings.end(), left_out.begin(), left_out.end());
+  }
   const json& timings = member(j, "timings_ms", "");
   if (!timings.is_null()) {
     if (!timings.is_object()) bad("timings_ms", "an object");
@@ -391,6 +407,8 @@ nlohmann::json registry_to_json(const Registry& r) {
 }
 
 Result<Registry> registry_from_json(const nlohmann::json& j) {
+  bool newer = false;
+  int64_t version = 0;
   if (j.is_object()) {
     auto it = j.find("schema_version");
     if (it == j.end() || !it->is_number_integer()) {
@@ -398,19 +416,30 @@ Result<Registry> registry_from_json(const nlohmann::json& j) {
           "registry JSON has no integer 'schema_version'; is this the output of 'gantry detect --json'?");
     }
     const auto v = it->get<int64_t>();
-    if (v > kRegistrySchemaVersion) {
-      return Unsupported("registry JSON has schema_version " + std::to_string(v) + ", newer than the " +
-                         std::to_string(kRegistrySchemaVersion) +
-                         " this Gantry reads; upgrade Gantry to read it");
-    }
     if (v < 1) return Corrupt("registry JSON has invalid schema_version " + std::to_string(v));
+    newer = v > kRegistrySchemaVersion;
+    if (newer) version = v;
   }
+  const std::string newer_note = newer ? " (the document has schema_version " + std::to_string(version) +
+                                             ", newer than the " + std::to_string(kRegistrySchemaVersion) +
+                                             " this Gantry reads; upgrade Gantry to read it)"
+                                       : "";
   try {
-    return parse_registry(j);
+    Registry r = parse_registry(j, newer);
+    if (newer) {
+      // Read as this schema: fields added since are ignored, and the registry says so.
+      r.warnings.insert(r.warnings.begin(),
+                        "registry JSON has schema_version " + std::to_string(version) + ", newer than the " +
+                            std::to_string(kRegistrySchemaVersion) + " this Gantry reads: read as schema " +
+                            std::to_string(kRegistrySchemaVersion) +
+                            ", fields added since are ignored (upgrade Gantry to read them)");
+      r.schema_version = kRegistrySchemaVersion;
+    }
+    return r;
   } catch (const FieldError& e) {
-    return Corrupt(e.what());
+    return Corrupt(e.what() + newer_note);
   } catch (const nlohmann::json::exception& e) {
-    return Corrupt(std::string("registry JSON: ") + e.what());
+    return Corrupt(std::string("registry JSON: ") + e.what() + newer_note);
   }
 }
 

@@ -328,9 +328,13 @@ struct BlockPool::Impl {
   Result<void*> allocate_locked(uint64_t bytes, uint64_t alignment, uint32_t oid) {
     if (bytes <= kSmallLimit && alignment <= kQuantum) return allocate_small(bytes, oid);
     const uint64_t size = round_up(bytes, kQuantum);
-    if (st.cached_bytes > 0 && alignment <= kQuantum) {
+    if (st.cached_bytes > 0) {
       auto it = cache.find(size);
-      if (it != cache.end() && !it->second.empty()) {
+      // A cached run serves a stricter alignment when its address has it (a pool whose every size is a
+      // multiple of its min_alignment keeps every run there).
+      if (it != cache.end() && !it->second.empty() &&
+          (alignment <= kQuantum ||
+           (it->second.back().block->base + it->second.back().offset) % alignment == 0)) {
         const CachedRun c = it->second.back();
         it->second.pop_back();
         st.cached_bytes -= size;
@@ -407,7 +411,11 @@ struct BlockPool::Impl {
 };
 
 BlockPool::BlockPool(std::unique_ptr<Backing> backing, BlockPoolOptions options)
-    : impl_(std::make_unique<Impl>(this)), backing_(std::move(backing)), options_(options) {}
+    : impl_(std::make_unique<Impl>(this)), backing_(std::move(backing)), options_(options) {
+  size_t a = kMinAlignment;  // a power of two, at least 64
+  while (a < options_.min_alignment) a *= 2;
+  options_.min_alignment = a;
+}
 
 BlockPool::~BlockPool() {
   std::lock_guard lock(impl_->mu);
@@ -430,7 +438,9 @@ Result<void*> BlockPool::allocate_for(std::string_view owner, uint64_t bytes, si
     ++impl_->st.failed;
     return InvalidArgument("alignment " + std::to_string(alignment) + " is not a power of two");
   }
-  alignment = std::max(alignment, kMinAlignment);
+  alignment = std::max({alignment, kMinAlignment, options_.min_alignment});
+  // A pool with a stricter minimum rounds every size to it too, so that runs stay on its boundaries.
+  if (options_.min_alignment > kMinAlignment) bytes = round_up(bytes, options_.min_alignment);
   const uint64_t charged = bytes <= kSmallLimit && alignment <= kMinAlignment
                                ? classes().sizes[classes().index(bytes)]
                                : round_up(bytes, kMinAlignment);

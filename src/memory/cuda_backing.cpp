@@ -151,4 +151,53 @@ Result<std::unique_ptr<Backing>> make_cuda_backing(int ordinal) {
   return std::unique_ptr<Backing>(std::make_unique<CudaBacking>(ordinal, ctx, granularity));
 }
 
+namespace {
+
+// make_cuda_backing on the first block asked for: a process that never allocates there never loads the
+// driver or creates a context on the device.
+class LazyCudaBacking final : public Backing {
+ public:
+  explicit LazyCudaBacking(int ordinal) : ordinal_(ordinal), device_("cuda:" + std::to_string(ordinal)) {}
+  const std::string& name() const override { return name_; }
+  const std::string& device() const override { return device_; }
+  uint64_t granularity() const override {
+    const Backing* b = real();
+    return b ? b->granularity() : kDefaultGranularity;
+  }
+  bool host_accessible() const override { return false; }
+  Result<BackingBlock> map(uint64_t bytes) override {
+    Backing* b = real();
+    if (!b) return status_;
+    return b->map(bytes);
+  }
+  void unmap(const BackingBlock& block) override {
+    if (Backing* b = real()) b->unmap(block);
+  }
+
+ private:
+  static constexpr uint64_t kDefaultGranularity = 2ull << 20;
+  Backing* real() const {
+    std::call_once(once_, [this] {
+      auto r = make_cuda_backing(ordinal_);
+      if (r.ok())
+        real_ = std::move(r).value();
+      else
+        status_ = r.status();
+    });
+    return real_.get();
+  }
+  std::string name_ = "cuda-vmm";
+  int ordinal_;
+  std::string device_;
+  mutable std::once_flag once_;
+  mutable std::unique_ptr<Backing> real_;
+  mutable Status status_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backing> make_lazy_cuda_backing(int ordinal) {
+  return std::make_unique<LazyCudaBacking>(ordinal);
+}
+
 }  // namespace gantry::memory

@@ -141,7 +141,7 @@ class Reader {
   }
 
   Result<TensorSpec> tensor_spec(const Json& j, const std::string& field) const {
-    GANTRY_RETURN_IF_ERROR(check_object(j, field, {"name", "dtype", "shape"}));
+    GANTRY_RETURN_IF_ERROR(check_object(j, field, {"name", "dtype", "shape", "bucket_dims"}));
     TensorSpec spec;
     if (!j.contains("name")) return fail(join(field, "name"), "is required");
     GANTRY_ASSIGN_OR_RETURN(spec.name, string(j["name"], join(field, "name")));
@@ -162,6 +162,20 @@ class Reader {
       spec.shape = Shape(std::move(dims));
       if (std::any_of(names.begin(), names.end(), [](const auto& n) { return !n.empty(); }))
         spec.dim_names = std::move(names);
+    }
+    if (j.contains("bucket_dims")) {
+      const auto& a = j["bucket_dims"];
+      const std::string af = join(field, "bucket_dims");
+      if (!a.is_array() || a.empty())
+        return fail(af, "must be a non-empty array of dimension names, got " + type_of(a));
+      for (size_t i = 0; i < a.size(); ++i) {
+        const std::string ef = af + "[" + std::to_string(i) + "]";
+        GANTRY_ASSIGN_OR_RETURN(auto name, string(a[i], ef));
+        if (name.empty()) return fail(ef, "is an empty dimension name");
+        if (std::find(spec.bucket_dims.begin(), spec.bucket_dims.end(), name) != spec.bucket_dims.end())
+          return fail(ef, "'" + name + "' is listed twice");
+        spec.bucket_dims.push_back(std::move(name));
+      }
     }
     return spec;
   }
@@ -266,9 +280,10 @@ class Reader {
 
   Result<RuntimeOptions> runtime(const Json& j, OnnxOptions& onnx) const {
     const std::string f = "runtime";
-    GANTRY_RETURN_IF_ERROR(check_object(j, f,
-                                        {"intra_op_threads", "inter_op_threads", "memory_pattern",
-                                         "cpu_arena", "session_buckets", "peak_concurrency"}));
+    GANTRY_RETURN_IF_ERROR(
+        check_object(j, f,
+                     {"intra_op_threads", "inter_op_threads", "memory_pattern", "cpu_arena",
+                      "session_buckets", "peak_concurrency", "bucket_max_dims", "bucket_dim_granularity"}));
     RuntimeOptions r;
     if (j.contains("intra_op_threads")) {
       GANTRY_ASSIGN_OR_RETURN(r.intra_op_threads,
@@ -287,6 +302,21 @@ class Reader {
     if (j.contains("peak_concurrency")) {
       GANTRY_ASSIGN_OR_RETURN(r.peak_concurrency,
                               integer(j["peak_concurrency"], join(f, "peak_concurrency"), 1, 1 << 20));
+    }
+    if (j.contains("bucket_dim_granularity")) {
+      GANTRY_ASSIGN_OR_RETURN(onnx.bucket_dim_granularity,
+                              integer(j["bucket_dim_granularity"], join(f, "bucket_dim_granularity"), 1, 1 << 20));
+    }
+    if (j.contains("bucket_max_dims")) {
+      const auto& o = j["bucket_max_dims"];
+      const std::string of = join(f, "bucket_max_dims");
+      if (!o.is_object() || o.empty())
+        return fail(of, "must be a non-empty object mapping dimension names to sizes, got " + type_of(o));
+      for (const auto& [name, v] : o.items()) {
+        if (name.empty()) return fail(of, "names an empty dimension");
+        GANTRY_ASSIGN_OR_RETURN(int64_t size, integer(v, of + "." + name, 1, int64_t{1} << 40));
+        onnx.bucket_max_dims[name] = size;
+      }
     }
     if (j.contains("session_buckets")) {
       const auto& a = j["session_buckets"];
@@ -460,9 +490,16 @@ class Reader {
     // mistake the author should hear about.
     if (m.format != ModelFormat::kOnnx && !m.onnx.empty())
       return fail("runtime",
-                  "memory_pattern, cpu_arena, session_buckets and hardware_requirements."
+                  "memory_pattern, cpu_arena, session_buckets, bucket_max_dims, bucket_dim_granularity and "
+                  "hardware_requirements."
                   "graph_optimization_level are ONNX Runtime options; this model's format is " +
                       std::string(model_format_name(m.format)));
+    if (m.format != ModelFormat::kOnnx && m.io)
+      for (const auto* list : {&m.io->inputs, &m.io->outputs})
+        for (const auto& t : *list)
+          if (!t.bucket_dims.empty())
+            return fail("io", "bucket_dims pads ONNX Runtime sessions' inputs; this model's format is " +
+                                  std::string(model_format_name(m.format)));
     if (m.format != ModelFormat::kGguf && !m.llama.empty())
       return fail("llama", "llama.cpp options apply to format gguf; this model's format is " +
                                std::string(model_format_name(m.format)));
@@ -493,6 +530,7 @@ OrderedJson specs_json(const std::vector<TensorSpec>& specs) {
     o["name"] = s.name;
     if (s.dtype) o["dtype"] = dtype_name(*s.dtype);
     if (s.shape) o["shape"] = dims_json(*s.shape, s.dim_names);
+    if (!s.bucket_dims.empty()) o["bucket_dims"] = s.bucket_dims;
     a.push_back(std::move(o));
   }
   return a;
@@ -601,6 +639,8 @@ std::string manifest_to_json(const Manifest& m, int indent) {
     }
     rt["session_buckets"] = std::move(a);
   }
+  if (!m.onnx.bucket_max_dims.empty()) rt["bucket_max_dims"] = m.onnx.bucket_max_dims;
+  if (m.onnx.bucket_dim_granularity) rt["bucket_dim_granularity"] = *m.onnx.bucket_dim_granularity;
   if (r.peak_concurrency) rt["peak_concurrency"] = *r.peak_concurrency;
   if (!rt.empty()) j["runtime"] = std::move(rt);
   if (const auto& d = m.dynamic_batching) {

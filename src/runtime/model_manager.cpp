@@ -397,6 +397,7 @@ ModelInfo ModelManager::snapshot_locked(const Entry& e) const {
   i.reason = e.reason;
   i.backend = e.backend;
   if (e.model) i.format = e.model->metadata().format;
+  if (e.model) i.instances = e.model->metadata().instances;
   i.provider = e.provider;
   i.reserved_bytes = e.reserved;
   i.memory_basis = e.basis;

@@ -9,6 +9,8 @@
 #include "gantry/backend/onnx/ort_env.h"
 #include "gantry/core/log.h"
 #include "gantry/hw/detect.h"
+#include "gantry/runtime/instance_group.h"
+#include "gantry/runtime/instance_layout.h"
 
 namespace gantry::runtime {
 namespace {
@@ -69,21 +71,40 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
     rt->verdicts_ = std::make_unique<backend::VerdictCache>(
         options.verdict_cache_dir.empty() ? backend::VerdictCache::default_dir() : options.verdict_cache_dir);
   }
+  memory::BlockPool* cpu_pool = nullptr;
+  std::vector<memory::BlockPool*> device_pools;
+  if (options.memory_pool) {
+    // ONNX Runtime draws host memory from a pool charged to the CPU budget, per model; so do llama.cpp's
+    // CPU weights where that is no slower (llama::LoadOptions::cpu_pool).
+    memory::Budget* cpu = rt->budgets_.at("cpu").get();
+    memory::BlockPoolOptions po;
+    po.capacity = cpu->capacity();
+    po.budget = cpu;
+    auto pool = std::make_shared<memory::BlockPool>(memory::make_host_backing(), po);
+    cpu_pool = pool.get();
+    rt->pools_.push_back(std::move(pool));
+    // And one pool per CUDA device over the driver's VMM API (made on its first block), charged to that
+    // device's budget: ONNX Runtime's CUDA EP allocates a model's device memory from it. 256-byte aligned,
+    // as cudaMalloc is, which CUDA kernels assume.
+    for (const auto& d : rt->hardware_.devices) {
+      if (d.family != hw::kFamilyCuda) continue;
+      auto b = rt->budgets_.find(hw::memory_device_id(d));
+      if (b == rt->budgets_.end()) continue;
+      memory::BlockPoolOptions dpo;
+      dpo.capacity = b->second->capacity();
+      dpo.budget = b->second.get();
+      dpo.min_alignment = kCudaAlignment;
+      auto dpool =
+          std::make_shared<memory::BlockPool>(memory::make_lazy_cuda_backing(hw::family_index(d)), dpo);
+      device_pools.push_back(dpool.get());
+      rt->pools_.push_back(std::move(dpool));
+    }
+  }
   std::vector<std::unique_ptr<backend::Backend>> backends = std::move(options.backends);
   if (backends.empty()) {
     onnx::OnnxBackendOptions onnx_options;
-    memory::BlockPool* cpu_pool = nullptr;
-    if (options.memory_pool) {
-      // ONNX Runtime draws host memory from a pool charged to the CPU budget, per model; so do llama.cpp's
-      // CPU weights where that is no slower (llama::LoadOptions::cpu_pool).
-      memory::Budget* cpu = rt->budgets_.at("cpu").get();
-      memory::BlockPoolOptions po;
-      po.capacity = cpu->capacity();
-      po.budget = cpu;
-      auto pool = std::make_shared<memory::BlockPool>(memory::make_host_backing(), po);
-      onnx_options.cpu_pool = cpu_pool = pool.get();
-      rt->pools_.push_back(std::move(pool));
-    }
+    onnx_options.cpu_pool = cpu_pool;
+    onnx_options.device_pools = device_pools;
     backends.push_back(onnx::make_onnx_backend(onnx_options));
     // The CPU budget also holds the llama models' host prompt caches (given back first under pressure).
     backends.push_back(llama::make_llama_backend(cpu_pool, rt->budgets_.at("cpu").get()));
@@ -150,24 +171,66 @@ Result<ModelHandle> Runtime::load_package(std::shared_ptr<const model::Package> 
   if (auto* handle = std::get_if<ModelHandle>(&begin)) return std::move(*handle);
   ModelManager::Admission admission = std::get<ModelManager::Admission>(std::move(begin));
 
-  // Each candidate provider: estimate its memory, reserve it (evicting idle models if needed), then load.
+  const model::Manifest& mf = package->manifest();
+  const bool text = be->capabilities().text_generation;
+  const int per_device = options.instances > 0 ? options.instances : mf.runtime.peak_concurrency.value_or(1);
+  // llama.cpp runs concurrent requests as parallel sequences of one context: the count becomes its default.
+  if (text && per_device > 1) fo.llama_defaults.parallel = per_device;
+
+  // Each candidate provider: lay out the instances, estimate and reserve each one's memory (evicting idle
+  // models if needed), then load them.
   auto reserve_and_load =
       [&](const backend::Placement& candidate) -> Result<std::unique_ptr<backend::Model>> {
     backend::Placement p = candidate;
     p.model_name = name;  // the model's metadata name and the owner of its memory in the budgets
-    GANTRY_ASSIGN_OR_RETURN(backend::MemoryEstimate estimate, be->estimate_memory(*package, p));
-    if (Status st = admission.reserve(estimate); !st.ok()) {
-      if (st.code() != StatusCode::kResourceExhausted) return st;
-      // What a user can change: the context and KV type of a generating model, or the budget.
-      const bool generates = be->capabilities().text_generation;
-      return ResourceExhausted(st.message() +
-                               (generates ? "; try a smaller --ctx, --kv-type q8_0 or q4_0, or a larger "
-                                            "--memory-budget"
-                                          : "; unload a model or give a larger --memory-budget"));
+    InstanceRequest ir;
+    ir.chosen = p;
+    ir.family = be->provider_family(p.provider);
+    ir.listed = mf.hardware_requirements.gpu_device_ids;
+    ir.per_device = per_device;
+    ir.text_generation = text;
+    ir.model_parallel = be->capabilities().model_parallel;
+    ir.free_bytes = [this](const std::string& device) -> uint64_t {
+      auto b = budgets_.find(device);
+      return b == budgets_.end() ? 0 : b->second->available();
+    };
+    GANTRY_ASSIGN_OR_RETURN(InstanceLayout layout, plan_instances(ir, hardware_));
+    const size_t n = layout.instances.size();
+    if (n > 1) GANTRY_LOG_INFO("model '{}': {}", name, layout.reason);
+    backend::MemoryEstimate total;
+    for (size_t k = 0; k < n; ++k) {
+      GANTRY_ASSIGN_OR_RETURN(backend::MemoryEstimate estimate,
+                              be->estimate_memory(*package, layout.instances[k]));
+      for (const auto& [device, bytes] : estimate.bytes) total.bytes[device] += bytes;
+      total.exact = estimate.exact;
+      total.basis = n == 1 ? estimate.basis
+                           : fmt::format("{} instance(s) of {} each: {}", k + 1,
+                                         memory::format_bytes(estimate.total()), estimate.basis);
+      if (Status st = admission.reserve(total); !st.ok()) {
+        if (st.code() != StatusCode::kResourceExhausted) return st;
+        // What a user can change: the context and KV type of a generating model, or the budget.
+        std::string msg = st.message();
+        if (n > 1)
+          msg = fmt::format("instance {} of {} ({}) cannot be held: {}", k + 1, n, layout.devices[k], msg);
+        return ResourceExhausted(msg + (text ? "; try a smaller --ctx, --kv-type q8_0 or q4_0, or a larger "
+                                               "--memory-budget"
+                                        : n > 1 ? "; load fewer --instances, unload a model or give a "
+                                                  "larger --memory-budget"
+                                                : "; unload a model or give a larger --memory-budget"));
+      }
     }
-    auto m = be->load(*package, p);
-    if (!m.ok()) admission.release_reservation();
-    return m;
+    std::vector<InstanceGroup::Instance> instances;
+    for (size_t k = 0; k < n; ++k) {
+      auto m = be->load(*package, layout.instances[k]);
+      if (!m.ok()) {
+        admission.release_reservation();
+        if (n == 1) return m.status();
+        return m.status().with_context(fmt::format("instance {} of {} on {}", k + 1, n, layout.devices[k]));
+      }
+      instances.push_back({std::move(m).value(), layout.devices[k]});
+    }
+    if (n == 1) return std::move(instances.front().model);
+    return std::unique_ptr<backend::Model>(std::make_unique<InstanceGroup>(std::move(instances)));
   };
   auto loaded = backend::load_model(*be, *package, hardware_, fo, reserve_and_load);
   if (!loaded.ok()) {
@@ -208,6 +271,12 @@ Result<Explanation> Runtime::explain(const std::string& source, const LoadOption
     if (est.ok()) ex.memory = std::move(*est);
   }
   return ex;
+}
+
+memory::BlockPool* Runtime::pool(std::string_view device) const {
+  for (const auto& p : pools_)
+    if (p->device() == device) return p.get();
+  return nullptr;
 }
 
 std::vector<BudgetInfo> Runtime::budgets() const {

@@ -43,6 +43,7 @@ json model_json(const runtime::ModelInfo* info, const std::string& name, const s
   }
   m["memory"] = std::move(mem);
   m["memory_basis"] = info ? info->memory_basis : "";
+  m["instances"] = info ? info->instances : 0;
   m["pinned"] = info && info->pinned;
   m["keep_alive_ms"] = info ? json(info->keep_alive.count()) : json(nullptr);  // negative: forever
   m["handles"] = info ? info->handles : 0;

@@ -23,7 +23,8 @@ DynamicBatcher::DynamicBatcher(std::string model_name, backend::Model& model, Ba
     start_rows_ = std::min(max_rows_, *std::max_element(config_.preferred_batch_sizes.begin(),
                                                         config_.preferred_batch_sizes.end()));
   }
-  thread_ = std::thread([this] { loop(); });
+  const int threads = std::max(1, model_.metadata().instances);
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { loop(); });
 }
 
 DynamicBatcher::~DynamicBatcher() {
@@ -34,7 +35,7 @@ DynamicBatcher::~DynamicBatcher() {
     left.swap(queue_);
   }
   cv_.notify_all();
-  thread_.join();
+  for (auto& t : threads_) t.join();
   for (auto& q : left) {
     q.item.done(Unavailable("model '" + name_ + "': the server is shutting down"), BatchTiming{});
   }
@@ -84,18 +85,24 @@ void DynamicBatcher::loop() {
   while (true) {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (stop_) return;
-    // Gather rows compatible with the oldest request; wait for more until full or its delay is up.
-    const auto deadline = queue_.front().at + config_.max_queue_delay;
-    while (!stop_) {
+    // Gather rows compatible with the oldest request; wait for more until full or its delay is up. Another
+    // batch thread (one per instance) may take the queue meanwhile: look at the front afresh each time.
+    bool ready = false;
+    while (!stop_ && !queue_.empty()) {
+      const auto deadline = queue_.front().at + config_.max_queue_delay;
       int64_t rows = 0;
       for (const auto& q : queue_) {
         if (compatible(queue_.front(), q)) rows += q.rows;
         if (rows >= start_rows_) break;
       }
-      if (rows >= start_rows_ || Clock::now() >= deadline) break;
+      if (rows >= start_rows_ || Clock::now() >= deadline) {
+        ready = true;
+        break;
+      }
       cv_.wait_until(lock, deadline);
     }
     if (stop_) return;
+    if (!ready) continue;  // another thread took what was queued
     std::vector<Queued> batch;
     int64_t rows = 0;
     for (auto it = queue_.begin(); it != queue_.end();) {
@@ -109,6 +116,7 @@ void DynamicBatcher::loop() {
         ++it;
       }
     }
+    if (!queue_.empty()) cv_.notify_one();  // what is left is another batch thread's
     lock.unlock();
     run(std::move(batch));
     lock.lock();

@@ -67,11 +67,26 @@ void kserve_infer(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest re
     return;
   }
   const backend::ModelMetadata& md = handle->model().metadata();
+  // Binary tensor data beyond what the model accepts at its largest shapes: 413 before parsing it.
+  if (json_length && md.max_input_bytes > 0 && *json_length <= request.body.size() &&
+      request.body.size() - *json_length > md.max_input_bytes) {
+    reply->error(413, "model '" + name + "': the request carries " +
+                          std::to_string(request.body.size() - *json_length) +
+                          " bytes of binary tensor data, more than the " +
+                          std::to_string(md.max_input_bytes) +
+                          " bytes its inputs take at their largest shapes (max_input_bytes)");
+    return;
+  }
   // Binary inputs are views into the body: it lives as long as the request does.
   auto body = std::make_shared<const std::string>(std::move(request.body));
   auto parsed = kserve::parse_infer_request(*body, json_length, md);
   if (!parsed.ok()) {
     reply->error(400, parsed.status().message());
+    return;
+  }
+  // Too large for the model (413), or in memory it cannot bind (400): before any queue.
+  if (Status a = backend::check_admission(md, parsed->inputs); !a.ok()) {
+    reply->error(a.code() == StatusCode::kResourceExhausted ? 413 : 400, a.message());
     return;
   }
   auto infer = std::make_shared<kserve::InferRequest>(std::move(*parsed));

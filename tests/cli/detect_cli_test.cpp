@@ -137,4 +137,45 @@ TEST(DetectCli, SystemIoSectionsAndMeasuredBandwidth) {
       << "a captured tree cannot be measured";
 }
 
+// ai-hwaccel's builder: --only and --skip choose the probes; what a skipped probe would have found is absent,
+// everything else is as in a full run.
+TEST(DetectCli, OnlyAndSkipChooseTheProbes) {
+  const std::string dgx =
+      std::string(" --sysroot ") + GANTRY_SOURCE_DIR + "/tests/fixtures/hw/nvidia-dgx-h100";
+  auto devices_of = [](const Outcome& o) {
+    std::multiset<std::string> families;
+    auto reg = gantry::hw::registry_from_json_text(o.out);
+    EXPECT_TRUE(reg.ok()) << reg.status().to_string() << o.out;
+    if (reg.ok())
+      for (const auto& d : reg->devices) families.insert(d.family);
+    return std::make_pair(families, reg.ok() ? reg->io.rdma.size() : 0u);
+  };
+  Outcome all = run("detect --json" + dgx);
+  ASSERT_EQ(all.exit_code, 0);
+  auto [all_families, all_storage] = devices_of(all);
+  ASSERT_EQ(all_families.count("cuda"), 8u);
+  ASSERT_GT(all_storage, 0u);
+
+  Outcome only = run("detect --json --only cuda,cpu" + dgx);
+  ASSERT_EQ(only.exit_code, 0);
+  auto [only_families, only_storage] = devices_of(only);
+  EXPECT_EQ(only_families.count("cuda"), 8u);
+  EXPECT_EQ(only_families.count("cpu"), 1u);
+  EXPECT_EQ(only_families.size(), 9u);
+  EXPECT_EQ(only_storage, 0u) << "io (the RDMA list) was not asked for";
+
+  Outcome cpu_only = run("detect --json --only cpu" + dgx);
+  ASSERT_EQ(cpu_only.exit_code, 0);
+  EXPECT_EQ(devices_of(cpu_only).first, std::multiset<std::string>{"cpu"});
+
+  Outcome skip = run("detect --json --skip nvidia,vulkan" + dgx);
+  ASSERT_EQ(skip.exit_code, 0);
+  auto [skip_families, skip_storage] = devices_of(skip);
+  EXPECT_EQ(skip_families.count("cuda"), 0u);
+  EXPECT_EQ(skip_storage, all_storage) << "io still probed";
+
+  EXPECT_EQ(run("detect --only cuda,fpga").exit_code, 2);
+  EXPECT_EQ(run("detect --skip ,").exit_code, 2);
+}
+
 }  // namespace

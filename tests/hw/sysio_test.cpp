@@ -457,7 +457,9 @@ TEST(SysIo, StorageForPathOnThisMachine) {
     GTEST_SKIP() << "this machine shows no block device under the source tree: " << b.status().message();
   }
   EXPECT_FALSE(b->name.empty());
-  Registry r = detect_local({.use_vulkan = false});
+  DetectOptions no_vulkan;
+  no_vulkan.use_vulkan = false;
+  Registry r = detect_local(no_vulkan);
   bool listed = false;
   for (const auto& s : r.io.storage) listed = listed || s.name == b->name;
   EXPECT_TRUE(listed) << b->name << " is not in the registry's storage list";

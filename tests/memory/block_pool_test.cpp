@@ -101,6 +101,36 @@ TEST(BlockPool, ChurnThenFullFreeCoalescesAndReturnsBlocks) {
   EXPECT_EQ(pool->stats().bytes_reserved, 0u);
 }
 
+// A pool with a stricter minimum (256 bytes: CUDA memory) aligns and sizes everything to it, small requests
+// and cached runs included.
+TEST(BlockPool, MinAlignmentAppliesToEveryAllocation) {
+  BlockPoolOptions o;
+  o.min_alignment = 200;  // rounded up to a power of two: 256
+  BlockPool pool(make_host_backing(), o);
+  EXPECT_EQ(pool.options().min_alignment, 256u);
+  std::vector<void*> ps;
+  for (uint64_t size :
+       {uint64_t{1}, uint64_t{64}, uint64_t{65}, uint64_t{300}, uint64_t{4096}, 40 * KiB + 3}) {
+    for (int k = 0; k < 3; ++k) {
+      auto p = pool.allocate(size);
+      ASSERT_TRUE(p.ok()) << p.status().to_string();
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(*p) % 256, 0u) << size;
+      EXPECT_EQ(pool.allocation_size(*p) % 256, 0u) << size;
+      ps.push_back(*p);
+    }
+  }
+  // Freed and asked for again (the reuse cache): still aligned.
+  for (size_t i = 0; i < ps.size(); i += 2) ASSERT_TRUE(pool.free(ps[i]).ok());
+  for (size_t i = 0; i < ps.size(); i += 2) {
+    auto p = pool.allocate(pool.allocation_size(ps[i + 1]));
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(*p) % 256, 0u);
+    ps[i] = *p;
+  }
+  for (void* p : ps) ASSERT_TRUE(pool.free(p).ok());
+  EXPECT_EQ(pool.stats().bytes_in_use, 0u);
+}
+
 TEST(BlockPool, FreedNeighboursCoalesce) {
   BlockPoolOptions o;
   o.block_size = 2 * MiB;

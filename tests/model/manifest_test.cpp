@@ -21,7 +21,7 @@ Json full_manifest() {
     "model_file": "models/silero.onnx",
     "sha256": {"models/silero.onnx": ")" +
                      kHash + R"(", "README.md": ")" + std::string(64, 'B') + R"("},
-    "io": {"inputs": [{"name": "input", "dtype": "f32", "shape": [1, -1]},
+    "io": {"inputs": [{"name": "input", "dtype": "f32", "shape": [1, "samples"], "bucket_dims": ["samples"]},
                       {"name": "state", "dtype": "float32", "shape": [2, "batch", 128]},
                       {"name": "sr", "dtype": "int64", "shape": []}],
            "outputs": [{"name": "output", "shape": [null, 1]}]},
@@ -29,7 +29,8 @@ Json full_manifest() {
       "min_memory_mb": 512, "min_vram_mb": 1024, "min_cuda_version": "12.0", "required_precision": "fp16",
       "device_id": 0, "gpu_device_ids": [0, 1], "strategy": "round-robin", "graph_optimization_level": 99},
     "runtime": {"intra_op_threads": 2, "inter_op_threads": 1, "memory_pattern": false, "cpu_arena": true,
-      "session_buckets": [{"input": [1, 512]}, {"input": [1, 1024]}], "peak_concurrency": 8},
+      "session_buckets": [{"input": [1, 512]}, {"input": [1, 1024]}], "peak_concurrency": 8,
+      "bucket_max_dims": {"batch": 16}, "bucket_dim_granularity": 256},
     "dynamic_batching": {"max_batch_size": 16, "preferred_batch_size": [4, 8], "max_queue_delay_microseconds": 500}
   })");
 }
@@ -71,6 +72,9 @@ TEST(Manifest, ParsesEveryField) {
   EXPECT_EQ(o.graph_optimization, GraphOptimizationLevel::kAll);
   EXPECT_EQ(o.memory_pattern, false);
   EXPECT_EQ(o.cpu_arena, true);
+  EXPECT_EQ(o.bucket_max_dims, (std::map<std::string, int64_t>{{"batch", 16}}));
+  EXPECT_EQ(o.bucket_dim_granularity, 256);
+  EXPECT_EQ(m->io->inputs[0].bucket_dims, std::vector<std::string>{"samples"});
   ASSERT_EQ(o.session_buckets.size(), 2u);
   EXPECT_EQ(o.session_buckets[1].at("input"), Shape({1, 1024}));
   EXPECT_TRUE(m->llama.empty());
@@ -247,6 +251,10 @@ TEST(Manifest, EachMistakeIsAClearErrorNamingTheField) {
       {"memory_pattern not bool", [](Json& j) { j["runtime"]["memory_pattern"] = "yes"; },
        "runtime.memory_pattern: must be true or false"},
       {"zero concurrency", [](Json& j) { j["runtime"]["peak_concurrency"] = 0; }, "runtime.peak_concurrency"},
+      {"max dim zero", [](Json& j) { j["runtime"]["bucket_max_dims"]["batch"] = 0; },
+       "runtime.bucket_max_dims.batch"},
+      {"max dims list", [](Json& j) { j["runtime"]["bucket_max_dims"] = Json::array({8}); },
+       "runtime.bucket_max_dims: must be a non-empty object"},
       {"bucket dynamic", [](Json& j) { j["runtime"]["session_buckets"][0]["input"][1] = -1; },
        "runtime.session_buckets[0].input[1]"},
       {"bucket empty", [](Json& j) { j["runtime"]["session_buckets"][0] = Json::object(); },

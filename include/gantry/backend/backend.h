@@ -15,8 +15,9 @@
 #include "gantry/hw/registry.h"
 
 namespace gantry::model {
-class Package;  // gantry/model/package.h
-}
+class Package;         // gantry/model/package.h
+enum class Precision;  // gantry/model/manifest.h
+}  // namespace gantry::model
 
 namespace gantry::backend {
 
@@ -59,6 +60,12 @@ class Backend {
 
   // The device family a provider runs on (hw::kFamily*: cpu -> "cpu", cuda and tensorrt -> "cuda", ...).
   virtual std::string_view provider_family(std::string_view provider) const = 0;
+
+  // Whether `provider` computes at `precision` (a manifest's hardware_requirements.required_precision) on
+  // `device` (nullptr: unknown), and if not, why: e.g. ONNX Runtime's CPU EP on x86 has no fp16 kernels
+  // for the heavy operators. The default: yes.
+  virtual Support precision_support(std::string_view provider, model::Precision precision,
+                                    const hw::Device* device) const;
 
   virtual Result<std::unique_ptr<Model>> load(const model::Package& package, const Placement& placement) = 0;
 

@@ -4,8 +4,8 @@
 // (the default) and `measured` then append the backend's accelerated providers (Backend::providers(),
 // in the backend's order) whose device this machine has, and finally cpu; policy `manifest` uses only what
 // the manifest names. Each candidate is checked (hardware present, provider available in the backend, VRAM,
-// CUDA version, device ids / strategy); `fastest` and `manifest` take the first viable one, `measured` times
-// every viable one on the real model and takes the fastest (cached on disk).
+// CUDA version, required precision, device ids / strategy); `fastest` and `manifest` take the first viable
+// one, `measured` times every viable one on the real model and takes the fastest (cached on disk).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,7 @@
 #include "gantry/core/status.h"
 #include "gantry/core/version.h"
 #include "gantry/hw/registry.h"
+#include "gantry/model/manifest.h"
 
 namespace gantry::backend {
 
@@ -43,6 +44,7 @@ struct ProviderRequest {
   std::optional<Version> min_cuda_version;
   std::optional<int> device_id;
   std::vector<int> gpu_device_ids;
+  std::optional<model::Precision> required_precision;  // checked with Backend::precision_support
   model::Strategy strategy = model::Strategy::kAuto;
   Placement base;  // threads, graph optimisation, session options from the manifest; provider and devices are
                    // chosen here

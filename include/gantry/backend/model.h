@@ -51,17 +51,31 @@ struct ModelMetadata {
   std::string platform;  // KServe v2's platform name for it ("onnx_onnxv1", "llama.cpp_gguf")
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
-  MemoryClass preferred_memory = MemoryClass::kHost;  // where inputs are cheapest to bind
-  uint64_t max_input_bytes = 0;   // total of all inputs at the largest accepted shapes; 0 = unbounded
-  uint64_t max_output_bytes = 0;  // likewise for outputs; 0 = unbounded or unknown
-  bool batchable = false;         // every input and output has a dynamic leading (batch) dim
-  int64_t max_batch = 0;          // 0 = no limit
+  // Where inputs must be: kHost models bind host and pinned tensors (not device ones); kDevice models
+  // device tensors of their own device. check_admission() refuses the rest with the reason.
+  MemoryClass preferred_memory = MemoryClass::kHost;
+  // Totals of all inputs / outputs at the largest shapes the model accepts (static dims, and dynamic dims
+  // bounded by the manifest's runtime.bucket_max_dims); 0 = unbounded. check_admission() refuses a request
+  // beyond them before it is queued.
+  uint64_t max_input_bytes = 0;
+  uint64_t max_output_bytes = 0;
+  bool batchable = false;  // every input and output has a dynamic leading (batch) dim
+  int64_t max_batch = 0;   // 0 = no limit
+  int instances = 1;       // copies of the model that run requests at the same time (>= 1)
   std::map<std::string, std::string> properties;  // producer, opset, domain, description, ...
 
   // Index of the input/output called `name`, or -1.
   int input_index(std::string_view name) const;
   int output_index(std::string_view name) const;
 };
+
+// Admission of one request, before it is queued or run (servers answer 413 for the first error, the CLI
+// says it): ResourceExhausted when the inputs' bytes exceed md.max_input_bytes, or the outputs' bytes
+// predicted from the inputs' shapes (a dynamic output dim takes the size of the input dim of the same
+// name; an output that cannot be predicted is not checked) exceed md.max_output_bytes; Unsupported when an
+// input lies in memory the model cannot bind (see ModelMetadata::preferred_memory). Messages name the model,
+// the input and the numbers. Inputs the model does not declare are left to the model's own validation.
+Status check_admission(const ModelMetadata& md, std::span<const NamedTensor> inputs);
 
 // Counters a server shows per model; kept by Model itself (calls, failures, in flight) and by
 // generating backends (tokens).

@@ -45,4 +45,9 @@ std::unique_ptr<Backing> make_host_backing(uint64_t granularity = 2ull << 20);
 // no libcuda.so.1, cuInit failed, no such device, no VMM support) where it cannot work.
 Result<std::unique_ptr<Backing>> make_cuda_backing(int ordinal);
 
+// make_cuda_backing(ordinal), made on the first map() (or granularity()) call: until a block is needed, no
+// driver is loaded and no context created. Where the driver cannot work, map() returns make_cuda_backing's
+// Unavailable status (every time) and granularity() the usual 2 MiB.
+std::unique_ptr<Backing> make_lazy_cuda_backing(int ordinal);
+
 }  // namespace gantry::memory

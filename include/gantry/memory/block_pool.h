@@ -9,8 +9,9 @@
 //   wait in a small exact-size reuse cache (options.reuse_cache_bytes); the cache is flushed (its runs
 //   coalesced) before the pool maps a block or fails, whenever nothing is allocated any more, and by
 //   trim().
-// - Every returned pointer is aligned to max(64, alignment). Sizes are rounded up to 64 bytes (small
-//   ones to their size class); the rounded size is what is charged and reported.
+// - Every returned pointer is aligned to max(64, options.min_alignment, alignment). Sizes are rounded up
+//   to 64 bytes (small ones to their size class; to min_alignment when that is larger); the rounded size
+//   is what is charged and reported.
 // - Each allocation is attributed to OwnerScope::current() (or the owner passed explicitly) and, when
 //   options.budget is set, charged to it; a charge the budget refuses fails the allocation
 //   (ResourceExhausted with the budget's numbers). The pool never evicts anything.
@@ -42,6 +43,9 @@ struct BlockPoolOptions {
   // Freed large runs kept (not yet coalesced) for a later request of exactly the same size, up to this
   // many bytes in all: ONNX Runtime asks for the same sizes every Run. 0 turns it off.
   uint64_t reuse_cache_bytes = 64ull << 20;
+  // Every pointer is aligned to at least this (a power of two >= 64), and every size rounded up to it:
+  // 256 for CUDA memory (cudaMalloc's guarantee, which ONNX Runtime's CUDA kernels assume).
+  size_t min_alignment = 64;
 };
 
 // Plain data; a snapshot.

@@ -43,6 +43,15 @@ struct OnnxOptions {
   std::optional<bool> memory_pattern;
   std::optional<bool> cpu_arena;
   std::vector<SessionBucket> session_buckets;  // extra sessions specialised for these shapes
+  // The largest size of each named dynamic dimension ("seq": 1024). A request beyond it is refused at
+  // admission (ModelMetadata::max_input_bytes/max_output_bytes are computed at these sizes).
+  std::map<std::string, int64_t> bucket_max_dims;
+  // Shape buckets for dynamic dims (gantry/backend/onnx/shape_buckets.h): a padded dim is rounded up to a
+  // multiple of this; each bucket gets a session of its own. Unset: no buckets.
+  std::optional<int64_t> bucket_dim_granularity;
+  // Tensor name -> the dims it is padded (input) or trimmed (output) along: the manifest's io bucket_dims,
+  // put here by backend::provider_request.
+  std::map<std::string, std::vector<std::string>> bucket_dims;
 
   bool empty() const { return *this == OnnxOptions{}; }
   bool operator==(const OnnxOptions&) const = default;

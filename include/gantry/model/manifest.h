@@ -11,13 +11,14 @@
 //     "name": "silero-vad", "version": "5.0.0", "format": "onnx", "task": "vad",
 //     "model_file": "silero_vad_v5.onnx",
 //     "sha256": {"silero_vad_v5.onnx": "<64 lower-case hex digits>"},
-//     "io": {"inputs": [{"name": "input", "dtype": "f32", "shape": [1, -1]}],
-//            "outputs": [{"name": "output", "dtype": "f32", "shape": ["batch", 1]}]},
+//     "io": {"inputs": [{"name": "input", "dtype": "f32", "shape": ["batch", 512], "bucket_dims": ["batch"]}],
+//            "outputs": [{"name": "output", "dtype": "f32", "shape": ["batch", 1], "bucket_dims": ["batch"]}]},
 //     "hardware_requirements": {"preferred_provider": "cuda", "fallback_providers": ["cpu"],
 //                               "min_vram_mb": 512, "min_cuda_version": "12.0", "strategy": "pool",
 //                               "graph_optimization_level": "all"},
 //     "runtime": {"intra_op_threads": 1, "inter_op_threads": 1, "memory_pattern": true, "cpu_arena": true,
-//                 "session_buckets": [{"input": [1, 512]}, {"input": [1, 1024]}], "peak_concurrency": 4}
+//                 "session_buckets": [{"input": [1, 512]}, {"input": [1, 1024]}], "peak_concurrency": 4,
+//                 "bucket_max_dims": {"batch": 8}, "bucket_dim_granularity": 4}
 //   }
 // A GGUF package may carry llama.cpp options instead: "llama": {"n_ctx": 4096, "kv_type": "q8_0"}
 // (see backend_options.h).
@@ -46,12 +47,13 @@ enum class ModelFormat { kOnnx, kGguf };
 std::string_view model_format_name(ModelFormat f);  // "onnx" | "gguf"
 std::optional<ModelFormat> parse_model_format(std::string_view text);
 
-// How a model is spread over several devices.
+// How a model is spread over several devices (gantry/runtime/instance_layout.h: what each one loads where).
 enum class Strategy { kPool, kRoundRobin, kDataParallel, kPipeline, kTensorParallel, kAuto };
 std::string_view strategy_name(Strategy s);  // "pool" | "round-robin" | ... | "auto"
 std::optional<Strategy> parse_strategy(std::string_view text);
 
-// Numeric precision a model must run at (e.g. a provider without fp16 cannot satisfy "fp16").
+// Numeric precision a model must run at (e.g. a provider without fp16 cannot satisfy "fp16"): each candidate
+// provider is checked with Backend::precision_support, and rejected with its reason.
 enum class Precision { kFp32, kFp16, kBf16, kFp64, kInt8, kInt4 };
 std::string_view precision_name(Precision p);  // "fp32" | "fp16" | "bf16" | "fp64" | "int8" | "int4"
 std::optional<Precision> parse_precision(std::string_view text);
@@ -68,6 +70,9 @@ struct TensorSpec {
   std::optional<DType> dtype;
   std::optional<Shape> shape;
   std::vector<std::string> dim_names;  // empty, or one entry per dimension of shape
+  // Named dynamic dims along which this input may be padded with zeros (an output: trimmed back) to a
+  // shape bucket (runtime.bucket_dim_granularity): only where rows/positions do not influence each other.
+  std::vector<std::string> bucket_dims;
   bool operator==(const TensorSpec&) const = default;
 };
 
@@ -93,7 +98,9 @@ struct HardwareRequirements {
 struct RuntimeOptions {
   std::optional<int> intra_op_threads;  // >= 0 (0 = the runtime's default)
   std::optional<int> inter_op_threads;  // >= 0
-  std::optional<int> peak_concurrency;  // >= 1: how many requests the model may see at once
+  // >= 1: how many requests the model may see at once: that many instances (ONNX sessions) per device, or
+  // for a GGUF that many parallel sequences (runtime::LoadOptions::instances, `--instances`, wins).
+  std::optional<int> peak_concurrency;
   bool operator==(const RuntimeOptions&) const = default;
 };
 

@@ -52,7 +52,8 @@ struct ModelInfo {
   std::string reason;  // why it failed / was evicted / was unloaded
   std::string backend;
   std::string provider;
-  std::string format;                              // "onnx" | "gguf" once loaded (ModelMetadata::format)
+  std::string format;  // "onnx" | "gguf" once loaded (ModelMetadata::format)
+  int instances = 0;   // copies running requests at once once loaded (ModelMetadata::instances)
   std::map<std::string, uint64_t> reserved_bytes;  // device id -> bytes reserved for it
   std::string memory_basis;                        // how the reservation was computed
   bool pinned = false;

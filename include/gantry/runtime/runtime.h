@@ -9,9 +9,11 @@
 //   h->model().generate({...});                            // or infer_one / embed / format_chat
 //
 // load() resolves a .onnx, .gguf, package directory or .tar, picks the backend by format and the
-// provider through the factory and the provider policy (every format alike, with reasons), asks the
-// backend how much memory the model will take on each device, reserves it in the budgets (evicting
-// idle models if needed) and only then loads it. A model that cannot fit is refused before loading.
+// provider through the factory and the provider policy (every format alike, with reasons), lays out its
+// instances by the manifest's strategy and instance count (runtime/instance_layout.h), asks the backend
+// how much memory each instance will take on each device, reserves it in the budgets (evicting idle
+// models if needed) and only then loads them. A model that cannot fit is refused before loading, with the
+// numbers (and, for several instances, which one did not fit).
 #pragma once
 
 #include <chrono>
@@ -32,10 +34,18 @@
 
 namespace gantry::runtime {
 
+// Alignment of every allocation from a CUDA device's pool (cudaMalloc's guarantee).
+inline constexpr size_t kCudaAlignment = 256;
+
 struct RuntimeOptions {
   // --memory-budget (see memory::parse_budget_spec); empty: 90 % of each device's free memory.
   std::string memory_budget;
-  // ONNX Runtime allocates from the CPU budget's block pool (false: ORT's own arena, unbudgeted).
+  // One memory pool per device, charged to that device's budget per model: the CPU's (host memory) and
+  // each CUDA device's (the driver's VMM API, made on first use, kCudaAlignment-aligned). ONNX Runtime's
+  // sessions allocate from them, on the CPU and through its CUDA EP. false: ORT's own arenas, unbudgeted.
+  // Not from a pool, and so outside the model's charge: the CUDA context itself (once per process, shared
+  // with llama.cpp), cuBLAS/cuDNN handles' workspaces and ORT's pinned host staging buffers; the ONNX
+  // backend's memory estimate adds a fixed allowance for the workspaces (OnnxBackend::estimate_memory).
   bool memory_pool = true;
   // Measured-policy verdicts: empty = VerdictCache::default_dir(); "none" = not cached.
   std::string verdict_cache_dir;
@@ -58,6 +68,11 @@ struct LoadOptions {
   // replace model files by renaming a new file over them instead).
   backend::LoadOptions factory;
   std::optional<std::chrono::milliseconds> keep_alive;  // default: RuntimeOptions::default_keep_alive
+  // Instances per device (`--instances N`): copies of the model that run requests at once, each with its
+  // own memory reserved (see gantry/runtime/instance_layout.h for the devices each strategy uses). 0: the
+  // manifest's runtime.peak_concurrency, else 1. A text-generating model gets that many parallel sequences
+  // of one context instead (unless llama.parallel is set).
+  int instances = 0;
   bool pinned = false;
   bool verify_checksums = true;
 };
@@ -108,6 +123,9 @@ class Runtime {
   backend::BackendRegistry& backends() { return backends_; }
   Result<backend::Backend*> backend_for(model::ModelFormat format);
   std::vector<BudgetInfo> budgets() const;
+  // The memory pool of `device` ("cpu", "cuda:0"), nullptr when there is none (memory_pool off, or no
+  // budget there). Backends other than the built-in ones (tests) may allocate a model's memory from it.
+  memory::BlockPool* pool(std::string_view device) const;
 
  private:
   Runtime() = default;

@@ -5,7 +5,9 @@
 // A batch starts when it is full (or reaches the largest preferred size), or when its oldest request
 // has waited max_queue_delay. Results equal unbatched ones: rows never influence each other. When the
 // batch fails with InvalidArgument (some request's inputs are at fault), each request runs alone, so a
-// bad request cannot fail the good ones it was batched with.
+// bad request cannot fail the good ones it was batched with. A model with several instances
+// (ModelMetadata::instances) gets that many batch threads, so that many batches run at once, each on the
+// least busy instance.
 #pragma once
 
 #include <chrono>
@@ -79,7 +81,7 @@ class DynamicBatcher {
   std::condition_variable cv_;
   std::deque<Queued> queue_;
   bool stop_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;  // one per instance of the model
 };
 
 }  // namespace gantry::server

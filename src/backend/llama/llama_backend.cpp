@@ -36,6 +36,8 @@ LlamaBackend::LlamaBackend(memory::BlockPool* cpu_pool, memory::Budget* cpu_budg
   caps_.dtypes = {DType::kString, DType::kInt32};
   caps_.families = {std::string(hw::kFamilyCpu)};
   if (has_gpu("CUDA")) caps_.families.push_back(std::string(hw::kFamilyCuda));
+  // Strategies tensor-parallel (row split) and pipeline (layer split) over the CUDA devices.
+  caps_.model_parallel = has_gpu("CUDA");
   caps_.dynamic_shapes = true;
   caps_.streams = true;
   caps_.text_generation = true;

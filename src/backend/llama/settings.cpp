@@ -167,6 +167,20 @@ Result<LlamaSettings> llama_settings(const backend::Placement& p, const plan::Mo
   auto& lp = s.load.placement;
   lp.main_gpu = p.primary_device();
   lp.tensor_split = o.tensor_split;
+  // The manifest's strategy: tensor-parallel splits every layer's rows over the devices, pipeline gives
+  // each device whole layers (llama.cpp's default), pool keeps the model on the one device chosen for it;
+  // a split over listed devices leaves the others out.
+  using SplitMode = LlamaPlacement::SplitMode;
+  using model::Strategy;
+  const bool split = p.strategy == Strategy::kTensorParallel || p.strategy == Strategy::kPipeline;
+  if (p.strategy == Strategy::kTensorParallel) lp.split_mode = SplitMode::kRow;
+  if (p.strategy == Strategy::kPipeline) lp.split_mode = SplitMode::kLayer;
+  if (p.strategy == Strategy::kPool) lp.split_mode = SplitMode::kNone;
+  if (split && p.device_ids.size() > 1 && lp.tensor_split.empty()) {
+    const int last = *std::max_element(p.device_ids.begin(), p.device_ids.end());
+    lp.tensor_split.assign(static_cast<size_t>(last) + 1, 0.0f);
+    for (int id : p.device_ids) lp.tensor_split[static_cast<size_t>(id)] = 1.0f;
+  }
   if (p.provider == "cpu") {
     if (o.n_gpu_layers && *o.n_gpu_layers != 0) {
       return InvalidArgument(

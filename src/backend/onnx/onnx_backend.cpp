@@ -7,6 +7,8 @@
 #include "gantry/backend/onnx/ort_info.h"
 #include "gantry/backend/onnx/providers.h"
 #include "gantry/backend/synthesize.h"
+#include "gantry/core/version.h"
+#include "gantry/model/manifest.h"
 #include "gantry/model/package.h"
 
 namespace gantry::onnx {
@@ -59,6 +61,55 @@ std::string_view OnnxBackend::provider_family(std::string_view provider) const {
   return onnx::provider_family(provider);
 }
 
+Support OnnxBackend::precision_support(std::string_view provider, model::Precision precision,
+                                       const hw::Device* device) const {
+  using model::Precision;
+  const std::string name(model::precision_name(precision));
+  const std::string_view family = provider_family(provider);
+  if (family == hw::kFamilyCpu) {
+    const std::string arch = device && device->arch ? *device->arch : "this CPU";
+    switch (precision) {
+      case Precision::kFp32:
+      case Precision::kFp64:
+      case Precision::kInt8:
+      case Precision::kInt4:
+        return Support::yes();
+      case Precision::kFp16:
+        if (arch == "aarch64" || arch == "arm64") return Support::yes("MLAS fp16 kernels on ARM64");
+        return Support::no(
+            "ONNX Runtime's CPU EP has fp16 kernels only on ARM64; on " + arch +
+            " an fp16 model's MatMul/Conv run as fp32 behind inserted casts (use a GPU provider, "
+            "or declare fp32)");
+      case Precision::kBf16:
+        return Support::no("ONNX Runtime's CPU EP has no bf16 MatMul/Conv kernels");
+    }
+  }
+  if (family == hw::kFamilyCuda) {
+    if (!device || !device->compute_capability)
+      return Support::yes("compute capability unknown: not checked");
+    auto cc = Version::parse(*device->compute_capability);
+    if (!cc.ok()) return Support::yes("compute capability unknown: not checked");
+    auto needs = [&](const char* min, const char* what) {
+      auto v = Version::parse(min);
+      if (v.ok() && *cc < *v)
+        return Support::no(name + " " + what + " needs compute capability " + min + " or newer; " +
+                           device->id + " (" + device->name + ") has " + *device->compute_capability);
+      return Support::yes();
+    };
+    switch (precision) {
+      case Precision::kFp16:
+        return needs("5.3", "arithmetic");
+      case Precision::kInt8:
+        return needs("6.1", "dot products (dp4a)");
+      case Precision::kBf16:
+        return needs("8.0", "arithmetic");
+      default:
+        return Support::yes();
+    }
+  }
+  return Support::yes();
+}
+
 Result<std::unique_ptr<backend::Model>> OnnxBackend::load(const model::Package& package,
                                                           const backend::Placement& placement) {
   const auto& mf = package.manifest();
@@ -101,6 +152,17 @@ Result<double> OnnxBackend::measure(const model::Package& package, const backend
       placement.onnx.session_buckets.empty() ? nullptr : &placement.onnx.session_buckets[0];
   GANTRY_ASSIGN_OR_RETURN(auto inputs, backend::synthesize_inputs(model->metadata(), bucket));
   return backend::time_inferences(*model, inputs, budget_ms);
+}
+
+Result<backend::MemoryEstimate> OnnxBackend::estimate_memory(const model::Package& package,
+                                                             const backend::Placement& placement) {
+  GANTRY_ASSIGN_OR_RETURN(backend::MemoryEstimate e, Backend::estimate_memory(package, placement));
+  const std::string_view family = onnx::provider_family(placement.provider);
+  if (family == hw::kFamilyCuda) {
+    e.bytes[hw::memory_device_id(family, placement.primary_device())] += kCudaEpUnpooledBytes;
+    e.basis += "; + 64 MiB for the CUDA EP's cuBLAS/cuDNN workspaces, allocated outside the pool";
+  }
+  return e;
 }
 
 Status OnnxBackend::register_pools(const backend::Placement& placement, bool& use_pools) {

@@ -1,7 +1,10 @@
 #include "gantry/backend/onnx/onnx_model.h"
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <map>
+#include <set>
 #include <system_error>
 
 #include "gantry/backend/onnx/ort_env.h"
@@ -94,13 +97,25 @@ Result<TensorInfo> read_info(const std::string& name, const Ort::TypeInfo& type_
   return info;
 }
 
-// Bytes at the largest shape; 0 when any dim is dynamic or the dtype has no fixed size.
-uint64_t max_bytes(const std::vector<TensorInfo>& infos) {
+// Bytes at the largest shapes: static dims, and dynamic ones at their bound in `bounds` (by dim name); 0
+// (unbounded) when a dynamic dim has no bound or a dtype has no fixed size.
+uint64_t max_bytes(const std::vector<TensorInfo>& infos, const std::map<std::string, int64_t>& bounds) {
   uint64_t total = 0;
   for (const auto& t : infos) {
-    auto n = t.shape.element_count();
-    if (!n || t.dtype == DType::kString) return 0;
-    total += static_cast<uint64_t>(*n) * dtype_size(t.dtype);
+    if (t.dtype == DType::kString) return 0;
+    uint64_t n = dtype_size(t.dtype);
+    for (size_t d = 0; d < t.shape.rank(); ++d) {
+      int64_t v = t.shape[d];
+      if (v == Shape::kDynamic) {
+        auto it = bounds.find(t.dim_names[d]);
+        if (t.dim_names[d].empty() || it == bounds.end()) return 0;
+        v = it->second;
+      }
+      if (v > 0 && n > UINT64_MAX / static_cast<uint64_t>(v)) return 0;
+      n *= static_cast<uint64_t>(v);
+    }
+    if (total > UINT64_MAX - n) return 0;
+    total += n;
   }
   return total;
 }
@@ -117,6 +132,31 @@ GraphOptimizationLevel ort_level(model::GraphOptimizationLevel g) {
       return ORT_ENABLE_ALL;
   }
   return ORT_ENABLE_ALL;
+}
+
+// Session options from the placement's ONNX Runtime options (threads, optimisation, memory pattern, arena,
+// env allocators); the provider is appended by the caller.
+Ort::SessionOptions base_session_options(const backend::Placement& placement, const OnnxModelOptions& options) {
+  Ort::SessionOptions so;
+  so.SetGraphOptimizationLevel(
+      ort_level(placement.onnx.graph_optimization.value_or(model::GraphOptimizationLevel::kAll)));
+  if (placement.intra_op_threads > 0)
+    so.SetIntraOpNumThreads(backend::cap_threads(placement.intra_op_threads, "intra_op_threads"));
+  if (placement.inter_op_threads > 0)
+    so.SetInterOpNumThreads(backend::cap_threads(placement.inter_op_threads, "inter_op_threads"));
+  // ORT uses inter-op threads only when independent nodes may run at once: asking for more than one
+  // asks for that (the parallel execution mode).
+  if (placement.inter_op_threads > 1) so.SetExecutionMode(ExecutionMode::ORT_PARALLEL);
+  if (placement.onnx.memory_pattern.value_or(true))
+    so.EnableMemPattern();
+  else
+    so.DisableMemPattern();
+  if (placement.onnx.cpu_arena.value_or(true))
+    so.EnableCpuMemArena();
+  else
+    so.DisableCpuMemArena();
+  if (options.use_env_allocators) so.AddConfigEntry(kUseEnvAllocators, "1");
+  return so;
 }
 
 }  // namespace
@@ -255,22 +295,7 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
 
   auto make_options = [&](const model::SessionBucket* bucket,
                           const std::vector<TensorInfo>* inputs) -> Result<Ort::SessionOptions> {
-    Ort::SessionOptions so;
-    so.SetGraphOptimizationLevel(
-        ort_level(placement.onnx.graph_optimization.value_or(model::GraphOptimizationLevel::kAll)));
-    if (placement.intra_op_threads > 0)
-      so.SetIntraOpNumThreads(backend::cap_threads(placement.intra_op_threads, "intra_op_threads"));
-    if (placement.inter_op_threads > 0)
-      so.SetInterOpNumThreads(backend::cap_threads(placement.inter_op_threads, "inter_op_threads"));
-    if (placement.onnx.memory_pattern.value_or(true))
-      so.EnableMemPattern();
-    else
-      so.DisableMemPattern();
-    if (placement.onnx.cpu_arena.value_or(true))
-      so.EnableCpuMemArena();
-    else
-      so.DisableCpuMemArena();
-    if (options.use_env_allocators) so.AddConfigEntry(kUseEnvAllocators, "1");
+    Ort::SessionOptions so = base_session_options(placement, options);
     if (bucket && inputs) {
       for (const auto& [input, shape] : *bucket) {
         const TensorInfo* info = nullptr;
@@ -324,13 +349,61 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
   } catch (const Ort::Exception& e) {
     return status_from_ort(e, "cannot read the inputs/outputs of " + file);
   }
-  m->meta_.max_input_bytes = max_bytes(m->meta_.inputs);
-  m->meta_.max_output_bytes = max_bytes(m->meta_.outputs);
+  m->meta_.max_input_bytes = max_bytes(m->meta_.inputs, placement.onnx.bucket_max_dims);
+  m->meta_.max_output_bytes = max_bytes(m->meta_.outputs, placement.onnx.bucket_max_dims);
+  for (const auto& [dim, size] : placement.onnx.bucket_max_dims) {
+    bool known = false;
+    for (const auto* list : {&m->meta_.inputs, &m->meta_.outputs})
+      for (const auto& t : *list)
+        for (size_t d = 0; d < t.shape.rank(); ++d)
+          known = known || (t.shape[d] == Shape::kDynamic && t.dim_names[d] == dim);
+    if (!known)
+      return InvalidArgument("runtime.bucket_max_dims names dimension '" + dim +
+                             "', which no dynamic input or "
+                             "output of " +
+                             file + " has");
+  }
   bool batchable = !m->meta_.inputs.empty() && !m->meta_.outputs.empty();
   for (const auto* list : {&m->meta_.inputs, &m->meta_.outputs})
     for (const auto& t : *list) batchable = batchable && t.shape.rank() > 0 && t.shape[0] == Shape::kDynamic;
   m->meta_.batchable = batchable;
   m->meta_.preferred_memory = MemoryClass::kHost;
+
+  m->model_file_ = model_file;
+  const auto& bucket_dims = placement.onnx.bucket_dims;
+  if (!bucket_dims.empty() && !placement.onnx.bucket_dim_granularity)
+    return InvalidArgument("io bucket_dims of " + file +
+                           " pad to shape buckets, which need runtime.bucket_dim_granularity");
+  if (placement.onnx.bucket_dim_granularity) {
+    m->rules_.granularity = *placement.onnx.bucket_dim_granularity;
+    m->rules_.max_dims = placement.onnx.bucket_max_dims;
+    for (const auto& [tensor, dims] : bucket_dims)
+      if (m->meta_.input_index(tensor) < 0 && m->meta_.output_index(tensor) < 0)
+        return InvalidArgument("io bucket_dims names tensor '" + tensor + "', which " + file + " does not have");
+    auto dims_of = [&](const TensorInfo& t, const char* what) -> Result<std::set<std::string>> {
+      std::set<std::string> out;
+      auto it = bucket_dims.find(t.name);
+      if (it == bucket_dims.end()) return out;
+      for (const auto& dim : it->second) {
+        bool dynamic = false;
+        for (size_t d = 0; d < t.shape.rank(); ++d)
+          dynamic = dynamic || (t.shape[d] == Shape::kDynamic && t.dim_names[d] == dim);
+        if (!dynamic)
+          return InvalidArgument(std::string("io.") + what + " '" + t.name + "' bucket_dims names '" + dim +
+                                 "', which is not a dynamic dimension of it (" + t.shape.to_string() + ")");
+        out.insert(dim);
+      }
+      return out;
+    };
+    for (const auto& t : m->meta_.inputs) {
+      GANTRY_ASSIGN_OR_RETURN(auto dims, dims_of(t, "inputs"));
+      m->rules_.input_dims.push_back(std::move(dims));
+    }
+    for (const auto& t : m->meta_.outputs) {
+      GANTRY_ASSIGN_OR_RETURN(auto dims, dims_of(t, "outputs"));
+      m->rules_.output_dims.push_back(std::move(dims));
+    }
+  }
 
   for (const auto& t : m->meta_.inputs) {
     m->input_names_.push_back(t.name.c_str());
@@ -463,6 +536,14 @@ Status OnnxModel::check_input(size_t i, const Tensor& t) const {
     return InvalidArgument("model '" + meta_.name + "' input '" + want.name + "' has no data");
   // An empty batch (or any empty dynamic dim) can make an ONNX Runtime kernel call std::terminate.
   // A dim the model itself declares as 0 is its author's intent (the ONNX node tests have such).
+  for (size_t d = 0; d < want.shape.rank(); ++d) {
+    if (want.shape[d] != Shape::kDynamic || placement_.onnx.bucket_max_dims.empty()) continue;
+    auto it = placement_.onnx.bucket_max_dims.find(want.dim_names[d]);
+    if (it != placement_.onnx.bucket_max_dims.end() && t.shape()[d] > it->second)
+      return InvalidArgument("model '" + meta_.name + "' input '" + want.name + "': dimension '" + it->first +
+                             "' is " + std::to_string(t.shape()[d]) +
+                             ", more than runtime.bucket_max_dims' " + std::to_string(it->second));
+  }
   for (size_t d = 0; d < want.shape.rank(); ++d)
     if (want.shape[d] == Shape::kDynamic && t.shape()[d] == 0)
       return InvalidArgument("model '" + meta_.name + "' input '" + want.name + "': dimension " +
@@ -558,7 +639,7 @@ Result<std::vector<NamedTensor>> OnnxModel::infer_one(std::span<const NamedTenso
 
 Result<std::vector<NamedTensor>> OnnxModel::run_caught(const NamedTensor* const* ordered) {
   try {
-    return run(ordered);
+    return rules_.active() ? run_bucketed(ordered) : run(ordered);
   } catch (const std::exception& e) {
     return Internal("model '" + meta_.name + "': running it threw: " + e.what());
   } catch (...) {
@@ -566,7 +647,79 @@ Result<std::vector<NamedTensor>> OnnxModel::run_caught(const NamedTensor* const*
   }
 }
 
-Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordered) {
+std::vector<std::map<std::string, int64_t>> OnnxModel::bucket_sessions() const {
+  std::lock_guard lock(buckets_mu_);
+  std::vector<std::map<std::string, int64_t>> out;
+  for (const auto& b : dynamic_) out.push_back(b.sizes);
+  return out;
+}
+
+Result<std::shared_ptr<Ort::Session>> OnnxModel::bucket_session(const std::map<std::string, int64_t>& sizes) {
+  std::lock_guard lock(buckets_mu_);
+  for (auto& b : dynamic_) {
+    if (b.sizes != sizes) continue;
+    ++b.uses;
+    return b.session;
+  }
+  if (dynamic_.size() >= kMaxDynamicBuckets) {
+    // The least used bucket goes; Runs still on it keep its session until they end.
+    auto victim = std::min_element(dynamic_.begin(), dynamic_.end(),
+                                   [](const DynamicBucket& a, const DynamicBucket& b) { return a.uses < b.uses; });
+    dynamic_.erase(victim);
+  }
+  GANTRY_ASSIGN_OR_RETURN(OrtRuntime * rt, OrtRuntime::get());
+  std::optional<memory::OwnerScope> owner;
+  if (options_.use_env_allocators) owner.emplace(meta_.name);
+  std::string what;
+  for (const auto& [dim, size] : sizes) what += (what.empty() ? "" : ", ") + dim + "=" + std::to_string(size);
+  try {
+    Ort::SessionOptions so = base_session_options(placement_, options_);
+    for (const auto& [dim, size] : sizes) so.AddFreeDimensionOverrideByName(dim.c_str(), size);
+    GANTRY_RETURN_IF_ERROR(append_provider(so, placement_));
+    auto session = std::make_shared<Ort::Session>(rt->env(), model_file_.c_str(), so);
+    dynamic_.push_back({sizes, session, 1});
+    GANTRY_LOG_DEBUG("model '{}': a session for shape bucket {}", meta_.name, what);
+    return session;
+  } catch (const Ort::Exception& e) {
+    if (options_.use_env_allocators && !PoolAllocator::last_failure().empty())
+      return ResourceExhausted("model '" + meta_.name + "': a session for shape bucket " + what + ": " + e.what() +
+                               " (memory refused: " + PoolAllocator::last_failure() + ")");
+    return status_from_ort(e, "model '" + meta_.name + "': a session for shape bucket " + what);
+  }
+}
+
+Result<std::vector<NamedTensor>> OnnxModel::run_bucketed(const NamedTensor* const* ordered) {
+  GANTRY_ASSIGN_OR_RETURN(Bucket b, bucket_for(rules_, meta_.inputs, ordered));
+  if (b.sizes.empty()) return run(ordered);
+  GANTRY_ASSIGN_OR_RETURN(std::shared_ptr<Ort::Session> session, bucket_session(b.sizes));
+  const size_t n = meta_.inputs.size();
+  std::vector<NamedTensor> padded;
+  padded.reserve(n);  // `order` points into it
+  std::vector<const NamedTensor*> order(ordered, ordered + n);
+  if (b.pads()) {
+    for (size_t i = 0; i < n; ++i) {
+      if (rules_.input_dims[i].empty()) continue;
+      const Shape& have = ordered[i]->tensor.shape();
+      const Shape want = bucket_shape(meta_.inputs[i], rules_.input_dims[i], have, b.sizes);
+      if (want == have) continue;
+      GANTRY_ASSIGN_OR_RETURN(Tensor t, pad_to(ordered[i]->tensor, want));
+      padded.push_back({ordered[i]->name, std::move(t)});
+      order[i] = &padded.back();
+    }
+  }
+  GANTRY_ASSIGN_OR_RETURN(auto out, run(order.data(), session.get()));
+  if (!b.pads()) return out;
+  for (size_t o = 0; o < out.size() && o < rules_.output_dims.size(); ++o) {
+    if (rules_.output_dims[o].empty()) continue;
+    const Shape& have = out[o].tensor.shape();
+    const Shape want = bucket_shape(meta_.outputs[o], rules_.output_dims[o], have, b.request);
+    if (want == have) continue;
+    GANTRY_ASSIGN_OR_RETURN(out[o].tensor, trim_to(out[o].tensor, want));
+  }
+  return out;
+}
+
+Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordered, Ort::Session* chosen) {
   const size_t n = meta_.inputs.size();
   const size_t m = meta_.outputs.size();
   ValueArray in(n), out(m);
@@ -592,7 +745,8 @@ Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordere
     }
     if (st) return Internal("binding input '" + meta_.inputs[i].name + "': " + status_message(st));
   }
-  Ort::Session* session = sessions_.size() > 1 ? pick_session(ordered) : sessions_.front().session.get();
+  Ort::Session* session =
+      chosen ? chosen : sessions_.size() > 1 ? pick_session(ordered) : sessions_.front().session.get();
   std::optional<memory::OwnerScope> owner;  // activations and outputs belong to this model
   if (options_.use_env_allocators) {
     owner.emplace(meta_.name);

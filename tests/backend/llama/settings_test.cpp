@@ -203,6 +203,36 @@ TEST(LlamaSettings, CudaOffloadsWhatThePlannerSaysFits) {
   EXPECT_EQ(llama_settings(placement("cuda"), m, kCpuOnly).status().code(), StatusCode::kUnavailable);
 }
 
+// hardware_requirements.strategy for a GGUF: tensor-parallel is llama.cpp's row split, pipeline its layer
+// split, each over the listed devices only; pool keeps the model whole on the device chosen for it.
+TEST(LlamaSettings, StrategiesBecomeSplitModes) {
+  const plan::ModelProfile m = tiny_profile();
+  using SplitMode = LlamaPlacement::SplitMode;
+  auto with = [&](const char* strategy, std::vector<int> ids) {
+    backend::Placement p = placement("cuda", {{"n_gpu_layers", "-1"}});
+    p.strategy = strategy;
+    p.device_ids = std::move(ids);
+    auto s = llama_settings(p, m, kCpuOnly);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    return s.ok() ? s->load.placement : LlamaPlacement{};
+  };
+  const LlamaPlacement tp = with("tensor-parallel", {1, 3});
+  EXPECT_EQ(tp.split_mode, SplitMode::kRow);
+  EXPECT_EQ(tp.tensor_split, (std::vector<float>{0, 1, 0, 1}));
+  const LlamaPlacement pp = with("pipeline", {0, 1});
+  EXPECT_EQ(pp.split_mode, SplitMode::kLayer);
+  EXPECT_EQ(pp.tensor_split, (std::vector<float>{1, 1}));
+  const LlamaPlacement pool = with("pool", {2});
+  EXPECT_EQ(pool.split_mode, SplitMode::kNone);
+  EXPECT_EQ(pool.main_gpu, 2);
+  EXPECT_TRUE(pool.tensor_split.empty());
+  // An explicit tensor_split is the user's: kept.
+  backend::Placement own = placement("cuda", {{"n_gpu_layers", "-1"}, {"tensor_split", "3,1"}});
+  own.strategy = model::Strategy::kTensorParallel;
+  own.device_ids = {0, 1};
+  EXPECT_EQ(llama_settings(own, m, kCpuOnly)->load.placement.tensor_split, (std::vector<float>{3, 1}));
+}
+
 TEST(LlamaSettings, PlacementFromPlanReproducesThePlan) {
   const plan::ModelProfile m = tiny_profile();
   plan::PlanOptions o;

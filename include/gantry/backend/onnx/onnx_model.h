@@ -15,11 +15,16 @@
 // - infer_batch concatenates requests along a dynamic leading (batch) dim, runs once and splits.
 // - Session buckets (placement.onnx.session_buckets): extra sessions specialised for fixed input shapes,
 //   used when a request's shapes match a bucket exactly.
+// - Shape buckets for dynamic dims (placement.onnx.bucket_dim_granularity with the manifest's io
+//   bucket_dims; see shape_buckets.h): a request is padded up to its bucket, run on that bucket's own
+//   session (made on first use, with its own memory pattern) and its outputs trimmed back. At most
+//   kMaxDynamicBuckets such sessions live; the least used is dropped to make room.
 #pragma once
 
 #include <onnxruntime_cxx_api.h>
 
 #include <atomic>
+#include <map>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -27,9 +32,13 @@
 #include <vector>
 
 #include "gantry/backend/model.h"
+#include "gantry/backend/onnx/shape_buckets.h"
 #include "gantry/backend/placement.h"
 
 namespace gantry::onnx {
+
+// Shape-bucket sessions a model keeps at most.
+inline constexpr size_t kMaxDynamicBuckets = 8;
 
 // How OnnxModel creates its sessions, beyond the placement.
 struct OnnxModelOptions {
@@ -65,6 +74,8 @@ class OnnxModel final : public backend::Model {
   const OnnxModelOptions& options() const { return options_; }
   // The main session (for tests and benchmarks that compare with raw ONNX Runtime).
   Ort::Session& session() { return *sessions_.front().session; }
+  // Shape-bucket sessions alive now, by their dims ("batch" -> 8).
+  std::vector<std::map<std::string, int64_t>> bucket_sessions() const;
 
  private:
   OnnxModel() = default;
@@ -72,7 +83,17 @@ class OnnxModel final : public backend::Model {
     model::SessionBucket shapes;  // empty for the main session
     std::unique_ptr<Ort::Session> session;
   };
-  Result<std::vector<backend::NamedTensor>> run(const backend::NamedTensor* const* ordered);
+  // Runs on `session`, or (nullptr) the session bucket that matches, else the main one.
+  Result<std::vector<backend::NamedTensor>> run(const backend::NamedTensor* const* ordered,
+                                                Ort::Session* session = nullptr);
+  // Pads to the request's shape bucket, runs on its session, trims the outputs.
+  Result<std::vector<backend::NamedTensor>> run_bucketed(const backend::NamedTensor* const* ordered);
+  struct DynamicBucket {
+    std::map<std::string, int64_t> sizes;
+    std::shared_ptr<Ort::Session> session;  // in-flight Runs hold it too
+    uint64_t uses = 0;
+  };
+  Result<std::shared_ptr<Ort::Session>> bucket_session(const std::map<std::string, int64_t>& sizes);
   Status check_input(size_t index, const Tensor& t) const;
   // Inputs that share a symbolic dim name agree on its size (`ordered`: the model's input order).
   Status check_shared_dims(const backend::NamedTensor* const* ordered) const;
@@ -100,6 +121,10 @@ class OnnxModel final : public backend::Model {
   backend::ModelMetadata meta_;
   backend::Placement placement_;
   OnnxModelOptions options_;
+  std::filesystem::path model_file_;
+  BucketRules rules_;
+  mutable std::mutex buckets_mu_;
+  std::vector<DynamicBucket> dynamic_;
   std::vector<BucketSession> sessions_;
   std::vector<const char*> input_names_;
   std::vector<const char*> output_names_;
