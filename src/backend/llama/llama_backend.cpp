@@ -241,14 +241,6 @@ class LlamaModel::Run final : public backend::Generation {
 
 LlamaModel::~LlamaModel() = default;
 
-backend::ModelStats LlamaModel::stats() const {
-  backend::ModelStats st = Model::stats();
-  const EngineStats e = engine_->stats();
-  st.cache_bytes = e.host_cache_bytes;
-  st.prompt_tokens_pending = e.prompt_tokens_pending;
-  return st;
-}
-
 Status LlamaModel::init() {
   engine_->start();
   return Status::Ok();
@@ -361,15 +353,6 @@ Result<std::vector<std::vector<backend::NamedTensor>>> LlamaModel::infer_batch(
   return out;
 }
 
-backend::ModelStats LlamaModel::stats() const {
-  backend::ModelStats s = Model::stats();
-  const EngineStats e = engine_->stats();
-  s.speculative = engine_->speculative();
-  s.draft_tokens = e.draft_tokens;
-  s.draft_accepted = e.draft_accepted;
-  return s;
-}
-
 Status LlamaModel::reset() {
   engine_->cancel_all();
   engine_->clear_cache();
@@ -383,6 +366,11 @@ backend::ModelStats LlamaModel::stats() const {
     const EngineStats e = engine_->stats();
     s.kv_cells_used = e.kv_cells_reserved;
     s.kv_cells = e.kv_cells;
+    s.cache_bytes = e.host_cache_bytes;
+    s.prompt_tokens_pending = e.prompt_tokens_pending;
+    s.speculative = engine_->speculative();
+    s.draft_tokens = e.draft_tokens;
+    s.draft_accepted = e.draft_accepted;
   }
   return s;
 }

@@ -35,8 +35,10 @@ class LlamaModel final : public backend::Model, public backend::TextModel {
   Result<std::vector<backend::NamedTensor>> infer_one(std::span<const backend::NamedTensor> inputs) override;
   Result<std::vector<std::vector<backend::NamedTensor>>> infer_batch(
       std::span<const std::vector<backend::NamedTensor>> requests) override;
-  Status reset() override;                     // cancels every sequence, clears the KV cache
-  backend::ModelStats stats() const override;  // Model's, with the engine's KV cache use
+  Status reset() override;  // cancels every sequence, clears the KV cache
+  // Model's counters, and from the engine: KV cache use, the host prompt cache's bytes, the prefill
+  // backlog and the speculative decoding counters.
+  backend::ModelStats stats() const override;
 
   // The returned Generation must not outlive this model. It counts as an in-flight call (drain()
   // waits for it) until it has been waited for or destroyed.
@@ -57,16 +59,10 @@ class LlamaModel final : public backend::Model, public backend::TextModel {
   Result<backend::RerankResult> rerank(std::string_view query,
                                        std::span<const std::string> documents) override;
 
-  // Model's counters, and from the engine: the host prompt cache's bytes and the prefill backlog.
-  backend::ModelStats stats() const override;
-
   // llama-bench's pp/tg measurement on this model's weights, with its KV type and flash attention
   // (contexts of the benchmark's own size, next to the model's).
   Result<std::vector<backend::ThroughputResult>> measure_throughput(
       const backend::ThroughputOptions& options) override;
-
-  // Model's counters plus the engine's speculative decoding counters.
-  backend::ModelStats stats() const override;
 
   BatchEngine& engine() { return *engine_; }
   const LlamaWeights& weights() const { return *weights_; }
