@@ -64,7 +64,7 @@ InstanceRequest request(std::string strategy, std::string_view family, std::vect
                         std::vector<int> listed, int per_device) {
   InstanceRequest r;
   r.chosen.provider = family == hw::kFamilyCpu ? "cpu" : "cuda";
-  r.chosen.strategy = std::move(strategy);
+  r.chosen.strategy = model::parse_strategy(strategy).value();
   r.chosen.device_ids = std::move(chosen_ids);
   r.family = family;
   r.listed = std::move(listed);

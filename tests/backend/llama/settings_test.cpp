@@ -210,7 +210,7 @@ TEST(LlamaSettings, StrategiesBecomeSplitModes) {
   using SplitMode = LlamaPlacement::SplitMode;
   auto with = [&](const char* strategy, std::vector<int> ids) {
     backend::Placement p = placement("cuda", {{"n_gpu_layers", "-1"}});
-    p.strategy = strategy;
+    p.strategy = model::parse_strategy(strategy).value();
     p.device_ids = std::move(ids);
     auto s = llama_settings(p, m, kCpuOnly);
     EXPECT_TRUE(s.ok()) << s.status().to_string();
