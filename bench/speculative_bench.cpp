@@ -117,7 +117,7 @@ int main() {
   s.draft_context.threadpool = false;
   s.draft_max = env_int("DRAFT_MAX", 8);
   auto plain = BatchEngine::create(*target, c);
-  auto spec = BatchEngine::create(*target, c, s);
+  auto spec = BatchEngine::create(*target, c, {}, s);
   if (!plain.ok() || !spec.ok()) {
     std::fprintf(stderr, "speculative_bench: %s\n",
                  (plain.ok() ? spec.status() : plain.status()).to_string().c_str());
