@@ -83,7 +83,7 @@ if [[ -n "$fx" && -n "$sysroot" ]]; then
 import json, sys
 d = json.load(open(sys.argv[1]))
 names = [s["name"] for s in d["sections"]]
-assert names == ["detect", "onnx-node", "ocr-measured", "llama-greedy", "llama-vram", "memory-pool", "kernels", "bench"], names
+assert names == ["detect", "onnx-node", "ocr-measured", "llama-greedy", "llama-vram", "memory-pool", "onnx-cuda-pool", "kernels", "bench"], names
 st = {s["name"]: s["status"] for s in d["sections"]}
 assert st["detect"] == "fail" and d["result"] == "fail" and d["gpu"] is True, st
 assert all(st[n] in ("not carried", "not built") for n in names[1:]), st
@@ -91,7 +91,7 @@ f = {x["field"]: x["match"] for x in d["sections"][0]["details"]["fields"]}
 assert len(f) == 14 and f["name"] and f["uuid"] and f["pci_bus_id"] and f["driver_version"] and f["compute_capability"], f
 assert not f["memory_total_mib"] and not f["power_watts"], f
 PY
-  check "report.json: 8 sections in order, detect's 14 fields, nothing absent reported as a pass" \
+  check "report.json: 9 sections in order, detect's 14 fields, nothing absent reported as a pass" \
     '/usr/bin/python3 "$tmp/assert3.py" "$tmp/report3/report.json"'
 else
   echo "note: no nvidia-h100-vm sysroot capture here: the GPU path's plumbing is not exercised"
