@@ -114,7 +114,9 @@ with ThreadPoolExecutor(4) as pool:
     outs = list(pool.map(lambda _: infer("mlp", 1), range(4)))
 check(all(s == 200 for s, _ in outs), f"4 one-row requests: {[s for s, _ in outs]}")
 c1, s1 = batch_histogram()
-check((c1 - c0, s1 - s0) == (2, 4), f"batches of the manifest's 2 rows: {c1 - c0} batches, {s1 - s0} requests")
+# gantry_batch_size observes, per request, the size of the batch it ran in: two batches of two are 4
+# observations summing to 8 (four batches of one would sum to 4, one batch of four to 16).
+check((c1 - c0, s1 - s0) == (4, 8), f"batches of the manifest's 2 rows: {c1 - c0} observations, sum {s1 - s0}")
 
 # The dashboard's model list: instances and their reservation.
 s, b = get("/gantry/status")
