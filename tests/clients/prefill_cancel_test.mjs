@@ -1,5 +1,6 @@
 // A request cancelled, or whose client disconnects, in the middle of its prompt's chunked prefill:
-// the server stops evaluating it at once, frees it, and keeps what it evaluated as a prompt cache.
+// the server stops evaluating it at once, frees it, and keeps what it evaluated as a prompt cache; then
+// a prompt parked in the host-memory prompt cache comes back with only its last token evaluated.
 // Run by tests/scripts/serve_prefill_cancel.sh against `gantry serve` started with a small
 // --prefill-chunk, so a long prompt takes many decode steps. Synchronises on the server's own gauge
 // gantry_prompt_tokens_pending (the prefill backlog), never on sleeps. Usage:
@@ -110,6 +111,22 @@ const cases = {
     sock.destroy();
     await freed();
     return checkStoppedMidway(prompt, backlog);
+  },
+
+  // The two slots now hold the Apples and the Bicycles prompts. A third conversation takes the least
+  // recently used slot (Apples'): its state is parked in host memory (--cache-ram), and the Apples prompt
+  // comes back from there with only its last token evaluated.
+  async host_cache_round_trip() {
+    const before = await gauge('gantry_prompt_cache_bytes');
+    assert.ok(before !== null, 'no gantry_prompt_cache_bytes gauge');
+    await client.completions.create({ model: MODEL, prompt: 'Cherries are red.', max_tokens: 1, temperature: 0 });
+    const parked = await gauge('gantry_prompt_cache_bytes');
+    assert.ok(parked > before, `gantry_prompt_cache_bytes ${before} -> ${parked}: the Apples slot was not parked`);
+    const r = await client.completions.create({ model: MODEL, prompt: longPrompt('Apples'), max_tokens: 1, temperature: 0 });
+    const total = r.usage.prompt_tokens;
+    const cached = r.usage.prompt_tokens_details?.cached_tokens ?? 0;
+    assert.equal(cached, total - 1, `cached_tokens ${cached} of ${total}: not restored from host memory`);
+    return `${parked - before} bytes parked, ${cached} of ${total} prompt tokens restored`;
   },
 };
 

@@ -3,7 +3,8 @@
 # in the middle of a chunked prefill (tests/clients/prefill_cancel_test.mjs): gantry serve stops
 # evaluating the prompt, frees the request and keeps what it evaluated as a prompt cache. The bench model
 # with --prefill-chunk 8 evaluates a ~1,500-token prompt over ~190 decode steps; the client acts when the
-# server's gantry_prompt_tokens_pending gauge shows the prefill under way.
+# server's gantry_prompt_tokens_pending gauge shows the prefill under way. Then a host-memory prompt cache
+# round trip: a slot's prompt parked by another conversation comes back restored (gantry_prompt_cache_bytes).
 # Usage: serve_prefill_cancel.sh BUILD_DIR
 set -uo pipefail
 BUILD=${1:?usage: serve_prefill_cancel.sh BUILD_DIR}
