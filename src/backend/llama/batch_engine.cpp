@@ -754,45 +754,56 @@ Result<bool> BatchEngine::step() {
     return false;
   }
 
-  // Build one batch: every generating sequence's token first, then prompt chunks in admission order,
-  // at most prefill_chunk prompt tokens in all (choices waiting for their leader's prompt take no part).
+  // What one batch holds: every generating sequence's token, then prompt chunks in admission order, at
+  // most prefill_chunk prompt tokens in all (choices waiting for their leader's prompt take no part).
   auto& b = *batch_;
   b.clear();
-  const auto cap = static_cast<int32_t>(ctx_->n_batch());
-  std::vector<Seq*> in_batch;
-  if (spec_) plan_drafts(cap);
+  const auto cap = static_cast<size_t>(ctx_->n_batch());
+  if (spec_) plan_drafts(static_cast<int32_t>(cap));
+  std::vector<std::pair<Seq*, size_t>> parts;      // a sequence and its prompt tokens (0: its sampled token)
+  size_t generated_tokens = 0, prompt_tokens = 0;  // sampled and draft tokens; prompt tokens
   for (auto& s : active_) {
     s->out_index = -1;
     s->in_batch = false;
-    if (s->generating && b.batch.n_tokens < cap) {
+    if (s->generating && generated_tokens < cap) {
+      parts.emplace_back(s.get(), 0);
+      generated_tokens += 1 + s->draft.size();
+    }
+  }
+  for (auto& s : active_) {
+    if (s->generating || s->awaits_prompt) continue;
+    const size_t used = generated_tokens + prompt_tokens;
+    const size_t room = used >= cap ? 0 : std::min(cap - used, eopts_.prefill_chunk - prompt_tokens);
+    if (room == 0) break;  // later prompts wait for the next step
+    const size_t n = std::min(s->group->prompt.size() - s->prompt_done, room);
+    if (n == 0) continue;
+    parts.emplace_back(s.get(), n);
+    prompt_tokens += n;
+  }
+  // In sequence order: with a KV stream per sequence llama.cpp splits a batch into micro-batches of
+  // consecutive sequence ids, so an ordered batch is evaluated in as few of them as possible.
+  std::sort(parts.begin(), parts.end(),
+            [](const auto& x, const auto& y) { return x.first->slot < y.first->slot; });
+  std::vector<Seq*> in_batch;
+  std::vector<std::pair<Seq*, size_t>> chunks;
+  for (const auto& [s, n] : parts) {
+    if (n == 0) {
       s->out_index = b.batch.n_tokens;
       b.add(s->next_token, s->pos, s->slot, true);
       for (size_t i = 0; i < s->draft.size(); ++i)
         b.add(s->draft[i], s->pos + 1 + static_cast<llama_pos>(i), s->slot, true);
-      s->in_batch = true;
-      in_batch.push_back(s.get());
+    } else {
+      const auto& prompt = s->group->prompt;
+      for (size_t i = 0; i < n; ++i) {
+        const size_t k = s->prompt_done + i;
+        const bool last = k + 1 == prompt.size();
+        if (last) s->out_index = b.batch.n_tokens;
+        b.add(prompt[k], static_cast<llama_pos>(k), s->slot, last);
+      }
+      chunks.emplace_back(s, n);
     }
-  }
-  const size_t generated_tokens = in_batch.size();
-  std::vector<std::pair<Seq*, size_t>> chunks;
-  size_t prompt_tokens = 0;
-  for (auto& s : active_) {
-    if (s->generating || s->awaits_prompt || b.batch.n_tokens >= cap) continue;
-    if (prompt_tokens >= eopts_.prefill_chunk) break;  // later prompts wait for the next step
-    const auto& prompt = s->group->prompt;
-    const size_t n =
-        std::min<size_t>({prompt.size() - s->prompt_done, static_cast<size_t>(cap - b.batch.n_tokens),
-                          eopts_.prefill_chunk - prompt_tokens});
-    for (size_t i = 0; i < n; ++i) {
-      const size_t k = s->prompt_done + i;
-      const bool last = k + 1 == prompt.size();
-      if (last) s->out_index = b.batch.n_tokens;
-      b.add(prompt[k], static_cast<llama_pos>(k), s->slot, last);
-    }
-    prompt_tokens += n;
-    chunks.emplace_back(s.get(), n);
     s->in_batch = true;
-    in_batch.push_back(s.get());
+    in_batch.push_back(s);
   }
 
   // Abort a decode only when every sequence it serves has been cancelled.
