@@ -155,9 +155,19 @@ DeviceSpeed cpu_speed(const hw::CpuInfo& cpu, int threads, double ghz, double me
                       double barrier_seconds) {
   DeviceSpeed s;
   if (barrier_seconds > 0) {
-    s.seconds_per_node = barrier_seconds;
     s.seconds_per_step = kHostSecondsPerStep;
-    s.overhead_source = "barrier measured on this machine, step cost assumed";
+    if (barrier_seconds <= kMaxPlausibleBarrierSeconds) {
+      s.seconds_per_node = barrier_seconds;
+      s.overhead_source = "barrier measured on this machine, step cost assumed";
+    } else {
+      // The threads never ran at the same time while it was timed (a busy machine): not a barrier's cost.
+      s.seconds_per_node = kAssumedBarrierSeconds;
+      s.overhead_source = fmt::format(
+          "a barrier timed at {:.0f} us: the threads did not run at once (a busy machine), so {:.1f} us "
+          "assumed; "
+          "step cost assumed",
+          barrier_seconds * 1e6, kAssumedBarrierSeconds * 1e6);
+    }
   }
   const int fpc = flops_per_cycle(cpu.isa);
   s.flops = static_cast<double>(threads) * ghz * 1e9 * fpc;
@@ -254,7 +264,7 @@ double measure_thread_barrier(int threads, int budget_ms) {
 #endif
     }
   };
-  constexpr int kRounds = 200;  // barriers per sample
+  constexpr int kRounds = 16;  // barriers per sample: short, so that some sample has both threads on a core
   std::vector<std::thread> helpers;
   for (int t = 1; t < threads; ++t)
     helpers.emplace_back([&] {
@@ -269,7 +279,7 @@ double measure_thread_barrier(int threads, int budget_ms) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < kRounds; ++i) barrier();
     samples.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kRounds);
-  } while (std::chrono::steady_clock::now() < end && samples.size() < 1000);
+  } while (std::chrono::steady_clock::now() < end && samples.size() < 4000);
   sh.stop.store(true, std::memory_order_release);  // a helper waiting in a barrier, or about to, leaves
   for (auto& h : helpers) h.join();
   // The best batch: what the threads cost each other when both run, not how long another process kept one

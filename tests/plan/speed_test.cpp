@@ -125,6 +125,10 @@ TEST(Speed, PerTokenOverheadAddsToEachStep) {
   hw::CpuInfo cpu;
   EXPECT_EQ(cpu_speed(cpu, 2, 2.5, 20e9, 1.5e-6).seconds_per_node, 1.5e-6);
   EXPECT_EQ(cpu_speed(cpu, 2, 2.5, 20e9).seconds_per_node, 0);
+  // A "barrier" of milliseconds timed the scheduler, not the threads: the assumed cost stands in, said so.
+  const DeviceSpeed busy = cpu_speed(cpu, 2, 2.5, 20e9, 3e-3);
+  EXPECT_EQ(busy.seconds_per_node, kAssumedBarrierSeconds);
+  EXPECT_NE(busy.overhead_source.find("did not run at once"), std::string::npos) << busy.overhead_source;
   EXPECT_EQ(gpu_speed(1000, 100, "G").seconds_per_node, kGpuSecondsPerNode);
   // The barrier itself: positive for two threads, nothing for one.
   EXPECT_GT(measure_thread_barrier(2, 5), 0);
