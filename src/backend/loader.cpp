@@ -127,6 +127,7 @@ Result<LoadedModel> load_model(Backend& backend, const model::Package& package, 
 hw::Registry local_machine() {
   hw::DetectOptions options;
   options.use_vulkan = false;
+  options.skip = {"io"};  // what the factory reads is the devices, not storage or network
   return hw::detect_local(options);
 }
 

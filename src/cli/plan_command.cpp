@@ -65,10 +65,11 @@ plan::WhatIfTarget this_machine(const hw::Registry& r, const std::vector<plan::D
   t.description = "this machine: " + (r.cpu.model.empty() ? std::string("CPU") : r.cpu.model);
   t.devices = devices;
   const double bandwidth = local ? plan::measure_memory_bandwidth(threads) : 0;
+  const double barrier = local ? plan::measure_thread_barrier(threads) : 0;  // the per-node overhead
   const double ghz = plan::cpu_ghz(r.environment.sysroot).value_or(0);
   for (const auto& d : devices) {
     if (!plan::is_gpu(d)) {
-      t.speeds.push_back(plan::cpu_speed(r.cpu, threads, ghz, bandwidth));
+      t.speeds.push_back(plan::cpu_speed(r.cpu, threads, ghz, bandwidth, barrier));
       continue;
     }
     t.description += ", " + d.name;

@@ -1,9 +1,11 @@
 // CPU, host memory and container limits: /proc/cpuinfo, /proc/meminfo, /sys/devices/system,
 // cgroup v1/v2. NUMA through hwloc only when asked and probing this machine's own root.
+#include <dlfcn.h>
 #include <hwloc.h>
 
 #include <algorithm>
 #include <set>
+#include <string>
 
 #include "probes.h"
 
@@ -199,19 +201,42 @@ int numa_nodes_sysfs(const Machine& m, std::vector<std::string>& warnings) {
   return n;
 }
 
+// hwloc is opened only when asked for (--hwloc): linking it would load it and libudev into every start of
+// `gantry detect`, which reads sysfs instead.
 int numa_nodes_hwloc(std::vector<std::string>& warnings) {
+  void* lib = ::dlopen("libhwloc.so.15", RTLD_NOW | RTLD_LOCAL);  // never closed (see loader.h)
+  if (!lib) {
+    const char* why = ::dlerror();
+    warnings.push_back(std::string("hwloc: libhwloc.so.15 is not loadable (") + (why ? why : "?") +
+                       "); NUMA nodes read from sysfs");
+    return 0;
+  }
+  auto init = reinterpret_cast<int (*)(hwloc_topology_t*)>(::dlsym(lib, "hwloc_topology_init"));
+  auto load = reinterpret_cast<int (*)(hwloc_topology_t)>(::dlsym(lib, "hwloc_topology_load"));
+  auto destroy = reinterpret_cast<void (*)(hwloc_topology_t)>(::dlsym(lib, "hwloc_topology_destroy"));
+  auto type_depth =
+      reinterpret_cast<int (*)(hwloc_topology_t, hwloc_obj_type_t)>(::dlsym(lib, "hwloc_get_type_depth"));
+  auto by_depth =
+      reinterpret_cast<unsigned (*)(hwloc_topology_t, int)>(::dlsym(lib, "hwloc_get_nbobjs_by_depth"));
+  if (!init || !load || !destroy || !type_depth || !by_depth) {
+    warnings.push_back("hwloc: libhwloc.so.15 lacks a topology function; NUMA nodes read from sysfs");
+    return 0;
+  }
   hwloc_topology_t topo = nullptr;
-  if (hwloc_topology_init(&topo) != 0) {
+  if (init(&topo) != 0) {
     warnings.push_back("hwloc: cannot initialise a topology");
     return 0;
   }
   int n = 0;
-  if (hwloc_topology_load(topo) == 0) {
-    n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+  if (load(topo) == 0) {
+    // hwloc_get_nbobjs_by_type: NUMA nodes live at a special depth.
+    const int depth = type_depth(topo, HWLOC_OBJ_NUMANODE);
+    if (depth != HWLOC_TYPE_DEPTH_UNKNOWN && depth != HWLOC_TYPE_DEPTH_MULTIPLE)
+      n = static_cast<int>(by_depth(topo, depth));
   } else {
     warnings.push_back("hwloc: cannot load the topology");
   }
-  hwloc_topology_destroy(topo);
+  destroy(topo);
   return n;
 }
 

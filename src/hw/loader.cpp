@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <map>
+#include <mutex>
 #include <string>
 
 namespace gantry::hw {
@@ -20,13 +22,27 @@ class DlLoader final : public LibraryLoader {
  public:
   Result<std::unique_ptr<DynamicLibrary>> open(std::string_view soname) const override {
     const std::string name(soname);
+    {
+      // A library that was absent once is absent for this loader: detect() asks twice (whether to give a
+      // probe a thread, then the probe itself), and each failed search costs dozens of file lookups.
+      std::lock_guard lock(mu_);
+      auto it = absent_.find(name);
+      if (it != absent_.end()) return it->second;
+    }
     void* handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* why = ::dlerror();
-      return Unavailable(name + " is not loadable: " + (why != nullptr ? why : "unknown reason"));
+      Status s = Unavailable(name + " is not loadable: " + (why != nullptr ? why : "unknown reason"));
+      std::lock_guard lock(mu_);
+      absent_.emplace(name, s);
+      return s;
     }
     return std::unique_ptr<DynamicLibrary>(std::make_unique<DlLibrary>(handle));
   }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::map<std::string, Status> absent_;
 };
 
 class NullLoader final : public LibraryLoader {

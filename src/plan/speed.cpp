@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "gantry/hw/bandwidth.h"
 #include "gantry/plan/plan_json.h"
@@ -63,6 +67,12 @@ Result<SpeedPrediction> predict_speed(const ModelProfile& m, const Plan& plan,
             static_cast<double>(p.bytes_per_token) / (s.memory_bandwidth * s.bandwidth_efficiency);
         const double comp = n_seq * p.flops_per_token / (s.flops * s.compute_efficiency);
         p.generation_seconds_per_step = s.overlap ? std::max(mem, comp) : mem + comp;
+        // Per-token overhead: every node of this device's part of the graph, and the step's fixed cost once
+        // (on the first device with layers).
+        const double nodes = kGraphNodesPerLayer * static_cast<double>(d.layers.size()) +
+                             (d.has_output_layer ? kGraphNodesOutput : 0);
+        p.overhead_seconds_per_step = nodes * s.seconds_per_node + (gen_step == 0 ? s.seconds_per_step : 0);
+        p.generation_seconds_per_step += p.overhead_seconds_per_step;
         const double ubatch = std::max(1u, plan.n_ubatch);
         p.prompt_seconds_per_token =
             std::max(p.flops_per_token / (s.flops * s.compute_efficiency),
@@ -71,10 +81,12 @@ Result<SpeedPrediction> predict_speed(const ModelProfile& m, const Plan& plan,
     }
     // Half the cache: the rest holds activations, the KV cache and other tenants of a shared cache.
     if (p.bytes_per_token > 0 && p.bytes_per_token <= s.cache_bytes / 2) {
+      const bool counted = s.seconds_per_node > 0 || s.seconds_per_step > 0;
       out.assumptions.push_back(fmt::format(
           "{}: the {} read per token fit in half its {} cache, so per-token overhead (graph, thread "
-          "synchronisation), which this model ignores, limits generation: the figure is an upper bound",
-          p.id, human_bytes(p.bytes_per_token), human_bytes(s.cache_bytes)));
+          "synchronisation) limits generation{}",
+          p.id, human_bytes(p.bytes_per_token), human_bytes(s.cache_bytes),
+          counted ? " (counted below)" : ", and it is not counted here: the figure is an upper bound"));
     }
     gen_step += p.generation_seconds_per_step;
     prompt_token += p.prompt_seconds_per_token;
@@ -105,13 +117,23 @@ Result<SpeedPrediction> predict_speed(const ModelProfile& m, const Plan& plan,
       "context, at least the weights read once per ubatch");
   a.push_back(
       "layers split over devices run one after another (pipeline, one sequence): device times add; "
-      "interconnect transfers of activations and per-token framework overhead are ignored");
+      "interconnect transfers of activations are ignored");
+  a.push_back(
+      fmt::format("per-token overhead: {:.0f} graph nodes per layer (+{:.0f} for the output head), each "
+                  "costing a barrier "
+                  "of the decoding threads on a CPU or a kernel launch on a GPU, plus a fixed cost per step",
+                  kGraphNodesPerLayer, kGraphNodesOutput));
   a.push_back(storage_bytes_per_s > 0
                   ? fmt::format("load time: the file read once at {:.2f} GB/s storage bandwidth",
                                 storage_bytes_per_s / 1e9)
                   : "load time unknown: no storage bandwidth figure");
   for (size_t i = 0; i < speeds.size(); ++i) {
     const DeviceSpeed& s = speeds[i];
+    if (s.seconds_per_node > 0 || s.seconds_per_step > 0)
+      a.push_back(fmt::format("{}: {:.2f} us per graph node, {:.0f} us per step ({})",
+                              hw::memory_device_id(plan.devices[i].device), s.seconds_per_node * 1e6,
+                              s.seconds_per_step * 1e6,
+                              s.overhead_source.empty() ? "assumed" : s.overhead_source));
     if (s.description.empty() && s.flops <= 0) continue;
     a.push_back(fmt::format("{}: {:.1f} GB/s ({}), {:.2f} TFLOP/s ({}){}",
                             hw::memory_device_id(plan.devices[i].device), s.memory_bandwidth / 1e9,
@@ -129,8 +151,24 @@ int flops_per_cycle(const std::vector<std::string>& isa) {
   return 8;
 }
 
-DeviceSpeed cpu_speed(const hw::CpuInfo& cpu, int threads, double ghz, double measured_bandwidth) {
+DeviceSpeed cpu_speed(const hw::CpuInfo& cpu, int threads, double ghz, double measured_bandwidth,
+                      double barrier_seconds) {
   DeviceSpeed s;
+  if (barrier_seconds > 0) {
+    s.seconds_per_step = kHostSecondsPerStep;
+    if (barrier_seconds <= kMaxPlausibleBarrierSeconds) {
+      s.seconds_per_node = barrier_seconds;
+      s.overhead_source = "barrier measured on this machine, step cost assumed";
+    } else {
+      // The threads never ran at the same time while it was timed (a busy machine): not a barrier's cost.
+      s.seconds_per_node = kAssumedBarrierSeconds;
+      s.overhead_source = fmt::format(
+          "a barrier timed at {:.0f} us: the threads did not run at once (a busy machine), so {:.1f} us "
+          "assumed; "
+          "step cost assumed",
+          barrier_seconds * 1e6, kAssumedBarrierSeconds * 1e6);
+    }
+  }
   const int fpc = flops_per_cycle(cpu.isa);
   s.flops = static_cast<double>(threads) * ghz * 1e9 * fpc;
   s.flops_source = "estimated";
@@ -153,6 +191,9 @@ DeviceSpeed gpu_speed(double bandwidth_gb_s, double fp16_tflops, const std::stri
   s.flops_source = "catalogue";
   s.bandwidth_source = "catalogue";
   s.description = name + " datasheet (FP16 dense)";
+  s.seconds_per_node = kGpuSecondsPerNode;
+  s.seconds_per_step = kHostSecondsPerStep;
+  s.overhead_source = "assumed";
   return s;
 }
 
@@ -199,6 +240,51 @@ double measure_memory_bandwidth(int threads, int budget_ms) {
   // KiB pages like the mmap'd weights whose reads it predicts.
   return static_cast<double>(
       hw::measure_triad_bandwidth(threads, 64ull << 20, budget_ms, /*huge_pages=*/false));
+}
+
+double measure_thread_barrier(int threads, int budget_ms) {
+  if (threads <= 1) return 0;
+  // ggml's barrier: an arrival counter and a phase flag, every thread spinning on the flag.
+  struct alignas(64) Shared {
+    std::atomic<int> arrived{0};
+    std::atomic<int> phase{0};
+    std::atomic<bool> stop{false};
+  } sh;
+  auto barrier = [&] {
+    const int phase = sh.phase.load(std::memory_order_relaxed);
+    if (sh.arrived.fetch_add(1, std::memory_order_acq_rel) == threads - 1) {
+      sh.arrived.store(0, std::memory_order_relaxed);
+      sh.phase.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    while (sh.phase.load(std::memory_order_acquire) == phase) {
+      if (sh.stop.load(std::memory_order_relaxed)) return;  // the measurement is over
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+  };
+  constexpr int kRounds = 16;  // barriers per sample: short, so that some sample has both threads on a core
+  std::vector<std::thread> helpers;
+  for (int t = 1; t < threads; ++t)
+    helpers.emplace_back([&] {
+      while (true) {
+        barrier();
+        if (sh.stop.load(std::memory_order_acquire)) return;
+      }
+    });
+  std::vector<double> samples;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(budget_ms);
+  do {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kRounds; ++i) barrier();
+    samples.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kRounds);
+  } while (std::chrono::steady_clock::now() < end && samples.size() < 4000);
+  sh.stop.store(true, std::memory_order_release);  // a helper waiting in a barrier, or about to, leaves
+  for (auto& h : helpers) h.join();
+  // The best batch: what the threads cost each other when both run, not how long another process kept one
+  // of them off its core.
+  return *std::min_element(samples.begin(), samples.end());
 }
 
 }  // namespace gantry::plan

@@ -63,6 +63,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
   } else {
     hw::DetectOptions d;
     d.use_vulkan = false;  // slow, and no backend here runs on Vulkan
+    d.skip = {"io"};       // storage, network and peers: no load or budget reads them
     rt->hardware_ = hw::detect_local(d);
   }
   GANTRY_ASSIGN_OR_RETURN(rt->budgets_, make_budgets(rt->hardware_, options.memory_budget));
@@ -131,6 +132,7 @@ Runtime::~Runtime() {
 void Runtime::refresh_hardware() {
   hw::DetectOptions d;
   d.use_vulkan = false;
+  d.skip = {"io"};
   if (!options_.hardware) hardware_ = hw::detect_local(d);
 }
 

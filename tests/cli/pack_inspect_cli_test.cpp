@@ -120,6 +120,7 @@ TEST_F(PackInspectCli, PackToDirectoryAndTarThenInspect) {
   EXPECT_NE(tar_inspect.out.find("vad 5.0.0 (onnx)"), std::string::npos) << tar_inspect.out;
   EXPECT_NE(tar_inspect.out.find("(tar, manifest verified)"), std::string::npos) << tar_inspect.out;
   EXPECT_NE(tar_inspect.out.find("cuda -> cpu"), std::string::npos) << tar_inspect.out;
+  EXPECT_NE(tar_inspect.out.find("Task:       vad"), std::string::npos) << tar_inspect.out;
 
   auto again = gantry({"pack", kSilero.string(), "-o", p("vad.tar").string()}, dir_.path());
   EXPECT_EQ(again.code, 1);

@@ -102,6 +102,39 @@ TEST(Speed, ParallelSequencesShareTheWeightReads) {
   EXPECT_EQ(s->load_seconds, 0);  // no storage figure: unknown
 }
 
+// The per-token overhead term: every node of a device's layers, and the step's fixed cost once.
+TEST(Speed, PerTokenOverheadAddsToEachStep) {
+  const ModelProfile m = two_layers();
+  const Plan p = plan_for(m, 256, 1, kCpu);
+  DeviceSpeed base = speed(10e9, 1e12);
+  auto plain = predict_speed(m, p, {base}, 0);
+  ASSERT_TRUE(plain.ok());
+  DeviceSpeed with = base;
+  with.seconds_per_node = 2e-6;
+  with.seconds_per_step = 50e-6;
+  auto s = predict_speed(m, p, {with}, 0);
+  ASSERT_TRUE(s.ok());
+  const double nodes = 2 * kGraphNodesPerLayer + kGraphNodesOutput;  // 2 layers + the output head
+  EXPECT_NEAR(s->devices[0].overhead_seconds_per_step, nodes * 2e-6 + 50e-6, 1e-12);
+  EXPECT_NEAR(1.0 / s->generation_tokens_per_s, 1.0 / plain->generation_tokens_per_s + nodes * 2e-6 + 50e-6,
+              1e-12);
+  bool said = false;
+  for (const auto& a : s->assumptions) said = said || a.find("us per graph node") != std::string::npos;
+  EXPECT_TRUE(said);
+  // cpu_speed takes the measured barrier; a GPU from the catalogue has an assumed launch cost.
+  hw::CpuInfo cpu;
+  EXPECT_EQ(cpu_speed(cpu, 2, 2.5, 20e9, 1.5e-6).seconds_per_node, 1.5e-6);
+  EXPECT_EQ(cpu_speed(cpu, 2, 2.5, 20e9).seconds_per_node, 0);
+  // A "barrier" of milliseconds timed the scheduler, not the threads: the assumed cost stands in, said so.
+  const DeviceSpeed busy = cpu_speed(cpu, 2, 2.5, 20e9, 3e-3);
+  EXPECT_EQ(busy.seconds_per_node, kAssumedBarrierSeconds);
+  EXPECT_NE(busy.overhead_source.find("did not run at once"), std::string::npos) << busy.overhead_source;
+  EXPECT_EQ(gpu_speed(1000, 100, "G").seconds_per_node, kGpuSecondsPerNode);
+  // The barrier itself: positive for two threads, nothing for one.
+  EXPECT_GT(measure_thread_barrier(2, 5), 0);
+  EXPECT_EQ(measure_thread_barrier(1, 5), 0);
+}
+
 TEST(Speed, ComputeBoundWhenFlopsAreScarce) {
   const ModelProfile m = two_layers();
   const Plan p = plan_for(m, 256, 1, kCpu);

@@ -52,7 +52,7 @@ using LoadFn = std::function<Result<std::unique_ptr<Model>>(const Placement& pla
 Result<LoadedModel> load_model(Backend& backend, const model::Package& package, const hw::Registry& machine,
                                const LoadOptions& options, const LoadFn& load = {});
 
-// hw::detect_local() without the slower probes (Vulkan): what the factory needs.
+// hw::detect_local() without what the factory does not read (Vulkan, the system I/O section).
 hw::Registry local_machine();
 
 }  // namespace gantry::backend

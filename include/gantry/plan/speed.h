@@ -22,6 +22,21 @@ namespace gantry::plan {
 inline constexpr double kPeakBandwidthEfficiency = 0.7;       // of a datasheet (catalogue) bandwidth
 inline constexpr double kMeasuredBandwidthEfficiency = 0.85;  // of a measured (triad) bandwidth
 inline constexpr double kComputeEfficiency = 0.5;             // of a datasheet or ISA-derived peak FLOP/s
+// llama.cpp's decoding graph: about this many nodes per transformer layer (norms, Q/K/V and output
+// projections, RoPE, attention, FFN gate/up/down, residual adds) and for the output head.
+inline constexpr double kGraphNodesPerLayer = 30;
+inline constexpr double kGraphNodesOutput = 6;
+// A step's fixed cost on the host: llama_decode's graph build and scheduling and the decoding threads'
+// wake-up. Taken from what the tiny test model runs at beyond its roofline (2,604 t/s measured against
+// 7,848 predicted on a 2-core VM: 257 us a token); the barriers between its nodes cost well under 1 us
+// each there.
+inline constexpr double kHostSecondsPerStep = 250e-6;
+// A barrier timed slower than this did not measure the threads' synchronisation but the scheduler keeping
+// one of them off a core; then this much is assumed instead.
+inline constexpr double kMaxPlausibleBarrierSeconds = 50e-6;
+inline constexpr double kAssumedBarrierSeconds = 1e-6;
+// A GPU kernel launch within a CUDA graph (llama.cpp replays the decode graph).
+inline constexpr double kGpuSecondsPerNode = 2e-6;
 
 // One device's throughput. `source` says where the figures come from: "catalogue" (vendor datasheet),
 // "measured" (timed on this machine), "estimated" (derived from cores, ISA and clock).
@@ -35,8 +50,15 @@ struct DeviceSpeed {
   // issues the loads from the same cores that compute: no overlap (cpu_speed sets false).
   bool overlap = true;
   // The last-level cache (bytes; 0: unknown). A device whose bytes per token fit in half of it is limited by
-  // per-token overhead (graph, thread synchronisation), which the model ignores: said in the assumptions.
+  // per-token overhead (graph, thread synchronisation): said in the assumptions.
   uint64_t cache_bytes = 0;
+  // Per-token overhead of a decoding step, which the roofline alone misses (it dominates small models):
+  // every graph node of the device's layers costs `seconds_per_node` (a CPU: one barrier across the decoding
+  // threads, measured on this machine; a GPU: a kernel launch, assumed), and each step once costs
+  // `seconds_per_step` (graph build, scheduling, sampling). 0: not counted.
+  double seconds_per_node = 0;
+  double seconds_per_step = 0;
+  std::string overhead_source;   // "measured" (barrier timed here), "assumed"
   std::string flops_source;      // "catalogue", "estimated"
   std::string bandwidth_source;  // "catalogue", "measured"
   std::string description;       // e.g. "2 threads x 2.0 GHz x 64 FLOP/cycle (AVX-512 FMA)"
@@ -46,7 +68,8 @@ struct DeviceSpeedPrediction {
   std::string id;
   uint64_t bytes_per_token = 0;  // weights of its layers (+ output layer) + KV cache read at the full context
   double flops_per_token = 0;    // 2 x weights (parameters) + attention over the full context
-  double generation_seconds_per_step = 0;
+  double generation_seconds_per_step = 0;  // including overhead_seconds_per_step
+  double overhead_seconds_per_step = 0;
   double prompt_seconds_per_token = 0;
 };
 
@@ -72,8 +95,10 @@ Result<SpeedPrediction> predict_speed(const ModelProfile& model, const Plan& pla
 // (2 units x 4 lanes x 2), else 8.
 int flops_per_cycle(const std::vector<std::string>& isa);
 // This machine's CPU: `threads` x `ghz` x flops_per_cycle ("estimated"), bandwidth from
-// `measured_bandwidth` bytes/s ("measured"; 0: unknown).
-DeviceSpeed cpu_speed(const hw::CpuInfo& cpu, int threads, double ghz, double measured_bandwidth);
+// `measured_bandwidth` bytes/s ("measured"; 0: unknown), per-node overhead from `barrier_seconds` (one
+// barrier across the threads, measure_thread_barrier; 0: not counted) plus kHostSecondsPerStep per step.
+DeviceSpeed cpu_speed(const hw::CpuInfo& cpu, int threads, double ghz, double measured_bandwidth,
+                      double barrier_seconds = 0);
 // A catalogue GPU: datasheet bandwidth (GB/s) and FP16 dense TFLOPS ("catalogue").
 DeviceSpeed gpu_speed(double bandwidth_gb_s, double fp16_tflops, const std::string& name);
 
@@ -96,5 +121,9 @@ StorageBandwidth storage_read_bandwidth(const hw::BlockDevice& device);
 // A STREAM-style triad (a[i] = b[i] + s*c[i], 3 x 128 MiB of doubles, larger than typical L3) on `threads`
 // threads, repeated for about `budget_ms`; returns the best pass in bytes/s (counting 3 arrays moved).
 double measure_memory_bandwidth(int threads, int budget_ms = 150);
+
+// The time of one barrier across `threads` spinning threads (what ggml's CPU backend does after every graph
+// node): the best of batches timed over about `budget_ms`; 0 for one thread (no barrier).
+double measure_thread_barrier(int threads, int budget_ms = 20);
 
 }  // namespace gantry::plan

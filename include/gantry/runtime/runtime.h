@@ -115,6 +115,8 @@ class Runtime {
   Result<Explanation> explain(const std::string& source, const LoadOptions& options = {},
                               bool measure_single = false);
 
+  // The machine as detected at create() (or refresh_hardware()): devices, CPU and host memory; the system
+  // I/O section (storage, network, peers) is not probed, as nothing here reads it (`gantry detect` does).
   const hw::Registry& hardware() const { return hardware_; }
   // Detects the machine again (device free memory changes); budgets keep their capacities. Not safe while
   // another thread is inside load() or explain().

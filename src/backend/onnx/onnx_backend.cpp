@@ -136,6 +136,14 @@ Result<std::unique_ptr<backend::Model>> OnnxBackend::load(const model::Package& 
           return InvalidArgument("manifest io." + std::string(what) + " '" + spec.name + "' says dtype " +
                                  std::string(dtype_name(*spec.dtype)) + ", the model has " +
                                  std::string(dtype_name(info.dtype)));
+        // A declared shape: the same rank, and every dim both give as a number the same.
+        bool same = !spec.shape || spec.shape->rank() == info.shape.rank();
+        for (size_t d = 0; same && spec.shape && d < spec.shape->rank(); ++d)
+          same = (*spec.shape)[d] == Shape::kDynamic || info.shape[d] == Shape::kDynamic ||
+                 (*spec.shape)[d] == info.shape[d];
+        if (!same)
+          return InvalidArgument("manifest io." + std::string(what) + " '" + spec.name + "' says shape " +
+                                 spec.shape->to_string() + ", the model has " + info.shape.to_string());
       }
       return Status::Ok();
     };

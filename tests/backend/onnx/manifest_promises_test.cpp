@@ -13,6 +13,7 @@
 #include "gantry/backend/onnx/onnx_model.h"
 #include "gantry/hw/detect.h"
 #include "gantry/model/manifest.h"
+#include "gantry/model/package.h"
 #include "gantry/model/sha256.h"
 #include "gantry/runtime/runtime.h"
 
@@ -167,8 +168,9 @@ TEST(ShapeBuckets, PaddedAndTrimmedOutputsEqualUnbucketedOnes) {
   // A batched call (infer_batch) is bucketed too.
   std::vector<std::vector<backend::NamedTensor>> two(2);
   for (auto& r : two)
-    r.push_back({"input", Tensor::from_values<float>(DType::kFloat32, Shape({3, 64}), std::vector<float>(192, 0.5f))
-                              .value()});
+    r.push_back(
+        {"input",
+         Tensor::from_values<float>(DType::kFloat32, Shape({3, 64}), std::vector<float>(192, 0.5f)).value()});
   auto batch = (*b)->infer_batch(two);
   ASSERT_TRUE(batch.ok()) << batch.status().to_string();
   EXPECT_EQ((*batch)[1][0].tensor.shape(), Shape({3, 10}));
@@ -194,7 +196,8 @@ TEST(ShapeBuckets, PaddedAndTrimmedOutputsEqualUnbucketedOnes) {
   EXPECT_NE(w.status().message().find("'features'"), std::string::npos) << w.status().message();
   wrong.onnx.bucket_dim_granularity.reset();
   wrong.onnx.bucket_dims = {{"input", {"batch"}}};
-  EXPECT_NE(OnnxModel::open(kMlp, wrong).status().message().find("bucket_dim_granularity"), std::string::npos);
+  EXPECT_NE(OnnxModel::open(kMlp, wrong).status().message().find("bucket_dim_granularity"),
+            std::string::npos);
 }
 
 TEST(ShapeBuckets, PadAndTrimKeepTheLeadingCorner) {
@@ -209,6 +212,67 @@ TEST(ShapeBuckets, PadAndTrimKeepTheLeadingCorner) {
             (std::vector<float>{1, 2, 3, 4, 5, 6}));
   EXPECT_FALSE(pad_to(t, Shape({1, 3})).ok());
   EXPECT_FALSE(trim_to(t, Shape({2, 4})).ok());
+}
+
+// The manifest's io must agree with the model: names, dtypes and declared shapes.
+TEST(ManifestIo, DisagreementsAreRefusedAtLoad) {
+  ASSERT_TRUE(fs::exists(kMlp)) << kMlp;
+  test_util::TempDir dir;
+  auto load = [&](const std::string& sub, const std::function<void(model::IoSpec&)>& edit) {
+    const fs::path pkg = write_package(dir.path() / sub, [&](model::Manifest& m) {
+      model::IoSpec io;
+      io.inputs.push_back({"input", DType::kFloat32, Shape({Shape::kDynamic, 64}), {"batch", ""}, {}});
+      io.outputs.push_back({"logits", DType::kFloat32, Shape({Shape::kDynamic, 10}), {"batch", ""}, {}});
+      edit(io);
+      m.io = io;
+    });
+    auto p = model::load_package(pkg.string());
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    OnnxBackend backend;
+    backend::Placement placement;
+    placement.intra_op_threads = 1;
+    return backend.load(*p, placement).status();
+  };
+  EXPECT_TRUE(load("ok", [](model::IoSpec&) {}).ok());
+  EXPECT_TRUE(load("narrower",
+                   [](model::IoSpec& io) {
+                     io.inputs[0].shape = Shape({8, 64});
+                     io.inputs[0].dim_names.clear();
+                   })
+                  .ok())
+      << "a fixed size where the model is dynamic is a narrowing, not a disagreement";
+  auto shape = load("shape", [](model::IoSpec& io) { io.outputs[0].shape = Shape({Shape::kDynamic, 12}); });
+  EXPECT_NE(shape.message().find("says shape"), std::string::npos) << shape.message();
+  auto rank = load("rank", [](model::IoSpec& io) {
+    io.inputs[0].shape = Shape({64});
+    io.inputs[0].dim_names.clear();
+  });
+  EXPECT_NE(rank.message().find("says shape"), std::string::npos) << rank.message();
+  auto dtype = load("dtype", [](model::IoSpec& io) { io.inputs[0].dtype = DType::kFloat16; });
+  EXPECT_NE(dtype.message().find("says dtype f16"), std::string::npos) << dtype.message();
+  auto name = load("name", [](model::IoSpec& io) { io.outputs[0].name = "probabilities"; });
+  EXPECT_NE(name.message().find("'probabilities'"), std::string::npos) << name.message();
+}
+
+// cpu_arena: ORT's own CPU memory is an arena (with allocation statistics) only when it is on.
+TEST(SessionOptionsArena, CpuArenaDecidesWhatOrtAllocatesFrom) {
+  ASSERT_TRUE(fs::exists(kMlp)) << kMlp;
+  auto arena_stats = [&](bool arena) {
+    backend::Placement p;
+    p.intra_op_threads = 1;
+    p.onnx.cpu_arena = arena;
+    auto m = OnnxModel::open(kMlp, p);
+    EXPECT_TRUE(m.ok()) << m.status().to_string();
+    Ort::MemoryInfo info = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+    Ort::Allocator a((*m)->session(), info);
+    try {
+      return a.GetStats().GetKeyValuePairs().size();
+    } catch (const Ort::Exception&) {
+      return size_t{0};
+    }
+  };
+  EXPECT_GT(arena_stats(true), 0u) << "an arena reports its statistics";
+  EXPECT_EQ(arena_stats(false), 0u) << "the plain CPU allocator has none";
 }
 
 TEST(Admission, OutputsAndMemoryClass) {
