@@ -69,9 +69,10 @@ TEST(LocalMachine, AgreesWithProcCpuinfoSysconfAndMeminfo) {
   ASSERT_TRUE(r.host.memory_total_bytes.has_value());
   EXPECT_EQ(*r.host.memory_total_bytes, meminfo_kb("MemTotal") * 1024);
   ASSERT_TRUE(r.host.memory_available_bytes.has_value());
-  const double avail = static_cast<double>(meminfo_kb("MemAvailable") * 1024);
-  EXPECT_NEAR(static_cast<double>(*r.host.memory_available_bytes), avail,
-              0.05 * static_cast<double>(*r.host.memory_total_bytes));
+  // MemAvailable moves with every other process (parallel tests among them): live, only its bounds hold
+  // (cli_test DetectCli.MemoryIsMeminfosOwnFigures checks the figure exactly, on a snapshot).
+  EXPECT_GT(*r.host.memory_available_bytes, 0u);
+  EXPECT_LE(*r.host.memory_available_bytes, *r.host.memory_total_bytes);
 
   ASSERT_FALSE(r.devices.empty());
   EXPECT_EQ(r.devices[0].kind, DeviceKind::kCpu);
