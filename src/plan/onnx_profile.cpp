@@ -197,8 +197,13 @@ Result<OnnxMemoryProfile> profile_from_json(const nlohmann::json& j) {
 nlohmann::json prediction_to_json(const OnnxMemoryPrediction& p) {
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& [id, b] : p.devices) devices.push_back({{"device", id}, {"bytes", bytes_to_json(b)}});
-  return {{"batch", p.batch},  {"measured", p.measured}, {"from_batches", p.from},
-          {"basis", p.basis},  {"devices", devices},     {"peak_in_use", p.peak_in_use()},
+  return {{"batch", p.batch},
+          {"measured", p.measured},
+          {"from_batches", p.from},
+          {"basis", p.basis},
+          {"devices", devices},
+          {"peak_in_use", p.peak_in_use()},
+          {"reservation", p.reservation()},
           {"total", p.total()}};
 }
 
