@@ -2,7 +2,7 @@
 # How far `gantry plan MODEL.onnx` predicts an ONNX model's memory at a batch size it never measured:
 # for PaddleOCR det (at 640x640) and the heavy MLP, `gantry plan --measure --batch B` measures batch 1, 2
 # and B in the runtime's memory pool (a fresh cache, so all three are measured now) and also reports the
-# prediction at B from 1 and 2 alone. Prints per model
+# prediction at B from 1 and 2 alone. On the cpu provider: its pool is what is measured. Prints per model
 #   onnx-plan <model> batch B: predicted <p> MiB from 1 and 2, measured <m> MiB; errors: activations <a>,
 #   reservation <r>, total <t>
 # (reservation = the pool's peak + the heap outside it, what the runtime's budget reserves; total adds the
@@ -22,7 +22,7 @@ for f in "$det" "$mlp"; do
 done
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 run() {  # name, model, extra args
-  GANTRY_CACHE_DIR="$tmp/cache-$1" "$BUILD/bin/gantry" plan "$2" --measure --batch "$BATCH" --json "${@:3}" \
+  GANTRY_CACHE_DIR="$tmp/cache-$1" "$BUILD/bin/gantry" plan "$2" --measure --batch "$BATCH" --provider cpu --json "${@:3}" \
     >"$tmp/$1.json" 2>"$tmp/err" || { echo "gantry plan --measure failed for $2: $(tail -3 "$tmp/err")" >&2; exit 1; }
 }
 run det "$det" --shape x=1,3,640,640

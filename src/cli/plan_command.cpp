@@ -40,6 +40,7 @@ struct PlanArgs {
   uint32_t batch = 2048;
   bool batch_given = false;         // ONNX: --batch is the model's batch size (default 1)
   std::vector<std::string> shapes;  // ONNX: --shape NAME=D0,D1,...
+  std::string provider;             // ONNX: --provider
   uint32_t ubatch = 512;
   std::string kv_type = "f16";
   std::string flash_attn = "auto";
@@ -184,8 +185,8 @@ int run_plan(const PlanArgs& a) {
     std::cerr << "gantry: plan: --measure loads a GGUF file; a checkpoint is planned from its headers\n";
     return 2;
   }
-  if (!a.shapes.empty() && (checkpoint || path.extension() == ".gguf")) {
-    std::cerr << "gantry: plan: --shape sets an ONNX model's input shapes\n";
+  if ((!a.shapes.empty() || !a.provider.empty()) && (checkpoint || path.extension() == ".gguf")) {
+    std::cerr << "gantry: plan: --shape and --provider are for ONNX models\n";
     return 2;
   }
   if (!checkpoint && !a.quant.empty()) {
@@ -296,6 +297,7 @@ int run_plan(const PlanArgs& a) {
     q.measure = a.measure;
     q.json = a.json;
     q.policy = *policy;
+    q.provider = a.provider;
     q.machine = &*registry;
     q.local = a.sysroot.empty();
     q.devices = devices;
@@ -423,6 +425,8 @@ void register_plan_command(CLI::App& app, int& exit_code) {
       "GGUF: also load the model with this plan and report llama.cpp's real allocations. ONNX: load "
       "it in Gantry's memory pool and run it once at batch 1, 2 and --batch; the profile is cached "
       "and the runtime's budget reserves from it");
+  cmd->add_option("--provider", args->provider,
+                  "ONNX: plan (and --measure) on this execution provider only (cpu, cuda, ...)");
   cmd->add_option("--shape", args->shapes,
                   "ONNX: an input's full shape for --measure, NAME=D0,D1,... (its batch dims follow --batch; "
                   "dynamic dims not given are 1)");

@@ -102,6 +102,7 @@ int run_onnx_plan(const OnnxPlanRequest& q, std::ostream& out, std::ostream& err
   if (q.batch) o.batches.push_back(*q.batch);
   if (q.machine) o.hardware = *q.machine;
   o.factory.policy = q.policy;
+  o.factory.provider = q.provider;
   auto report = runtime::measure_onnx_memory(q.model, o, q.measure);
   if (!report.ok()) {
     // Without --measure a model the runtime cannot even identify still gets the rule of thumb.

@@ -28,6 +28,7 @@ struct OnnxPlanRequest {
   bool measure = false;
   bool json = false;
   backend::ProviderPolicy policy = backend::ProviderPolicy::kFastest;
+  std::string provider;                   // --provider: only this one
   const hw::Registry* machine = nullptr;  // the machine planned for (measured only when local)
   bool local = true;                      // false with --sysroot: nothing can be measured
   std::vector<plan::Device> devices;

@@ -87,12 +87,18 @@ class OnnxMeasure : public ::testing::Test {
     OnnxMeasureOptions o;
     o.cache_dir = (dir_ / "cache").string();
     o.hardware = backend::local_machine();
+    o.factory.provider = "cpu";  // the CPU pool is what is measured, whatever GPUs the machine has
     return o;
   }
   static RuntimeOptions runtime_options(std::string cache_dir) {
     RuntimeOptions o;
     o.verdict_cache_dir = std::move(cache_dir);
     o.keep_alive_timer = false;
+    return o;
+  }
+  static LoadOptions cpu_only() {
+    LoadOptions o;
+    o.factory.provider = "cpu";
     return o;
   }
   static ModelInfo info_of(const Runtime& rt, const std::string& name) {
@@ -146,7 +152,7 @@ TEST_F(OnnxMeasure, TheRuntimeReservesFromTheCachedProfile) {
   {
     auto rt = Runtime::create(runtime_options((dir_ / "cache").string()));
     ASSERT_TRUE(rt.ok()) << rt.status().message();
-    auto h = (*rt)->load(kMlp);
+    auto h = (*rt)->load(kMlp, cpu_only());
     ASSERT_TRUE(h.ok()) << h.status().message();
     const ModelInfo m = info_of(**rt, "mlp_64_128_10");
     rule_of_thumb = m.reserved_bytes.at("cpu");
@@ -160,7 +166,7 @@ TEST_F(OnnxMeasure, TheRuntimeReservesFromTheCachedProfile) {
   {
     auto rt = Runtime::create(runtime_options((dir_ / "cache").string()));
     ASSERT_TRUE(rt.ok());
-    auto h = (*rt)->load(kMlp);
+    auto h = (*rt)->load(kMlp, cpu_only());
     ASSERT_TRUE(h.ok()) << h.status().message();
     const ModelInfo m = info_of(**rt, "mlp_64_128_10");
     EXPECT_EQ(m.reserved_bytes.at("cpu"), at1->reservation());
@@ -188,7 +194,7 @@ TEST_F(OnnxMeasure, TheRuntimeReservesFromTheCachedProfile) {
   EXPECT_GT(at8->reservation(), at1->reservation());
   auto rt = Runtime::create(runtime_options((dir_ / "cache").string()));
   ASSERT_TRUE(rt.ok());
-  auto h = (*rt)->load(pkg.string());
+  auto h = (*rt)->load(pkg.string(), cpu_only());
   ASSERT_TRUE(h.ok()) << h.status().message();
   const ModelInfo m = info_of(**rt, "mlp-batched");
   EXPECT_EQ(m.reserved_bytes.at("cpu"), at8->reservation());
@@ -196,7 +202,7 @@ TEST_F(OnnxMeasure, TheRuntimeReservesFromTheCachedProfile) {
   // With the cache off the profile is not consulted.
   auto off = Runtime::create(runtime_options("none"));
   ASSERT_TRUE(off.ok());
-  auto h2 = (*off)->load(kMlp);
+  auto h2 = (*off)->load(kMlp, cpu_only());
   ASSERT_TRUE(h2.ok());
   EXPECT_EQ(info_of(**off, "mlp_64_128_10").reserved_bytes.at("cpu"), rule_of_thumb);
 }
