@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "gantry/backend/factory.h"
+#include "gantry/backend/onnx/onnx_backend.h"
 #include "gantry/backend/synthesize.h"
 #include "gantry/core/log.h"
 #include "gantry/model/onnx_info.h"
@@ -153,55 +154,70 @@ uint64_t heap_in_use() {
   return m.uordblks + m.hblkhd;
 }
 
-// One point: a Runtime of its own (a fresh pool), load, run once at `batch`, read the pool.
+void add_note(std::vector<std::string>& notes, std::string note) {
+  if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(std::move(note));
+}
+
+// One point: a Runtime of its own (fresh pools), load, run once at `batch`, read every pool. `device` is
+// where the provider runs the model ("cpu", "cuda:0").
 Result<plan::OnnxMemoryPoint> measure_point(const std::string& source, const OnnxMeasureOptions& options,
                                             const hw::Registry& machine, int64_t batch,
-                                            std::vector<std::string>& notes) {
+                                            const std::string& device, std::vector<std::string>& notes) {
   RuntimeOptions ro;
   ro.hardware = machine;
   ro.memory_budget = options.memory_budget;
   ro.verdict_cache_dir = "none";  // reserve by the rule of thumb: this is what makes the profile
   ro.keep_alive_timer = false;
   GANTRY_ASSIGN_OR_RETURN(std::unique_ptr<Runtime> rt, Runtime::create(std::move(ro)));
-  memory::BlockPool* pool = rt->pool("cpu");
-  if (!pool) return Internal("the runtime has no CPU memory pool to measure with");
+  // The CPU's pool and each accelerator's (CUDA devices get one, made on first use).
+  std::vector<std::pair<std::string, memory::BlockPool*>> pools;
+  for (const auto& b : rt->budgets())
+    if (memory::BlockPool* p = rt->pool(b.device)) pools.emplace_back(b.device, p);
+  if (pools.empty() || pools.front().first != "cpu")
+    return Internal("the runtime has no CPU memory pool to measure with");
   LoadOptions lo;
   lo.factory = options.factory;
   const uint64_t heap_before = heap_in_use();
   GANTRY_ASSIGN_OR_RETURN(ModelHandle h, rt->load(source, lo));
-  const memory::PoolStats loaded = pool->stats();
+  std::vector<memory::PoolStats> loaded, ran;
+  for (const auto& [id, pool] : pools) loaded.push_back(pool->stats());
   const uint64_t heap_after = heap_in_use();
   GANTRY_ASSIGN_OR_RETURN(model::SessionBucket shapes,
                           inputs_at_batch(h->metadata().inputs, options.shapes, batch));
   GANTRY_ASSIGN_OR_RETURN(std::vector<backend::NamedTensor> inputs,
                           backend::synthesize_inputs(h->metadata(), &shapes));
-  pool->reset_peaks();
-  memory::PoolStats ran;
+  for (const auto& [id, pool] : pools) pool->reset_peaks();
   {
     auto out = h->infer_one(inputs);
     if (!out.ok())
       return out.status().with_context(fmt::format("running {} once at batch {}", source, batch));
-    ran = pool->stats();  // the outputs are still held: they count
+    for (const auto& [id, pool] : pools)
+      ran.push_back(pool->stats());  // the outputs are still held: they count
   }
-  plan::OnnxMemoryBytes b;
-  b.weights = loaded.bytes_in_use;
-  b.load_peak = loaded.peak_in_use;
-  b.activations = ran.peak_in_use > loaded.bytes_in_use ? ran.peak_in_use - loaded.bytes_in_use : 0;
-  const uint64_t reserved = std::max(loaded.peak_reserved, ran.peak_reserved);
-  const uint64_t in_use = std::max(loaded.peak_in_use, ran.peak_in_use);
-  b.arena = reserved > in_use ? reserved - in_use : 0;
-  b.outside_pool = heap_after > heap_before ? heap_after - heap_before : 0;
   plan::OnnxMemoryPoint point;
   point.batch = batch;
-  point.devices["cpu"] = b;
-  const std::string provider = h->metadata().provider;
-  if (provider != "cpu") {
-    const std::string note =
-        "the " + provider +
-        " provider's device memory is not drawn from a Gantry pool: only host (cpu) memory "
-        "was measured";
-    if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+  for (size_t i = 0; i < pools.size(); ++i) {
+    const std::string& id = pools[i].first;
+    const memory::PoolStats& l = loaded[i];
+    const memory::PoolStats& r = ran[i];
+    if (id != "cpu" && id != device && l.peak_reserved == 0 && r.peak_reserved == 0) continue;  // unused
+    plan::OnnxMemoryBytes b;
+    b.weights = l.bytes_in_use;
+    b.load_peak = l.peak_in_use;
+    b.activations = r.peak_in_use > l.bytes_in_use ? r.peak_in_use - l.bytes_in_use : 0;
+    const uint64_t reserved = std::max(l.peak_reserved, r.peak_reserved);
+    const uint64_t in_use = std::max(l.peak_in_use, r.peak_in_use);
+    b.arena = reserved > in_use ? reserved - in_use : 0;
+    if (id == "cpu") b.outside_pool = heap_after > heap_before ? heap_after - heap_before : 0;
+    point.devices[id] = b;
   }
+  if (device != "cpu" && !point.devices.count(device))
+    add_note(notes, device + " has no Gantry memory pool here: only host (cpu) memory was measured");
+  else if (device.rfind("cuda:", 0) == 0)
+    add_note(notes,
+             device +
+                 ": the CUDA context and the EP's cuBLAS/cuDNN workspaces are outside the pool and not "
+                 "measured; the runtime adds its allowance for them to the reservation");
   return point;
 }
 
@@ -228,6 +244,8 @@ Result<OnnxMeasureReport> measure_onnx_memory(const std::string& source, const O
   OnnxMeasureReport report;
   report.backend = std::string(be->name()) + " " + be->version();
   report.device = backend::device_label(machine, chosen->family, chosen->device_ids);
+  const std::string model_device =
+      hw::memory_device_id(chosen->family, chosen->device_ids.empty() ? 0 : chosen->device_ids.front());
   const std::string key =
       plan::onnx_profile_key(package.model_sha256(), report.device, chosen->provider, be->version());
   GANTRY_ASSIGN_OR_RETURN(model::OnnxModelInfo info, model::read_onnx_info(package.model_path()));
@@ -287,7 +305,7 @@ Result<OnnxMeasureReport> measure_onnx_memory(const std::string& source, const O
     }
     GANTRY_LOG_DEBUG("measuring {} at batch {}", source, b);
     GANTRY_ASSIGN_OR_RETURN(plan::OnnxMemoryPoint point,
-                            measure_point(source, options, machine, b, report.notes));
+                            measure_point(source, options, machine, b, model_device, report.notes));
     profile.put(std::move(point));
     report.measured.push_back(b);
   }
@@ -326,9 +344,16 @@ std::optional<backend::MemoryEstimate> profile_reservation(const std::string& ca
   }
   backend::MemoryEstimate e;
   for (const auto& [id, b] : p->devices) e.bytes[id] = b.reservation();
+  std::string extra;
+  const std::string_view family = backend.provider_family(placement.provider);
+  if (family == hw::kFamilyCuda) {
+    // What the CUDA EP allocates outside the pool, as OnnxBackend::estimate_memory allows for it.
+    e.bytes[hw::memory_device_id(family, placement.primary_device())] += onnx::kCudaEpUnpooledBytes;
+    extra = "; + 64 MiB for the CUDA EP's workspaces outside the pool";
+  }
   e.exact = p->measured;
-  e.basis = fmt::format("memory profile {} at batch {}, {} ({})", profile->model, batch, p->basis,
-                        cache.path_for(key));
+  e.basis = fmt::format("memory profile {} at batch {}, {} ({}){}", profile->model, batch, p->basis,
+                        cache.path_for(key), extra);
   return e;
 }
 

@@ -7,8 +7,10 @@
 // left on the heap outside the pool), start the peaks afresh, run once on synthesised inputs at the batch
 // size (gantry/backend/synthesize.h) and read the pool again (activations: the peak in use above the
 // weights; arena: what the pool mapped beyond its peak in use). ONNX Runtime's one-time set-up is kept out
-// of the heap figure by a throwaway load first. Memory of
-// devices without a Gantry pool (an accelerator's, under a GPU provider) is not measured and is said so.
+// of the heap figure by a throwaway load first. Under a CUDA provider the device's own pool (the runtime
+// makes one per CUDA device) is read the same way; the CUDA context and the EP's cuBLAS/cuDNN workspaces
+// are outside it and not measured (the reservation adds onnx::kCudaEpUnpooledBytes for them, as the rule
+// of thumb does). A device without a Gantry pool is not measured, and said so.
 //
 // Inputs: the batch is every dim carrying the symbolic name of the first input's leading dim (or, when
 // unnamed, every input's dynamic leading dim); other dynamic dims are 1 unless `shapes` gives the input's
