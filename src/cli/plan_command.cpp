@@ -1,5 +1,6 @@
 // `gantry plan MODEL`: how much memory a model takes at a context size, layer by layer over the devices.
-// GGUF models get llama.cpp's exact rules (gantry/plan/planner.h); other files a labelled estimate.
+// GGUF models get llama.cpp's exact rules (gantry/plan/planner.h); ONNX models go to cli/plan_onnx.h
+// (measured in Gantry's memory pool with --measure, a cached profile, else a labelled estimate).
 // `--explain` shows the backend factory's provider choice (ONNX); `--measure` also loads a GGUF model
 // with llama.cpp and reports the bytes it really allocated next to the prediction. A Hugging Face checkpoint
 // (directory, index, .safetensors, URL) or `--params 70B` goes to cli/plan_checkpoint.h.
@@ -13,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/plan_checkpoint.h"
 #include "cli/plan_explain.h"
+#include "cli/plan_onnx.h"
 #include "gantry/backend/llama/measure.h"
 #include "gantry/hw/detect.h"
 #include "gantry/hw/loader.h"
@@ -36,6 +38,9 @@ struct PlanArgs {
   uint32_t ctx = 0;
   uint32_t parallel = 1;
   uint32_t batch = 2048;
+  bool batch_given = false;         // ONNX: --batch is the model's batch size (default 1)
+  std::vector<std::string> shapes;  // ONNX: --shape NAME=D0,D1,...
+  std::string provider;             // ONNX: --provider
   uint32_t ubatch = 512;
   std::string kv_type = "f16";
   std::string flash_attn = "auto";
@@ -181,6 +186,10 @@ int run_plan(const PlanArgs& a) {
     std::cerr << "gantry: plan: --measure loads a GGUF file; a checkpoint is planned from its headers\n";
     return 2;
   }
+  if ((!a.shapes.empty() || !a.provider.empty()) && (checkpoint || path.extension() == ".gguf")) {
+    std::cerr << "gantry: plan: --shape and --provider are for ONNX models\n";
+    return 2;
+  }
   if (!checkpoint && !a.quant.empty()) {
     std::cerr << "gantry: plan: --quant plans a checkpoint at a type; a GGUF file has its own (--what-if "
                  "shows what smaller quantisations would fit)\n";
@@ -273,12 +282,27 @@ int run_plan(const PlanArgs& a) {
     result.model = path.filename().string() + " (" + profile->architecture + ", " +
                    std::to_string(profile->n_layer()) + " layers, " + profile->weight_type + ")";
   } else if (format.ok() && *format == model::ModelFormat::kOnnx) {
-    // An estimate, but only of a model that parses: an empty file or /etc/passwd does not "fit".
-    if (auto info = model::read_onnx_info(path); !info.ok()) {
-      std::cerr << "gantry: plan: " << info.status().to_string() << "\n";
-      return 1;
+    if (a.speed || !a.what_if.empty()) {
+      std::cerr << "gantry: plan: --speed and --what-if need a GGUF model\n";
+      return 2;
     }
-    result = plan::estimate_generic(path.filename().string(), fs::file_size(path, ec), devices);
+    auto policy = backend::resolve_provider_policy(a.provider_policy);
+    if (!policy.ok()) {
+      std::cerr << "gantry: plan: " << policy.status().message() << "\n";
+      return 2;
+    }
+    OnnxPlanRequest q;
+    q.model = a.model;
+    if (a.batch_given) q.batch = a.batch;
+    q.shapes = a.shapes;
+    q.measure = a.measure;
+    q.json = a.json;
+    q.policy = *policy;
+    q.provider = a.provider;
+    q.machine = &*registry;
+    q.local = a.sysroot.empty();
+    q.devices = devices;
+    return run_onnx_plan(q, std::cout, std::cerr);
   } else {
     std::cerr << "gantry: plan: " << a.model << " is neither a GGUF nor an ONNX model"
               << (format.ok() ? "" : " (" + format.status().message() + ")") << "\n";
@@ -354,10 +378,12 @@ void register_plan_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<PlanArgs>();
   auto* cmd =
       app.add_subcommand("plan", "Predict the memory a model needs and how its layers split over devices");
-  cmd->add_option("model", args->model,
-                  "Model: .gguf (exact llama.cpp rules), .onnx (estimate), or a Hugging Face checkpoint "
-                  "(directory, model.safetensors.index.json, .safetensors, or an http(s) URL of one; planned "
-                  "from config.json and the safetensors headers alone)");
+  cmd->add_option(
+      "model", args->model,
+      "Model: .gguf (exact llama.cpp rules), .onnx (measured with --measure, else a cached profile or an "
+      "estimate), or a Hugging Face checkpoint "
+      "(directory, model.safetensors.index.json, .safetensors, or an http(s) URL of one; planned "
+      "from config.json and the safetensors headers alone)");
   cmd->add_option("--quant", args->quant,
                   "Checkpoints: plan at this llama-quantize type (q4_k_m, q8_0, bf16, ...), or 'all' for the "
                   "largest that fits at --ctx (default 4096) and the context it leaves");
@@ -377,8 +403,11 @@ void register_plan_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1 << 28));
   cmd->add_option("--ctx", args->ctx, "Context size in tokens (default: the model's training context)");
   cmd->add_option("--parallel", args->parallel, "Sequences decoded together")->check(CLI::Range(1, 256));
-  cmd->add_option("--batch", args->batch, "Logical batch size (llama.cpp n_batch)")
-      ->check(CLI::Range(1, 1 << 20));
+  auto* batch =
+      cmd->add_option("--batch", args->batch,
+                      "GGUF: logical batch size (llama.cpp n_batch). ONNX: the model's batch size "
+                      "(default 1; measured with --measure, else predicted from the cached profile)")
+          ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--ubatch", args->ubatch, "Physical batch size (llama.cpp n_ubatch)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--kv-type", args->kv_type, "KV cache type: f16, q8_0, q4_0, ...");
@@ -392,8 +421,16 @@ void register_plan_command(CLI::App& app, int& exit_code) {
                 "Show which execution provider the backend factory picks, and why the others were not");
   cmd->add_option("--provider-policy", args->provider_policy,
                   "With --explain: fastest|manifest|measured (default: $GANTRY_PROVIDER_POLICY or fastest)");
-  cmd->add_flag("--measure", args->measure,
-                "Also load the GGUF model with this plan and report llama.cpp's real allocations");
+  cmd->add_flag(
+      "--measure", args->measure,
+      "GGUF: also load the model with this plan and report llama.cpp's real allocations. ONNX: load "
+      "it in Gantry's memory pool and run it once at batch 1, 2 and --batch; the profile is cached "
+      "and the runtime's budget reserves from it");
+  cmd->add_option("--provider", args->provider,
+                  "ONNX: plan (and --measure) on this execution provider only (cpu, cuda, ...)");
+  cmd->add_option("--shape", args->shapes,
+                  "ONNX: an input's full shape for --measure, NAME=D0,D1,... (its batch dims follow --batch; "
+                  "dynamic dims not given are 1)");
   cmd->add_flag("--speed", args->speed,
                 "Also predict prompt/generation tokens/s on this machine (times a ~150 ms memory triad)");
   cmd->add_option(
@@ -405,7 +442,10 @@ void register_plan_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", args->threads,
                   "CPU threads the speed prediction assumes (default: physical cores)")
       ->check(CLI::Range(1, 4096));
-  cmd->callback([args, &exit_code] { exit_code = run_plan(*args); });
+  cmd->callback([args, batch, &exit_code] {
+    args->batch_given = batch->count() > 0;
+    exit_code = run_plan(*args);
+  });
 }
 
 }  // namespace gantry::cli

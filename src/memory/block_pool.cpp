@@ -521,6 +521,13 @@ void BlockPool::trim() {
   impl_->release_empty(0);
 }
 
+void BlockPool::reset_peaks() {
+  std::lock_guard lock(impl_->mu);
+  impl_->st.peak_in_use = impl_->st.bytes_in_use;
+  impl_->st.peak_reserved = impl_->st.bytes_reserved;
+  for (auto& o : impl_->owners) o.peak = o.in_use;
+}
+
 PoolStats BlockPool::stats() const {
   std::lock_guard lock(impl_->mu);
   return impl_->st;

@@ -11,6 +11,7 @@
 #include "gantry/hw/detect.h"
 #include "gantry/runtime/instance_group.h"
 #include "gantry/runtime/instance_layout.h"
+#include "gantry/runtime/onnx_measure.h"
 
 namespace gantry::runtime {
 namespace {
@@ -203,6 +204,8 @@ Result<ModelHandle> Runtime::load_package(std::shared_ptr<const model::Package> 
     for (size_t k = 0; k < n; ++k) {
       GANTRY_ASSIGN_OR_RETURN(backend::MemoryEstimate estimate,
                               be->estimate_memory(*package, layout.instances[k]));
+      // An ONNX model measured with `gantry plan --measure` reserves what its cached profile says.
+      if (verdicts_) estimate = with_profile(std::move(estimate), *package, layout.instances[k], *be);
       for (const auto& [device, bytes] : estimate.bytes) total.bytes[device] += bytes;
       total.exact = estimate.exact;
       total.basis = n == 1 ? estimate.basis
@@ -270,7 +273,7 @@ Result<Explanation> Runtime::explain(const std::string& source, const LoadOption
   if (ex.choice.chosen >= 0) {
     backend::Placement p = ex.choice.placement;
     auto est = be->estimate_memory(package, p);
-    if (est.ok()) ex.memory = std::move(*est);
+    if (est.ok()) ex.memory = verdicts_ ? with_profile(std::move(*est), package, p, *be) : std::move(*est);
   }
   return ex;
 }
@@ -279,6 +282,21 @@ memory::BlockPool* Runtime::pool(std::string_view device) const {
   for (const auto& p : pools_)
     if (p->device() == device) return p.get();
   return nullptr;
+}
+
+backend::MemoryEstimate Runtime::with_profile(backend::MemoryEstimate rule_of_thumb,
+                                              const model::Package& package, const backend::Placement& p,
+                                              const backend::Backend& be) const {
+  auto measured = profile_reservation(verdicts_->dir(), hardware_, package, p, be);
+  if (!measured) return rule_of_thumb;
+  // Devices the profile did not measure (an accelerator without a pool) keep the rule of thumb.
+  for (const auto& [device, bytes] : rule_of_thumb.bytes) {
+    if (measured->bytes.count(device)) continue;
+    measured->bytes[device] = bytes;
+    measured->exact = false;
+    measured->basis += "; " + device + ": " + rule_of_thumb.basis;
+  }
+  return std::move(*measured);
 }
 
 std::vector<BudgetInfo> Runtime::budgets() const {

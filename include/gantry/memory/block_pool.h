@@ -101,6 +101,9 @@ class BlockPool {
 
   // Flushes the reuse cache and returns every empty block to the backing.
   void trim();
+  // Starts the peaks afresh: peak_in_use and peak_reserved (and each owner's peak) become what is in use
+  // and reserved now, so that a later stats() gives the peak of what happened since (one inference).
+  void reset_peaks();
 
   const Backing& backing() const { return *backing_; }
   const std::string& device() const { return backing_->device(); }

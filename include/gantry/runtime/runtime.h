@@ -134,6 +134,9 @@ class Runtime {
   Result<ModelHandle> load_package(std::shared_ptr<const model::Package> package, const LoadOptions& options);
   // The factory's options for `options`: the verdict cache filled in.
   backend::LoadOptions factory_options(const LoadOptions& options) const;
+  // `rule_of_thumb` replaced by the model's cached memory profile where there is one (onnx_measure.h).
+  backend::MemoryEstimate with_profile(backend::MemoryEstimate rule_of_thumb, const model::Package& package,
+                                       const backend::Placement& p, const backend::Backend& be) const;
 
   RuntimeOptions options_;
   hw::Registry hardware_;
