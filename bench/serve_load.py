@@ -148,6 +148,8 @@ def main():
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--ignore-eos", action="store_true",
                     help="send ignore_eos=true (llama-server extension) so every request generates max-tokens")
+    ap.add_argument("--logit-bias", action="append", default=[], metavar="TOKEN=BIAS",
+                    help="OpenAI logit_bias entries (both servers honour them): e.g. 2=-100 keeps </s> out")
     ap.add_argument("--system-prompt", default=None, help="a system message sent with every chat request")
     ap.add_argument("--distinct-turns", action="store_true",
                     help="append '(client C, request R)' to each request's prompt so no two are the same")
@@ -174,6 +176,8 @@ def main():
     }
     if args.ignore_eos:
         body["ignore_eos"] = True
+    if args.logit_bias:
+        body["logit_bias"] = {k: float(v) for k, v in (e.split("=", 1) for e in args.logit_bias)}
 
     def body_for(c, i):
         prompt = args.prompt + (" (client %d, request %d)" % (c, i) if args.distinct_turns else "")

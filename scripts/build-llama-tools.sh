@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's reference tools (llama-simple, llama-bench, llama-server) from the same source commit as the
+# Builds llama.cpp's reference tools (llama-simple, llama-bench, llama-server, and ggml's RPC server, whose CMake
+# target and binary are `ggml-rpc-server` in this commit: tools/rpc/CMakeLists.txt) from the same source commit as the
 # library setup.sh installed, with the same compile flags, into CACHE/llama/tools-build.
 # The tools run against the very same installed libllama/libggml (their RUNPATH points at
 # CACHE/llama/install/lib first), so a comparison with Gantry measures the caller, not the library.
@@ -11,8 +12,8 @@ CACHE=$(cd "$CACHE" && pwd)
 JOBS=${JOBS:-$(nproc)}
 LLAMA_COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
 src="$CACHE/llama/src" prefix="$CACHE/llama/install" build="$CACHE/llama/tools-build"
-want="$LLAMA_COMMIT tools-v3-server-rpc"
-tools=(llama-simple llama-bench llama-server rpc-server)
+want="$LLAMA_COMMIT tools-v4-server-rpc"
+tools=(llama-simple llama-bench llama-server ggml-rpc-server)
 stamp="$CACHE/stamps/llama-tools"
 
 fail() { echo "gantry setup: FAILED: $*" >&2; exit 1; }
@@ -43,9 +44,12 @@ cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 cmake --build "$build" -j "$JOBS" --target "${tools[@]}" >"$build/build.log" 2>&1 \
   || fail "building ${tools[*]} (see $build/build.log)"
 
-# Check the tools really resolve the installed library.
+# Check the tools really resolve the installed libraries (ggml-rpc-server links ggml only, not libllama).
 for tool in "${tools[@]}"; do
-  lib=$(ldd "$build/bin/$tool" | awk '$1=="libllama.so.0" {print $3}')
-  [[ "$lib" == "$prefix/lib/libllama.so.0" ]] || fail "$tool loads libllama from '$lib', expected $prefix/lib/libllama.so.0"
+  for so in libggml.so.0 libllama.so.0; do
+    lib=$(ldd "$build/bin/$tool" | awk -v so="$so" '$1==so {print $3}')
+    [[ "$so" == libllama.so.0 && -z "$lib" && "$tool" == ggml-rpc-server ]] && continue
+    [[ "$lib" == "$prefix/lib/$so" ]] || fail "$tool loads $so from '$lib', expected $prefix/lib/$so"
+  done
 done
 echo "$want" >"$stamp"

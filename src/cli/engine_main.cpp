@@ -50,6 +50,7 @@ extern "C" __attribute__((visibility("default"))) int gantry_engine_main(int arg
   gantry::cli::register_serve_command(app, exit_code);
   gantry::cli::register_kernel_command(app, exit_code);
   gantry::cli::register_weights_command(app, exit_code);
+  gantry::cli::register_rpc_server_command(app, exit_code);
 
   return gantry::cli::parse_and_run(app, argc, argv, exit_code);
 }

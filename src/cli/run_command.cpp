@@ -163,6 +163,12 @@ int run_model(RunArgs& a) {
   llama.n_gpu_layers = a.gguf.n_gpu_layers;
   if (a.gguf.no_mmap) llama.mmap = false;
   if (!a.gguf.chat_template_file.empty()) llama.chat_template_file = a.gguf.chat_template_file;
+  if (!a.gguf.rpc.empty()) {
+    if (Status s = rpc_option(llama, a.gguf.rpc); !s.ok()) {
+      std::cerr << "gantry run: --rpc: " << s.message() << "\n";
+      return 2;
+    }
+  }
   auto handle = (*rt)->load(a.model, lo);
   if (!handle.ok()) {
     std::cerr << "gantry run: error: " << handle.status().message() << "\n";

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gantry/backend/model.h"
+#include "gantry/model/backend_options.h"
 
 namespace gantry::cli {
 
@@ -28,12 +29,16 @@ struct RunGgufOptions {
   bool no_mmap = false;  // --no-mmap: read the weights into memory instead of mapping the file
   std::string chat_template_file;  // --chat-template-file: a Jinja chat template instead of the GGUF's
   std::vector<std::string> stop;
+  std::vector<std::string> rpc;  // --rpc HOST:PORT,...: RPC servers whose devices take layers too
 };
 
 // Adds --prompt, --prompt-file, --no-mmap, --max-tokens, --temperature, --top-k, --top-p, --min-p,
 // --repeat-penalty, --seed,
 // --ctx, --threads, --n-gpu-layers, --chat, --system, --stop (repeatable) to `cmd`.
 void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& options);
+
+// Sets llama.cpp's "rpc" option from --rpc values (each HOST:PORT or a comma-separated list).
+Status rpc_option(model::LlamaOptions& llama, const std::vector<std::string>& values);
 
 // Checks the flags that do not need the model (sampling ranges, sizes, seed; not --prompt).
 // InvalidArgument names the flag.

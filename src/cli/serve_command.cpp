@@ -52,6 +52,7 @@ struct ServeArgs {
   std::string chat_template_file;
   std::string reasoning_format;
   bool no_mmap = false;
+  std::vector<std::string> rpc;
   int64_t max_batch_size = 32;
   int64_t max_queue_delay_us = 1000;
   bool no_dynamic_batching = false;
@@ -106,6 +107,14 @@ int serve(ServeArgs& a) {
     }
   }
   if (a.no_mmap) llama.mmap = false;
+  if (!a.rpc.empty()) {
+    std::string joined;
+    for (const auto& v : a.rpc) joined += (joined.empty() ? "" : ",") + v;
+    if (Status s = model::set_llama_option(llama, "rpc", joined); !s.ok()) {
+      std::cerr << "gantry serve: --rpc: " << s.message() << "\n";
+      return 2;
+    }
+  }
   for (const auto& [key, value, flag] :
        {std::tuple{"chat_template_file", a.chat_template_file, "--chat-template-file"},
         std::tuple{"reasoning_format", a.reasoning_format, "--reasoning-format"}}) {
@@ -192,6 +201,10 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-mmap", a->no_mmap,
                 "Read GGUF weights into memory instead of mapping them (a mapped file overwritten in place "
                 "ends the process with SIGBUS; to update a model, rename a new file over the old one)");
+  cmd->add_option("--rpc", a->rpc,
+                  "Spread text models over these RPC servers too (HOST:PORT,...: `gantry rpc-server`); a "
+                  "package's llama \"rpc\" list does the same for that model. A server lost while serving "
+                  "fails its model's requests with 503 and marks the model failed (load it again)");
   cmd->add_option("--threads", a->threads, "Inference threads per model (default: the backend's)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--provider", a->provider, "Use only this execution provider (cpu, cuda, ...)");

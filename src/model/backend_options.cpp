@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "gantry/core/enum_names.h"
+#include "gantry/hw/rpc.h"
 
 namespace gantry::model {
 namespace {
@@ -41,9 +42,10 @@ constexpr std::array kIntOptions = {
     IntOption{"max_tokens", &LlamaOptions::max_tokens, 1, 1 << 24},
 };
 
-constexpr std::array<std::string_view, 12> kKeys = {
+constexpr std::array<std::string_view, 13> kKeys = {
     "n_ctx",   "parallel",   "n_batch", "n_ubatch",   "n_gpu_layers",       "tensor_split",
-    "kv_type", "flash_attn", "mmap",    "max_tokens", "chat_template_file", "reasoning_format"};
+    "kv_type", "flash_attn", "mmap",    "max_tokens", "chat_template_file", "reasoning_format",
+    "rpc"};
 
 Status bad(std::string_view key, std::string_view value, std::string_view what) {
   return InvalidArgument(fmt::format("llama.cpp option {}='{}' {}", key, value, what));
@@ -117,6 +119,11 @@ Status set_llama_option(LlamaOptions& o, std::string_view key, std::string_view 
   } else if (key == "chat_template_file") {
     if (value.empty() || value.size() > 4096) return bad(key, value.substr(0, 80), "must be a file path");
     o.chat_template_file = std::string(value);
+  } else if (key == "rpc") {
+    auto servers = hw::parse_rpc_endpoints(value);
+    if (!servers.ok()) return bad(key, value, servers.status().message());
+    o.rpc.clear();
+    for (const auto& e : *servers) o.rpc.push_back(e.text());
   } else if (key == "reasoning_format") {
     if (value != "auto" && value != "deepseek" && value != "none") {
       return bad(key, value, "must be auto, deepseek or none");
@@ -146,6 +153,7 @@ std::map<std::string, std::string> llama_option_texts(const LlamaOptions& o) {
   if (o.mmap) out.emplace("mmap", *o.mmap ? "on" : "off");
   if (o.chat_template_file) out.emplace("chat_template_file", *o.chat_template_file);
   if (o.reasoning_format) out.emplace("reasoning_format", *o.reasoning_format);
+  if (!o.rpc.empty()) out.emplace("rpc", fmt::format("{}", fmt::join(o.rpc, ",")));
   return out;
 }
 
@@ -180,6 +188,7 @@ void overlay(LlamaOptions& base, const LlamaOptions& over) {
   if (over.mmap) base.mmap = over.mmap;
   if (over.chat_template_file) base.chat_template_file = over.chat_template_file;
   if (over.reasoning_format) base.reasoning_format = over.reasoning_format;
+  if (!over.rpc.empty()) base.rpc = over.rpc;
 }
 
 }  // namespace gantry::model

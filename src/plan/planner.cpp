@@ -241,6 +241,19 @@ std::vector<int> assign_layers(uint32_t n_layers, int n_gpu_layers, const std::v
   return out;
 }
 
+int cpu_share_gpu_layers(uint32_t n_layers, double cpu_weight, const std::vector<double>& weights) {
+  double sum = std::max(cpu_weight, 0.0);
+  for (double w : weights) sum += std::max(w, 0.0);
+  if (sum <= 0 || n_layers == 0) return static_cast<int>(n_layers) + 1;
+  // As assign_layers compares: float positions against a float split point.
+  const float cpu_split = static_cast<float>(std::max(cpu_weight, 0.0) / sum);
+  uint32_t on_cpu = 0;
+  for (uint32_t il = 0; il < n_layers; ++il) {
+    if (static_cast<float>(il) / static_cast<float>(n_layers) < cpu_split) ++on_cpu;
+  }
+  return static_cast<int>(n_layers + 1 - on_cpu);
+}
+
 uint64_t device_total_bytes(const Device& d) { return d.memory_total_bytes.value_or(0); }
 
 uint64_t device_free_bytes(const Device& d) { return d.memory_free_bytes.value_or(device_total_bytes(d)); }
@@ -305,7 +318,12 @@ Result<Plan> plan_without_suggestion(const ModelProfile& m, const PlanOptions& o
   } else {
     for (size_t g : gpu_idx) weights.push_back(static_cast<double>(device_free_bytes(devices[g])));
   }
-  const std::vector<int> where = assign_layers(m.n_layer(), o.n_gpu_layers, weights);
+  int n_gpu_layers = o.n_gpu_layers;
+  if (o.cpu_takes_share && n_gpu_layers < 0 && !gpu_idx.empty()) {
+    n_gpu_layers =
+        cpu_share_gpu_layers(m.n_layer(), static_cast<double>(device_free_bytes(devices[cpu_idx])), weights);
+  }
+  const std::vector<int> where = assign_layers(m.n_layer(), n_gpu_layers, weights);
 
   std::vector<DevicePlan> plans(devices.size());
   for (size_t i = 0; i < devices.size(); ++i) plans[i].device = devices[i];
@@ -353,9 +371,19 @@ Result<Plan> plan_without_suggestion(const ModelProfile& m, const PlanOptions& o
     plan.notes.push_back(
         fmt::format("context per sequence {} exceeds the training context {}", s.n_ctx_seq, m.n_ctx_train));
   }
-  if (gpu_idx.size() > 0) {
+  const bool any_local_gpu = std::any_of(
+      gpu_idx.begin(), gpu_idx.end(), [&](size_t g) { return devices[g].kind != hw::DeviceKind::kRemote; });
+  if (any_local_gpu) {
     plan.notes.push_back(
         "GPU compute buffers are estimated from the CPU graph; measure with the backend to confirm");
+  }
+  if (n_gpu_layers != o.n_gpu_layers) {
+    plan.notes.push_back(
+        fmt::format("the CPU takes {} of {} layers in proportion to its free memory; the remote devices take "
+                    "the other {} "
+                    "and the output layer (n_gpu_layers {})",
+                    m.n_layer() + 1 - static_cast<uint32_t>(n_gpu_layers), m.n_layer(),
+                    static_cast<uint32_t>(n_gpu_layers) - 1, n_gpu_layers));
   }
   if (plan.totals.total() == kSaturated) {
     return InvalidArgument(fmt::format(

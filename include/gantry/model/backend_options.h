@@ -7,7 +7,7 @@
 // "llama" object:
 //   "llama": {"n_ctx": 4096, "parallel": 2, "n_batch": 512, "n_ubatch": 512, "n_gpu_layers": -1,
 //             "tensor_split": [3, 1], "kv_type": "q8_0", "flash_attn": "auto", "mmap": true, "max_tokens":
-//             128}
+//             128, "rpc": ["10.0.0.2:50052", "10.0.0.3:50052"]}
 // A manifest that sets one backend's options for the other backend's format is refused.
 #pragma once
 
@@ -64,6 +64,9 @@ struct LlamaOptions {
   // How a thinking model's reasoning comes back: "auto" (= "deepseek": in reasoning_content), "none"
   // (left in the content). llama-server's --reasoning-format spellings.
   std::optional<std::string> reasoning_format;
+  // RPC servers ("host:port", `gantry rpc-server` or llama.cpp's rpc-server) whose devices take layers of the
+  // model next to the local ones (gantry/backend/llama/settings.h says how they are split).
+  std::vector<std::string> rpc;
 
   bool empty() const { return *this == LlamaOptions{}; }
   bool operator==(const LlamaOptions&) const = default;
@@ -73,8 +76,8 @@ struct LlamaOptions {
 std::span<const std::string_view> llama_option_keys();
 
 // Sets one option from its text form ("n_ctx" "4096", "kv_type" "q8_0", "flash_attn" "auto|on|off",
-// "mmap" "on|off|true|false", "tensor_split" "3,1"). InvalidArgument names the key, the value and what
-// is accepted (an unknown key lists the known ones).
+// "mmap" "on|off|true|false", "tensor_split" "3,1", "rpc" "10.0.0.2:50052,10.0.0.3:50052"). InvalidArgument
+// names the key, the value and what is accepted (an unknown key lists the known ones).
 Status set_llama_option(LlamaOptions& options, std::string_view key, std::string_view value);
 
 // Options from key -> text pairs (each through set_llama_option), then validate_llama_options.
