@@ -52,12 +52,14 @@ struct RpcLink::Impl {
   // One client connection: ggml on one side, the server (while it lasts) on the other.
   static void serve(std::shared_ptr<RpcLink> link, rpc::Socket client) {
     link->connections_.fetch_add(1);
-    Relay r{*link, std::move(client)};
+    Relay r(*link, std::move(client));
     r.run();
     link->connections_.fetch_sub(1);
   }
 
   struct Relay {
+    Relay(RpcLink& l, rpc::Socket c) : link(l), client(std::move(c)) {}
+
     RpcLink& link;
     rpc::Socket client;
     rpc::Socket upstream;

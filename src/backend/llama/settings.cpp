@@ -253,7 +253,9 @@ Result<LlamaSettings> llama_settings(const backend::Placement& placement, const 
   const bool plans =
       (placement.provider == "cuda" || !placement.llama.rpc.empty()) && !placement.llama.n_gpu_layers;
   std::vector<plan::Device> devices;
-  if (plans) GANTRY_ASSIGN_OR_RETURN(devices, llama_plan_devices(placement.llama.rpc));
+  if (plans) {
+    GANTRY_ASSIGN_OR_RETURN(devices, llama_plan_devices(placement.llama.rpc));
+  }
   return llama_settings(placement, profile, devices);
 }
 
