@@ -64,7 +64,8 @@ class RpcLoopback(unittest.TestCase):
         code, out, err = run([GANTRY, "detect", "--json", "--rpc", self.endpoints], timeout=120)
         self.assertEqual(code, 0, err)
         from jsonschema import Draft202012Validator  # Debian's python3-jsonschema
-        validator = Draft202012Validator(json.load(open("schema/registry.schema.json")))
+        with open("schema/registry.schema.json") as f:
+            validator = Draft202012Validator(json.load(f))
         self.assertEqual([e.message for e in validator.iter_errors(json.loads(out))], [])
         remote = [d for d in json.loads(out)["devices"] if d["kind"] == "remote"]
         self.assertEqual([d["id"] for d in remote], ["rpc:0", "rpc:1"])
