@@ -66,9 +66,14 @@ plan::WhatIfTarget this_machine(const hw::Registry& r, const std::vector<plan::D
   t.devices = devices;
   const double bandwidth = local ? plan::measure_memory_bandwidth(threads) : 0;
   const double ghz = plan::cpu_ghz(r.environment.sysroot).value_or(0);
+  const bool any_remote =
+      std::any_of(devices.begin(), devices.end(), [](const plan::Device& d) { return d.remote.has_value(); });
   for (const auto& d : devices) {
     if (!plan::is_gpu(d)) {
-      t.speeds.push_back(plan::cpu_speed(r.cpu, threads, ghz, bandwidth));
+      // Next to remote devices (timed on the work itself), this CPU is timed the same way.
+      auto timed = any_remote && local ? llama::measure_cpu_speed(threads, weight_type)
+                                       : Result<plan::DeviceSpeed>(Unavailable("not timed"));
+      t.speeds.push_back(timed.ok() ? *timed : plan::cpu_speed(r.cpu, threads, ghz, bandwidth));
       continue;
     }
     if (d.remote) {  // another host's device: timed through RPC (the protocol does not say what it is)

@@ -33,13 +33,13 @@ def sh(*cmd, check=True):
 
 
 class Host:
-    def __init__(self, name, index):
-        self.ns = name
+    def __init__(self, tag, index):
+        self.ns = f"{tag}h{index}"
         self.index = index
-        self.outside = f"{name[:10]}o"  # interface names are at most 15 bytes
-        self.inside = f"{name[:10]}i"
-        self.address = f"10.231.{index}.2"
-        self.gateway = f"10.231.{index}.1"
+        self.outside = f"{tag}{index}o"  # interface names are at most 15 bytes: the tag is at most 9
+        self.inside = f"{tag}{index}i"
+        self.address = f"10.231.{200 + index}.2"
+        self.gateway = f"10.231.{200 + index}.1"
         self.procs = []
 
     def prefix(self):
@@ -64,7 +64,7 @@ class Hosts:
             raise Unavailable("iproute2 (ip, tc) is not installed")
         try:
             for i in range(self.n):
-                h = Host(f"{self.tag}h{i}", 200 + i)
+                h = Host(self.tag, i)
                 p = sh("ip", "netns", "add", h.ns, check=False)
                 if p.returncode != 0:
                     raise Unavailable(f"network namespaces are forbidden here: ip netns add: {p.stderr.strip()}")

@@ -70,7 +70,8 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
                                             {"max_tokens", "9"},
                                             {"mmap", "off"},
                                             {"chat_template_file", "/t/chat.jinja"},
-                                            {"reasoning_format", "none"}});
+                                            {"reasoning_format", "none"},
+                                            {"rpc", "10.0.0.2:50052,10.0.0.3:50052"}});
   p.intra_op_threads = 3;
   p.device_ids = {1};
   auto s = llama_settings(p, tiny_profile(), kCpuOnly);
@@ -90,7 +91,8 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
   EXPECT_FALSE(s->load.use_mmap);
   EXPECT_EQ(s->chat_template_file, "/t/chat.jinja");
   EXPECT_EQ(s->reasoning_format, backend::ReasoningFormat::kNone);
-  EXPECT_EQ(model::llama_option_keys().size(), 12u);
+  EXPECT_EQ(s->load.placement.rpc_servers, (std::vector<std::string>{"10.0.0.2:50052", "10.0.0.3:50052"}));
+  EXPECT_EQ(model::llama_option_keys().size(), 13u);
 }
 
 TEST(LlamaSettings, BadOptionsAreRefusedWithTheirName) {

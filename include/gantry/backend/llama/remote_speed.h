@@ -19,4 +19,8 @@ namespace gantry::llama {
 Result<plan::DeviceSpeed> measure_remote_speed(const hw::RpcEndpoint& server, int device_index,
                                                const std::string& weight_type, double round_trip_s);
 
+// The same product timed on this machine's CPU with `threads` threads, so that a plan over remote devices
+// compares like with like (a plan without them keeps the triad and ISA figures: plan::cpu_speed).
+Result<plan::DeviceSpeed> measure_cpu_speed(int threads, const std::string& weight_type);
+
 }  // namespace gantry::llama
