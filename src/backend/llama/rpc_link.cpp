@@ -194,6 +194,11 @@ struct RpcLink::Impl {
       } else if (cmd == static_cast<uint8_t>(Command::kGetAlignment)) {
         const uint64_t align = 64;  // a power of two, as ggml's allocator asserts
         answer.assign(reinterpret_cast<const char*>(&align), sizeof align);
+      } else if (cmd == static_cast<uint8_t>(Command::kBufferGetBase)) {
+        // Not null: ggml_backend_buffer_get_base asserts that a buffer has a base. Page-aligned, so every
+        // alignment ggml checks holds; ggml only ever hands it back to the (gone) server.
+        const uint64_t base = uint64_t{1} << 40;
+        answer.assign(reinterpret_cast<const char*>(&base), sizeof base);
       } else if (cmd == static_cast<uint8_t>(Command::kGetMaxSize)) {
         const uint64_t max = UINT64_MAX;
         answer.assign(reinterpret_cast<const char*>(&max), sizeof max);
@@ -207,9 +212,10 @@ struct RpcLink::Impl {
     while (true) {
       auto c = listener->accept();
       if (!c.ok()) {
-        GANTRY_LOG_ERROR("RPC link to {}: {}; no further connections", link->endpoint_.text(),
-                         c.status().message());
-        return;
+        // Out of file descriptors and the like: a connection ggml makes meanwhile waits in the backlog.
+        GANTRY_LOG_WARN("RPC link to {}: {}; retrying", link->endpoint_.text(), c.status().message());
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
       }
       std::thread(serve, link, std::move(*c)).detach();
     }

@@ -86,6 +86,10 @@ TEST(RpcLink, RelaysAndThenAnswersForALostServer) {
   ASSERT_TRUE(hw::rpc::call(c, Command::kGetAlignment, &dev0, sizeof dev0, &align, sizeof align, kWait).ok());
   EXPECT_EQ(align & (align - 1), 0u);  // a power of two, which ggml's allocator asserts
   EXPECT_GT(align, 0u);
+  uint64_t ptr = 0x1000, base = 0;
+  ASSERT_TRUE(hw::rpc::call(c, Command::kBufferGetBase, &ptr, sizeof ptr, &base, sizeof base, kWait).ok());
+  EXPECT_NE(base, 0u);  // ggml_backend_buffer_get_base asserts a base
+  EXPECT_EQ(base % 4096, 0u);
   EXPECT_EQ((*link)->losses(), before + 1);  // one loss per lost connection
 
   // A new connection (a reload) reaches the server afresh.

@@ -13,7 +13,8 @@
 // waits for. When the server closes or resets the connection, stops answering (TCP keepalive: ~25 s of
 // silence), answers out of protocol, or speaks another protocol version, the link counts a loss and from
 // then on answers ggml itself — well-formed responses of the sizes ggml expects (remembered answers to
-// the idempotent queries: device count, alignment, maximum size, memory; zeros otherwise) — until ggml
+// the idempotent queries: device count, alignment, maximum size, memory; a non-null buffer base, which
+// ggml asserts; zeros otherwise) — until ggml
 // closes that connection. Callers check losses() after loading and after each decode (LlamaWeights and
 // LlamaContext do) and fail what used the server; nothing computed after a loss is used.
 //
