@@ -11,7 +11,8 @@
 #   scripts/dist-cuda.sh stash            THERE, after each call that carried inputs: moves whatever of the above
 #                                            (and dist/*.tar.zst) arrived into $STASH (default /tmp/gantry-cuda)
 #   scripts/dist-cuda.sh build [-j N]     THERE: llama.cpp with GGML_CUDA=ON, GGML_BACKEND_DL=ON,
-#                                            GGML_CUDA_NCCL=OFF, arch 90 (resumable: run it again after a timeout)
+#                                            GGML_CUDA_NCCL=OFF, GGML_RPC=ON (libggml-rpc.so: `gantry rpc-server`,
+#                                            --rpc), arch 90 (resumable: run it again after a timeout)
 #   scripts/dist-cuda.sh build-bg [-j N]  THERE: the same, detached (pid in $STASH/build.pid), so the next calls'
 #                                            transfers overlap it; `wait` blocks until it has ended
 #   scripts/dist-cuda.sh pack             THERE: joins the EP parts, then scripts/dist.sh --base CPU_BUNDLE
@@ -96,7 +97,8 @@ build_llama() {
   fi
   local gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
-  if [[ ! -f "$b/CMakeCache.txt" ]]; then
+  # A build dir configured before GGML_RPC=ON is configured again (the objects already built stay).
+  if [[ ! -f "$b/CMakeCache.txt" ]] || ! grep -q '^GGML_RPC:BOOL=ON' "$b/CMakeCache.txt"; then
     note "configuring llama.cpp with CUDA (arch $CUDA_ARCH, backends as loadable modules)"
     # As scripts/setup.sh builds the CPU library, plus CUDA. RUNPATH $ORIGIN/../lib is what the bundle uses.
     cmake -S "$src" -B "$b" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
@@ -122,6 +124,12 @@ pack() {
   use_tools
   local prefix=$STASH/llama-install
   [[ -f "$prefix/lib/libllama.so.0" ]] || die "llama.cpp with CUDA is not built: run 'build'"
+  # With GGML_BACKEND_DL ggml installs its backend modules (libggml-cuda.so, libggml-rpc.so, ...) into
+  # CMAKE_INSTALL_BINDIR, not lib/: the bundle loads them from libllama's directory, so they go there.
+  local m
+  for m in "$prefix"/bin/libggml-*.so; do [[ -f "$m" ]] && cp -n "$m" "$prefix/lib/"; done
+  compgen -G "$prefix/lib/libggml-rpc.so*" >/dev/null \
+    || die "llama.cpp with CUDA was built without its RPC backend (GGML_RPC=ON): run 'build' again"
   local cpu
   cpu=$(find "$STASH" -maxdepth 1 -name 'gantry-*-linux-x86_64.tar.zst' | head -n 1)
   [[ -n "$cpu" ]] || die "no CPU bundle (gantry-*-linux-x86_64.tar.zst) in $STASH: carry dist/ and run 'stash'"

@@ -264,6 +264,10 @@ else
   install_elf "$BUILD/bin/gantry" "$S/bin"
 fi
 copy_runtime_libs
+# ggml's RPC backend (`gantry rpc-server`, --rpc): libggml-rpc.so.0, or the libggml-rpc.so module of a
+# GGML_BACKEND_DL build. A llama.cpp built without GGML_RPC=ON would leave both commands without it.
+compgen -G "$S/lib/libggml-rpc.so*" >/dev/null \
+  || die "llama.cpp's RPC backend (libggml-rpc) is not in $LLAMA_LIB: build llama.cpp with GGML_RPC=ON (scripts/setup.sh)"
 # CUDA variant: NVRTC (the kernel executor dlopens it) comes with the bundle, from the toolkit that built it.
 if [[ "$VARIANT" == cuda ]]; then
   CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/run_gguf.h"
 #include "gantry/core/kv_type.h"
 #include "gantry/runtime/runtime.h"
 
@@ -20,7 +21,8 @@ struct BenchArgs {
   int reps = 5;
   uint32_t n_batch = 2048;
   uint32_t n_ubatch = 512;
-  int n_gpu_layers = 0;
+  std::optional<int> n_gpu_layers;
+  std::vector<std::string> rpc;
   std::string kv_type = "f16";
   bool json = false;
   bool threadpool = true;
@@ -49,10 +51,15 @@ int run_bench(const BenchArgs& a) {
     return 1;
   }
   runtime::LoadOptions lo;
-  lo.factory.provider = a.n_gpu_layers != 0 ? "cuda" : "cpu";
+  // With RPC servers the offload goes to their devices (provider cpu; the planner splits the layers unless
+  // --n-gpu-layers says); without, --n-gpu-layers other than 0 means local GPUs.
+  lo.factory.provider = a.rpc.empty() && a.n_gpu_layers.value_or(0) != 0 ? "cuda" : "cpu";
   lo.factory.intra_op_threads = a.threads;
   model::LlamaOptions& llama = lo.factory.llama;
-  llama.n_gpu_layers = a.n_gpu_layers;
+  llama.n_gpu_layers = a.rpc.empty() ? std::optional<int>(a.n_gpu_layers.value_or(0)) : a.n_gpu_layers;
+  if (!a.rpc.empty()) {
+    if (Status s = rpc_option(llama, a.rpc); !s.ok()) return usage("--rpc: " + s.message());
+  }
   llama.kv_type = *kv_type;
   if (a.no_mmap) llama.mmap = false;
   llama.n_ctx = 256;  // the model's own generation context stays small: the tests make theirs
@@ -134,8 +141,12 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-r,--reps", args->reps, "Timed repetitions per test")->capture_default_str();
   cmd->add_option("-b,--batch-size", args->n_batch, "Logical batch size")->capture_default_str();
   cmd->add_option("--ubatch-size", args->n_ubatch, "Physical batch size")->capture_default_str();
-  cmd->add_option("--n-gpu-layers,--ngl", args->n_gpu_layers, "Layers to offload to GPUs; -1 = all")
-      ->capture_default_str();
+  cmd->add_option("--rpc", args->rpc,
+                  "Spread the model over these RPC servers too (HOST:PORT,...: `gantry rpc-server`)");
+  cmd->add_option(
+      "--n-gpu-layers,--ngl", args->n_gpu_layers,
+      "Layers to offload to GPUs (or RPC devices); -1 = all (default 0; with --rpc: the planner's "
+      "split)");
   cmd->add_option("--kv-type", args->kv_type, "KV cache type: f16, q8_0, q4_0, ...")->capture_default_str();
   cmd->add_option("--threadpool", args->threadpool, "Attach a polling ggml threadpool (as llama-bench does)")
       ->capture_default_str();

@@ -22,6 +22,7 @@ void register_bench_command(CLI::App& app, int& exit_code);
 void register_serve_command(CLI::App& app, int& exit_code);
 void register_kernel_command(CLI::App& app, int& exit_code);
 void register_weights_command(CLI::App& app, int& exit_code);
+void register_rpc_server_command(CLI::App& app, int& exit_code);
 // gantry inspect on weights (weights_command.cpp): safetensors files and indexes, checkpoint
 // directories, URLs, .npz/.npy.
 bool is_weights_input(const std::string& spec);

@@ -10,6 +10,7 @@
 #include "gantry/hw/bandwidth.h"
 #include "gantry/hw/detect.h"
 #include "gantry/hw/registry_json.h"
+#include "gantry/hw/rpc.h"
 
 namespace gantry::cli {
 namespace {
@@ -23,6 +24,7 @@ struct DetectFlags {
   std::string sysroot;
   std::string only;  // comma lists of probe names (hw::detect_probe_names)
   std::string skip;
+  std::vector<std::string> rpc;
 };
 
 std::string bytes_text(const std::optional<uint64_t>& b) {
@@ -154,6 +156,20 @@ void print_io(const hw::Registry& r) {
   fmt::print("\n");
 }
 
+void print_remote(const hw::Registry& r) {
+  bool any = false;
+  for (const auto& d : r.devices) {
+    if (!d.remote) continue;
+    if (!any) fmt::print("\nRemote     (ggml RPC: no authentication, no encryption)\n");
+    any = true;
+    const auto& l = *d.remote;
+    fmt::print("           {:<8} {} device {}, protocol {}, round trip {}, upload {}, download {}\n", d.id,
+               l.endpoint, l.device_index, l.protocol,
+               l.round_trip_s ? fmt::format("{:.3f} ms", *l.round_trip_s * 1e3) : "unknown",
+               rate_text(l.upload_bytes_per_s), rate_text(l.download_bytes_per_s));
+  }
+}
+
 void print_timings(const hw::Registry& r) {
   fmt::print("\nProbe timings (ms; NVML and Vulkan on their own threads):\n");
   for (const auto& [probe, ms] : r.timings_ms) fmt::print("  {:<12} {:8.3f}\n", probe, ms);
@@ -182,6 +198,9 @@ void register_detect_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--hwloc", flags->hwloc, "Count NUMA nodes with hwloc instead of sysfs");
   cmd->add_flag("--measure-bandwidth", flags->measure_bandwidth,
                 "Also time host memory bandwidth with a triad (~0.3 s on physical cores; this machine only)");
+  cmd->add_option("--rpc", flags->rpc,
+                  "Also list the devices of these RPC servers (HOST:PORT,...: `gantry rpc-server`), with the "
+                  "memory each reports and the measured round trip and bandwidth to it");
   cmd->callback([flags, &exit_code] {
     hw::DetectOptions options;
     options.use_vulkan = !flags->no_vulkan;
@@ -214,11 +233,25 @@ void register_detect_command(CLI::App& app, int& exit_code) {
           hw::measure_triad_bandwidth(threads, hw::triad_array_bytes(registry.cpu), /*budget_ms=*/200,
                                       /*huge_pages=*/true);
     }
+    if (!flags->rpc.empty()) {
+      auto servers = hw::parse_rpc_endpoints(flags->rpc);
+      if (!servers.ok()) {
+        std::cerr << "gantry: detect: --rpc: " << servers.status().message() << "\n";
+        exit_code = 2;
+        return;
+      }
+      if (Status s = hw::add_rpc_devices(registry, *servers); !s.ok()) {
+        std::cerr << "gantry: detect: " << s.message() << "\n";
+        exit_code = 1;
+        return;
+      }
+    }
     if (flags->json) {
       std::cout << hw::registry_to_json(registry).dump(2) << "\n";
     } else {
       print_table(registry);
       print_io(registry);
+      print_remote(registry);
       if (flags->timing) print_timings(registry);
       for (const auto& w : registry.warnings) std::cerr << "warning: " << w << "\n";
     }

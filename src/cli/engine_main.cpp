@@ -52,6 +52,7 @@ extern "C" __attribute__((visibility("default"))) int gantry_engine_main(int arg
   gantry::cli::register_serve_command(app, exit_code);
   gantry::cli::register_kernel_command(app, exit_code);
   gantry::cli::register_weights_command(app, exit_code);
+  gantry::cli::register_rpc_server_command(app, exit_code);
 
   std::vector<char*> args(argv, argv + argc);
   for (auto& a : args) a = const_cast<char*>(gantry::cli::llama_server_alias(a));

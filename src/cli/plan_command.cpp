@@ -16,10 +16,12 @@
 #include "cli/plan_explain.h"
 #include "cli/plan_onnx.h"
 #include "gantry/backend/llama/measure.h"
+#include "gantry/backend/llama/remote_speed.h"
 #include "gantry/hw/detect.h"
 #include "gantry/hw/loader.h"
 #include "gantry/hw/machine.h"
 #include "gantry/hw/query.h"
+#include "gantry/hw/rpc.h"
 #include "gantry/model/onnx_info.h"
 #include "gantry/model/package.h"
 #include "gantry/plan/gguf_profile.h"
@@ -56,6 +58,7 @@ struct PlanArgs {
   int threads = 0;
   std::string quant;  // checkpoints: a llama-quantize type or "all"
   ParamsSpec params;  // --params 70B [--layers ...]
+  std::vector<std::string> rpc;
 };
 
 // This machine as a what-if target: the registry's devices, its CPU's ISA-derived FLOP/s with a measured
@@ -64,7 +67,8 @@ struct PlanArgs {
 // recognises; the load time from the block device holding the model file (local machine only).
 plan::WhatIfTarget this_machine(const hw::Registry& r, const std::vector<plan::Device>& devices,
                                 const plan::Catalogue* catalogue, int threads, bool local,
-                                const std::string& model_path, std::string& storage_note) {
+                                const std::string& model_path, std::string& storage_note,
+                                const std::string& weight_type = "q8_0") {
   plan::WhatIfTarget t;
   t.id = "this";
   t.description = "this machine: " + (r.cpu.model.empty() ? std::string("CPU") : r.cpu.model);
@@ -72,9 +76,28 @@ plan::WhatIfTarget this_machine(const hw::Registry& r, const std::vector<plan::D
   const double bandwidth = local ? plan::measure_memory_bandwidth(threads) : 0;
   const double barrier = local ? plan::measure_thread_barrier(threads) : 0;  // the per-node overhead
   const double ghz = plan::cpu_ghz(r.environment.sysroot).value_or(0);
+  const bool any_remote =
+      std::any_of(devices.begin(), devices.end(), [](const plan::Device& d) { return d.remote.has_value(); });
   for (const auto& d : devices) {
     if (!plan::is_gpu(d)) {
-      t.speeds.push_back(plan::cpu_speed(r.cpu, threads, ghz, bandwidth, barrier));
+      // Next to remote devices (timed on the work itself), this CPU is timed the same way.
+      auto timed = any_remote && local ? llama::measure_cpu_speed(threads, weight_type)
+                                       : Result<plan::DeviceSpeed>(Unavailable("not timed"));
+      t.speeds.push_back(timed.ok() ? *timed : plan::cpu_speed(r.cpu, threads, ghz, bandwidth, barrier));
+      continue;
+    }
+    if (d.remote) {  // another host's device: timed through RPC (the protocol does not say what it is)
+      t.description += ", " + d.id + " (" + d.remote->endpoint + ")";
+      auto e = hw::parse_rpc_endpoint(d.remote->endpoint);
+      auto s = e.ok() ? llama::measure_remote_speed(*e, d.remote->device_index, weight_type,
+                                                    d.remote->round_trip_s.value_or(0))
+                      : Result<plan::DeviceSpeed>(e.status());
+      if (!s.ok()) {
+        storage_note += (storage_note.empty() ? "" : "; ") + d.id + ": no speed: " + s.status().message();
+        t.speeds.push_back({});
+      } else {
+        t.speeds.push_back(*s);
+      }
       continue;
     }
     t.description += ", " + d.name;
@@ -210,6 +233,19 @@ int run_plan(const PlanArgs& a) {
     std::cerr << "gantry: plan: " << registry.status().message() << "\n";
     return 2;
   }
+  if (!a.rpc.empty()) {
+    auto servers = hw::parse_rpc_endpoints(a.rpc);
+    if (!servers.ok()) {
+      std::cerr << "gantry: plan: --rpc: " << servers.status().message() << "\n";
+      return 2;
+    }
+    hw::RpcProbeOptions po;
+    po.measure_link = a.speed;  // the network counts only in the speed prediction
+    if (Status s = hw::add_rpc_devices(*registry, *servers, po); !s.ok()) {
+      std::cerr << "gantry: plan: " << s.message() << "\n";
+      return 1;
+    }
+  }
   const std::vector<plan::Device> devices = plan::devices_from_registry(*registry);
   const int threads = a.threads > 0
                           ? a.threads
@@ -272,6 +308,11 @@ int run_plan(const PlanArgs& a) {
     o.kv_type = *kv;
     o.flash_attn = a.flash_attn != "off";
     o.n_gpu_layers = a.gpu_layers;
+    // Remote devices and no local GPU: this CPU takes its share of the layers next to them.
+    o.cpu_takes_share = std::any_of(devices.begin(), devices.end(),
+                                    [](const plan::Device& d) { return d.remote.has_value(); }) &&
+                        std::none_of(devices.begin(), devices.end(),
+                                     [](const plan::Device& d) { return plan::is_gpu(d) && !d.remote; });
     auto p = plan::plan_gguf(*profile, o, devices);
     if (!p.ok()) {
       std::cerr << "gantry: plan: " << p.status().to_string() << "\n";
@@ -336,8 +377,9 @@ int run_plan(const PlanArgs& a) {
   std::optional<plan::SpeedPrediction> speed;
   if (a.speed) {
     std::string storage_note;
-    const plan::WhatIfTarget self = this_machine(*registry, devices, catalogue ? &*catalogue : nullptr,
-                                                 threads, a.sysroot.empty(), a.model, storage_note);
+    const plan::WhatIfTarget self =
+        this_machine(*registry, devices, catalogue ? &*catalogue : nullptr, threads, a.sysroot.empty(),
+                     a.model, storage_note, gguf_profile->weight_type);
     auto s = plan::predict_speed(*gguf_profile, result, self.speeds, self.storage_bytes_per_s);
     if (!s.ok()) {
       std::cerr << "gantry: plan: --speed: " << s.status().to_string() << "\n";
@@ -439,6 +481,10 @@ void register_plan_command(CLI::App& app, int& exit_code) {
       "or all; prints fit, quantisation, split, tokens/s and $ per million tokens");
   cmd->add_option("--catalogue", args->catalogue,
                   "Accelerator and instance catalogue (default: data/catalogue.json or $GANTRY_CATALOGUE)");
+  cmd->add_option(
+      "--rpc", args->rpc,
+      "Plan over these RPC servers' devices too (HOST:PORT,...: `gantry rpc-server`): layers split "
+      "by free memory; --speed also times each device and the link to it");
   cmd->add_option("--threads", args->threads,
                   "CPU threads the speed prediction assumes (default: physical cores)")
       ->check(CLI::Range(1, 4096));

@@ -157,6 +157,12 @@ int run_model(RunArgs& a) {
     std::cerr << "gantry run: error: " << st.message() << "\n";
     return 2;
   }
+  if (!a.gguf.rpc.empty()) {
+    if (Status s = rpc_option(llama, a.gguf.rpc); !s.ok()) {
+      std::cerr << "gantry run: --rpc: " << s.message() << "\n";
+      return 2;
+    }
+  }
   auto handle = (*rt)->load(a.model, lo);
   if (!handle.ok()) {
     std::cerr << "gantry run: error: " << handle.status().message() << "\n";

@@ -44,6 +44,9 @@ void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& o) {
   cmd.add_option("--system", o.system, "System message (with --chat)");
   cmd.add_option("--stop", o.stop, "Stop before this text (repeatable)");
   add_speculative_flags(cmd, o.speculative);
+  cmd.add_option("--rpc", o.rpc,
+                 "Spread the model over these RPC servers too (HOST:PORT,...: `gantry rpc-server`): layers "
+                 "split over this CPU and their devices by free memory");
 }
 
 namespace {
@@ -74,6 +77,12 @@ Result<std::string> read_prompt_file(const std::string& path) {
   return text;
 }
 }  // namespace
+
+Status rpc_option(model::LlamaOptions& llama, const std::vector<std::string>& values) {
+  std::string joined;
+  for (const auto& v : values) joined += (joined.empty() ? "" : ",") + v;
+  return model::set_llama_option(llama, "rpc", joined);
+}
 
 Status validate_run_gguf_flags(const RunGgufOptions& o) {
   if (o.seed < -1 || o.seed > 0xFFFFFFFELL) return InvalidArgument("--seed must be -1 or in 0..4294967294");

@@ -12,6 +12,7 @@
 
 #include "cli/speculative_flags.h"
 #include "gantry/backend/model.h"
+#include "gantry/model/backend_options.h"
 
 namespace gantry::cli {
 
@@ -26,16 +27,20 @@ struct RunGgufOptions {
   int threads = 0;                   // 0: all hardware threads
   std::optional<int> n_gpu_layers;   // unset: what the planner says fits on the chosen GPU (0 on the CPU)
   bool chat = false;
-  bool no_mmap = false;  // --no-mmap: read the weights into memory instead of mapping the file
+  bool no_mmap = false;            // --no-mmap: read the weights into memory instead of mapping the file
   std::string chat_template_file;  // --chat-template-file: a Jinja chat template instead of the GGUF's
   std::vector<std::string> stop;
   SpeculativeFlags speculative;  // --draft-model, --draft-max, ... (cli/speculative_flags.h)
+  std::vector<std::string> rpc;  // --rpc HOST:PORT,...: RPC servers whose devices take layers too
 };
 
 // Adds --prompt, --prompt-file, --no-mmap, --max-tokens, --temperature, --top-k, --top-p, --min-p,
 // --repeat-penalty, --seed,
 // --ctx, --threads, --n-gpu-layers, --chat, --system, --stop (repeatable) to `cmd`.
 void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& options);
+
+// Sets llama.cpp's "rpc" option from --rpc values (each HOST:PORT or a comma-separated list).
+Status rpc_option(model::LlamaOptions& llama, const std::vector<std::string>& values);
 
 // Checks the flags that do not need the model (sampling ranges, sizes, seed; not --prompt).
 // InvalidArgument names the flag.

@@ -63,6 +63,7 @@ struct ServeArgs {
   bool no_prompt_cache = false;
   int kv_unified = -1;  // --kv-unified 1, --no-kv-unified 0, neither -1
   int prefill_chunk = 0;
+  std::vector<std::string> rpc;
   int64_t max_batch_size = 32;
   int64_t max_queue_delay_us = 1000;
   bool no_dynamic_batching = false;
@@ -187,6 +188,14 @@ int serve(ServeArgs& a) {
     }
     llama.cache_ram = *mib;
   }
+  if (!a.rpc.empty()) {
+    std::string joined;
+    for (const auto& v : a.rpc) joined += (joined.empty() ? "" : ",") + v;
+    if (Status s = model::set_llama_option(llama, "rpc", joined); !s.ok()) {
+      std::cerr << "gantry serve: --rpc: " << s.message() << "\n";
+      return 2;
+    }
+  }
   for (const auto& [key, value, flag] :
        {std::tuple{"chat_template_file", a.chat_template_file, "--chat-template-file"},
         std::tuple{"reasoning_format", a.reasoning_format, "--reasoning-format"}}) {
@@ -306,6 +315,10 @@ void register_serve_command(CLI::App& app, int& exit_code) {
                   "Prompt tokens a decode step evaluates next to the running sequences' tokens (chunked "
                   "prefill; default: n_ubatch, 512)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--rpc", a->rpc,
+                  "Spread text models over these RPC servers too (HOST:PORT,...: `gantry rpc-server`); a "
+                  "package's llama \"rpc\" list does the same for that model. A server lost while serving "
+                  "fails its model's requests with 503 and marks the model failed (load it again)");
   cmd->add_option("--threads", a->threads, "Inference threads per model (default: the backend's)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option(

@@ -12,7 +12,8 @@ constexpr auto kDeviceKinds = enum_names<DeviceKind>("device kind", {{DeviceKind
                                                                      {DeviceKind::kGpu, "gpu"},
                                                                      {DeviceKind::kNpu, "npu"},
                                                                      {DeviceKind::kTpu, "tpu"},
-                                                                     {DeviceKind::kAsic, "asic"}});
+                                                                     {DeviceKind::kAsic, "asic"},
+                                                                     {DeviceKind::kRemote, "remote"}});
 
 }  // namespace
 

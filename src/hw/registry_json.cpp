@@ -26,6 +26,16 @@ json nvlinks_to_json(const std::vector<NvLink>& links) {
   return out;
 }
 
+json remote_to_json(const std::optional<RemoteLink>& r) {
+  if (!r) return nullptr;
+  return {{"endpoint", r->endpoint},
+          {"device_index", r->device_index},
+          {"protocol", r->protocol},
+          {"round_trip_s", opt(r->round_trip_s)},
+          {"upload_bytes_per_s", opt(r->upload_bytes_per_s)},
+          {"download_bytes_per_s", opt(r->download_bytes_per_s)}};
+}
+
 json device_to_json(const Device& d) {
   return json{{"id", d.id},
               {"kind", device_kind_name(d.kind)},
@@ -56,7 +66,8 @@ json device_to_json(const Device& d) {
               {"memory_bandwidth_source", opt(d.memory_bandwidth_source)},
               {"pcie_bandwidth_bytes_per_s", opt(d.pcie_bandwidth_bytes_per_s)},
               {"nvlinks", nvlinks_to_json(d.nvlinks)},
-              {"xgmi_hive_id", opt(d.xgmi_hive_id)}};
+              {"xgmi_hive_id", opt(d.xgmi_hive_id)},
+              {"remote", remote_to_json(d.remote)}};
 }
 
 json io_to_json(const SystemIo& io) {
@@ -181,7 +192,7 @@ Device device_from_json(const json& j, const std::string& p) {
   Device d;
   d.id = get<std::string>(j, "id", p);
   auto kind = parse_device_kind(get<std::string>(j, "kind", p));
-  if (!kind.ok()) bad(p + ".kind", "one of cpu, gpu, npu, tpu, asic");
+  if (!kind.ok()) bad(p + ".kind", "one of cpu, gpu, npu, tpu, asic, remote");
   d.kind = *kind;
   d.family = get_opt<std::string>(j, "family", p).value_or("");
   d.vendor = get<std::string>(j, "vendor", p);
@@ -210,6 +221,18 @@ Device device_from_json(const json& j, const std::string& p) {
   d.memory_bandwidth_source = get_opt<std::string>(j, "memory_bandwidth_source", p);
   d.pcie_bandwidth_bytes_per_s = get_opt<uint64_t>(j, "pcie_bandwidth_bytes_per_s", p);
   d.xgmi_hive_id = get_opt<std::string>(j, "xgmi_hive_id", p);
+  if (const json& r = member(j, "remote", p); !r.is_null()) {
+    const std::string rp = p + ".remote";
+    if (!r.is_object()) bad(rp, "an object or null");
+    RemoteLink link;
+    link.endpoint = get<std::string>(r, "endpoint", rp);
+    link.device_index = get<int>(r, "device_index", rp);
+    link.protocol = get<std::string>(r, "protocol", rp);
+    link.round_trip_s = get_opt<double>(r, "round_trip_s", rp);
+    link.upload_bytes_per_s = get_opt<uint64_t>(r, "upload_bytes_per_s", rp);
+    link.download_bytes_per_s = get_opt<uint64_t>(r, "download_bytes_per_s", rp);
+    d.remote = std::move(link);
+  }
   for_each_item(j, "nvlinks", p, [&](const json& l, const std::string& lp) {
     NvLink n;
     n.index = get<int>(l, "index", lp);

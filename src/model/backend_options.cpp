@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "gantry/core/enum_names.h"
+#include "gantry/hw/rpc.h"
 
 namespace gantry::model {
 namespace {
@@ -58,7 +59,7 @@ constexpr std::array kBoolOptions = {
     BoolOption{"cache_prompt", &LlamaOptions::cache_prompt},
 };
 
-constexpr std::array<std::string_view, 23> kKeys = {"n_ctx",
+constexpr std::array<std::string_view, 24> kKeys = {"n_ctx",
                                                     "parallel",
                                                     "n_batch",
                                                     "n_ubatch",
@@ -80,7 +81,8 @@ constexpr std::array<std::string_view, 23> kKeys = {"n_ctx",
                                                     "kv_unified",
                                                     "cache_prompt",
                                                     "cache_ram",
-                                                    "prefill_chunk"};
+                                                    "prefill_chunk",
+                                                    "rpc"};
 
 // llama-server's --spec-type names (common/speculative.cpp) that need no draft model, plus "none" and
 // "draft-simple" (what a draft model does anyway).
@@ -178,6 +180,11 @@ Status set_llama_option(LlamaOptions& o, std::string_view key, std::string_view 
   } else if (key == "chat_template_file") {
     if (value.empty() || value.size() > 4096) return bad(key, value.substr(0, 80), "must be a file path");
     o.chat_template_file = std::string(value);
+  } else if (key == "rpc") {
+    auto servers = hw::parse_rpc_endpoints(value);
+    if (!servers.ok()) return bad(key, value, servers.status().message());
+    o.rpc.clear();
+    for (const auto& e : *servers) o.rpc.push_back(e.text());
   } else if (key == "reasoning_format") {
     if (value != "auto" && value != "deepseek" && value != "none") {
       return bad(key, value, "must be auto, deepseek or none");
@@ -223,6 +230,7 @@ std::map<std::string, std::string> llama_option_texts(const LlamaOptions& o) {
   if (o.draft_model) out.emplace("draft_model", *o.draft_model);
   if (o.draft_p_min) out.emplace("draft_p_min", fmt::format("{}", *o.draft_p_min));
   if (o.spec_type) out.emplace("spec_type", *o.spec_type);
+  if (!o.rpc.empty()) out.emplace("rpc", fmt::format("{}", fmt::join(o.rpc, ",")));
   return out;
 }
 
@@ -268,6 +276,7 @@ void overlay(LlamaOptions& base, const LlamaOptions& over) {
   if (over.draft_model) base.draft_model = over.draft_model;
   if (over.draft_p_min) base.draft_p_min = over.draft_p_min;
   if (over.spec_type) base.spec_type = over.spec_type;
+  if (!over.rpc.empty()) base.rpc = over.rpc;
 }
 
 }  // namespace gantry::model

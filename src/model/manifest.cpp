@@ -411,6 +411,20 @@ class Reader {
             return fail(kf + "[" + std::to_string(i) + "]", "must be a number, got " + type_of(value[i]));
           text += (i ? "," : "") + value[i].dump();
         }
+      } else if (key == "rpc") {
+        // An array of "host:port" strings (or one string, comma-separated as on the command line).
+        if (value.is_string()) {
+          text = value.get<std::string>();
+        } else if (value.is_array() && !value.empty()) {
+          for (size_t i = 0; i < value.size(); ++i) {
+            if (!value[i].is_string())
+              return fail(kf + "[" + std::to_string(i) + "]",
+                          "must be a \"host:port\" string, got " + type_of(value[i]));
+            text += (i ? "," : "") + value[i].get<std::string>();
+          }
+        } else {
+          return fail(kf, "must be a non-empty array of \"host:port\" strings, got " + type_of(value));
+        }
       } else if (value.is_number_integer()) {
         text = value.dump();
       } else {

@@ -143,6 +143,10 @@ std::vector<Device> devices_from_registry(const hw::Registry& registry) {
   }
   out.push_back(memory_target("cpu", registry.cpu.model.empty() ? "CPU" : registry.cpu.model, false, cpu_free,
                               cpu_total));
+  // Remote devices (RPC) before the local GPUs: the order llama.cpp is given them in (as llama-server does,
+  // so that the output layer and its logits stay on this host when it has a GPU).
+  for (const auto& d : registry.devices)
+    if (d.kind == hw::DeviceKind::kRemote && d.memory_total_bytes) out.push_back(d);
   for (const auto& d : registry.devices)
     if (d.kind == hw::DeviceKind::kGpu && d.memory_total_bytes) out.push_back(d);  // free: total if unknown
   return out;

@@ -56,15 +56,17 @@ nlohmann::json plan_to_json(const Plan& plan) {
   }
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& d : plan.devices) {
-    devices.push_back({{"id", hw::memory_device_id(d.device)},
-                       {"name", d.device.name},
-                       {"gpu", is_gpu(d.device)},
-                       {"layers", d.layers},
-                       {"output_layer", d.has_output_layer},
-                       {"predicted_bytes", memory_to_json(d.predicted)},
-                       {"free_bytes", device_free_bytes(d.device)},
-                       {"total_bytes", device_total_bytes(d.device)},
-                       {"fits", d.fits}});
+    devices.push_back(
+        {{"id", hw::memory_device_id(d.device)},
+         {"name", d.device.name},
+         {"gpu", is_gpu(d.device)},
+         {"layers", d.layers},
+         {"output_layer", d.has_output_layer},
+         {"predicted_bytes", memory_to_json(d.predicted)},
+         {"free_bytes", device_free_bytes(d.device)},
+         {"total_bytes", device_total_bytes(d.device)},
+         {"fits", d.fits},
+         {"remote", d.device.remote ? nlohmann::json(d.device.remote->endpoint) : nlohmann::json()}});
   }
   j["devices"] = devices;
   j["totals"] = memory_to_json(plan.totals);

@@ -103,6 +103,48 @@ uint64_t compute_bytes(const ModelProfile& m, const PlanOptions& o, const Contex
   return peak;
 }
 
+// The same for a graph split over devices, one of them on another host (llama.cpp's ggml_backend_sched
+// over RPC). Each device that runs layers also holds, for as long as its layers run, the step's inputs it
+// uses (copies on the other devices): the KQ mask(s), the token positions and the KV cache's row indices
+// (int64 per token for K and V), so its layer peak is the feed-forward peak plus those. The device that
+// embeds the tokens (this host's CPU, `first`) also two more hidden states and the token ids. The device
+// with the output layer places the logits after up to four hidden states and the inputs: where ggml's
+// allocator put the last live tensor of the layers before it; that is an upper bound (fewer stay below the
+// logits at some contexts). Measured on bench-100m-q8_0 over two RPC servers: exact on the devices
+// without the output layer; the output device exact at ctx 1024 (ubatch 256 and 512) and up to ~9% over
+// at others. Not modelled: the pipeline-parallel copies llama.cpp makes (x4) when every layer and the
+// output layer are offloaded to several devices.
+uint64_t split_compute_bytes(const ModelProfile& m, const PlanOptions& o, const ContextShape& s,
+                             const std::vector<uint32_t>& layers, bool with_output, bool first) {
+  const uint64_t t = s.n_tokens;
+  const uint64_t f32 = 4;
+  const uint64_t mask_elem = o.flash_attn ? 2 : 4;
+  const uint64_t per_stream_tokens = t / s.n_stream;
+  uint64_t masks = saturating_product(s.kv_cells, s.n_stream, per_stream_tokens, mask_elem);
+  if (s.kv_cells_swa > 0)
+    masks =
+        saturating_add(masks, saturating_product(s.kv_cells_swa, s.n_stream, per_stream_tokens, mask_elem));
+  const uint64_t small = saturating_add(saturating_mul(t, 4), saturating_mul(t, 16));  // positions, K/V rows
+  const uint64_t inputs = saturating_add(masks, small);
+  const uint64_t hidden = saturating_product(m.n_embd, t, f32);
+  uint64_t peak = 0;
+  for (uint32_t il : layers) {
+    const LayerProfile& l = m.layers[il];
+    const uint64_t attn = saturating_add(compute_bytes(m, o, s, {il}, false), small);
+    const uint64_t ffn =
+        saturating_product(saturating_add(saturating_mul(3, l.n_ff), saturating_mul(2, m.n_embd)), t, f32);
+    peak = std::max({peak, attn, saturating_add(ffn, inputs)});
+  }
+  if (first && !layers.empty())
+    peak = saturating_add(peak, saturating_add(saturating_mul(2, hidden), saturating_mul(t, 8)));
+  if (with_output) {
+    const uint64_t logits = saturating_product(m.n_vocab, s.n_outputs, f32);
+    peak = std::max(peak, saturating_add(saturating_add(logits, saturating_mul(4, hidden)),
+                                         saturating_add(inputs, saturating_mul(t, 4))));
+  }
+  return peak;
+}
+
 Result<uint64_t> layer_kv_bytes(const ModelProfile& m, const PlanOptions& o, const ContextShape& s,
                                 uint32_t il, uint32_t n_embd_v_max) {
   const LayerProfile& l = m.layers[il];
@@ -261,6 +303,19 @@ std::vector<int> assign_layers(uint32_t n_layers, int n_gpu_layers, const std::v
   return out;
 }
 
+int cpu_share_gpu_layers(uint32_t n_layers, double cpu_weight, const std::vector<double>& weights) {
+  double sum = std::max(cpu_weight, 0.0);
+  for (double w : weights) sum += std::max(w, 0.0);
+  if (sum <= 0 || n_layers == 0) return static_cast<int>(n_layers) + 1;
+  // As assign_layers compares: float positions against a float split point.
+  const float cpu_split = static_cast<float>(std::max(cpu_weight, 0.0) / sum);
+  uint32_t on_cpu = 0;
+  for (uint32_t il = 0; il < n_layers; ++il) {
+    if (static_cast<float>(il) / static_cast<float>(n_layers) < cpu_split) ++on_cpu;
+  }
+  return static_cast<int>(n_layers + 1 - on_cpu);
+}
+
 uint64_t device_total_bytes(const Device& d) { return d.memory_total_bytes.value_or(0); }
 
 uint64_t device_free_bytes(const Device& d) { return d.memory_free_bytes.value_or(device_total_bytes(d)); }
@@ -325,7 +380,12 @@ Result<Plan> plan_without_suggestion(const ModelProfile& m, const PlanOptions& o
   } else {
     for (size_t g : gpu_idx) weights.push_back(static_cast<double>(device_free_bytes(devices[g])));
   }
-  const std::vector<int> where = assign_layers(m.n_layer(), o.n_gpu_layers, weights);
+  int n_gpu_layers = o.n_gpu_layers;
+  if (o.cpu_takes_share && n_gpu_layers < 0 && !gpu_idx.empty()) {
+    n_gpu_layers =
+        cpu_share_gpu_layers(m.n_layer(), static_cast<double>(device_free_bytes(devices[cpu_idx])), weights);
+  }
+  const std::vector<int> where = assign_layers(m.n_layer(), n_gpu_layers, weights);
 
   std::vector<DevicePlan> plans(devices.size());
   for (size_t i = 0; i < devices.size(); ++i) plans[i].device = devices[i];
@@ -356,10 +416,21 @@ Result<Plan> plan_without_suggestion(const ModelProfile& m, const PlanOptions& o
   plans[cpu_idx].predicted.output = saturating_product(
       static_cast<uint64_t>(m.n_vocab) + (o.embeddings ? m.n_embd : 0), std::max(1u, o.n_parallel), 4);
 
+  // A graph split over devices of which one is on another host: split_compute_bytes.
+  int graph_devices = 0;
+  bool remote_runs = false;
+  for (const auto& d : plans) {
+    if (d.layers.empty() && !d.has_output_layer) continue;
+    ++graph_devices;
+    remote_runs = remote_runs || d.device.kind == hw::DeviceKind::kRemote;
+  }
+  const bool split_remote = graph_devices > 1 && remote_runs;
   for (size_t i = 0; i < plans.size(); ++i) {
     DevicePlan& d = plans[i];
     const bool runs_graph = !d.layers.empty() || d.has_output_layer;
-    if (runs_graph) {
+    if (runs_graph && split_remote) {
+      d.predicted.compute = split_compute_bytes(m, o, s, d.layers, d.has_output_layer, i == cpu_idx);
+    } else if (runs_graph) {
       d.predicted.compute = compute_bytes(m, o, s, d.layers, d.has_output_layer);
     } else if (i == cpu_idx) {
       d.predicted.compute = static_cast<uint64_t>(m.n_embd) * s.n_tokens * 4;  // input embeddings
@@ -373,9 +444,19 @@ Result<Plan> plan_without_suggestion(const ModelProfile& m, const PlanOptions& o
     plan.notes.push_back(
         fmt::format("context per sequence {} exceeds the training context {}", s.n_ctx_seq, m.n_ctx_train));
   }
-  if (gpu_idx.size() > 0) {
+  const bool any_local_gpu = std::any_of(
+      gpu_idx.begin(), gpu_idx.end(), [&](size_t g) { return devices[g].kind != hw::DeviceKind::kRemote; });
+  if (any_local_gpu) {
     plan.notes.push_back(
         "GPU compute buffers are estimated from the CPU graph; measure with the backend to confirm");
+  }
+  if (n_gpu_layers != o.n_gpu_layers) {
+    plan.notes.push_back(
+        fmt::format("the CPU takes {} of {} layers in proportion to its free memory; the remote devices take "
+                    "the other {} "
+                    "and the output layer (n_gpu_layers {})",
+                    m.n_layer() + 1 - static_cast<uint32_t>(n_gpu_layers), m.n_layer(),
+                    static_cast<uint32_t>(n_gpu_layers) - 1, n_gpu_layers));
   }
   if (plan.totals.total() == kSaturated) {
     return InvalidArgument(fmt::format(

@@ -88,7 +88,30 @@ Result<SpeedPrediction> predict_speed(const ModelProfile& m, const Plan& plan,
           p.id, human_bytes(p.bytes_per_token), human_bytes(s.cache_bytes),
           counted ? " (counted below)" : ", and it is not counted here: the figure is an upper bound"));
     }
-    gen_step += p.generation_seconds_per_step;
+    if (d.device.remote && (!d.layers.empty() || d.has_output_layer)) {
+      const hw::RemoteLink& link = *d.device.remote;
+      const double seqs = n_seq;
+      const double mask = static_cast<double>(plan.kv_cells) * (plan.options.flash_attn ? 2 : 4);
+      const double in = seqs * (4.0 * m.n_embd + mask);
+      const double out_bytes = seqs * 4.0 * (d.has_output_layer ? m.n_vocab : m.n_embd);
+      p.network_bytes_per_step = static_cast<uint64_t>(in + out_bytes);
+      double t = link.round_trip_s.value_or(0);
+      if (link.upload_bytes_per_s && *link.upload_bytes_per_s > 0)
+        t += in / static_cast<double>(*link.upload_bytes_per_s);
+      if (link.download_bytes_per_s && *link.download_bytes_per_s > 0)
+        t += out_bytes / static_cast<double>(*link.download_bytes_per_s);
+      if (!link.round_trip_s || !link.upload_bytes_per_s || !link.download_bytes_per_s) {
+        out.assumptions.push_back(
+            fmt::format("{}: the link to {} was not measured, so its network time is "
+                        "{}",
+                        p.id, link.endpoint, link.round_trip_s ? "its round trip only" : "left out"));
+      }
+      p.network_seconds_per_step = t;
+      out.network_seconds_per_step += t;
+      const double ubatch = std::max(1u, plan.n_ubatch);
+      p.prompt_seconds_per_token += t / ubatch;  // the same crossing once per ubatch of prompt tokens
+    }
+    gen_step += p.generation_seconds_per_step + p.network_seconds_per_step;
     prompt_token += p.prompt_seconds_per_token;
     out.devices.push_back(std::move(p));
   }
@@ -115,9 +138,16 @@ Result<SpeedPrediction> predict_speed(const ModelProfile& m, const Plan& plan,
   a.push_back(
       "prompt processing is compute-bound: 2 FLOPs per parameter per token plus attention over the full "
       "context, at least the weights read once per ubatch");
+  const bool any_remote = std::any_of(plan.devices.begin(), plan.devices.end(),
+                                      [](const DevicePlan& d) { return d.device.remote.has_value(); });
   a.push_back(
-      "layers split over devices run one after another (pipeline, one sequence): device times add; "
-      "interconnect transfers of activations are ignored");
+      any_remote ? fmt::format(
+                       "layers split over devices run one after another (pipeline): device times add; each "
+                       "remote device adds a round trip and its activations (or logits) at the measured link "
+                       "bandwidth per step ({:.2f} ms in all); local interconnect transfers are ignored",
+                       out.network_seconds_per_step * 1e3)
+                 : "layers split over devices run one after another (pipeline, one sequence): device times "
+                   "add; interconnect transfers of activations are ignored");
   a.push_back(
       fmt::format("per-token overhead: {:.0f} graph nodes per layer (+{:.0f} for the output head), each "
                   "costing a barrier "

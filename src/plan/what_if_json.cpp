@@ -35,11 +35,14 @@ json speed_to_json(const SpeedPrediction& s) {
                        {"bytes_per_token", d.bytes_per_token},
                        {"flops_per_token", d.flops_per_token},
                        {"generation_seconds_per_step", d.generation_seconds_per_step},
-                       {"prompt_seconds_per_token", d.prompt_seconds_per_token}});
+                       {"prompt_seconds_per_token", d.prompt_seconds_per_token},
+                       {"network_bytes_per_step", d.network_bytes_per_step},
+                       {"network_seconds_per_step", d.network_seconds_per_step}});
   }
   return {{"known", s.known},
           {"prompt_tokens_per_s", number_or_null(s.known, s.prompt_tokens_per_s)},
           {"generation_tokens_per_s", number_or_null(s.known, s.generation_tokens_per_s)},
+          {"network_seconds_per_step", s.network_seconds_per_step},
           {"load_seconds", number_or_null(s.load_seconds > 0, s.load_seconds)},
           {"devices", devices},
           {"assumptions", s.assumptions}};
@@ -56,8 +59,13 @@ std::string speed_to_text(const SpeedPrediction& s) {
   out += s.load_seconds > 0 ? fmt::format(", load {:.2f} s\n", s.load_seconds) : "\n";
   for (const auto& d : s.devices) {
     if (d.bytes_per_token == 0) continue;
-    out += fmt::format("  {:<8} reads {} per token, {:.3f} GFLOP per token\n", d.id,
+    out += fmt::format("  {:<8} reads {} per token, {:.3f} GFLOP per token", d.id,
                        human_bytes(d.bytes_per_token), d.flops_per_token / 1e9);
+    if (d.network_bytes_per_step > 0) {
+      out += fmt::format("; network {} and {:.2f} ms per step", human_bytes(d.network_bytes_per_step),
+                         d.network_seconds_per_step * 1e3);
+    }
+    out += "\n";
   }
   for (const auto& a : s.assumptions) out += "  assumes: " + a + "\n";
   return out;

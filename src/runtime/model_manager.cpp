@@ -25,7 +25,8 @@ struct ModelManager::Entry {
   std::string source;
   ModelState state = ModelState::kLoading;
   std::string reason;
-  Status failure;  // the status of the last failed load
+  Status failure;  // the status of the last failed load (or of the model's health, see check_health)
+  bool load_failed = false;  // failure came from a load (not from a ready model that broke)
   std::string backend;
   std::string provider;
   std::shared_ptr<backend::Model> model;
@@ -120,6 +121,7 @@ void ModelManager::Admission::fail(const Status& why) {
   e.state = ModelState::kFailed;
   e.reason = why.message();
   e.failure = why;
+  e.load_failed = true;
   done_ = true;
   manager_->cv_.notify_all();
 }
@@ -163,13 +165,31 @@ ModelHandle ModelManager::make_handle_locked(Entry& e) {
 }
 
 void ModelManager::on_handle_released(const std::string& name) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   auto it = entries_.find(name);
   if (it == entries_.end()) return;
   Entry& e = *it->second;
   if (e.handles > 0) --e.handles;
   e.last_used = Clock::now();
+  check_health(e);
+  if (e.state == ModelState::kFailed && e.model && e.handles == 0) {
+    retire(lock, e, ModelState::kFailed, e.reason);
+    return;
+  }
   cv_.notify_all();
+}
+
+bool ModelManager::check_health(Entry& e) const {
+  if (e.state != ModelState::kReady || !e.model) return false;
+  Status h = e.model->health();
+  if (h.ok()) return false;
+  GANTRY_LOG_WARN("model '{}' failed: {}", e.name, h.message());
+  e.state = ModelState::kFailed;
+  e.reason = h.message();
+  e.failure = h;
+  e.load_failed = false;
+  cv_.notify_all();  // the keep-alive timer retires it once idle
+  return true;
 }
 
 Result<ModelManager::Begin> ModelManager::begin_load(const std::string& name,
@@ -186,18 +206,22 @@ Result<ModelManager::Begin> ModelManager::begin_load(const std::string& name,
     }
     Entry& e = *it->second;
     if (e.state == ModelState::kReady) return Begin(make_handle_locked(e));
-    if (e.state == ModelState::kLoading || e.state == ModelState::kDraining) {
+    check_health(e);
+    // A model that broke while ready is still alive until its last call ends: wait for that too.
+    if (e.state == ModelState::kLoading || e.state == ModelState::kDraining ||
+        (e.state == ModelState::kFailed && e.model)) {
       waited = true;
       cv_.wait(lock);
       continue;
     }
-    if (waited && e.state == ModelState::kFailed) {
+    if (waited && e.state == ModelState::kFailed && e.load_failed) {
       return e.failure.with_context("loading '" + name + "' (by another caller)");
     }
     e.state = ModelState::kLoading;
     e.source = options.source.empty() ? name : options.source;
     e.reason.clear();
     e.failure = Status::Ok();
+    e.load_failed = false;
     e.pinned = options.pinned;
     e.keep_alive = options.keep_alive;
     e.reserved.clear();
@@ -207,10 +231,13 @@ Result<ModelManager::Begin> ModelManager::begin_load(const std::string& name,
 }
 
 Result<ModelHandle> ModelManager::acquire(std::string_view name) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   auto it = entries_.find(name);
   if (it == entries_.end()) return NotFound("no model named '" + std::string(name) + "' is loaded");
   Entry& e = *it->second;
+  check_health(e);
+  if (e.state == ModelState::kFailed && e.model && e.handles == 0)
+    retire(lock, e, ModelState::kFailed, e.reason);
   if (e.state != ModelState::kReady) {
     std::string msg = "model '" + e.name + "' is " + std::string(model_state_name(e.state));
     if (!e.reason.empty()) msg += " (" + e.reason + ")";
@@ -338,7 +365,16 @@ bool expirable(const ModelInfo& i) {
 
 int ModelManager::sweep(Clock::time_point now) {
   std::unique_lock lock(mu_);
-  std::vector<std::string> due;
+  std::vector<std::string> due, broken;
+  for (const auto& [name, e] : entries_) {
+    check_health(*e);
+    if (e->state == ModelState::kFailed && e->model && e->handles == 0) broken.push_back(name);
+  }
+  for (const auto& name : broken) {
+    Entry& e = *entries_.at(name);
+    if (e.state == ModelState::kFailed && e.model && e.handles == 0)
+      retire(lock, e, ModelState::kFailed, e.reason);
+  }
   for (const auto& [name, e] : entries_) {
     const ModelInfo i = snapshot_locked(*e);
     if (expirable(i) && i.last_used + i.keep_alive <= now) due.push_back(name);
@@ -412,7 +448,10 @@ ModelInfo ModelManager::snapshot_locked(const Entry& e) const {
 std::vector<ModelInfo> ModelManager::list() const {
   std::lock_guard lock(mu_);
   std::vector<ModelInfo> out;
-  for (const auto& [name, e] : entries_) out.push_back(snapshot_locked(*e));
+  for (const auto& [name, e] : entries_) {
+    check_health(*e);
+    out.push_back(snapshot_locked(*e));
+  }
   return out;
 }
 
@@ -420,6 +459,7 @@ std::optional<ModelInfo> ModelManager::info(std::string_view name) const {
   std::lock_guard lock(mu_);
   auto it = entries_.find(name);
   if (it == entries_.end()) return std::nullopt;
+  check_health(*it->second);
   return snapshot_locked(*it->second);
 }
 

@@ -281,6 +281,26 @@ Json gguf_manifest() {
   })");
 }
 
+TEST(Manifest, LlamaRpcServersAreHostPortStrings) {
+  Json j = gguf_manifest();
+  j["llama"]["rpc"] = {"10.0.0.2:50052", "10.0.0.3:50052"};
+  auto m = parse_manifest(j.dump());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->llama.rpc, (std::vector<std::string>{"10.0.0.2:50052", "10.0.0.3:50052"}));
+  EXPECT_EQ(llama_option_texts(m->llama).at("rpc"), "10.0.0.2:50052,10.0.0.3:50052");
+  j["llama"]["rpc"] = "10.0.0.4:50052";  // one string, as on the command line
+  m = parse_manifest(j.dump());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->llama.rpc, (std::vector<std::string>{"10.0.0.4:50052"}));
+  for (const Json& bad :
+       {Json::array({"10.0.0.2"}), Json::array({1}), Json::array(), Json(5), Json::array({"a:1", "a:1"})}) {
+    j["llama"]["rpc"] = bad;
+    auto r = parse_manifest(j.dump());
+    ASSERT_FALSE(r.ok()) << bad.dump();
+    EXPECT_NE(r.status().message().find("llama.rpc"), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(Manifest, LlamaOptionsAreTypedAndRoundTrip) {
   auto m = parse_manifest(gguf_manifest().dump());
   ASSERT_TRUE(m.ok()) << m.status().to_string();

@@ -14,7 +14,9 @@ using namespace std::chrono_literals;
 
 class FakeModel final : public backend::Model {
  public:
-  explicit FakeModel(std::string name, std::atomic<int>* alive = nullptr) : alive_(alive) {
+  explicit FakeModel(std::string name, std::atomic<int>* alive = nullptr,
+                     const std::atomic<bool>* broken = nullptr)
+      : alive_(alive), broken_(broken) {
     meta_.name = std::move(name);
     meta_.backend = "fake";
     if (alive_) alive_->fetch_add(1);
@@ -29,10 +31,14 @@ class FakeModel final : public backend::Model {
     if (!guard.ok()) return guard.status();
     return std::vector<NamedTensor>{};
   }
+  Status health() const override {
+    return broken_ && broken_->load() ? Unavailable("RPC server 10.0.0.2:50052 was lost") : Status::Ok();
+  }
 
  private:
   backend::ModelMetadata meta_;
   std::atomic<int>* alive_;
+  const std::atomic<bool>* broken_;
 };
 
 // Returns once the clock reads later than `t`, so that the next use is stamped strictly after it.
@@ -56,7 +62,7 @@ class ModelManagerTest : public ::testing::Test {
       adm.fail(s);
       return s;
     }
-    return adm.finish(std::make_unique<FakeModel>(name, &alive_), "fake", "cpu");
+    return adm.finish(std::make_unique<FakeModel>(name, &alive_, &broken_), "fake", "cpu");
   }
 
   memory::Budget& cpu() { return *budgets_.at("cpu"); }
@@ -64,7 +70,37 @@ class ModelManagerTest : public ::testing::Test {
 
   Budgets budgets_;
   std::atomic<int> alive_{0};
+  std::atomic<bool> broken_{false};
 };
+
+TEST_F(ModelManagerTest, AModelThatBreaksFailsAtOnceAndGoesWithItsLastHandle) {
+  ModelManager m(budgets_);
+  auto h = load(m, "a", 40);
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  auto other = load(m, "b", 10);
+  ASSERT_TRUE(other.ok());
+  broken_ = true;  // e.g. an RPC server holding some of its layers was lost (b "breaks" too: same flag)
+  auto refused = m.acquire("a");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(refused.status().message().find("failed (RPC server 10.0.0.2:50052 was lost)"), std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(state(m, "a"), ModelState::kFailed);
+  EXPECT_EQ(alive_.load(), 2);  // the call in flight still holds it
+  EXPECT_EQ(cpu().used(), 50u);
+  *h = ModelHandle();  // the last handle goes: destroyed, memory released
+  EXPECT_EQ(alive_.load(), 1);
+  EXPECT_EQ(cpu().used(), 10u);
+  EXPECT_EQ(state(m, "a"), ModelState::kFailed);
+  EXPECT_EQ(m.info("a")->reason, "RPC server 10.0.0.2:50052 was lost");
+
+  // It can be loaded again (the host is back).
+  broken_ = false;
+  *other = ModelHandle();
+  auto again = load(m, "a", 40);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(state(m, "a"), ModelState::kReady);
+}
 
 TEST_F(ModelManagerTest, ReservesTheEstimateAndListsTheModel) {
   ModelManager m(budgets_);

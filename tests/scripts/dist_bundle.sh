@@ -111,6 +111,8 @@ check "the ONNX output equals the build tree's" \
 
 check "licences: ONNX Runtime, llama.cpp and a Debian copyright per copied library package" \
   '[[ -f $B/licenses/onnxruntime.LICENSE && -f $B/licenses/llama.cpp.LICENSE && -f $B/licenses/debian-libprotobuf32.copyright ]]'
+check "ggml's RPC backend is shipped and gantry rpc-server starts from the bundle (--help)" \
+  '[[ -f $B/lib/libggml-rpc.so.0 ]] && env -i "$B/bin/gantry" rpc-server --help 2>/dev/null | grep -q "gantry rpc-server"'
 check "schema/registry.schema.json, README.md and gpu-check.sh are shipped" \
   '[[ -f $B/schema/registry.schema.json && -f $B/README.md && -x $B/gpu-check.sh ]]'
 exit $fail

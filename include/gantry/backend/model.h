@@ -144,6 +144,11 @@ class Model {
 
   virtual ModelStats stats() const;
 
+  // Whether the model can still serve. A model that depends on something that went away (an RPC server
+  // holding some of its layers) says so here, with the reason; the runtime then marks it failed (new calls
+  // refused, destroyed once the calls in flight end; loading it again is allowed). Default: Ok.
+  virtual Status health() const { return Status::Ok(); }
+
  protected:
   Model() = default;
 

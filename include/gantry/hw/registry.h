@@ -13,9 +13,11 @@
 
 namespace gantry::hw {
 
-enum class DeviceKind { kCpu, kGpu, kNpu, kTpu, kAsic };
+// kRemote: a device of another host, reached through ggml's RPC protocol (gantry/hw/rpc.h). The protocol
+// does not say what the device is (ggml itself treats every RPC device as a GPU: an offload target).
+enum class DeviceKind { kCpu, kGpu, kNpu, kTpu, kAsic, kRemote };
 
-std::string_view device_kind_name(DeviceKind kind);  // "cpu", "gpu", "npu", "tpu", "asic"
+std::string_view device_kind_name(DeviceKind kind);  // "cpu", "gpu", "npu", "tpu", "asic", "remote"
 Result<DeviceKind> parse_device_kind(std::string_view name);
 
 // Software families a backend targets. Names are stable JSON strings.
@@ -30,6 +32,7 @@ inline constexpr std::string_view kFamilyGaudi = "gaudi";         // Habana
 inline constexpr std::string_view kFamilyNeuron = "neuron";       // AWS Inferentia/Trainium
 inline constexpr std::string_view kFamilyQaic = "qaic";           // Qualcomm Cloud AI
 inline constexpr std::string_view kFamilyVulkan = "vulkan";       // seen only through Vulkan
+inline constexpr std::string_view kFamilyRpc = "rpc";             // another host's device, ggml RPC
 // Families some backends target that discovery never reports on Linux (so their providers find no device).
 inline constexpr std::string_view kFamilyApple = "apple";      // Apple GPU / Neural Engine (CoreML)
 inline constexpr std::string_view kFamilyDirectX = "directx";  // DirectML on Windows
@@ -44,8 +47,19 @@ struct NvLink {
   bool operator==(const NvLink&) const = default;
 };
 
+// How a remote device (DeviceKind::kRemote) is reached, and what the link measured when it was probed.
+struct RemoteLink {
+  std::string endpoint;                          // "host:port" of the RPC server, as given
+  int device_index = 0;                          // the device's index on that server
+  std::string protocol;                          // the server's RPC protocol version, "7.0.0"
+  std::optional<double> round_trip_s;            // median of small request/response exchanges
+  std::optional<uint64_t> upload_bytes_per_s;    // a few MiB sent to the device, less one round trip
+  std::optional<uint64_t> download_bytes_per_s;  // a few MiB read back, less one round trip
+  bool operator==(const RemoteLink&) const = default;
+};
+
 struct Device {
-  std::string id;  // "cuda:0", "rocm:1", "cpu:0", ... unique in a registry
+  std::string id;  // "cuda:0", "rocm:1", "cpu:0", "rpc:0", ... unique in a registry
   DeviceKind kind = DeviceKind::kGpu;
   std::string family;  // one of kFamily*
   std::string vendor;  // "nvidia", "amd", "intel", "google", "habana", "aws", "qualcomm", ...
@@ -80,6 +94,7 @@ struct Device {
   std::optional<uint64_t> pcie_bandwidth_bytes_per_s;  // per direction, from pcie_generation x pcie_width
   std::vector<NvLink> nvlinks;                         // NVIDIA through NVML; empty when none or unknown
   std::optional<std::string> xgmi_hive_id;             // AMD: GPUs of one hive are linked by xGMI ("0x...")
+  std::optional<RemoteLink> remote;                    // kRemote devices only
 
   bool operator==(const Device&) const = default;
 };

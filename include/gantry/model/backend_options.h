@@ -9,7 +9,8 @@
 //             "tensor_split": [3, 1], "kv_type": "q8_0", "flash_attn": "auto", "mmap": true, "max_tokens":
 //             128, "draft_model": "draft.gguf", "draft_max": 3, "draft_min": 0, "draft_p_min": 0.0,
 //             "spec_type": "ngram-simple", "spec_ngram_size_n": 12, "spec_ngram_size_m": 48,
-//             "kv_unified": false, "cache_prompt": true, "cache_ram": 8192, "prefill_chunk": 512}
+//             "kv_unified": false, "cache_prompt": true, "cache_ram": 8192, "prefill_chunk": 512,
+//             "rpc": ["10.0.0.2:50052", "10.0.0.3:50052"]}
 // A manifest that sets one backend's options for the other backend's format is refused.
 #pragma once
 
@@ -92,6 +93,9 @@ struct LlamaOptions {
   std::optional<bool> cache_prompt;  // the slot prompt cache (false: every prompt evaluated whole)
   std::optional<int> cache_ram;  // -1..2^24 MiB of host prompt cache; 0 = off, -1 = only the budget limits it
   std::optional<int> prefill_chunk;  // 1..2^20 prompt tokens a decode step takes next to generating sequences
+  // RPC servers ("host:port", `gantry rpc-server` or llama.cpp's rpc-server) whose devices take layers of the
+  // model next to the local ones (gantry/backend/llama/settings.h says how they are split).
+  std::vector<std::string> rpc;
 
   bool empty() const { return *this == LlamaOptions{}; }
   bool operator==(const LlamaOptions&) const = default;
@@ -102,8 +106,8 @@ std::span<const std::string_view> llama_option_keys();
 
 // Sets one option from its text form ("n_ctx" "4096", "kv_type" "q8_0", "flash_attn" "auto|on|off",
 // "mmap", "kv_unified", "cache_prompt" "on|off|true|false", "tensor_split" "3,1", "cache_ram" MiB,
-// "draft_p_min" "0.5", "spec_type" "ngram-simple"). InvalidArgument names the key, the value and what is
-// accepted (an unknown key lists the known ones).
+// "draft_p_min" "0.5", "spec_type" "ngram-simple", "rpc" "10.0.0.2:50052,10.0.0.3:50052"). InvalidArgument
+// names the key, the value and what is accepted (an unknown key lists the known ones).
 Status set_llama_option(LlamaOptions& options, std::string_view key, std::string_view value);
 
 // Options from key -> text pairs (each through set_llama_option), then validate_llama_options.

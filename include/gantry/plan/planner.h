@@ -13,6 +13,9 @@
 // - layers go to GPUs in proportion to their free memory (llama.cpp's default tensor_split); the input layer
 // stays
 //   on the CPU; the output layer follows the last offloaded layer when n_gpu_layers > n_layer.
+// - remote devices (another host's, through RPC: hw::DeviceKind::kRemote) are offload devices like GPUs, in
+//   the order of the device list (Gantry lists them before local GPUs, as llama-server does); see
+//   PlanOptions::cpu_takes_share for a CPU host.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +45,11 @@ struct PlanOptions {
   bool cpu_repack =
       true;  // llama_model_params.use_extra_bufts: CPU layers get repacked copies of some weights
   std::vector<float> tensor_split;  // explicit GPU proportions; empty: by free memory
+  // One model over several hosts' memory (no local GPU, remote devices): with n_gpu_layers -1 the CPU takes
+  // the first layers in proportion to its free memory, as one more device before the others; the other
+  // devices split the rest by free memory (or tensor_split), the output layer with the last of them
+  // (llama.cpp offloads from the end). The offloaded count is what llama.cpp is given as n_gpu_layers.
+  bool cpu_takes_share = false;
 };
 
 // The planner places layers on hw::Device (the one device identity) and reads only its memory: in bytes,
@@ -113,6 +121,12 @@ Result<uint32_t> max_context(const ModelProfile& model, PlanOptions options,
 // A rough estimate for models llama.cpp does not run (e.g. ONNX): weights = file size, plus activations as a
 // fraction of it. Labelled as an estimate.
 Plan estimate_generic(std::string_view model_name, uint64_t file_bytes, const std::vector<Device>& devices);
+
+// The n_gpu_layers that gives the CPU (weight `cpu_weight`) its proportional share of the `n_layers`
+// repeating layers ahead of devices weighing `weights` (PlanOptions::cpu_takes_share): the layers whose
+// position il / n_layers falls in the CPU's share stay on it; the rest and the output layer are offloaded
+// (n_layers + 1 - those).
+int cpu_share_gpu_layers(uint32_t n_layers, double cpu_weight, const std::vector<double>& weights);
 
 // How many of `n_layers` (plus the output layer, index n_layers) go to each of `weights.size()` GPUs,
 // following llama.cpp: cumulative proportions, upper_bound on (il - first) / count. Returns the GPU index per

@@ -71,17 +71,30 @@ struct DeviceSpeedPrediction {
   double generation_seconds_per_step = 0;  // including overhead_seconds_per_step
   double overhead_seconds_per_step = 0;
   double prompt_seconds_per_token = 0;
+  // A remote device (another host, through RPC): what crosses the network per step to run its layers.
+  uint64_t network_bytes_per_step = 0;  // activations in (and the KQ mask), activations or logits out
+  double network_seconds_per_step = 0;  // one round trip + those bytes at the measured bandwidths
 };
 
 struct SpeedPrediction {
   bool known = false;  // false when a device with layers has no bandwidth/FLOP figure
   double prompt_tokens_per_s = 0;
-  double generation_tokens_per_s = 0;  // all n_parallel sequences together
-  double load_seconds = 0;             // 0 when the storage bandwidth is unknown
+  double generation_tokens_per_s = 0;   // all n_parallel sequences together
+  double network_seconds_per_step = 0;  // of a generation step, the time spent crossing to remote devices
+  double load_seconds = 0;              // 0 when the storage bandwidth is unknown
   std::vector<DeviceSpeedPrediction> devices;
   std::vector<std::string> assumptions;
 };
 
+// Remote devices (hw::DeviceKind::kRemote, another host through ggml's RPC protocol) add the network to a
+// step, measured per link (hw::RemoteLink: round trip, upload and download bandwidth): ggml runs a remote
+// device's layers by sending the activations (n_embd f32 per sequence) and the step's small inputs (the
+// KQ mask: kv_cells f16 per sequence), then the graph, and reading the result back with one request that
+// waits for the computation: one round trip, the bytes in at the upload bandwidth, the bytes out (the
+// activations, or the logits n_vocab f32 per sequence when it holds the output layer) at the download
+// bandwidth. A remote device without a measured link counts only its round trip, if known (said in the
+// assumptions). Prompt processing counts the same per ubatch.
+//
 // `speeds` matches plan.devices one to one. `storage_bytes_per_s` 0: load time unknown.
 // Generation: per decoding step every device reads its bytes once for all n_parallel sequences (plus each
 // sequence's KV); its time is the larger (DeviceSpeed::overlap) or the sum of bytes / (bandwidth x

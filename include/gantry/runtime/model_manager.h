@@ -13,7 +13,9 @@
 // - keep_alive per model: how long it stays loaded after its last handle went (default 5 min; 0 =
 //   unload as soon as it is idle; negative = never). sweep() applies it; the Runtime calls it on a timer.
 // - States: loading, ready, draining, unloaded, failed (with reason), evicted (with reason). Models that
-//   left stay listed with their last state until loaded again.
+//   left stay listed with their last state until loaded again. A ready model whose backend reports it
+//   unhealthy (an RPC server holding part of it was lost) turns failed at once and is destroyed when its
+//   last handle goes; it can be loaded again.
 #pragma once
 
 #include <atomic>
@@ -173,6 +175,9 @@ class ModelManager {
   Status reserve_locked(std::unique_lock<std::mutex>& lock, Entry& e,
                         const backend::MemoryEstimate& estimate);
   void release_memory_locked(Entry& e);
+  // A ready model whose backend reports it unhealthy (backend::Model::health) becomes failed: no new handles;
+  // it is retired (destroyed, memory released) once its last handle goes. True when it changed now.
+  bool check_health(Entry& e) const;
   // Drains and destroys an entry's model outside the lock; `lock` is re-acquired on return.
   void retire(std::unique_lock<std::mutex>& lock, Entry& e, ModelState final_state, std::string reason);
   void on_handle_released(const std::string& name);
@@ -182,7 +187,7 @@ class ModelManager {
 
   Budgets& budgets_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;  // state changes, handle releases, shutdown
+  mutable std::condition_variable cv_;  // state changes, handle releases, shutdown
   // Entries are never erased (a model that left keeps its last state), so references stay valid.
   std::map<std::string, std::unique_ptr<Entry>, std::less<>> entries_;
   std::atomic<uint64_t> evictions_{0};

@@ -170,6 +170,9 @@ Result<std::unique_ptr<LlamaContext>> LlamaContext::create(std::shared_ptr<const
 
   LogCapture capture(/*quiet=*/true);
   c->ctx_ = llama_init_from_model(c->weights_->raw(), cp);
+  if (Status lost = c->weights_->remote_health(); !lost.ok()) {
+    return lost.with_context("creating a context for '" + c->weights_->path() + "'");  // ~c frees it
+  }
   if (!c->ctx_) {
     const std::string why = capture.problems();
     const bool memory = why.find("alloc") != std::string::npos || why.find("memory") != std::string::npos;
@@ -221,6 +224,8 @@ uint32_t LlamaContext::n_seq_max() const { return llama_n_seq_max(ctx_); }
 
 Status LlamaContext::decode(const llama_batch& batch) {
   const int32_t rc = llama_decode(ctx_, batch);
+  // A lost RPC server: whatever came back from it is made up (backend/llama/rpc_link.h).
+  GANTRY_RETURN_IF_ERROR(weights_->remote_health());
   switch (rc) {
     case 0:
       return Status::Ok();

@@ -26,10 +26,12 @@ namespace gantry::llama {
 namespace {
 
 // Host buffers (CPU, CPU_Mapped, CPU_REPACK, CUDA_Host pinned memory) are the host's memory: "cpu".
-// Device buffers are named by their ggml device: "CUDA1" -> "cuda:1".
-std::string device_of(ggml_backend_buffer_type_t buft) {
+// Device buffers are named by their ggml device: "CUDA1" -> "cuda:1"; an RPC server's device by the id the
+// model's remote devices give it ("rpc:0").
+std::string device_of(ggml_backend_buffer_type_t buft, const RemoteDevices& remote) {
   if (ggml_backend_buft_is_host(buft)) return "cpu";
   ggml_backend_dev_t dev = ggml_backend_buft_get_device(buft);
+  if (std::string id = remote.id_of(dev); !id.empty()) return id;
   const std::string name = dev ? ggml_backend_dev_name(dev) : ggml_backend_buft_name(buft);
   if (name.rfind("CUDA", 0) == 0 && name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[4]))) {
     return hw::memory_device_id(hw::kFamilyCuda, std::stoi(name.substr(4)));
@@ -58,7 +60,7 @@ MemoryMeasurement context_memory(const LlamaContext& ctx) {
   m.model_tensor_bytes = weights.size_bytes();
   std::map<std::string, DeviceBytes> by_dev;
   for (const auto& [buft, mb] : llama_get_memory_breakdown(ctx.raw())) {
-    auto& d = by_dev[device_of(buft)];
+    auto& d = by_dev[device_of(buft, weights.remote())];
     d.model_bytes += mb.model;
     d.kv_bytes += mb.context;
     d.compute_bytes += mb.compute;

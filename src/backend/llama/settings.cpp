@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "backend/llama/runtime_init.h"
+#include "gantry/backend/llama/remote_devices.h"
 #include "gantry/hw/registry.h"
 #include "gantry/plan/gguf_profile.h"
 
@@ -14,6 +15,8 @@ namespace {
 
 constexpr uint32_t kDefaultCtx = 2048;
 constexpr uint32_t kDefaultBatch = 512;
+
+std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", static_cast<double>(b) / (1ull << 30)); }
 
 // The planner's options for these settings (what llama.cpp will be asked for).
 plan::PlanOptions plan_options(const LlamaSettings& s, int n_gpu_layers) {
@@ -30,7 +33,58 @@ plan::PlanOptions plan_options(const LlamaSettings& s, int n_gpu_layers) {
   return o;
 }
 
-std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", static_cast<double>(b) / (1ull << 30)); }
+// n_gpu_layers and the tensor split (layers per offload device, the output layer counted with the device
+// holding it) that make llama.cpp place layers exactly as `p` did: with these counts as split points,
+// llama.cpp's upper_bound over (il - first) / n_gpu_layers lands every layer where the plan put it.
+std::pair<int, std::vector<float>> split_of(const plan::Plan& p) {
+  int n_gpu_layers = 0;
+  std::vector<float> split;
+  for (const auto& d : p.devices) {
+    if (!plan::is_gpu(d.device)) continue;
+    const int n = static_cast<int>(d.layers.size()) + (d.has_output_layer ? 1 : 0);
+    n_gpu_layers += n;
+    split.push_back(static_cast<float>(n));
+  }
+  return {n_gpu_layers, split};
+}
+
+bool any_local_gpu_in(const plan::Plan& p) {
+  return std::any_of(p.devices.begin(), p.devices.end(), [](const plan::DevicePlan& d) {
+    return plan::is_gpu(d.device) && d.device.kind != hw::DeviceKind::kRemote;
+  });
+}
+
+bool any_local_gpu(const std::vector<plan::Device>& devices) {
+  return std::any_of(devices.begin(), devices.end(), [](const plan::Device& d) {
+    return plan::is_gpu(d) && d.kind != hw::DeviceKind::kRemote;
+  });
+}
+
+// Provider cpu with RPC servers: the planner splits the layers over this host's CPU and the servers'
+// devices in proportion to their free memory.
+Status plan_rpc_split(LlamaSettings& s, const plan::ModelProfile& model,
+                      const std::vector<plan::Device>& devices) {
+  plan::PlanOptions o = plan_options(s, -1);
+  o.cpu_takes_share = !any_local_gpu(devices);
+  GANTRY_ASSIGN_OR_RETURN(plan::Plan p, plan::plan_gguf(model, o, devices));
+  auto [n_gpu_layers, split] = split_of(p);
+  auto& lp = s.load.placement;
+  lp.n_gpu_layers = n_gpu_layers;
+  if (lp.tensor_split.empty()) lp.tensor_split = split;
+  std::vector<std::string> parts;
+  uint64_t need = 0, free = 0;
+  for (const auto& d : p.devices) {
+    parts.push_back(
+        fmt::format("{} {}", hw::memory_device_id(d.device), d.layers.size() + (d.has_output_layer ? 1 : 0)));
+    need += d.predicted.total();
+    free += plan::device_free_bytes(d.device);
+  }
+  s.reason = fmt::format(
+      "RPC: the planner splits {} layers and the output layer by free memory ({}){}", model.n_layer(),
+      fmt::join(parts, ", "),
+      p.fits ? fmt::format(" ({} of {} free)", gib(need), gib(free)) : "; it does not fit: " + p.suggestion);
+  return Status::Ok();
+}
 
 // The most layers (0..n_layer+1, the last being the output layer) whose plan fits every GPU.
 Result<int> layers_that_fit(const LlamaSettings& s, const plan::ModelProfile& model,
@@ -181,7 +235,15 @@ Result<LlamaSettings> llama_settings(const backend::Placement& p, const plan::Mo
     lp.tensor_split.assign(static_cast<size_t>(last) + 1, 0.0f);
     for (int id : p.device_ids) lp.tensor_split[static_cast<size_t>(id)] = 1.0f;
   }
-  if (p.provider == "cpu") {
+  lp.rpc_servers = o.rpc;
+  if (p.provider == "cpu" && !o.rpc.empty()) {
+    if (o.n_gpu_layers) {
+      lp.n_gpu_layers = *o.n_gpu_layers;
+      s.reason = fmt::format("RPC: n_gpu_layers={} as given", *o.n_gpu_layers);
+    } else {
+      GANTRY_RETURN_IF_ERROR(plan_rpc_split(s, model, devices));
+    }
+  } else if (p.provider == "cpu") {
     if (o.n_gpu_layers && *o.n_gpu_layers != 0) {
       return InvalidArgument(
           fmt::format("llama.cpp option n_gpu_layers={} contradicts provider cpu "
@@ -200,6 +262,37 @@ Result<LlamaSettings> llama_settings(const backend::Placement& p, const plan::Mo
   sp.draft_context = s.context;
   sp.draft_context.threadpool = false;  // the engine lends the draft the target's threads
   return s;
+}
+
+Result<std::vector<plan::Device>> llama_plan_devices(const std::vector<std::string>& rpc_servers) {
+  std::vector<plan::Device> out = llama_plan_devices();
+  if (rpc_servers.empty()) return out;
+  std::vector<hw::RpcEndpoint> servers;
+  for (const auto& text : rpc_servers) {
+    GANTRY_ASSIGN_OR_RETURN(hw::RpcEndpoint e, hw::parse_rpc_endpoint(text));
+    servers.push_back(std::move(e));
+  }
+  GANTRY_ASSIGN_OR_RETURN(RemoteDevices remote, resolve_remote_devices(servers));
+  std::vector<plan::Device> remote_devices;
+  for (size_t i = 0; i < remote.devices.size(); ++i) {
+    size_t free = 0, total = 0;
+    ggml_backend_dev_memory(remote.devices[i], &free, &total);
+    const std::string endpoint = remote.links[remote.server_of[i]]->endpoint().text();
+    plan::Device d = plan::memory_target(remote.ids[i],
+                                         fmt::format("device {} of {}", remote.index_on_server[i], endpoint),
+                                         true, free, total);
+    d.kind = hw::DeviceKind::kRemote;
+    d.family = std::string(hw::kFamilyRpc);
+    hw::RemoteLink link;
+    link.endpoint = endpoint;
+    link.device_index = remote.index_on_server[i];
+    d.remote = std::move(link);
+    remote_devices.push_back(std::move(d));
+  }
+  GANTRY_RETURN_IF_ERROR(remote.check());
+  // As llama-server orders them: the remote devices first, then the local GPUs.
+  out.insert(out.begin() + 1, remote_devices.begin(), remote_devices.end());
+  return out;
 }
 
 std::vector<plan::Device> llama_plan_devices() {
@@ -225,11 +318,16 @@ std::vector<plan::Device> llama_plan_devices() {
 Result<LlamaSettings> llama_settings(const backend::Placement& placement, const std::string& gguf_path) {
   GANTRY_ASSIGN_OR_RETURN(plan::ModelProfile profile,
                           plan::profile_from_gguf(std::filesystem::path(gguf_path)));
-  // The device list matters only when the planner chooses an offload (the target's or the draft's).
+  // The device list matters only when the planner chooses an offload (the target's or the draft's), over
+  // local GPUs or RPC servers.
   const bool cuda = placement.provider == "cuda";
+  const bool rpc = !placement.llama.rpc.empty();
   const bool draft_on_gpu = cuda && placement.llama.draft_model;
-  const bool plans = cuda && (!placement.llama.n_gpu_layers || draft_on_gpu);
-  const std::vector<plan::Device> devices = plans ? llama_plan_devices() : std::vector<plan::Device>{};
+  const bool plans = ((cuda || rpc) && !placement.llama.n_gpu_layers) || draft_on_gpu;
+  std::vector<plan::Device> devices;
+  if (plans) {
+    GANTRY_ASSIGN_OR_RETURN(devices, llama_plan_devices(placement.llama.rpc));
+  }
   GANTRY_ASSIGN_OR_RETURN(LlamaSettings s, llama_settings(placement, profile, devices));
   if (draft_on_gpu) GANTRY_RETURN_IF_ERROR(place_draft(s, profile, devices));
   return s;
@@ -237,14 +335,14 @@ Result<LlamaSettings> llama_settings(const backend::Placement& placement, const 
 
 backend::Placement placement_from_plan(const plan::Plan& plan) {
   backend::Placement p;
-  int n_gpu_layers = 0;
-  std::vector<float> split;
+  auto [n_gpu_layers, split] = split_of(plan);
+  std::vector<std::string> rpc;
   for (const auto& d : plan.devices) {
-    if (!plan::is_gpu(d.device)) continue;
-    n_gpu_layers += static_cast<int>(d.layers.size()) + (d.has_output_layer ? 1 : 0);
-    split.push_back(static_cast<float>(d.layers.size()));
+    if (d.device.remote && (rpc.empty() || rpc.back() != d.device.remote->endpoint))
+      rpc.push_back(d.device.remote->endpoint);
   }
-  p.provider = n_gpu_layers > 0 ? "cuda" : "cpu";
+  p.provider = n_gpu_layers > 0 && any_local_gpu_in(plan) ? "cuda" : "cpu";
+  p.llama.rpc = rpc;
   const auto& o = plan.options;
   model::LlamaOptions& l = p.llama;
   l.n_ctx = static_cast<int>(plan.n_ctx);

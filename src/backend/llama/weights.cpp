@@ -1,5 +1,6 @@
 #include "gantry/backend/llama/weights.h"
 
+#include <fmt/format.h>
 #include <llama.h>
 
 #include <algorithm>
@@ -72,6 +73,29 @@ Result<std::shared_ptr<LlamaWeights>> LlamaWeights::load(const std::string& path
     std::copy(options.placement.tensor_split.begin(), options.placement.tensor_split.end(), split.begin());
     mp.tensor_split = split.data();
   }
+  // RPC servers: their devices, then the local GPUs, as the explicit device list.
+  RemoteDevices remote;
+  std::vector<ggml_backend_dev_t> devices;
+  if (!options.placement.rpc_servers.empty()) {
+    std::vector<hw::RpcEndpoint> servers;
+    for (const auto& text : options.placement.rpc_servers) {
+      GANTRY_ASSIGN_OR_RETURN(hw::RpcEndpoint e, hw::parse_rpc_endpoint(text));
+      servers.push_back(std::move(e));
+    }
+    GANTRY_ASSIGN_OR_RETURN(remote, resolve_remote_devices(servers));
+    devices = remote.devices;
+    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+      ggml_backend_dev_t dev = ggml_backend_dev_get(i);
+      if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_GPU) devices.push_back(dev);
+    }
+    if (devices.size() > llama_max_devices()) {
+      return InvalidArgument(
+          fmt::format("{} devices (RPC and local GPUs); this llama.cpp build takes at most {}",
+                      devices.size(), llama_max_devices()));
+    }
+    devices.push_back(nullptr);
+    mp.devices = devices.data();
+  }
   // A dry run maps nothing (llama.cpp asserts that no_alloc loads do not mmap).
   mp.load_mode = options.use_mmap && !options.dry_run ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
   mp.check_tensors = options.check_tensors && !options.dry_run;
@@ -93,6 +117,10 @@ Result<std::shared_ptr<LlamaWeights>> LlamaWeights::load(const std::string& path
 
   LogCapture capture(/*quiet=*/true);
   llama_model* model = llama_model_load_from_file(path.c_str(), mp);
+  if (Status lost = remote.empty() ? Status::Ok() : remote.check(); !lost.ok()) {
+    if (model) llama_model_free(model);  // nothing stays half-loaded on the other servers
+    return lost.with_context("loading '" + path + "'");
+  }
   if (!model) {
     const std::string why = capture.problems();
     if (why.find("unknown model architecture") != std::string::npos) {
@@ -107,6 +135,7 @@ Result<std::shared_ptr<LlamaWeights>> LlamaWeights::load(const std::string& path
   w->vocab_ = llama_model_get_vocab(model);
   w->path_ = path;
   w->arch_ = summary.architecture;
+  w->remote_ = std::move(remote);
   if (!llama_model_has_decoder(model)) {
     return Unsupported("'" + path + "': architecture '" + w->arch_ +
                        "' has no decoder; Gantry runs decoder models");

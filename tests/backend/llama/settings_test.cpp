@@ -85,7 +85,8 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
                                             {"kv_unified", "on"},
                                             {"cache_prompt", "off"},
                                             {"cache_ram", "-1"},
-                                            {"prefill_chunk", "64"}});
+                                            {"prefill_chunk", "64"},
+                                            {"rpc", "10.0.0.2:50052,10.0.0.3:50052"}});
   p.intra_op_threads = 3;
   p.device_ids = {1};
   auto s = llama_settings(p, tiny_profile(), kCpuOnly);
@@ -114,11 +115,12 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
   EXPECT_EQ(s->speculative.ngram_size_m, 16);
   EXPECT_EQ(s->speculative.draft_context.n_ctx, 4096u);   // the draft's context is the target's
   EXPECT_FALSE(s->speculative.draft_context.threadpool);  // it runs on the target's threads
-    EXPECT_TRUE(s->context.kv_unified);
+  EXPECT_TRUE(s->context.kv_unified);
   EXPECT_FALSE(s->engine.cache_prompt);
   EXPECT_EQ(s->cache_ram_bytes, EngineOptions::kUnlimited);
   EXPECT_EQ(s->engine.prefill_chunk, 64u);
-  EXPECT_EQ(model::llama_option_keys().size(), 23u);
+  EXPECT_EQ(model::llama_option_keys().size(), 24u);
+  EXPECT_EQ(s->load.placement.rpc_servers, (std::vector<std::string>{"10.0.0.2:50052", "10.0.0.3:50052"}));
 }
 
 TEST(LlamaSettings, BadOptionsAreRefusedWithTheirName) {

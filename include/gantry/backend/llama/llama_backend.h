@@ -64,6 +64,9 @@ class LlamaModel final : public backend::Model, public backend::TextModel {
   Result<std::vector<backend::ThroughputResult>> measure_throughput(
       const backend::ThroughputOptions& options) override;
 
+  // Unavailable once an RPC server holding some of its layers was lost.
+  Status health() const override { return weights_ ? weights_->remote_health() : Status::Ok(); }
+
   BatchEngine& engine() { return *engine_; }
   const LlamaWeights& weights() const { return *weights_; }
   const LlamaSettings& settings() const { return settings_; }

@@ -23,6 +23,10 @@ struct LlamaPlacement {
       tensor_split;  // share of the offloaded layers per GPU (proportions); empty = llama's default
   int main_gpu = 0;  // GPU holding the whole model when split_mode is kNone
   enum class SplitMode { kNone, kLayer, kRow } split_mode = SplitMode::kLayer;
+  // RPC servers ("host:port"). With any, the offload devices are given to llama.cpp explicitly: the servers'
+  // devices first (in this order), then the local GPUs (as llama-server orders them: the output layer, and
+  // its logits, stay on this host); tensor_split counts over that list.
+  std::vector<std::string> rpc_servers;
 };
 
 struct LoadOptions {

@@ -12,6 +12,13 @@
 //                  provider cuda: as many as the planner says   output layer)
 //                  fit in the GPUs' free memory
 //   tensor_split   llama.cpp's (by free memory)                share of offloaded layers per GPU ("3,1")
+//   rpc            none                                        RPC servers ("host:port,..."): their devices
+//                                                              take layers too (first, then local GPUs). With
+//                                                              provider cpu and no n_gpu_layers the planner
+//                                                              splits the layers over this CPU and the
+//                                                              servers' devices by free memory
+//                                                              (PlanOptions::cpu_takes_share) and gives
+//                                                              llama.cpp that exact split
 //   kv_type        f16                                         K and V cache type (gantry/core/kv_type.h)
 //   flash_attn     auto                                        auto | on | off
 //   mmap           on                                          off: read the weights into memory
@@ -89,10 +96,13 @@ Result<LlamaSettings> llama_settings(const backend::Placement& placement, const 
 
 // The planner's devices as ggml sees them now: "cpu" (host memory) and "cuda:N" (free VRAM).
 std::vector<plan::Device> llama_plan_devices();
+// The same with the devices of these RPC servers ("host:port"), "rpc:N" with the memory each server reports,
+// between the CPU and the local GPUs (the order llama.cpp is given them in). Errors name the server.
+Result<std::vector<plan::Device>> llama_plan_devices(const std::vector<std::string>& rpc_servers);
 
 // The inverse for the planner's own output: the placement that loads a model the way `plan` placed
-// it (provider cuda when any layer went to a GPU, n_gpu_layers and tensor_split from its devices,
-// and its context options).
+// it (provider cuda when any layer went to a local GPU, the RPC servers of its remote devices,
+// n_gpu_layers and tensor_split from its devices, and its context options).
 backend::Placement placement_from_plan(const plan::Plan& plan);
 
 }  // namespace gantry::llama

@@ -11,6 +11,7 @@
 
 #include "gantry/backend/generation.h"
 #include "gantry/backend/llama/options.h"
+#include "gantry/backend/llama/remote_devices.h"
 #include "gantry/core/status.h"
 
 struct llama_model;
@@ -38,7 +39,9 @@ Result<GgufSummary> check_gguf_file(const std::string& path);
 class LlamaWeights {
  public:
   // check_gguf_file, then llama_model_load_from_file with mmap and the given placement. Errors say
-  // which file and why (Corrupt, Unsupported architecture, ...), with llama.cpp's own reason.
+  // which file and why (Corrupt, Unsupported architecture, ...), with llama.cpp's own reason. With RPC
+  // servers in the placement, a server that is down, busy, of another protocol version or lost while
+  // loading is an error naming it, and nothing stays loaded.
   static Result<std::shared_ptr<LlamaWeights>> load(const std::string& path, const LoadOptions& options = {});
 
   ~LlamaWeights();
@@ -66,6 +69,11 @@ class LlamaWeights {
   bool is_eog(int32_t token) const;
   bool token_valid(int32_t token) const { return token >= 0 && token < n_vocab(); }
 
+  // The RPC servers' devices the model was loaded onto (empty without placement.rpc_servers).
+  const RemoteDevices& remote() const { return remote_; }
+  // Ok while every RPC server holding part of the model is still there; Unavailable naming the one lost.
+  Status remote_health() const { return remote_.empty() ? Status::Ok() : remote_.check(); }
+
 
  private:
   LlamaWeights() = default;
@@ -73,6 +81,7 @@ class LlamaWeights {
   const llama_vocab* vocab_ = nullptr;
   std::string path_;
   std::string arch_;
+  RemoteDevices remote_;
 };
 
 }  // namespace gantry::llama
