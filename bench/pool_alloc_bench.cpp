@@ -16,9 +16,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/onnx/pool_allocator.h"
 #include "bench_timing.h"
 #include "gantry/backend/onnx/ort_env.h"
-#include "gantry/backend/onnx/pool_allocator.h"
 #include "gantry/memory/block_pool.h"
 #include "gantry/memory/owner_scope.h"
 

@@ -1,15 +1,18 @@
 #include "gantry/backend/onnx/onnx_model.h"
 
+#include <onnxruntime_cxx_api.h>
+
 #include <algorithm>
 #include <cstring>
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 #include <system_error>
 
+#include "backend/onnx/ort_status.h"
+#include "backend/onnx/pool_allocator.h"
+#include "backend/onnx/session_providers.h"
 #include "gantry/backend/onnx/ort_env.h"
-#include "gantry/backend/onnx/pool_allocator.h"
-#include "gantry/backend/onnx/providers.h"
 #include "gantry/backend/threads.h"
 #include "gantry/core/log.h"
 #include "gantry/memory/owner_scope.h"
@@ -25,12 +28,6 @@ namespace {
 constexpr size_t kInline = 16;  // inputs/outputs handled without heap arrays
 
 const OrtApi& api() { return Ort::GetApi(); }
-
-std::string status_message(OrtStatus* s) {
-  std::string m = api().GetErrorMessage(s);
-  api().ReleaseStatus(s);
-  return m;
-}
 
 // For calls that cannot fail on a valid tensor (its info getters).
 void release(OrtStatus* s) {
@@ -136,7 +133,8 @@ GraphOptimizationLevel ort_level(model::GraphOptimizationLevel g) {
 
 // Session options from the placement's ONNX Runtime options (threads, optimisation, memory pattern, arena,
 // env allocators); the provider is appended by the caller.
-Ort::SessionOptions base_session_options(const backend::Placement& placement, const OnnxModelOptions& options) {
+Ort::SessionOptions base_session_options(const backend::Placement& placement,
+                                         const OnnxModelOptions& options) {
   Ort::SessionOptions so;
   so.SetGraphOptimizationLevel(
       ort_level(placement.onnx.graph_optimization.value_or(model::GraphOptimizationLevel::kAll)));
@@ -238,27 +236,6 @@ std::optional<DType> dtype_from_ort(int t) {
   }
 }
 
-Status status_from_ort(const Ort::Exception& e, std::string_view context) {
-  const std::string msg = std::string(context) + ": " + e.what();
-  switch (e.GetOrtErrorCode()) {
-    case ORT_NO_SUCHFILE:
-      return NotFound(msg);
-    case ORT_INVALID_PROTOBUF:
-    case ORT_INVALID_GRAPH:
-      return Corrupt(msg);
-    case ORT_NOT_IMPLEMENTED:
-      return Unsupported(msg);
-    case ORT_INVALID_ARGUMENT:
-      return InvalidArgument(msg);
-    case ORT_FAIL:
-      if (std::strstr(e.what(), "Protobuf parsing failed") || std::strstr(e.what(), "Load model"))
-        return Corrupt(msg);
-      return Internal(msg);
-    default:
-      return Internal(msg);
-  }
-}
-
 Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& model_file,
                                                    const backend::Placement& placement, std::string name,
                                                    const OnnxModelOptions& options) {
@@ -275,6 +252,7 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
   m->placement_ = placement;
   m->options_ = options;
   m->meta_.name = name.empty() ? model_file.stem().string() : std::move(name);
+  m->allocator_ = Ort::AllocatorWithDefaultOptions();
   // Initializers and whatever session creation allocates belong to this model.
   std::optional<memory::OwnerScope> owner;
   if (options.use_env_allocators) {
@@ -379,7 +357,8 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
     m->rules_.max_dims = placement.onnx.bucket_max_dims;
     for (const auto& [tensor, dims] : bucket_dims)
       if (m->meta_.input_index(tensor) < 0 && m->meta_.output_index(tensor) < 0)
-        return InvalidArgument("io bucket_dims names tensor '" + tensor + "', which " + file + " does not have");
+        return InvalidArgument("io bucket_dims names tensor '" + tensor + "', which " + file +
+                               " does not have");
     auto dims_of = [&](const TensorInfo& t, const char* what) -> Result<std::set<std::string>> {
       std::set<std::string> out;
       auto it = bucket_dims.find(t.name);
@@ -419,8 +398,7 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
   }
   for (auto& [name, positions] : by_dim_name)
     if (positions.size() > 1) m->shared_dims_.push_back(std::move(positions));
-  m->cpu_memory_owner_ = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
-  m->cpu_memory_ = m->cpu_memory_owner_;
+  m->cpu_memory_.reset(Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault).release());
   if (!options.use_env_allocators) m->plan_output_reuse();
 
   for (const auto& bucket : placement.onnx.session_buckets) {
@@ -437,6 +415,10 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
   }
   return m;
 }
+
+void OnnxModel::ReleaseMemoryInfo::operator()(OrtMemoryInfo* info) const { api().ReleaseMemoryInfo(info); }
+
+Ort::Session& OnnxModel::session() { return *sessions_.front().session; }
 
 OnnxModel::~OnnxModel() {
   for (auto& per_output : slots_)
@@ -515,7 +497,7 @@ OrtValue* OnnxModel::take_slot(size_t o, const std::vector<int64_t>& dims,
     return nullptr;
   }
   if (OrtStatus* st = api().CreateTensorWithDataAsOrtValue(
-          cpu_memory_, slot->buffer.get(), slot->bytes, dims.data(), dims.size(),
+          cpu_memory_.get(), slot->buffer.get(), slot->bytes, dims.data(), dims.size(),
           static_cast<ONNXTensorElementDataType>(ort_element_type(dt)), &slot->value)) {
     api().ReleaseStatus(st);
     slot->value = nullptr;
@@ -663,8 +645,9 @@ Result<std::shared_ptr<Ort::Session>> OnnxModel::bucket_session(const std::map<s
   }
   if (dynamic_.size() >= kMaxDynamicBuckets) {
     // The least used bucket goes; Runs still on it keep its session until they end.
-    auto victim = std::min_element(dynamic_.begin(), dynamic_.end(),
-                                   [](const DynamicBucket& a, const DynamicBucket& b) { return a.uses < b.uses; });
+    auto victim =
+        std::min_element(dynamic_.begin(), dynamic_.end(),
+                         [](const DynamicBucket& a, const DynamicBucket& b) { return a.uses < b.uses; });
     dynamic_.erase(victim);
   }
   GANTRY_ASSIGN_OR_RETURN(OrtRuntime * rt, OrtRuntime::get());
@@ -682,8 +665,8 @@ Result<std::shared_ptr<Ort::Session>> OnnxModel::bucket_session(const std::map<s
     return session;
   } catch (const Ort::Exception& e) {
     if (options_.use_env_allocators && !PoolAllocator::last_failure().empty())
-      return ResourceExhausted("model '" + meta_.name + "': a session for shape bucket " + what + ": " + e.what() +
-                               " (memory refused: " + PoolAllocator::last_failure() + ")");
+      return ResourceExhausted("model '" + meta_.name + "': a session for shape bucket " + what + ": " +
+                               e.what() + " (memory refused: " + PoolAllocator::last_failure() + ")");
     return status_from_ort(e, "model '" + meta_.name + "': a session for shape bucket " + what);
   }
 }
@@ -740,13 +723,14 @@ Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordere
     } else {
       // Zero-copy: ORT reads the caller's memory and never writes to an input.
       st = api().CreateTensorWithDataAsOrtValue(
-          cpu_memory_, const_cast<void*>(t.data()), t.byte_size(), dims.data(), dims.size(),
+          cpu_memory_.get(), const_cast<void*>(t.data()), t.byte_size(), dims.data(), dims.size(),
           static_cast<ONNXTensorElementDataType>(input_ort_types_[i]), &in[i]);
     }
-    if (st) return Internal("binding input '" + meta_.inputs[i].name + "': " + status_message(st));
+    if (st) return Internal("binding input '" + meta_.inputs[i].name + "': " + take_message(st));
   }
-  Ort::Session* session =
-      chosen ? chosen : sessions_.size() > 1 ? pick_session(ordered) : sessions_.front().session.get();
+  Ort::Session* session = chosen                 ? chosen
+                          : sessions_.size() > 1 ? pick_session(ordered)
+                                                 : sessions_.front().session.get();
   std::optional<memory::OwnerScope> owner;  // activations and outputs belong to this model
   if (options_.use_env_allocators) {
     owner.emplace(meta_.name);
@@ -807,7 +791,7 @@ Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordere
     for (size_t o = 0; o < m; ++o)
       if (held[o]) out[o] = nullptr;  // the slot owns its value
     const OrtErrorCode code = api().GetErrorCode(st);
-    std::string msg = "model '" + meta_.name + "': ONNX Runtime Run failed: " + status_message(st);
+    std::string msg = "model '" + meta_.name + "': ONNX Runtime Run failed: " + take_message(st);
     if (options_.use_env_allocators && !PoolAllocator::last_failure().empty())
       return ResourceExhausted(msg + " (memory refused: " + PoolAllocator::last_failure() + ")");
     // A kernel refusing the inputs' shapes or values says INVALID_ARGUMENT, or FAIL once a control-flow
@@ -833,7 +817,7 @@ Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordere
     }
     OrtTensorTypeAndShapeInfo* info = nullptr;
     if (OrtStatus* st = api().GetTensorTypeAndShape(out[o], &info))
-      return Internal("reading output '" + meta_.outputs[o].name + "': " + status_message(st));
+      return Internal("reading output '" + meta_.outputs[o].name + "': " + take_message(st));
     ONNXTensorElementDataType et{};
     size_t rank = 0;
     release(api().GetTensorElementType(info, &et));
@@ -854,7 +838,7 @@ Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordere
       std::vector<size_t> offsets(count);
       if (count > 0) {
         if (OrtStatus* st = api().GetStringTensorContent(out[o], buf.data(), total, offsets.data(), count))
-          return Internal("reading string output '" + meta_.outputs[o].name + "': " + status_message(st));
+          return Internal("reading string output '" + meta_.outputs[o].name + "': " + take_message(st));
       }
       std::vector<std::string> strings(count);
       for (size_t k = 0; k < count; ++k) {
@@ -869,7 +853,7 @@ Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordere
     const size_t bytes = static_cast<size_t>(shape.element_count().value_or(0)) * dtype_size(*dt);
     void* src = nullptr;
     if (OrtStatus* st = api().GetTensorMutableData(out[o], &src))
-      return Internal("reading output '" + meta_.outputs[o].name + "': " + status_message(st));
+      return Internal("reading output '" + meta_.outputs[o].name + "': " + take_message(st));
     std::shared_ptr<void> owner(out[o], [](void* v) { api().ReleaseValue(static_cast<OrtValue*>(v)); });
     out[o] = nullptr;
     GANTRY_ASSIGN_OR_RETURN(result[o].tensor, Tensor::adopt(*dt, shape, src, bytes, std::move(owner)));

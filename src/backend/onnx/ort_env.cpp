@@ -1,9 +1,11 @@
 #include "gantry/backend/onnx/ort_env.h"
 
+#include <onnxruntime_cxx_api.h>
+
 #include <fstream>
 
-#include "gantry/backend/onnx/pool_allocator.h"
-#include "gantry/backend/onnx/providers.h"
+#include "backend/onnx/pool_allocator.h"
+#include "backend/onnx/session_providers.h"
 #include "gantry/core/log.h"
 
 namespace gantry::onnx {
@@ -40,7 +42,10 @@ size_t process_cmdline_bytes() {
   return n;
 }
 
-OrtRuntime::OrtRuntime() : env_(ORT_LOGGING_LEVEL_WARNING, "gantry", ort_log, nullptr) {}
+OrtRuntime::OrtRuntime()
+    : env_(std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_WARNING, "gantry", ort_log, nullptr)) {}
+
+OrtRuntime::~OrtRuntime() = default;
 
 Result<OrtRuntime*> OrtRuntime::get() {
   static Result<OrtRuntime*> instance = []() -> Result<OrtRuntime*> {
@@ -58,7 +63,7 @@ Result<OrtRuntime*> OrtRuntime::get() {
   return instance;
 }
 
-Result<std::vector<Ort::ConstEpDevice>> OrtRuntime::plugin_devices(const std::string& registration_name,
+Result<std::vector<const OrtEpDevice*>> OrtRuntime::plugin_devices(const std::string& registration_name,
                                                                    const std::string& library_path,
                                                                    const std::string& ep_name) {
   std::lock_guard lock(mu_);
@@ -68,7 +73,7 @@ Result<std::vector<Ort::ConstEpDevice>> OrtRuntime::plugin_devices(const std::st
   if (!found) {
     Status s;
     try {
-      env_.RegisterExecutionProviderLibrary(registration_name.c_str(), library_path);
+      env_->RegisterExecutionProviderLibrary(registration_name.c_str(), library_path);
     } catch (const Ort::Exception& e) {
       s = Unavailable("registering " + library_path + " failed: " + e.what());
     }
@@ -76,9 +81,9 @@ Result<std::vector<Ort::ConstEpDevice>> OrtRuntime::plugin_devices(const std::st
     found = &plugins_.back();
   }
   if (!found->status.ok()) return found->status;
-  std::vector<Ort::ConstEpDevice> out;
+  std::vector<const OrtEpDevice*> out;
   try {
-    for (const auto& d : env_.GetEpDevices())
+    for (const auto& d : env_->GetEpDevices())
       if (ep_name == d.EpName()) out.push_back(d);
   } catch (const Ort::Exception& e) {
     return Unavailable(std::string("listing EP devices failed: ") + e.what());
@@ -118,12 +123,12 @@ Status OrtRuntime::use_pool(memory::BlockPool* pool) {
   auto adapter = cpu_info ? std::make_unique<PoolAllocator>(pool, std::move(cpu_info))
                           : std::make_unique<PoolAllocator>(pool, info);
   const OrtApi& api = Ort::GetApi();
-  OrtStatus* st = api.RegisterAllocator(env_, adapter->ort());
+  OrtStatus* st = api.RegisterAllocator(*env_, adapter->ort());
   if (st) {
     // Something (our earlier pool, or the default shared allocator of an EP device) holds the slot.
     api.ReleaseStatus(st);
-    if (OrtStatus* u = api.UnregisterAllocator(env_, adapter->info())) api.ReleaseStatus(u);
-    st = api.RegisterAllocator(env_, adapter->ort());
+    if (OrtStatus* u = api.UnregisterAllocator(*env_, adapter->info())) api.ReleaseStatus(u);
+    st = api.RegisterAllocator(*env_, adapter->ort());
   }
   if (st) {
     std::string msg = api.GetErrorMessage(st);
@@ -140,7 +145,7 @@ void OrtRuntime::release_pool(memory::BlockPool* pool) {
   std::lock_guard lock(mu_);
   for (auto it = registered_.begin(); it != registered_.end(); ++it) {
     if (it->second->pool() != pool) continue;
-    if (OrtStatus* st = Ort::GetApi().UnregisterAllocator(env_, it->second->info()))
+    if (OrtStatus* st = Ort::GetApi().UnregisterAllocator(*env_, it->second->info()))
       Ort::GetApi().ReleaseStatus(st);
     registered_.erase(it);
     return;

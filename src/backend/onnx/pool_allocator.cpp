@@ -1,4 +1,4 @@
-#include "gantry/backend/onnx/pool_allocator.h"
+#include "backend/onnx/pool_allocator.h"
 
 #include <new>
 

@@ -1,10 +1,12 @@
 #include "gantry/backend/onnx/providers.h"
 
 #include <dlfcn.h>
+#include <onnxruntime_cxx_api.h>
 
 #include <algorithm>
 #include <filesystem>
 
+#include "backend/onnx/session_providers.h"
 #include "gantry/backend/factory.h"
 #include "gantry/backend/onnx/ort_env.h"
 #include "gantry/backend/onnx/ort_info.h"
@@ -68,7 +70,8 @@ Result<std::vector<Ort::ConstEpDevice>> cuda_ep_devices() {
         "the CUDA EP plugin " + path +
         " is not installed (run the set-up with GANTRY_WITH_CUDA_EP=1 on a machine with an NVIDIA GPU)");
   GANTRY_ASSIGN_OR_RETURN(OrtRuntime * rt, OrtRuntime::get());
-  return rt->plugin_devices("gantry-cuda", path, "CUDAExecutionProvider");
+  GANTRY_ASSIGN_OR_RETURN(auto devices, rt->plugin_devices("gantry-cuda", path, "CUDAExecutionProvider"));
+  return std::vector<Ort::ConstEpDevice>(devices.begin(), devices.end());
 }
 
 const std::vector<std::string>& known_providers() {

@@ -3,6 +3,7 @@
 // the dynamic dims (and so max_input_bytes / max_output_bytes, which admission enforces), and the device
 // memory refusal of preferred_memory.
 #include <gtest/gtest.h>
+#include <onnxruntime_cxx_api.h>
 
 #include <filesystem>
 #include <set>

@@ -1,6 +1,6 @@
 // ONNX Runtime drawing its memory from Gantry's BlockPool: same outputs as ORT's own arena, bytes
 // attributed to the model, budgets enforced with clean errors.
-#include "gantry/backend/onnx/pool_allocator.h"
+#include "backend/onnx/pool_allocator.h"
 
 #include <gtest/gtest.h>
 

@@ -21,17 +21,17 @@
 //   kMaxDynamicBuckets such sessions live; the least used is dropped to make room.
 #pragma once
 
-#include <onnxruntime_cxx_api.h>
-
 #include <atomic>
-#include <map>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gantry/backend/model.h"
+#include "gantry/backend/onnx/ort_types.h"
 #include "gantry/backend/onnx/shape_buckets.h"
 #include "gantry/backend/placement.h"
 
@@ -73,7 +73,7 @@ class OnnxModel final : public backend::Model {
   const backend::Placement& placement() const { return placement_; }
   const OnnxModelOptions& options() const { return options_; }
   // The main session (for tests and benchmarks that compare with raw ONNX Runtime).
-  Ort::Session& session() { return *sessions_.front().session; }
+  Ort::Session& session();
   // Shape-bucket sessions alive now, by their dims ("batch" -> 8).
   std::vector<std::map<std::string, int64_t>> bucket_sessions() const;
 
@@ -135,16 +135,15 @@ class OnnxModel final : public backend::Model {
   std::atomic<bool> reuse_outputs_{false};
   std::mutex slots_mu_;
   std::vector<std::vector<OutputSlot>> slots_;  // per output
-  const OrtMemoryInfo* cpu_memory_ = nullptr;
-  Ort::MemoryInfo cpu_memory_owner_{nullptr};
-  Ort::AllocatorWithDefaultOptions allocator_;
+  struct ReleaseMemoryInfo {
+    void operator()(OrtMemoryInfo* info) const;
+  };
+  std::unique_ptr<OrtMemoryInfo, ReleaseMemoryInfo> cpu_memory_;  // what host inputs and outputs are in
+  OrtAllocator* allocator_ = nullptr;                             // ORT's default (not owned)
 };
 
 // ORT element type for a dtype, and back (nullopt/-1 for types Gantry does not carry).
 int ort_element_type(DType dtype);
 std::optional<DType> dtype_from_ort(int ort_type);
-
-// Maps an Ort::Exception to a Status with `context` prefixed.
-Status status_from_ort(const Ort::Exception& e, std::string_view context);
 
 }  // namespace gantry::onnx

@@ -6,8 +6,6 @@
 // provider libraries were registered (and why a registration failed).
 #pragma once
 
-#include <onnxruntime_cxx_api.h>
-
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "gantry/backend/onnx/ort_types.h"
 #include "gantry/core/status.h"
 #include "gantry/memory/block_pool.h"
 
@@ -26,11 +25,12 @@ class OrtRuntime {
   // line is too long for ORT's stack, see DESIGN.md "Traps").
   static Result<OrtRuntime*> get();
 
-  Ort::Env& env() { return env_; }
+  Ort::Env& env() { return *env_; }
 
   // Registers a plugin EP library once under `registration_name` (later calls return the first
-  // outcome) and returns the EP devices whose EP is called `ep_name`.
-  Result<std::vector<Ort::ConstEpDevice>> plugin_devices(const std::string& registration_name,
+  // outcome) and returns the EP devices whose EP is called `ep_name` (owned by the env; wrap one in an
+  // Ort::ConstEpDevice to use ORT's C++ API on it).
+  Result<std::vector<const OrtEpDevice*>> plugin_devices(const std::string& registration_name,
                                                          const std::string& library_path,
                                                          const std::string& ep_name);
 
@@ -48,7 +48,8 @@ class OrtRuntime {
 
  private:
   OrtRuntime();
-  Ort::Env env_;
+  ~OrtRuntime();  // never runs: the runtime lives for the whole process
+  std::unique_ptr<Ort::Env> env_;
   std::mutex mu_;
   struct Plugin {
     std::string name;

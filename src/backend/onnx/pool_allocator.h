@@ -7,6 +7,7 @@
 // creation or Run); the refusal's own message is kept per thread (last_failure()) so the caller can
 // report the numbers.
 //
+// Private to the backend (it implements ONNX Runtime's C allocator interface).
 // Registration (OrtRuntime::use_pool) is process-wide; sessions opt in with the session config entry
 // "session.use_env_allocators" = "1". The adapter must outlive every session created while it was
 // registered, and the pool must outlive the adapter's use.
