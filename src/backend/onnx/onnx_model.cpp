@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "backend/onnx/ort_status.h"
+#include "backend/onnx/ort_values.h"
 #include "backend/onnx/pool_allocator.h"
 #include "backend/onnx/session_providers.h"
 #include "gantry/backend/onnx/ort_env.h"
@@ -25,35 +26,7 @@ using backend::TensorInfo;
 
 namespace {
 
-constexpr size_t kInline = 16;  // inputs/outputs handled without heap arrays
-
 const OrtApi& api() { return Ort::GetApi(); }
-
-// For calls that cannot fail on a valid tensor (its info getters).
-void release(OrtStatus* s) {
-  if (s) api().ReleaseStatus(s);
-}
-
-// Releases the OrtValues of one Run on scope exit.
-struct ValueArray {
-  explicit ValueArray(size_t n) : n_(n) {
-    if (n > kInline) heap_.resize(n);
-    data_ = n > kInline ? heap_.data() : inline_;
-    for (size_t i = 0; i < n; ++i) data_[i] = nullptr;
-  }
-  ~ValueArray() {
-    for (size_t i = 0; i < n_; ++i)
-      if (data_[i]) api().ReleaseValue(data_[i]);
-  }
-  OrtValue** data() { return data_; }
-  OrtValue*& operator[](size_t i) { return data_[i]; }
-
- private:
-  size_t n_;
-  OrtValue* inline_[kInline];
-  std::vector<OrtValue*> heap_;
-  OrtValue** data_;
-};
 
 std::string shape_text(DType dt, const Shape& s) { return std::string(dtype_name(dt)) + " " + s.to_string(); }
 
@@ -157,6 +130,51 @@ Ort::SessionOptions base_session_options(const backend::Placement& placement,
   return so;
 }
 
+// Session options for `placement` with the provider appended; for a session bucket (`bucket` with the
+// model's `inputs`), its shapes fixed as free-dimension overrides.
+Result<Ort::SessionOptions> session_options(const backend::Placement& placement,
+                                            const OnnxModelOptions& options,
+                                            const model::SessionBucket* bucket = nullptr,
+                                            const std::vector<TensorInfo>* inputs = nullptr) {
+  Ort::SessionOptions so = base_session_options(placement, options);
+  if (bucket && inputs) {
+    for (const auto& [input, shape] : *bucket) {
+      const TensorInfo* info = nullptr;
+      for (const auto& t : *inputs)
+        if (t.name == input) info = &t;
+      if (!info) return InvalidArgument("session bucket names input '" + input + "', which the model lacks");
+      if (!info->shape.accepts(shape) || shape.is_dynamic())
+        return InvalidArgument("session bucket shape " + shape.to_string() + " for input '" + input +
+                               "' does not fit the model's " + info->shape.to_string());
+      for (size_t d = 0; d < shape.rank(); ++d)
+        if (info->shape[d] == Shape::kDynamic && !info->dim_names[d].empty())
+          so.AddFreeDimensionOverrideByName(info->dim_names[d].c_str(), shape[d]);
+    }
+  }
+  GANTRY_RETURN_IF_ERROR(append_provider(so, placement));
+  return so;
+}
+
+// A session creation that failed: with env allocators, a refused pool allocation says so with the pool's
+// numbers (ResourceExhausted); else status_from_ort.
+Status session_error(const Ort::Exception& e, const std::string& what, const OnnxModelOptions& options) {
+  if (options.use_env_allocators && !PoolAllocator::last_failure().empty())
+    return ResourceExhausted(what + ": " + e.what() + " (memory refused: " + PoolAllocator::last_failure() +
+                             ")");
+  return status_from_ort(e, what);
+}
+
+Status check_model_file(const std::filesystem::path& model_file) {
+  namespace fs = std::filesystem;
+  const std::string file = model_file.string();
+  std::error_code ec;
+  if (!fs::exists(model_file, ec)) return NotFound("model file " + file + " does not exist");
+  if (!fs::is_regular_file(model_file, ec))
+    return InvalidArgument("model " + file + " is not a regular file");
+  if (fs::file_size(model_file, ec) == 0) return Corrupt("model file " + file + " is empty (0 bytes)");
+  return Status::Ok();
+}
+
 }  // namespace
 
 int ort_element_type(DType dtype) {
@@ -239,18 +257,13 @@ std::optional<DType> dtype_from_ort(int t) {
 Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& model_file,
                                                    const backend::Placement& placement, std::string name,
                                                    const OnnxModelOptions& options) {
-  namespace fs = std::filesystem;
-  const std::string file = model_file.string();
-  std::error_code ec;
-  if (!fs::exists(model_file, ec)) return NotFound("model file " + file + " does not exist");
-  if (!fs::is_regular_file(model_file, ec))
-    return InvalidArgument("model " + file + " is not a regular file");
-  if (fs::file_size(model_file, ec) == 0) return Corrupt("model file " + file + " is empty (0 bytes)");
+  GANTRY_RETURN_IF_ERROR(check_model_file(model_file));
   GANTRY_ASSIGN_OR_RETURN(OrtRuntime * rt, OrtRuntime::get());
 
   std::unique_ptr<OnnxModel> m(new OnnxModel());
   m->placement_ = placement;
   m->options_ = options;
+  m->model_file_ = model_file;
   m->meta_.name = name.empty() ? model_file.stem().string() : std::move(name);
   m->allocator_ = Ort::AllocatorWithDefaultOptions();
   // Initializers and whatever session creation allocates belong to this model.
@@ -259,79 +272,73 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
     owner.emplace(m->meta_.name);
     PoolAllocator::clear_last_failure();
   }
-  // An ORT error caused by a refused pool allocation says so, with the pool's numbers.
-  auto load_error = [&](const Ort::Exception& e, const std::string& what) {
-    if (options.use_env_allocators && !PoolAllocator::last_failure().empty())
-      return ResourceExhausted(what + ": " + e.what() + " (memory refused: " + PoolAllocator::last_failure() +
-                               ")");
-    return status_from_ort(e, what);
-  };
   m->meta_.backend = "onnxruntime";
   m->meta_.format = "onnx";
   m->meta_.platform = "onnx_onnxv1";
   m->meta_.provider = placement.provider;
 
-  auto make_options = [&](const model::SessionBucket* bucket,
-                          const std::vector<TensorInfo>* inputs) -> Result<Ort::SessionOptions> {
-    Ort::SessionOptions so = base_session_options(placement, options);
-    if (bucket && inputs) {
-      for (const auto& [input, shape] : *bucket) {
-        const TensorInfo* info = nullptr;
-        for (const auto& t : *inputs)
-          if (t.name == input) info = &t;
-        if (!info)
-          return InvalidArgument("session bucket names input '" + input + "', which the model lacks");
-        if (!info->shape.accepts(shape) || shape.is_dynamic())
-          return InvalidArgument("session bucket shape " + shape.to_string() + " for input '" + input +
-                                 "' does not fit the model's " + info->shape.to_string());
-        for (size_t d = 0; d < shape.rank(); ++d)
-          if (info->shape[d] == Shape::kDynamic && !info->dim_names[d].empty())
-            so.AddFreeDimensionOverrideByName(info->dim_names[d].c_str(), shape[d]);
-      }
-    }
-    GANTRY_RETURN_IF_ERROR(append_provider(so, placement));
-    return so;
-  };
+  GANTRY_RETURN_IF_ERROR(m->open_main_session(rt->env()));
+  GANTRY_RETURN_IF_ERROR(m->read_signature());
+  GANTRY_RETURN_IF_ERROR(m->describe());
+  GANTRY_RETURN_IF_ERROR(m->plan_shape_buckets());
+  m->index_inputs();
+  m->cpu_memory_.reset(Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault).release());
+  if (!options.use_env_allocators) m->plan_output_reuse();
+  GANTRY_RETURN_IF_ERROR(m->open_session_buckets(rt->env()));
+  return m;
+}
 
+Status OnnxModel::open_main_session(Ort::Env& env) {
+  const std::string file = model_file_.string();
   try {
-    GANTRY_ASSIGN_OR_RETURN(Ort::SessionOptions so, make_options(nullptr, nullptr));
+    GANTRY_ASSIGN_OR_RETURN(Ort::SessionOptions so, session_options(placement_, options_));
     BucketSession main;
-    main.session = std::make_unique<Ort::Session>(rt->env(), model_file.c_str(), so);
-    m->sessions_.push_back(std::move(main));
+    main.session = std::make_unique<Ort::Session>(env, model_file_.c_str(), so);
+    sessions_.push_back(std::move(main));
   } catch (const Ort::Exception& e) {
-    return load_error(e, "cannot load ONNX model " + file);
+    return session_error(e, "cannot load ONNX model " + file, options_);
   }
+  return Status::Ok();
+}
 
-  Ort::Session& s = *m->sessions_.front().session;
+Status OnnxModel::read_signature() {
+  const std::string file = model_file_.string();
+  Ort::Session& s = *sessions_.front().session;
   try {
     for (size_t i = 0; i < s.GetInputCount(); ++i) {
-      std::string n = s.GetInputNameAllocated(i, m->allocator_).get();
+      std::string n = s.GetInputNameAllocated(i, allocator_).get();
       Ort::TypeInfo ti = s.GetInputTypeInfo(i);
       auto info = read_info(n, ti, "input");
       if (!info.ok()) return info.status().with_context("model " + file);
-      m->meta_.inputs.push_back(std::move(info).value());
+      meta_.inputs.push_back(std::move(info).value());
     }
     for (size_t i = 0; i < s.GetOutputCount(); ++i) {
-      std::string n = s.GetOutputNameAllocated(i, m->allocator_).get();
+      std::string n = s.GetOutputNameAllocated(i, allocator_).get();
       Ort::TypeInfo ti = s.GetOutputTypeInfo(i);
       auto info = read_info(n, ti, "output");
       if (!info.ok()) return info.status().with_context("model " + file);
-      m->meta_.outputs.push_back(std::move(info).value());
+      meta_.outputs.push_back(std::move(info).value());
     }
     Ort::ModelMetadata md = s.GetModelMetadata();
-    m->meta_.properties["producer"] = md.GetProducerNameAllocated(m->allocator_).get();
-    m->meta_.properties["graph"] = md.GetGraphNameAllocated(m->allocator_).get();
-    m->meta_.properties["domain"] = md.GetDomainAllocated(m->allocator_).get();
-    m->meta_.properties["model_version"] = std::to_string(md.GetVersion());
-    std::erase_if(m->meta_.properties, [](const auto& kv) { return kv.second.empty(); });
+    meta_.properties["producer"] = md.GetProducerNameAllocated(allocator_).get();
+    meta_.properties["graph"] = md.GetGraphNameAllocated(allocator_).get();
+    meta_.properties["domain"] = md.GetDomainAllocated(allocator_).get();
+    meta_.properties["model_version"] = std::to_string(md.GetVersion());
+    std::erase_if(meta_.properties, [](const auto& kv) { return kv.second.empty(); });
   } catch (const Ort::Exception& e) {
     return status_from_ort(e, "cannot read the inputs/outputs of " + file);
   }
-  m->meta_.max_input_bytes = max_bytes(m->meta_.inputs, placement.onnx.bucket_max_dims);
-  m->meta_.max_output_bytes = max_bytes(m->meta_.outputs, placement.onnx.bucket_max_dims);
-  for (const auto& [dim, size] : placement.onnx.bucket_max_dims) {
+  return Status::Ok();
+}
+
+Status OnnxModel::describe() {
+  const std::string file = model_file_.string();
+  const auto& bounds = placement_.onnx.bucket_max_dims;
+  meta_.max_input_bytes = max_bytes(meta_.inputs, bounds);
+  meta_.max_output_bytes = max_bytes(meta_.outputs, bounds);
+  for (const auto& [dim, size] : bounds) {
     bool known = false;
-    for (const auto* list : {&m->meta_.inputs, &m->meta_.outputs})
+    for (const auto* list : {&meta_.inputs, &meta_.outputs})
       for (const auto& t : *list)
         for (size_t d = 0; d < t.shape.rank(); ++d)
           known = known || (t.shape[d] == Shape::kDynamic && t.dim_names[d] == dim);
@@ -341,79 +348,85 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
                              "output of " +
                              file + " has");
   }
-  bool batchable = !m->meta_.inputs.empty() && !m->meta_.outputs.empty();
-  for (const auto* list : {&m->meta_.inputs, &m->meta_.outputs})
+  bool batchable = !meta_.inputs.empty() && !meta_.outputs.empty();
+  for (const auto* list : {&meta_.inputs, &meta_.outputs})
     for (const auto& t : *list) batchable = batchable && t.shape.rank() > 0 && t.shape[0] == Shape::kDynamic;
-  m->meta_.batchable = batchable;
-  m->meta_.preferred_memory = MemoryClass::kHost;
+  meta_.batchable = batchable;
+  meta_.preferred_memory = MemoryClass::kHost;
+  return Status::Ok();
+}
 
-  m->model_file_ = model_file;
-  const auto& bucket_dims = placement.onnx.bucket_dims;
-  if (!bucket_dims.empty() && !placement.onnx.bucket_dim_granularity)
+Status OnnxModel::plan_shape_buckets() {
+  const std::string file = model_file_.string();
+  const auto& bucket_dims = placement_.onnx.bucket_dims;
+  if (!bucket_dims.empty() && !placement_.onnx.bucket_dim_granularity)
     return InvalidArgument("io bucket_dims of " + file +
                            " pad to shape buckets, which need runtime.bucket_dim_granularity");
-  if (placement.onnx.bucket_dim_granularity) {
-    m->rules_.granularity = *placement.onnx.bucket_dim_granularity;
-    m->rules_.max_dims = placement.onnx.bucket_max_dims;
-    for (const auto& [tensor, dims] : bucket_dims)
-      if (m->meta_.input_index(tensor) < 0 && m->meta_.output_index(tensor) < 0)
-        return InvalidArgument("io bucket_dims names tensor '" + tensor + "', which " + file +
-                               " does not have");
-    auto dims_of = [&](const TensorInfo& t, const char* what) -> Result<std::set<std::string>> {
-      std::set<std::string> out;
-      auto it = bucket_dims.find(t.name);
-      if (it == bucket_dims.end()) return out;
-      for (const auto& dim : it->second) {
-        bool dynamic = false;
-        for (size_t d = 0; d < t.shape.rank(); ++d)
-          dynamic = dynamic || (t.shape[d] == Shape::kDynamic && t.dim_names[d] == dim);
-        if (!dynamic)
-          return InvalidArgument(std::string("io.") + what + " '" + t.name + "' bucket_dims names '" + dim +
-                                 "', which is not a dynamic dimension of it (" + t.shape.to_string() + ")");
-        out.insert(dim);
-      }
-      return out;
-    };
-    for (const auto& t : m->meta_.inputs) {
-      GANTRY_ASSIGN_OR_RETURN(auto dims, dims_of(t, "inputs"));
-      m->rules_.input_dims.push_back(std::move(dims));
+  if (!placement_.onnx.bucket_dim_granularity) return Status::Ok();
+  rules_.granularity = *placement_.onnx.bucket_dim_granularity;
+  rules_.max_dims = placement_.onnx.bucket_max_dims;
+  for (const auto& [tensor, dims] : bucket_dims)
+    if (meta_.input_index(tensor) < 0 && meta_.output_index(tensor) < 0)
+      return InvalidArgument("io bucket_dims names tensor '" + tensor + "', which " + file +
+                             " does not have");
+  auto dims_of = [&](const TensorInfo& t, const char* what) -> Result<std::set<std::string>> {
+    std::set<std::string> out;
+    auto it = bucket_dims.find(t.name);
+    if (it == bucket_dims.end()) return out;
+    for (const auto& dim : it->second) {
+      bool dynamic = false;
+      for (size_t d = 0; d < t.shape.rank(); ++d)
+        dynamic = dynamic || (t.shape[d] == Shape::kDynamic && t.dim_names[d] == dim);
+      if (!dynamic)
+        return InvalidArgument(std::string("io.") + what + " '" + t.name + "' bucket_dims names '" + dim +
+                               "', which is not a dynamic dimension of it (" + t.shape.to_string() + ")");
+      out.insert(dim);
     }
-    for (const auto& t : m->meta_.outputs) {
-      GANTRY_ASSIGN_OR_RETURN(auto dims, dims_of(t, "outputs"));
-      m->rules_.output_dims.push_back(std::move(dims));
-    }
+    return out;
+  };
+  for (const auto& t : meta_.inputs) {
+    GANTRY_ASSIGN_OR_RETURN(auto dims, dims_of(t, "inputs"));
+    rules_.input_dims.push_back(std::move(dims));
   }
+  for (const auto& t : meta_.outputs) {
+    GANTRY_ASSIGN_OR_RETURN(auto dims, dims_of(t, "outputs"));
+    rules_.output_dims.push_back(std::move(dims));
+  }
+  return Status::Ok();
+}
 
-  for (const auto& t : m->meta_.inputs) {
-    m->input_names_.push_back(t.name.c_str());
-    m->input_ort_types_.push_back(ort_element_type(t.dtype));
+void OnnxModel::index_inputs() {
+  for (const auto& t : meta_.inputs) {
+    input_names_.push_back(t.name.c_str());
+    input_ort_types_.push_back(ort_element_type(t.dtype));
   }
-  for (const auto& t : m->meta_.outputs) m->output_names_.push_back(t.name.c_str());
+  for (const auto& t : meta_.outputs) output_names_.push_back(t.name.c_str());
   std::map<std::string, std::vector<std::pair<size_t, size_t>>> by_dim_name;
-  for (size_t i = 0; i < m->meta_.inputs.size(); ++i) {
-    const TensorInfo& t = m->meta_.inputs[i];
+  for (size_t i = 0; i < meta_.inputs.size(); ++i) {
+    const TensorInfo& t = meta_.inputs[i];
     for (size_t d = 0; d < t.shape.rank(); ++d)
       if (t.shape[d] == Shape::kDynamic && !t.dim_names[d].empty())
         by_dim_name[t.dim_names[d]].emplace_back(i, d);
   }
   for (auto& [name, positions] : by_dim_name)
-    if (positions.size() > 1) m->shared_dims_.push_back(std::move(positions));
-  m->cpu_memory_.reset(Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault).release());
-  if (!options.use_env_allocators) m->plan_output_reuse();
+    if (positions.size() > 1) shared_dims_.push_back(std::move(positions));
+}
 
-  for (const auto& bucket : placement.onnx.session_buckets) {
+Status OnnxModel::open_session_buckets(Ort::Env& env) {
+  const std::string file = model_file_.string();
+  for (const auto& bucket : placement_.onnx.session_buckets) {
     try {
-      auto so = make_options(&bucket, &m->meta_.inputs);
+      auto so = session_options(placement_, options_, &bucket, &meta_.inputs);
       if (!so.ok()) return so.status().with_context("model " + file);
       BucketSession b;
       b.shapes = bucket;
-      b.session = std::make_unique<Ort::Session>(rt->env(), model_file.c_str(), *so);
-      m->sessions_.push_back(std::move(b));
+      b.session = std::make_unique<Ort::Session>(env, model_file_.c_str(), *so);
+      sessions_.push_back(std::move(b));
     } catch (const Ort::Exception& e) {
-      return load_error(e, "cannot create a session bucket for " + file);
+      return session_error(e, "cannot create a session bucket for " + file, options_);
     }
   }
-  return m;
+  return Status::Ok();
 }
 
 void OnnxModel::ReleaseMemoryInfo::operator()(OrtMemoryInfo* info) const { api().ReleaseMemoryInfo(info); }
@@ -424,89 +437,6 @@ OnnxModel::~OnnxModel() {
   for (auto& per_output : slots_)
     for (auto& slot : per_output)
       if (slot.value) api().ReleaseValue(slot.value);
-}
-
-void OnnxModel::plan_output_reuse() {
-  // Only CPU sessions: other EPs' outputs are copied back by ORT, and stay ORT's business.
-  if (placement_.provider != "cpu") return;
-  output_dims_.assign(meta_.outputs.size(), {});
-  slots_.assign(meta_.outputs.size(), {});
-  bool any = false;
-  for (size_t o = 0; o < meta_.outputs.size(); ++o) {
-    const TensorInfo& out = meta_.outputs[o];
-    // Strings have no fixed size; rank 0 may also mean "shape unknown", which a scalar would mispredict.
-    if (out.dtype == DType::kString || out.shape.rank() == 0) continue;
-    std::vector<DimSource> dims(out.shape.rank());
-    bool ok = true;
-    for (size_t d = 0; d < out.shape.rank() && ok; ++d) {
-      if (out.shape[d] != Shape::kDynamic) {
-        dims[d].value = out.shape[d];
-        continue;
-      }
-      ok = false;
-      const std::string& name = out.dim_names[d];
-      for (size_t i = 0; i < meta_.inputs.size() && !ok && !name.empty(); ++i)
-        for (size_t j = 0; j < meta_.inputs[i].dim_names.size() && !ok; ++j)
-          if (meta_.inputs[i].dim_names[j] == name) {
-            dims[d].input = static_cast<int>(i);
-            dims[d].dim = static_cast<int>(j);
-            ok = true;
-          }
-    }
-    if (!ok) continue;
-    output_dims_[o] = std::move(dims);
-    any = true;
-  }
-  reuse_outputs_ = any;
-}
-
-OrtValue* OnnxModel::take_slot(size_t o, const std::vector<int64_t>& dims,
-                               std::shared_ptr<std::byte[]>& held) {
-  constexpr size_t kMaxSlots = 4;  // per output: enough for callers that keep a few results alive
-  std::lock_guard lock(slots_mu_);
-  auto& cache = slots_[o];
-  for (auto& slot : cache) {
-    if (slot.dims == dims && slot.buffer.use_count() == 1) {
-      // Every former holder has dropped its copy; see their reads before ORT writes again.
-      std::atomic_thread_fence(std::memory_order_acquire);
-      held = slot.buffer;
-      return slot.value;
-    }
-  }
-  // Evict a free slot of another shape, or add one while there is room.
-  OutputSlot* slot = nullptr;
-  for (auto& s : cache)
-    if (s.buffer.use_count() == 1) slot = &s;
-  if (!slot) {
-    if (cache.size() >= kMaxSlots) return nullptr;
-    slot = &cache.emplace_back();
-  } else if (slot->value) {
-    api().ReleaseValue(slot->value);
-    slot->value = nullptr;
-  }
-  const DType dt = meta_.outputs[o].dtype;
-  size_t count = 1;
-  for (int64_t d : dims) count *= static_cast<size_t>(d);
-  slot->dims = dims;
-  slot->bytes = count * dtype_size(dt);
-  const size_t rounded = (std::max<size_t>(slot->bytes, 1) + 63) / 64 * 64;
-  slot->buffer = std::shared_ptr<std::byte[]>(static_cast<std::byte*>(std::aligned_alloc(64, rounded)),
-                                              [](std::byte* p) { std::free(p); });
-  if (!slot->buffer.get()) {
-    slot->buffer.reset();
-    return nullptr;
-  }
-  if (OrtStatus* st = api().CreateTensorWithDataAsOrtValue(
-          cpu_memory_.get(), slot->buffer.get(), slot->bytes, dims.data(), dims.size(),
-          static_cast<ONNXTensorElementDataType>(ort_element_type(dt)), &slot->value)) {
-    api().ReleaseStatus(st);
-    slot->value = nullptr;
-    slot->buffer.reset();
-    slot->dims.clear();
-    return nullptr;
-  }
-  held = slot->buffer;
-  return slot->value;
 }
 
 Status OnnxModel::check_input(size_t i, const Tensor& t) const {
@@ -573,11 +503,9 @@ Status OnnxModel::validate(std::span<const NamedTensor> inputs, std::vector<size
     GANTRY_RETURN_IF_ERROR(check_input(i, inputs[order[i]].tensor));
   }
   if (shared_dims_.empty()) return Status::Ok();
-  const NamedTensor* inline_order[kInline];
-  std::vector<const NamedTensor*> heap_order(n > kInline ? n : 0);
-  const NamedTensor** ordered = n > kInline ? heap_order.data() : inline_order;
+  SmallArray<const NamedTensor*> ordered(n);
   for (size_t i = 0; i < n; ++i) ordered[i] = &inputs[order[i]];
-  return check_shared_dims(ordered);
+  return check_shared_dims(ordered.data());
 }
 
 Ort::Session* OnnxModel::pick_session(const NamedTensor* const* ordered) const {
@@ -596,13 +524,7 @@ Result<std::vector<NamedTensor>> OnnxModel::infer_one(std::span<const NamedTenso
   auto guard = enter();
   if (!guard.ok()) return guard.status();
   const size_t n = meta_.inputs.size();
-  const NamedTensor* inline_order[kInline];
-  std::vector<const NamedTensor*> heap_order;
-  const NamedTensor** ordered = inline_order;
-  if (n > kInline) {
-    heap_order.resize(n);
-    ordered = heap_order.data();
-  }
+  SmallArray<const NamedTensor*> ordered(n);
   bool in_order = inputs.size() == n;
   for (size_t i = 0; i < n && in_order; ++i) in_order = inputs[i].name == meta_.inputs[i].name;
   if (in_order) {
@@ -610,13 +532,13 @@ Result<std::vector<NamedTensor>> OnnxModel::infer_one(std::span<const NamedTenso
       GANTRY_RETURN_IF_ERROR(check_input(i, inputs[i].tensor));
       ordered[i] = &inputs[i];
     }
-    GANTRY_RETURN_IF_ERROR(check_shared_dims(ordered));
+    GANTRY_RETURN_IF_ERROR(check_shared_dims(ordered.data()));
   } else {
     std::vector<size_t> order;
     GANTRY_RETURN_IF_ERROR(validate(inputs, order));
     for (size_t i = 0; i < n; ++i) ordered[i] = &inputs[order[i]];
   }
-  return run_caught(ordered);
+  return run_caught(ordered.data());
 }
 
 Result<std::vector<NamedTensor>> OnnxModel::run_caught(const NamedTensor* const* ordered) {
@@ -664,10 +586,7 @@ Result<std::shared_ptr<Ort::Session>> OnnxModel::bucket_session(const std::map<s
     GANTRY_LOG_DEBUG("model '{}': a session for shape bucket {}", meta_.name, what);
     return session;
   } catch (const Ort::Exception& e) {
-    if (options_.use_env_allocators && !PoolAllocator::last_failure().empty())
-      return ResourceExhausted("model '" + meta_.name + "': a session for shape bucket " + what + ": " +
-                               e.what() + " (memory refused: " + PoolAllocator::last_failure() + ")");
-    return status_from_ort(e, "model '" + meta_.name + "': a session for shape bucket " + what);
+    return session_error(e, "model '" + meta_.name + "': a session for shape bucket " + what, options_);
   }
 }
 
@@ -700,165 +619,6 @@ Result<std::vector<NamedTensor>> OnnxModel::run_bucketed(const NamedTensor* cons
     GANTRY_ASSIGN_OR_RETURN(out[o].tensor, trim_to(out[o].tensor, want));
   }
   return out;
-}
-
-Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordered, Ort::Session* chosen) {
-  const size_t n = meta_.inputs.size();
-  const size_t m = meta_.outputs.size();
-  ValueArray in(n), out(m);
-  for (size_t i = 0; i < n; ++i) {
-    const Tensor& t = ordered[i]->tensor;
-    const auto& dims = t.shape().dims();
-    OrtStatus* st = nullptr;
-    if (t.dtype() == DType::kString) {
-      OrtAllocator* alloc = allocator_;
-      st = api().CreateTensorAsOrtValue(alloc, dims.data(), dims.size(), ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING,
-                                        &in[i]);
-      if (!st) {
-        std::vector<const char*> ptrs;
-        ptrs.reserve(t.strings().size());
-        for (const auto& s : t.strings()) ptrs.push_back(s.c_str());
-        st = api().FillStringTensor(in[i], ptrs.data(), ptrs.size());
-      }
-    } else {
-      // Zero-copy: ORT reads the caller's memory and never writes to an input.
-      st = api().CreateTensorWithDataAsOrtValue(
-          cpu_memory_.get(), const_cast<void*>(t.data()), t.byte_size(), dims.data(), dims.size(),
-          static_cast<ONNXTensorElementDataType>(input_ort_types_[i]), &in[i]);
-    }
-    if (st) return Internal("binding input '" + meta_.inputs[i].name + "': " + take_message(st));
-  }
-  Ort::Session* session = chosen                 ? chosen
-                          : sessions_.size() > 1 ? pick_session(ordered)
-                                                 : sessions_.front().session.get();
-  std::optional<memory::OwnerScope> owner;  // activations and outputs belong to this model
-  if (options_.use_env_allocators) {
-    owner.emplace(meta_.name);
-    PoolAllocator::clear_last_failure();
-  }
-  // Preallocated outputs from the reuse cache; `held[o]` keeps a slot's buffer for this call.
-  std::shared_ptr<std::byte[]> held_inline[kInline];
-  std::vector<std::shared_ptr<std::byte[]>> held_heap;
-  std::shared_ptr<std::byte[]>* held = held_inline;
-  if (m > kInline) {
-    held_heap.resize(m);
-    held = held_heap.data();
-  }
-  std::vector<int64_t> dims_inline[kInline];
-  std::vector<std::vector<int64_t>> dims_heap;
-  std::vector<int64_t>* predicted = dims_inline;
-  if (m > kInline) {
-    dims_heap.resize(m);
-    predicted = dims_heap.data();
-  }
-  bool preallocated = false;
-  if (reuse_outputs_.load(std::memory_order_relaxed)) {
-    for (size_t o = 0; o < m; ++o) {
-      if (output_dims_[o].empty()) continue;  // not predictable
-      auto& dims = predicted[o];
-      dims.resize(output_dims_[o].size());
-      for (size_t d = 0; d < dims.size(); ++d) {
-        const DimSource& src = output_dims_[o][d];
-        dims[d] =
-            src.value >= 0 ? src.value : ordered[src.input]->tensor.shape()[static_cast<size_t>(src.dim)];
-      }
-      out[o] = take_slot(o, dims, held[o]);
-      preallocated = preallocated || out[o] != nullptr;
-    }
-  }
-  OrtStatus* run_status =
-      api().Run(*session, nullptr, input_names_.data(), in.data(), n, output_names_.data(), m, out.data());
-  if (run_status && preallocated) {
-    // Maybe the predicted shapes were wrong: run again the plain way; if that works, stop predicting.
-    for (size_t o = 0; o < m; ++o)
-      if (held[o]) {
-        out[o] = nullptr;
-        held[o].reset();
-      }
-    OrtStatus* again =
-        api().Run(*session, nullptr, input_names_.data(), in.data(), n, output_names_.data(), m, out.data());
-    if (!again) {
-      GANTRY_LOG_DEBUG("model '{}': preallocated outputs rejected ({}); output reuse off", meta_.name,
-                       api().GetErrorMessage(run_status));
-      reuse_outputs_ = false;
-      api().ReleaseStatus(run_status);
-      run_status = nullptr;
-    } else {
-      api().ReleaseStatus(again);
-    }
-  }
-  if (OrtStatus* st = run_status) {
-    for (size_t o = 0; o < m; ++o)
-      if (held[o]) out[o] = nullptr;  // the slot owns its value
-    const OrtErrorCode code = api().GetErrorCode(st);
-    std::string msg = "model '" + meta_.name + "': ONNX Runtime Run failed: " + take_message(st);
-    if (options_.use_env_allocators && !PoolAllocator::last_failure().empty())
-      return ResourceExhausted(msg + " (memory refused: " + PoolAllocator::last_failure() + ")");
-    // A kernel refusing the inputs' shapes or values says INVALID_ARGUMENT, or FAIL once a control-flow
-    // node (If, Loop) wraps its error: the request's fault, as validate() could not see it. A kernel that
-    // threw (RUNTIME_EXCEPTION: out of memory, a bug), an execution provider's failure, ...: ours.
-    if (code == ORT_INVALID_ARGUMENT || code == ORT_FAIL) return InvalidArgument(std::move(msg));
-    return Internal(std::move(msg));
-  }
-
-  for (size_t o = 0; o < m; ++o)
-    if (held[o]) out[o] = nullptr;  // the slot owns its value
-  std::vector<NamedTensor> result(m);
-  for (size_t o = 0; o < m; ++o) {
-    if (held[o]) {  // ORT wrote into the preallocated buffer, whose shape it checked
-      result[o].name = meta_.outputs[o].name;
-      void* data = held[o].get();
-      size_t bytes = dtype_size(meta_.outputs[o].dtype);
-      for (int64_t d : predicted[o]) bytes *= static_cast<size_t>(d);
-      GANTRY_ASSIGN_OR_RETURN(
-          result[o].tensor, Tensor::adopt(meta_.outputs[o].dtype, Shape(std::move(predicted[o])), data, bytes,
-                                          std::move(held[o])));
-      continue;
-    }
-    OrtTensorTypeAndShapeInfo* info = nullptr;
-    if (OrtStatus* st = api().GetTensorTypeAndShape(out[o], &info))
-      return Internal("reading output '" + meta_.outputs[o].name + "': " + take_message(st));
-    ONNXTensorElementDataType et{};
-    size_t rank = 0;
-    release(api().GetTensorElementType(info, &et));
-    release(api().GetDimensionsCount(info, &rank));
-    std::vector<int64_t> dims(rank);
-    release(api().GetDimensions(info, dims.data(), rank));
-    api().ReleaseTensorTypeAndShapeInfo(info);
-    auto dt = dtype_from_ort(et);
-    if (!dt)
-      return Unsupported("output '" + meta_.outputs[o].name + "' has an element type Gantry does not carry");
-    result[o].name = meta_.outputs[o].name;
-    Shape shape(std::move(dims));
-    if (*dt == DType::kString) {
-      size_t count = static_cast<size_t>(shape.element_count().value_or(0));
-      size_t total = 0;
-      release(api().GetStringTensorDataLength(out[o], &total));
-      std::string buf(total, '\0');
-      std::vector<size_t> offsets(count);
-      if (count > 0) {
-        if (OrtStatus* st = api().GetStringTensorContent(out[o], buf.data(), total, offsets.data(), count))
-          return Internal("reading string output '" + meta_.outputs[o].name + "': " + take_message(st));
-      }
-      std::vector<std::string> strings(count);
-      for (size_t k = 0; k < count; ++k) {
-        const size_t end = k + 1 < count ? offsets[k + 1] : total;
-        strings[k] = buf.substr(offsets[k], end - offsets[k]);
-      }
-      GANTRY_ASSIGN_OR_RETURN(result[o].tensor, Tensor::from_strings(shape, std::move(strings)));
-      continue;
-    }
-    // Zero-copy: the tensor adopts the buffer ONNX Runtime allocated and releases the OrtValue with its
-    // last copy.
-    const size_t bytes = static_cast<size_t>(shape.element_count().value_or(0)) * dtype_size(*dt);
-    void* src = nullptr;
-    if (OrtStatus* st = api().GetTensorMutableData(out[o], &src))
-      return Internal("reading output '" + meta_.outputs[o].name + "': " + take_message(st));
-    std::shared_ptr<void> owner(out[o], [](void* v) { api().ReleaseValue(static_cast<OrtValue*>(v)); });
-    out[o] = nullptr;
-    GANTRY_ASSIGN_OR_RETURN(result[o].tensor, Tensor::adopt(*dt, shape, src, bytes, std::move(owner)));
-  }
-  return result;
 }
 
 Result<std::vector<std::vector<NamedTensor>>> OnnxModel::infer_batch(

@@ -37,6 +37,8 @@
 
 namespace gantry::onnx {
 
+class OrtValues;  // backend/onnx/ort_values.h
+
 // Shape-bucket sessions a model keeps at most.
 inline constexpr size_t kMaxDynamicBuckets = 8;
 
@@ -83,9 +85,30 @@ class OnnxModel final : public backend::Model {
     model::SessionBucket shapes;  // empty for the main session
     std::unique_ptr<Ort::Session> session;
   };
-  // Runs on `session`, or (nullptr) the session bucket that matches, else the main one.
+  // open()'s steps, in order: the main session, the inputs/outputs it declares, what follows from them
+  // (sizes, batchable), the shape-bucket rules, the inputs' names/types/shared dims, the session buckets.
+  Status open_main_session(Ort::Env& env);
+  Status read_signature();
+  Status describe();
+  Status plan_shape_buckets();
+  void index_inputs();
+  Status open_session_buckets(Ort::Env& env);
+
+  // Runs on `session`, or (nullptr) the session bucket that matches, else the main one (onnx_run.cpp):
+  // bind_inputs, run_session, unpack_outputs.
   Result<std::vector<backend::NamedTensor>> run(const backend::NamedTensor* const* ordered,
                                                 Ort::Session* session = nullptr);
+  struct ReusedOutputs;  // output buffers one Run took from the cache
+  // ORT values over the inputs (zero-copy for numeric ones), in the model's input order.
+  Result<OrtValues> bind_inputs(const backend::NamedTensor* const* ordered) const;
+  // The Run, with outputs preallocated from the cache where their shapes can be predicted; a Run that
+  // rejects the prediction runs again without it and turns reuse off.
+  Status run_session(Ort::Session& session, const backend::NamedTensor* const* ordered,
+                     const OrtValues& inputs, OrtValues& outputs, ReusedOutputs& reused);
+  void preallocate_outputs(const backend::NamedTensor* const* ordered, OrtValues& outputs,
+                           ReusedOutputs& reused);
+  // The Run's outputs as Tensors that adopt ORT's buffers or the cached ones (strings copied).
+  Result<std::vector<backend::NamedTensor>> unpack_outputs(OrtValues& outputs, ReusedOutputs& reused) const;
   // Pads to the request's shape bucket, runs on its session, trims the outputs.
   Result<std::vector<backend::NamedTensor>> run_bucketed(const backend::NamedTensor* const* ordered);
   struct DynamicBucket {
