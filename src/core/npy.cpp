@@ -363,7 +363,7 @@ namespace {
 
 // The .npy header, followed for string tensors by their (converted) payload; numeric payloads are the
 // tensor's own bytes, appended by the caller without another copy.
-Result<std::string> npy_header(const Tensor& tensor) {
+Result<std::string> npy_header(ConstTensorView tensor) {
   if (tensor.memory_class() == MemoryClass::kDevice)
     return InvalidArgument("cannot write a tensor in device memory as .npy; copy it to the host first");
   if (tensor.shape().is_dynamic()) return InvalidArgument("cannot write a tensor of dynamic shape as .npy");
@@ -429,7 +429,7 @@ Result<std::string> npy_header(const Tensor& tensor) {
 
 }  // namespace
 
-Result<std::string> serialize_npy(const Tensor& tensor) {
+Result<std::string> serialize_npy(ConstTensorView tensor) {
   GANTRY_ASSIGN_OR_RETURN(std::string out, npy_header(tensor));
   if (tensor.dtype() != DType::kString && tensor.byte_size() > 0)
     out.append(static_cast<const char*>(tensor.data()), tensor.byte_size());
@@ -437,7 +437,7 @@ Result<std::string> serialize_npy(const Tensor& tensor) {
 }
 
 // Written straight from the tensor's buffer: a multi-GB output is not copied first.
-Status write_npy(const std::filesystem::path& path, const Tensor& tensor) {
+Status write_npy(const std::filesystem::path& path, ConstTensorView tensor) {
   auto header = npy_header(tensor);
   if (!header.ok()) return header.status().with_context(path.string());
   GANTRY_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::create(path));

@@ -1,5 +1,8 @@
 #include "gantry/core/tensor.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace gantry {
 
 std::string_view memory_class_name(MemoryClass m) {
@@ -33,8 +36,23 @@ Result<Tensor> Tensor::allocate(DType dtype, const Shape& shape) {
   return t;
 }
 
-Result<Tensor> Tensor::view(DType dtype, const Shape& shape, void* data, size_t bytes, MemoryClass memory,
-                            int device_id) {
+namespace detail {
+
+void element_type_mismatch(DType dtype, size_t element_size, bool is_float) {
+  std::fprintf(stderr,
+               "gantry: values<T>() with T a %zu-byte %s type on a %s tensor, whose elements are stored as "
+               "another type (see gantry/core/tensor_view.h)\n",
+               element_size, is_float ? "floating-point" : "non-floating-point",
+               std::string(dtype_name(dtype)).c_str());
+  std::abort();
+}
+
+}  // namespace detail
+
+namespace {
+
+// Why `bytes` bytes at `data` cannot be viewed as `dtype` x `shape`; Ok when they can.
+Status check_view(DType dtype, const Shape& shape, const void* data, size_t bytes) {
   if (dtype == DType::kString) return InvalidArgument("string tensors cannot be views");
   auto n = shape.element_count();
   if (!n) return InvalidArgument("a view needs a static shape, got " + shape.to_string());
@@ -43,6 +61,45 @@ Result<Tensor> Tensor::view(DType dtype, const Shape& shape, void* data, size_t 
     return InvalidArgument("a " + std::string(dtype_name(dtype)) + " tensor of shape " + shape.to_string() +
                            " needs " + std::to_string(want) + " bytes, got " + std::to_string(bytes));
   if (data == nullptr && want > 0) return InvalidArgument("a view of null memory");
+  return Status::Ok();
+}
+
+size_t bytes_of(DType dtype, const Shape& shape, const std::vector<std::string>* strings) {
+  if (dtype == DType::kString) {
+    size_t total = 0;
+    if (strings)
+      for (const auto& s : *strings) total += s.size();
+    return total;
+  }
+  return static_cast<size_t>(shape.element_count().value_or(0)) * dtype_size(dtype);
+}
+
+const std::vector<std::string>& strings_or_none(const std::vector<std::string>* strings) {
+  static const std::vector<std::string> kNone;
+  return strings ? *strings : kNone;
+}
+
+}  // namespace
+
+Result<ConstTensorView> ConstTensorView::over(DType dtype, const Shape& shape, const void* data, size_t bytes,
+                                              MemoryClass memory, int device_id) {
+  GANTRY_RETURN_IF_ERROR(check_view(dtype, shape, data, bytes));
+  return ConstTensorView(dtype, shape, data, memory, device_id, nullptr);
+}
+
+size_t ConstTensorView::byte_size() const { return bytes_of(dtype_, shape_, strings_); }
+
+const std::vector<std::string>& ConstTensorView::strings() const { return strings_or_none(strings_); }
+
+Result<TensorView> TensorView::over(DType dtype, const Shape& shape, void* data, size_t bytes,
+                                    MemoryClass memory, int device_id) {
+  GANTRY_RETURN_IF_ERROR(check_view(dtype, shape, data, bytes));
+  return TensorView(dtype, shape, data, memory, device_id, nullptr);
+}
+
+Result<Tensor> Tensor::view(DType dtype, const Shape& shape, void* data, size_t bytes, MemoryClass memory,
+                            int device_id) {
+  GANTRY_RETURN_IF_ERROR(check_view(dtype, shape, data, bytes));
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = shape;
@@ -74,20 +131,9 @@ Result<Tensor> Tensor::from_strings(const Shape& shape, std::vector<std::string>
   return t;
 }
 
-size_t Tensor::byte_size() const {
-  if (dtype_ == DType::kString) {
-    size_t total = 0;
-    if (strings_)
-      for (const auto& s : *strings_) total += s.size();
-    return total;
-  }
-  return static_cast<size_t>(element_count()) * dtype_size(dtype_);
-}
+size_t Tensor::byte_size() const { return bytes_of(dtype_, shape_, strings_.get()); }
 
-const std::vector<std::string>& Tensor::strings() const {
-  static const std::vector<std::string> kNone;
-  return strings_ ? *strings_ : kNone;
-}
+const std::vector<std::string>& Tensor::strings() const { return strings_or_none(strings_.get()); }
 
 Result<Tensor> Tensor::clone() const {
   if (dtype_ == DType::kString) return from_strings(shape_, strings());

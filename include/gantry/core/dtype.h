@@ -130,4 +130,13 @@ decltype(auto) visit_dtype(DType t, F&& f) {
   __builtin_unreachable();  // every enumerator is a case above (-Wswitch keeps it so)
 }
 
+// Whether T (cv-qualifiers aside) is the type elements of `t` are stored as (dtype_storage_t): what typed
+// access to a tensor's data (Tensor::values<T>) requires. False for kString, whose elements are not data.
+template <typename T>
+bool dtype_stores(DType t) {
+  if (t == DType::kString) return false;
+  return visit_dtype(
+      t, [](auto tag) { return std::is_same_v<std::remove_cv_t<T>, dtype_storage_t<tag.value>>; });
+}
+
 }  // namespace gantry

@@ -39,9 +39,9 @@ Result<Tensor> parse_npy(std::span<const std::byte> bytes);
 Result<Tensor> read_npy(const std::filesystem::path& path);
 
 // Serialises a host tensor as .npy bytes (version 1.0, or 2.0 when the header needs it).
-Result<std::string> serialize_npy(const Tensor& tensor);
+Result<std::string> serialize_npy(ConstTensorView tensor);
 
 // Writes a host tensor to `path` (replacing it).
-Status write_npy(const std::filesystem::path& path, const Tensor& tensor);
+Status write_npy(const std::filesystem::path& path, ConstTensorView tensor);
 
 }  // namespace gantry

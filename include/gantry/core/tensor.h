@@ -2,6 +2,8 @@
 //
 // Copies of a Tensor share the same bytes (like a shared_ptr); use clone() for a deep copy.
 // A view never frees what it points at: the caller keeps that memory alive while the view is used.
+// Code that only borrows a tensor takes a ConstTensorView / TensorView (tensor_view.h), which a Tensor
+// converts to; values<T>() checks T against the dtype as described there.
 #pragma once
 
 #include <cstddef>
@@ -14,12 +16,9 @@
 #include "gantry/core/dtype.h"
 #include "gantry/core/shape.h"
 #include "gantry/core/status.h"
+#include "gantry/core/tensor_view.h"
 
 namespace gantry {
-
-// Where a tensor's bytes live. Device memory cannot be read by the host directly.
-enum class MemoryClass { kHost, kPinned, kDevice };
-std::string_view memory_class_name(MemoryClass m);
 
 class Tensor {
  public:
@@ -29,6 +28,7 @@ class Tensor {
   static Result<Tensor> allocate(DType dtype, const Shape& shape);
 
   // Borrowed view of `bytes` bytes at `data`. Fails when the size does not match dtype × shape.
+  // (A Tensor that does not own its memory: code that only borrows should use TensorView::over.)
   static Result<Tensor> view(DType dtype, const Shape& shape, void* data, size_t bytes,
                              MemoryClass memory = MemoryClass::kHost, int device_id = -1);
 
@@ -66,14 +66,29 @@ class Tensor {
   void* data() { return data_; }
   const void* data() const { return data_; }
 
-  // Typed access to host memory. The caller is responsible for T matching dtype().
+  // Typed access to host memory: T must be what dtype() is stored as (see tensor_view.h; asserted in debug
+  // builds).
   template <typename T>
   std::span<T> values() {
+    GANTRY_CHECK_ELEMENT_TYPE(T, dtype_);
     return {static_cast<T*>(data_), static_cast<size_t>(element_count())};
   }
   template <typename T>
   std::span<const T> values() const {
+    GANTRY_CHECK_ELEMENT_TYPE(T, dtype_);
     return {static_cast<const T*>(data_), static_cast<size_t>(element_count())};
+  }
+  template <typename T>
+  bool holds() const {
+    return dtype_stores<T>(dtype_);
+  }
+
+  // This tensor's elements borrowed (valid while this tensor or a copy of it lives).
+  operator ConstTensorView() const {  // NOLINT(google-explicit-constructor)
+    return ConstTensorView(dtype_, shape_, data_, memory_, device_id_, strings_.get());
+  }
+  operator TensorView() {  // NOLINT(google-explicit-constructor)
+    return TensorView(dtype_, shape_, data_, memory_, device_id_, strings_.get());
   }
 
   const std::vector<std::string>& strings() const;
