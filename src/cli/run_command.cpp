@@ -31,7 +31,7 @@ Result<Tensor> read_input(const fs::path& file) {
   return InvalidArgument("input file " + file.string() + " is neither .npy nor .pb");
 }
 
-std::string preview(const Tensor& t, size_t max_values = 6) {
+std::string preview(ConstTensorView t, size_t max_values = 6) {
   std::ostringstream s;
   s.precision(6);
   const size_t n = static_cast<size_t>(t.element_count());

@@ -234,7 +234,7 @@ Result<NamedTensor> read_tensor_proto(const std::filesystem::path& path) {
   return t;
 }
 
-Result<std::string> serialize_tensor_proto(const Tensor& tensor, const std::string& name) {
+Result<std::string> serialize_tensor_proto(ConstTensorView tensor, const std::string& name) {
   if (tensor.memory_class() == MemoryClass::kDevice)
     return InvalidArgument("cannot serialise a tensor in device memory; copy it to the host first");
   if (tensor.shape().is_dynamic()) return InvalidArgument("cannot serialise a tensor of dynamic shape");
@@ -252,7 +252,8 @@ Result<std::string> serialize_tensor_proto(const Tensor& tensor, const std::stri
   return out;
 }
 
-Status write_tensor_proto(const std::filesystem::path& path, const Tensor& tensor, const std::string& name) {
+Status write_tensor_proto(const std::filesystem::path& path, ConstTensorView tensor,
+                          const std::string& name) {
   auto bytes = serialize_tensor_proto(tensor, name);
   if (!bytes.ok()) return bytes.status().with_context(path.string());
   return write_file(path, *bytes);

@@ -33,7 +33,7 @@ Result<NamedTensor> parse_tensor_proto(std::span<const std::byte> bytes);
 Result<NamedTensor> read_tensor_proto(const std::filesystem::path& path);
 
 // Serialises a host tensor as a TensorProto (raw_data, or string_data for strings).
-Result<std::string> serialize_tensor_proto(const Tensor& tensor, const std::string& name);
-Status write_tensor_proto(const std::filesystem::path& path, const Tensor& tensor, const std::string& name);
+Result<std::string> serialize_tensor_proto(ConstTensorView tensor, const std::string& name);
+Status write_tensor_proto(const std::filesystem::path& path, ConstTensorView tensor, const std::string& name);
 
 }  // namespace gantry::model

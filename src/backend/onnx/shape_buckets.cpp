@@ -47,7 +47,7 @@ void copy_corner(const std::byte* from, const std::vector<int64_t>& a, std::byte
   }
 }
 
-Result<Tensor> corner(const Tensor& t, const Shape& shape, bool grow) {
+Result<Tensor> corner(ConstTensorView t, const Shape& shape, bool grow) {
   if (t.dtype() == DType::kString) return Unsupported("string tensors cannot be padded to a shape bucket");
   if (shape.rank() != t.shape().rank() || shape.is_dynamic())
     return InvalidArgument("bucket shape " + shape.to_string() + " does not fit tensor shape " +
@@ -109,7 +109,7 @@ Shape bucket_shape(const backend::TensorInfo& info, const std::set<std::string>&
   return Shape(std::move(out));
 }
 
-Result<Tensor> pad_to(const Tensor& t, const Shape& shape) { return corner(t, shape, true); }
-Result<Tensor> trim_to(const Tensor& t, const Shape& shape) { return corner(t, shape, false); }
+Result<Tensor> pad_to(ConstTensorView t, const Shape& shape) { return corner(t, shape, true); }
+Result<Tensor> trim_to(ConstTensorView t, const Shape& shape) { return corner(t, shape, false); }
 
 }  // namespace gantry::onnx

@@ -45,8 +45,8 @@ Shape bucket_shape(const backend::TensorInfo& info, const std::set<std::string>&
                    const std::map<std::string, int64_t>& sizes);
 
 // A zero-filled tensor of `shape` (each dim >= t's) with `t` in its leading corner; a copy of t when equal.
-Result<Tensor> pad_to(const Tensor& t, const Shape& shape);
+Result<Tensor> pad_to(ConstTensorView t, const Shape& shape);
 // The leading corner of `t` of `shape` (each dim <= t's).
-Result<Tensor> trim_to(const Tensor& t, const Shape& shape);
+Result<Tensor> trim_to(ConstTensorView t, const Shape& shape);
 
 }  // namespace gantry::onnx
