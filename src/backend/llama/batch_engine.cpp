@@ -757,7 +757,8 @@ Result<bool> BatchEngine::step() {
   }
 
   // What one batch holds: every generating sequence's token, then prompt chunks in admission order, at
-  // most prefill_chunk prompt tokens in all (choices waiting for their leader's prompt take no part).
+  // most prefill_chunk prompt tokens in all (one sequence's with one_prompt_per_step; choices waiting
+  // for their leader's prompt take no part).
   auto& b = *batch_;
   b.clear();
   const auto cap = static_cast<size_t>(ctx_->n_batch());
@@ -781,6 +782,7 @@ Result<bool> BatchEngine::step() {
     if (n == 0) continue;
     parts.emplace_back(s.get(), n);
     prompt_tokens += n;
+    if (eopts_.one_prompt_per_step) break;
   }
   // In sequence order: with a KV stream per sequence llama.cpp splits a batch into micro-batches of
   // consecutive sequence ids, so an ordered batch is evaluated in as few of them as possible.
