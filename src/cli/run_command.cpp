@@ -145,23 +145,12 @@ int run_model(RunArgs& a) {
   runtime::LoadOptions lo;
   lo.factory.policy = *policy;
   lo.factory.provider = a.provider;
-  lo.factory.intra_op_threads = a.gguf.threads;
+  lo.factory.intra_op_threads = a.gguf.llama.threads;
   lo.instances = a.instances;
-  model::LlamaOptions& llama = lo.factory.llama;
   lo.factory.llama_defaults.n_ctx = 2048;
-  if (a.gguf.ctx) llama.n_ctx = static_cast<int>(*a.gguf.ctx);
-  llama.n_gpu_layers = a.gguf.n_gpu_layers;
-  if (a.gguf.no_mmap) llama.mmap = false;
-  if (!a.gguf.chat_template_file.empty()) llama.chat_template_file = a.gguf.chat_template_file;
-  if (Status st = apply_speculative_flags(a.gguf.speculative, llama); !st.ok()) {
+  if (Status st = apply(a.gguf.llama, lo.factory.llama, kRunLlamaFlags); !st.ok()) {
     std::cerr << "gantry run: error: " << st.message() << "\n";
     return 2;
-  }
-  if (!a.gguf.rpc.empty()) {
-    if (Status s = rpc_option(llama, a.gguf.rpc); !s.ok()) {
-      std::cerr << "gantry run: --rpc: " << s.message() << "\n";
-      return 2;
-    }
   }
   auto handle = (*rt)->load(a.model, lo);
   if (!handle.ok()) {
@@ -200,14 +189,7 @@ void register_run_command(CLI::App& app, int& exit_code) {
                   "checks that they fit the memory budget together")
       ->check(CLI::Range(1, 256));
   add_run_gguf_flags(*cmd, args->gguf);
-  cmd->callback([args, &exit_code] {
-    if (args->gguf.threads < 0) {
-      std::cerr << "gantry run: --threads must be >= 0\n";
-      exit_code = 2;
-      return;
-    }
-    exit_code = run_model(*args);
-  });
+  cmd->callback([args, &exit_code] { exit_code = run_model(*args); });
 }
 
 }  // namespace gantry::cli

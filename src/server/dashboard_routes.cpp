@@ -151,7 +151,10 @@ void dashboard_status(Server::State& s, std::shared_ptr<Reply> reply) {
   for (const auto& b : s.runtime.budgets()) {
     json owners = json::array();
     for (const auto& o : b.owners) {
-      owners.push_back({{"owner", o.owner}, {"bytes", o.footprint()}, {"pinned", o.pinned}});
+      // Whether an owner is pinned is the model manager's fact (a model's name; other owners never are).
+      auto m = std::find_if(loaded.begin(), loaded.end(), [&](const auto& i) { return i.name == o.owner; });
+      owners.push_back(
+          {{"owner", o.owner}, {"bytes", o.footprint()}, {"pinned", m != loaded.end() && m->pinned}});
     }
     budgets.push_back({{"device", b.device},
                        {"capacity", b.capacity},
