@@ -150,7 +150,10 @@ backend::LoadOptions Runtime::factory_options(const LoadOptions& options) const 
 Result<model::ModelSource> Runtime::resolve(const std::string& source) const {
   if (!model::is_model_url(source)) return model::ModelSource::file(source);
   if (!options_.fetch_url) return InvalidArgument(source + ": this runtime cannot fetch models from URLs");
-  return options_.fetch_url(source);
+  // The image lives in host memory: never more than the whole CPU budget (idle models may still be evicted
+  // to make room for what the model itself needs, as for a file).
+  const auto cpu = budgets_.find("cpu");
+  return options_.fetch_url(source, cpu == budgets_.end() ? 0 : cpu->second->capacity());
 }
 
 Result<ModelHandle> Runtime::load(const std::string& source, const LoadOptions& options) {

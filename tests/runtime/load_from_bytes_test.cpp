@@ -263,8 +263,9 @@ TEST(LoadFromBytes, AUrlNeedsAFetcher) {
   // With one, the URL is fetched into memory and loaded from there.
   RuntimeOptions o = test_options();
   int fetched = 0;
-  o.fetch_url = [&](const std::string& url) -> Result<model::ModelSource> {
+  o.fetch_url = [&](const std::string& url, uint64_t max_bytes) -> Result<model::ModelSource> {
     ++fetched;
+    EXPECT_GT(max_bytes, 0u);
     return model::ModelSource::copy_of(as_bytes(file_bytes(kMlp)), url);
   };
   auto rt2 = Runtime::create(std::move(o));

@@ -57,10 +57,10 @@ struct RuntimeOptions {
   std::optional<hw::Registry> hardware;
   // Backends to use instead of the built-in ONNX Runtime and llama.cpp ones (tests).
   std::vector<std::unique_ptr<backend::Backend>> backends;
-  // Fetches an http(s) URL's model into memory (the CLI sets weights::fetch_model_source): load() and
-  // explain() of a URL go through it, and the model is never written to disk. Unset: a URL source is
-  // InvalidArgument.
-  std::function<Result<model::ModelSource>(const std::string& url)> fetch_url;
+  // Fetches an http(s) URL's model into memory, at most `max_bytes` of it (the CPU budget's capacity;
+  // the CLI sets weights::fetch_model_source): load() and explain() of a URL go through it, and the model
+  // is never written to disk. Unset: a URL source is InvalidArgument.
+  std::function<Result<model::ModelSource>(const std::string& url, uint64_t max_bytes)> fetch_url;
 };
 
 // How one model is loaded. Every field is optional; the defaults come from the model's manifest and the
