@@ -50,6 +50,9 @@ model::ModelSource from_bytes(const std::string& bytes, std::string name,
 LoadOptions named(std::string name) {
   LoadOptions o;
   o.name = std::move(name);
+  // Small and single-threaded: quick on a busy machine.
+  o.factory.llama.n_ctx = 256;
+  o.factory.intra_op_threads = 1;
   return o;
 }
 
