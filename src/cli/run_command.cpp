@@ -14,6 +14,7 @@
 #include "gantry/core/npy.h"
 #include "gantry/model/tensor_proto.h"
 #include "gantry/runtime/runtime.h"
+#include "gantry/weights/fetch_model.h"
 
 namespace gantry::cli {
 
@@ -137,6 +138,10 @@ int run_model(RunArgs& a) {
   runtime::RuntimeOptions ro;
   ro.memory_budget = a.memory_budget;
   ro.keep_alive_timer = false;
+  // A model at an http(s) URL is fetched into memory, never to disk.
+  ro.fetch_url = [](const std::string& url, uint64_t max_bytes) {
+    return weights::fetch_model_source(url, max_bytes);
+  };
   auto rt = runtime::Runtime::create(std::move(ro));
   if (!rt.ok()) {
     std::cerr << "gantry run: " << rt.status().message() << "\n";
@@ -171,7 +176,9 @@ void register_run_command(CLI::App& app, int& exit_code) {
   auto* cmd =
       app.add_subcommand("run", "Run an ONNX model on .npy/.pb inputs, or generate text from a GGUF model");
   auto args = std::make_shared<RunArgs>();
-  cmd->add_option("model", args->model, "Model file (.onnx or .gguf) or package (directory or .tar)")
+  cmd->add_option("model", args->model,
+                  "Model file (.onnx or .gguf), package (directory or .tar), or http(s) URL of a .onnx/.gguf "
+                  "model (fetched into memory)")
       ->required();
   cmd->add_option("--input,-i", args->inputs, "NAME=FILE (.npy or .pb); repeat per input");
   cmd->add_option(

@@ -20,6 +20,7 @@
 #include "gantry/memory/budget.h"
 #include "gantry/runtime/runtime.h"
 #include "gantry/server/server.h"
+#include "gantry/weights/fetch_model.h"
 
 namespace gantry::cli {
 namespace {
@@ -149,6 +150,10 @@ int serve(ServeArgs& a) {
 
   runtime::RuntimeOptions ro;
   ro.memory_budget = a.memory_budget;
+  // A model at an http(s) URL is fetched into memory, never to disk.
+  ro.fetch_url = [](const std::string& url, uint64_t max_bytes) {
+    return weights::fetch_model_source(url, max_bytes);
+  };
   auto rt = runtime::Runtime::create(std::move(ro));
   if (!rt.ok()) {
     std::cerr << "gantry serve: " << rt.status().message() << "\n";
@@ -193,7 +198,9 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("serve", "Serve models over HTTP: KServe v2, OpenAI, Prometheus metrics");
   auto a = std::make_shared<ServeArgs>();
   auto& o = a->options;
-  cmd->add_option("models", o.models, "Model files (.onnx, .gguf) or packages (directory or .tar)");
+  cmd->add_option("models", o.models,
+                  "Model files (.onnx, .gguf), packages (directory or .tar), or http(s) URLs of .onnx/.gguf "
+                  "models (fetched into memory when loaded)");
   cmd->add_option("--model-repository", o.model_repository, "A directory of models and packages to serve");
   cmd->add_option(
       "--pull-source", o.pull_source,

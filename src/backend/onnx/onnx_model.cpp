@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 #include <system_error>
 
@@ -136,7 +136,8 @@ GraphOptimizationLevel ort_level(model::GraphOptimizationLevel g) {
 
 // Session options from the placement's ONNX Runtime options (threads, optimisation, memory pattern, arena,
 // env allocators); the provider is appended by the caller.
-Ort::SessionOptions base_session_options(const backend::Placement& placement, const OnnxModelOptions& options) {
+Ort::SessionOptions base_session_options(const backend::Placement& placement,
+                                         const OnnxModelOptions& options) {
   Ort::SessionOptions so;
   so.SetGraphOptimizationLevel(
       ort_level(placement.onnx.graph_optimization.value_or(model::GraphOptimizationLevel::kAll)));
@@ -269,12 +270,38 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
   if (!fs::is_regular_file(model_file, ec))
     return InvalidArgument("model " + file + " is not a regular file");
   if (fs::file_size(model_file, ec) == 0) return Corrupt("model file " + file + " is empty (0 bytes)");
-  GANTRY_ASSIGN_OR_RETURN(OrtRuntime * rt, OrtRuntime::get());
-
   std::unique_ptr<OnnxModel> m(new OnnxModel());
+  m->model_file_ = model_file;
+  if (name.empty()) name = model_file.stem().string();
+  return open_source(std::move(m), file, placement, std::move(name), options);
+}
+
+Result<std::unique_ptr<OnnxModel>> OnnxModel::open_bytes(std::span<const std::byte> bytes,
+                                                         std::shared_ptr<const void> owner, std::string label,
+                                                         const backend::Placement& placement,
+                                                         std::string name, const OnnxModelOptions& options) {
+  if (bytes.empty()) return Corrupt("model " + label + " is empty (0 bytes)");
+  std::unique_ptr<OnnxModel> m(new OnnxModel());
+  m->bytes_ = bytes;
+  m->bytes_owner_ = std::move(owner);
+  if (name.empty()) name = std::filesystem::path(label).stem().string();
+  return open_source(std::move(m), label, placement, std::move(name), options);
+}
+
+std::unique_ptr<Ort::Session> OnnxModel::new_session(const Ort::SessionOptions& so) const {
+  Ort::Env& env = OrtRuntime::get().value()->env();  // open_source() checked it is there
+  if (!bytes_.empty()) return std::make_unique<Ort::Session>(env, bytes_.data(), bytes_.size(), so);
+  return std::make_unique<Ort::Session>(env, model_file_.c_str(), so);
+}
+
+Result<std::unique_ptr<OnnxModel>> OnnxModel::open_source(std::unique_ptr<OnnxModel> m,
+                                                          const std::string& file,
+                                                          const backend::Placement& placement,
+                                                          std::string name, const OnnxModelOptions& options) {
+  GANTRY_RETURN_IF_ERROR(OrtRuntime::get().status());
   m->placement_ = placement;
   m->options_ = options;
-  m->meta_.name = name.empty() ? model_file.stem().string() : std::move(name);
+  m->meta_.name = std::move(name);
   // Initializers and whatever session creation allocates belong to this model.
   std::optional<memory::OwnerScope> owner;
   if (options.use_env_allocators) {
@@ -318,7 +345,7 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
   try {
     GANTRY_ASSIGN_OR_RETURN(Ort::SessionOptions so, make_options(nullptr, nullptr));
     BucketSession main;
-    main.session = std::make_unique<Ort::Session>(rt->env(), model_file.c_str(), so);
+    main.session = m->new_session(so);
     m->sessions_.push_back(std::move(main));
   } catch (const Ort::Exception& e) {
     return load_error(e, "cannot load ONNX model " + file);
@@ -369,7 +396,6 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
   m->meta_.batchable = batchable;
   m->meta_.preferred_memory = MemoryClass::kHost;
 
-  m->model_file_ = model_file;
   const auto& bucket_dims = placement.onnx.bucket_dims;
   if (!bucket_dims.empty() && !placement.onnx.bucket_dim_granularity)
     return InvalidArgument("io bucket_dims of " + file +
@@ -379,7 +405,8 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
     m->rules_.max_dims = placement.onnx.bucket_max_dims;
     for (const auto& [tensor, dims] : bucket_dims)
       if (m->meta_.input_index(tensor) < 0 && m->meta_.output_index(tensor) < 0)
-        return InvalidArgument("io bucket_dims names tensor '" + tensor + "', which " + file + " does not have");
+        return InvalidArgument("io bucket_dims names tensor '" + tensor + "', which " + file +
+                               " does not have");
     auto dims_of = [&](const TensorInfo& t, const char* what) -> Result<std::set<std::string>> {
       std::set<std::string> out;
       auto it = bucket_dims.find(t.name);
@@ -429,7 +456,7 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
       if (!so.ok()) return so.status().with_context("model " + file);
       BucketSession b;
       b.shapes = bucket;
-      b.session = std::make_unique<Ort::Session>(rt->env(), model_file.c_str(), *so);
+      b.session = m->new_session(*so);
       m->sessions_.push_back(std::move(b));
     } catch (const Ort::Exception& e) {
       return load_error(e, "cannot create a session bucket for " + file);
@@ -663,11 +690,12 @@ Result<std::shared_ptr<Ort::Session>> OnnxModel::bucket_session(const std::map<s
   }
   if (dynamic_.size() >= kMaxDynamicBuckets) {
     // The least used bucket goes; Runs still on it keep its session until they end.
-    auto victim = std::min_element(dynamic_.begin(), dynamic_.end(),
-                                   [](const DynamicBucket& a, const DynamicBucket& b) { return a.uses < b.uses; });
+    auto victim =
+        std::min_element(dynamic_.begin(), dynamic_.end(),
+                         [](const DynamicBucket& a, const DynamicBucket& b) { return a.uses < b.uses; });
     dynamic_.erase(victim);
   }
-  GANTRY_ASSIGN_OR_RETURN(OrtRuntime * rt, OrtRuntime::get());
+  GANTRY_RETURN_IF_ERROR(OrtRuntime::get().status());
   std::optional<memory::OwnerScope> owner;
   if (options_.use_env_allocators) owner.emplace(meta_.name);
   std::string what;
@@ -676,14 +704,14 @@ Result<std::shared_ptr<Ort::Session>> OnnxModel::bucket_session(const std::map<s
     Ort::SessionOptions so = base_session_options(placement_, options_);
     for (const auto& [dim, size] : sizes) so.AddFreeDimensionOverrideByName(dim.c_str(), size);
     GANTRY_RETURN_IF_ERROR(append_provider(so, placement_));
-    auto session = std::make_shared<Ort::Session>(rt->env(), model_file_.c_str(), so);
+    std::shared_ptr<Ort::Session> session = new_session(so);
     dynamic_.push_back({sizes, session, 1});
     GANTRY_LOG_DEBUG("model '{}': a session for shape bucket {}", meta_.name, what);
     return session;
   } catch (const Ort::Exception& e) {
     if (options_.use_env_allocators && !PoolAllocator::last_failure().empty())
-      return ResourceExhausted("model '" + meta_.name + "': a session for shape bucket " + what + ": " + e.what() +
-                               " (memory refused: " + PoolAllocator::last_failure() + ")");
+      return ResourceExhausted("model '" + meta_.name + "': a session for shape bucket " + what + ": " +
+                               e.what() + " (memory refused: " + PoolAllocator::last_failure() + ")");
     return status_from_ort(e, "model '" + meta_.name + "': a session for shape bucket " + what);
   }
 }
@@ -745,8 +773,9 @@ Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordere
     }
     if (st) return Internal("binding input '" + meta_.inputs[i].name + "': " + status_message(st));
   }
-  Ort::Session* session =
-      chosen ? chosen : sessions_.size() > 1 ? pick_session(ordered) : sessions_.front().session.get();
+  Ort::Session* session = chosen                 ? chosen
+                          : sessions_.size() > 1 ? pick_session(ordered)
+                                                 : sessions_.front().session.get();
   std::optional<memory::OwnerScope> owner;  // activations and outputs belong to this model
   if (options_.use_env_allocators) {
     owner.emplace(meta_.name);

@@ -24,10 +24,11 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <atomic>
-#include <map>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,15 @@ class OnnxModel final : public backend::Model {
   static Result<std::unique_ptr<OnnxModel>> open(const std::filesystem::path& model_file,
                                                  const backend::Placement& placement, std::string name = {},
                                                  const OnnxModelOptions& options = {});
+  // Opens an ONNX model held in memory (ONNX Runtime's CreateSessionFromArray), with the same errors as
+  // open(). `owner` keeps `bytes` alive as long as the model (shape-bucket sessions are created from them
+  // later); `label` names the model in errors (a URL, a file name). A model with external data files
+  // cannot be opened this way (ONNX Runtime has no directory to find them in).
+  static Result<std::unique_ptr<OnnxModel>> open_bytes(std::span<const std::byte> bytes,
+                                                       std::shared_ptr<const void> owner, std::string label,
+                                                       const backend::Placement& placement,
+                                                       std::string name = {},
+                                                       const OnnxModelOptions& options = {});
   ~OnnxModel() override;
 
   const backend::ModelMetadata& metadata() const override { return meta_; }
@@ -79,6 +89,13 @@ class OnnxModel final : public backend::Model {
 
  private:
   OnnxModel() = default;
+  // open() and open_bytes(): from model_file_, or bytes_ when they are set.
+  static Result<std::unique_ptr<OnnxModel>> open_source(std::unique_ptr<OnnxModel> m,
+                                                        const std::string& label,
+                                                        const backend::Placement& placement, std::string name,
+                                                        const OnnxModelOptions& options);
+  // A session over the model (its file or bytes) with `so`; throws Ort::Exception.
+  std::unique_ptr<Ort::Session> new_session(const Ort::SessionOptions& so) const;
   struct BucketSession {
     model::SessionBucket shapes;  // empty for the main session
     std::unique_ptr<Ort::Session> session;
@@ -122,6 +139,8 @@ class OnnxModel final : public backend::Model {
   backend::Placement placement_;
   OnnxModelOptions options_;
   std::filesystem::path model_file_;
+  std::span<const std::byte> bytes_;  // a model in memory (model_file_ then empty)
+  std::shared_ptr<const void> bytes_owner_;
   BucketRules rules_;
   mutable std::mutex buckets_mu_;
   std::vector<DynamicBucket> dynamic_;
