@@ -108,12 +108,13 @@ void run_inference(Server::State& s, const std::string& name, runtime::ModelHand
                    Clock::time_point received, InferenceDone done) {
   if (s.options.dynamic_batching && handle.model().metadata().batchable) {
     auto batcher = s.batcher(name, handle);
-    DynamicBatcher::Item item;
+    runtime::DynamicBatcher::Item item;
     item.inputs = std::move(inputs);  // tensors share their bytes
     item.handle = std::move(handle);
     item.keep_alive = std::move(keep_alive);
     auto shared_done = std::make_shared<InferenceDone>(std::move(done));
-    item.done = [&s, name, shared_done](Result<std::vector<NamedTensor>> out, const BatchTiming& timing) {
+    item.done = [&s, name, shared_done](Result<std::vector<NamedTensor>> out,
+                                        const runtime::BatchTiming& timing) {
       s.metrics.queue_time(name, timing.queued);
       if (timing.batch_requests > 0) s.metrics.batch(name, timing.batch_requests);
       auto result = std::make_shared<Result<std::vector<NamedTensor>>>(std::move(out));

@@ -488,12 +488,12 @@ void Server::State::release(const std::string& model) {
   if (it != outstanding.end() && it->second > 0) --it->second;
 }
 
-std::shared_ptr<DynamicBatcher> Server::State::batcher(const std::string& name,
-                                                       runtime::ModelHandle& handle) {
+std::shared_ptr<runtime::DynamicBatcher> Server::State::batcher(const std::string& name,
+                                                                runtime::ModelHandle& handle) {
   std::lock_guard lock(mu);
   auto it = batchers.find(name);
   if (it != batchers.end() && it->second->model() == &handle.model()) return it->second;
-  BatchingConfig config = options.batching;
+  runtime::BatchingConfig config = options.batching;
   config.max_queue = options.max_queue;
   // The package's own dynamic_batching (Triton's knobs) wins over the server-wide defaults.
   if (auto entry = repository.find(name); entry && entry->batching) {
@@ -503,7 +503,7 @@ std::shared_ptr<DynamicBatcher> Server::State::batcher(const std::string& name,
     if (d.max_queue_delay_microseconds)
       config.max_queue_delay = std::chrono::microseconds(*d.max_queue_delay_microseconds);
   }
-  auto b = std::make_shared<DynamicBatcher>(name, handle.model(), config);
+  auto b = std::make_shared<runtime::DynamicBatcher>(name, handle.model(), config);
   batchers[name] = b;  // a reloaded model gets a new batcher; the old one ends with its last request
   return b;
 }

@@ -14,9 +14,9 @@
 #include <utility>
 
 #include "gantry/core/log.h"
+#include "gantry/runtime/dynamic_batcher.h"
 #include "gantry/runtime/runtime.h"
 #include "gantry/server/api_keys.h"
-#include "gantry/server/dynamic_batcher.h"
 #include "gantry/server/http_server.h"
 #include "gantry/server/metrics.h"
 #include "gantry/server/model_repository.h"
@@ -111,7 +111,7 @@ struct Server::State {
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
   std::mutex mu;  // guards outstanding, batchers
   std::map<std::string, size_t, std::less<>> outstanding;
-  std::map<std::string, std::shared_ptr<DynamicBatcher>, std::less<>> batchers;
+  std::map<std::string, std::shared_ptr<runtime::DynamicBatcher>, std::less<>> batchers;
   // Declared after everything a queued task touches: tasks abandoned at stop() are destroyed with them.
   // `workers` parse, run and encode inference (and load models); `control` answers what must never wait
   // behind inference: metadata, model lists, readiness of a model, /metrics, the dashboard's status.
@@ -141,7 +141,7 @@ struct Server::State {
   // (--load-on-demand), which is slow work for `workers`.
   boost::asio::thread_pool& metadata_pool();
 
-  std::shared_ptr<DynamicBatcher> batcher(const std::string& name, runtime::ModelHandle& handle);
+  std::shared_ptr<runtime::DynamicBatcher> batcher(const std::string& name, runtime::ModelHandle& handle);
   // Figures for /metrics and the dashboard; `own_requests` (the scrape itself) are not counted in flight.
   ServerGauges gauges(size_t own_requests);
 };
