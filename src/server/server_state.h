@@ -164,44 +164,8 @@ std::vector<RepositoryModel> repository_index(Server::State& s);
 // when memory is short, InvalidArgument when unloading a model that is not loaded.
 Status repository_load(Server::State& s, const std::string& name, bool load);
 
-// Routes (each answers through `reply`; runs on a worker thread).
-void kserve_infer(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, std::string model);
-void kserve_model_metadata(Server::State& s, std::shared_ptr<Reply> reply, std::string model);
-void kserve_model_ready(Server::State& s, std::shared_ptr<Reply> reply, std::string model);
-void kserve_repository_index(Server::State& s, std::shared_ptr<Reply> reply);
-void kserve_repository_load(Server::State& s, std::shared_ptr<Reply> reply, std::string model, bool load);
-void openai_models(Server::State& s, std::shared_ptr<Reply> reply);
-void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, bool chat);
-void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request);
-// Anthropic (anthropic_routes.cpp): POST /v1/messages, or /v1/messages/count_tokens when `count_tokens`.
-void anthropic_messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request,
-                        bool count_tokens);
-// The Responses API (responses_routes.cpp): POST /v1/responses; GET (erase false) and DELETE (erase
-// true) /v1/responses/{id}.
-void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request);
-void responses_stored(Server::State& s, std::shared_ptr<Reply> reply, std::string id, bool erase);
-// POST /v1/rerank and /rerank (rerank_routes.cpp).
-void rerank_documents(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request);
-// Dashboard (dashboard_routes.cpp): an embedded asset with its security headers (304 when the request's
-// If-None-Match holds its ETag; nullopt when there is no such asset), the JSON the page polls, pinning.
+// The dashboard's embedded asset `name` with its security headers (304 when the request's If-None-Match
+// holds its ETag; nullopt when there is no such asset): dashboard_routes.cpp, whose route table serves it.
 std::optional<HttpResponse> dashboard_asset(std::string_view name, const HttpRequest& request);
-void dashboard_status(Server::State& s, std::shared_ptr<Reply> reply);
-void dashboard_pin(Server::State& s, std::shared_ptr<Reply> reply, std::string model, bool pinned);
-// Ollama (ollama_routes.cpp): /api/tags, /api/ps, /api/version, /api/show, /api/generate, /api/chat,
-// /api/embed, /api/embeddings, /api/copy, /api/delete, /api/pull.
-enum class OllamaRoute {
-  kTags,
-  kPs,
-  kVersion,
-  kShow,
-  kGenerate,
-  kChat,
-  kEmbed,
-  kEmbeddings,
-  kCopy,
-  kDelete,
-  kPull
-};
-void ollama_route(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, OllamaRoute route);
 
 }  // namespace gantry::server
