@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "bench_timing.h"
+#include "gantry/runtime/dynamic_batcher.h"
 #include "gantry/runtime/runtime.h"
-#include "gantry/server/dynamic_batcher.h"
 
 namespace {
 
@@ -33,10 +33,10 @@ gantry::Tensor row(float v) {
 
 // Requests per second of `clients` clients sending `per_client` requests each, one at a time.
 double throughput(gantry::runtime::ModelHandle& h, bool batched, int per_client) {
-  std::unique_ptr<gantry::server::DynamicBatcher> batcher;
+  std::unique_ptr<gantry::runtime::DynamicBatcher> batcher;
   if (batched)
-    batcher = std::make_unique<gantry::server::DynamicBatcher>(h.name(), h.model(),
-                                                               gantry::server::BatchingConfig{});
+    batcher = std::make_unique<gantry::runtime::DynamicBatcher>(h.name(), h.model(),
+                                                                gantry::runtime::BatchingConfig{});
   const std::string input = h->metadata().inputs[0].name;
   std::atomic<int> failures{0};
   const auto t0 = clock_type::now();
@@ -52,10 +52,10 @@ double throughput(gantry::runtime::ModelHandle& h, bool batched, int per_client)
         std::mutex mu;
         std::condition_variable cv;
         bool done = false;
-        gantry::server::DynamicBatcher::Item item;
+        gantry::runtime::DynamicBatcher::Item item;
         item.inputs = std::move(in);
         item.done = [&](gantry::Result<std::vector<gantry::NamedTensor>> out,
-                        const gantry::server::BatchTiming&) {
+                        const gantry::runtime::BatchTiming&) {
           if (!out.ok()) ++failures;
           std::lock_guard lock(mu);
           done = true;

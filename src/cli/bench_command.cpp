@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "cli/run_gguf.h"
+#include "cli/llama_flags.h"
 #include "gantry/core/kv_type.h"
 #include "gantry/runtime/runtime.h"
 
@@ -17,16 +17,10 @@ struct BenchArgs {
   std::string model;
   int n_prompt = 512;
   int n_gen = 128;
-  int threads = 0;
   int reps = 5;
-  uint32_t n_batch = 2048;
-  uint32_t n_ubatch = 512;
-  std::optional<int> n_gpu_layers;
-  std::vector<std::string> rpc;
-  std::string kv_type = "f16";
+  LlamaFlags llama;  // the llama.cpp flags shared with the other commands (kBenchLlamaFlags)
   bool json = false;
   bool threadpool = true;
-  bool no_mmap = false;
 };
 
 // The model is loaded through the Runtime like any other (provider, placement and memory budget), then
@@ -40,9 +34,11 @@ int run_bench(const BenchArgs& a) {
   if (a.n_prompt < 0 || a.n_gen < 0 || (a.n_prompt == 0 && a.n_gen == 0))
     return usage("-p and -n must be >= 0, not both 0");
   if (a.reps < 1) return usage("-r must be >= 1");
-  if (a.threads < 0) return usage("-t must be >= 0");
-  const auto kv_type = parse_kv_type(a.kv_type);
-  if (!kv_type) return usage("unknown --kv-type " + a.kv_type + " (" + std::string(kv_type_names()) + ")");
+  const int n_threads = a.llama.threads;
+  if (n_threads < 0) return usage("-t must be >= 0");
+  const std::string kv_name = a.llama.kv_type.empty() ? "f16" : a.llama.kv_type;
+  if (!parse_kv_type(kv_name))
+    return usage("unknown --kv-type " + kv_name + " (" + std::string(kv_type_names()) + ")");
   runtime::RuntimeOptions ro;
   ro.keep_alive_timer = false;
   auto rt = runtime::Runtime::create(std::move(ro));
@@ -53,15 +49,15 @@ int run_bench(const BenchArgs& a) {
   runtime::LoadOptions lo;
   // With RPC servers the offload goes to their devices (provider cpu; the planner splits the layers unless
   // --n-gpu-layers says); without, --n-gpu-layers other than 0 means local GPUs.
-  lo.factory.provider = a.rpc.empty() && a.n_gpu_layers.value_or(0) != 0 ? "cuda" : "cpu";
-  lo.factory.intra_op_threads = a.threads;
+  const bool rpc = !a.llama.rpc.empty();
+  lo.factory.provider = !rpc && a.llama.gpu_layers.value_or(0) != 0 ? "cuda" : "cpu";
+  lo.factory.intra_op_threads = n_threads;
   model::LlamaOptions& llama = lo.factory.llama;
-  llama.n_gpu_layers = a.rpc.empty() ? std::optional<int>(a.n_gpu_layers.value_or(0)) : a.n_gpu_layers;
-  if (!a.rpc.empty()) {
-    if (Status s = rpc_option(llama, a.rpc); !s.ok()) return usage("--rpc: " + s.message());
-  }
-  llama.kv_type = *kv_type;
-  if (a.no_mmap) llama.mmap = false;
+  // The batch sizes are the benchmark's (ThroughputOptions), not the model's generation context's.
+  if (Status s = apply(a.llama, llama, kBenchLlamaFlags & ~(kLlamaBatch | kLlamaUbatch)); !s.ok())
+    return usage(s.message());
+  if (!rpc) llama.n_gpu_layers = a.llama.gpu_layers.value_or(0);
+  if (!llama.kv_type) llama.kv_type = KvType::kF16;
   llama.n_ctx = 256;  // the model's own generation context stays small: the tests make theirs
   llama.parallel = 1;
   auto handle = (*rt)->load(a.model, lo);
@@ -72,10 +68,10 @@ int run_bench(const BenchArgs& a) {
   backend::ThroughputOptions to;
   to.n_prompt = a.n_prompt;
   to.n_gen = a.n_gen;
-  to.threads = a.threads;
+  to.threads = n_threads;
   to.reps = a.reps;
-  to.n_batch = a.n_batch;
-  to.n_ubatch = a.n_ubatch;
+  to.n_batch = a.llama.batch.value_or(to.n_batch);
+  to.n_ubatch = a.llama.ubatch.value_or(to.n_ubatch);
   to.threadpool = a.threadpool;
   auto results = (*handle)->measure_throughput(to);
   if (!results.ok()) {
@@ -92,7 +88,7 @@ int run_bench(const BenchArgs& a) {
     return v.empty() ? 0 : std::stoull(v);
   };
   backend::Backend* be = (*rt)->backends().find(meta.backend);
-  const int threads = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads = n_threads > 0 ? n_threads : static_cast<int>(std::thread::hardware_concurrency());
   if (a.json) {
     nlohmann::json j;
     j["model"] = a.model;
@@ -102,9 +98,9 @@ int run_bench(const BenchArgs& a) {
     j["llama_version"] = be ? be->version() : std::string();
     j["provider"] = meta.provider;
     j["n_threads"] = threads;
-    j["n_batch"] = a.n_batch;
-    j["n_ubatch"] = a.n_ubatch;
-    j["type_kv"] = a.kv_type;
+    j["n_batch"] = to.n_batch;
+    j["n_ubatch"] = to.n_ubatch;
+    j["type_kv"] = kv_name;
     j["reps"] = a.reps;
     j["results"] = nlohmann::json::array();
     for (const auto& r : *results) {
@@ -137,21 +133,16 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-p,--n-prompt", args->n_prompt, "Prompt tokens (pp test); 0 = skip")
       ->capture_default_str();
   cmd->add_option("-n,--n-gen", args->n_gen, "Generated tokens (tg test); 0 = skip")->capture_default_str();
-  cmd->add_option("-t,--threads", args->threads, "CPU threads; 0 = all")->capture_default_str();
   cmd->add_option("-r,--reps", args->reps, "Timed repetitions per test")->capture_default_str();
-  cmd->add_option("-b,--batch-size", args->n_batch, "Logical batch size")->capture_default_str();
-  cmd->add_option("--ubatch-size", args->n_ubatch, "Physical batch size")->capture_default_str();
-  cmd->add_option("--rpc", args->rpc,
-                  "Spread the model over these RPC servers too (HOST:PORT,...: `gantry rpc-server`)");
-  cmd->add_option(
-      "--n-gpu-layers,--ngl", args->n_gpu_layers,
-      "Layers to offload to GPUs (or RPC devices); -1 = all (default 0; with --rpc: the planner's "
-      "split)");
-  cmd->add_option("--kv-type", args->kv_type, "KV cache type: f16, q8_0, q4_0, ...")->capture_default_str();
+  add_llama_flags(*cmd, args->llama, kBenchLlamaFlags);
+  note_default(*cmd, "--threads", "all");
+  note_default(*cmd, "--batch-size", "2048");
+  note_default(*cmd, "--ubatch-size", "512");
+  note_default(*cmd, "--kv-type", "f16");
+  note_default(*cmd, "--n-gpu-layers", "0; with --rpc: the planner's split");
   cmd->add_option("--threadpool", args->threadpool, "Attach a polling ggml threadpool (as llama-bench does)")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print the results as JSON");
-  cmd->add_flag("--no-mmap", args->no_mmap, "Read the weights into memory instead of mapping the file");
   cmd->callback([args, &exit_code] { exit_code = run_bench(*args); });
 }
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "cli/speculative_flags.h"
+#include "cli/llama_flags.h"
 #include "gantry/build_info.h"
 #include "gantry/core/cleanup_registry.h"
 
@@ -55,6 +55,6 @@ extern "C" __attribute__((visibility("default"))) int gantry_engine_main(int arg
   gantry::cli::register_rpc_server_command(app, exit_code);
 
   std::vector<char*> args(argv, argv + argc);
-  for (auto& a : args) a = const_cast<char*>(gantry::cli::llama_server_alias(a));
+  for (auto& a : args) a = const_cast<char*>(gantry::cli::llama_cpp_alias(a));
   return gantry::cli::parse_and_run(app, argc, args.data(), exit_code);
 }

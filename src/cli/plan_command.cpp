@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/llama_flags.h"
 #include "cli/plan_checkpoint.h"
 #include "cli/plan_explain.h"
 #include "cli/plan_onnx.h"
@@ -37,16 +38,11 @@ namespace fs = std::filesystem;
 
 struct PlanArgs {
   std::string model;
-  uint32_t ctx = 0;
-  uint32_t parallel = 1;
-  uint32_t batch = 2048;
-  bool batch_given = false;         // ONNX: --batch is the model's batch size (default 1)
+  // The llama.cpp flags shared with the other commands (kPlanLlamaFlags). ONNX: --batch is the model's batch
+  // size (default 1).
+  LlamaFlags llama;
   std::vector<std::string> shapes;  // ONNX: --shape NAME=D0,D1,...
   std::string provider;             // ONNX: --provider
-  uint32_t ubatch = 512;
-  std::string kv_type = "f16";
-  std::string flash_attn = "auto";
-  int gpu_layers = -1;
   bool json = false;
   std::string sysroot;
   bool explain = false;
@@ -55,10 +51,8 @@ struct PlanArgs {
   bool speed = false;
   std::string what_if;
   std::string catalogue;
-  int threads = 0;
   std::string quant;  // checkpoints: a llama-quantize type or "all"
   ParamsSpec params;  // --params 70B [--layers ...]
-  std::vector<std::string> rpc;
 };
 
 // This machine as a what-if target: the registry's devices, its CPU's ISA-derived FLOP/s with a measured
@@ -194,6 +188,20 @@ std::string measurement_to_text(const llama::MemoryMeasurement& m, uint64_t pred
   return out;
 }
 
+// The planner's options from the shared llama.cpp flags, with plan's defaults (the model's training context,
+// one sequence, llama.cpp's batch sizes, an f16 cache, flash attention on, every layer on the GPUs).
+plan::PlanOptions plan_options(const LlamaFlags& f, KvType kv) {
+  plan::PlanOptions o;
+  o.n_ctx = f.ctx.value_or(0);
+  o.n_parallel = f.parallel.value_or(1);
+  o.n_batch = f.batch.value_or(2048);
+  o.n_ubatch = f.ubatch.value_or(512);
+  o.kv_type = kv;
+  o.flash_attn = f.flash_attn != "off";
+  o.n_gpu_layers = f.gpu_layers.value_or(-1);
+  return o;
+}
+
 int run_plan(const PlanArgs& a) {
   if (a.explain) return run_plan_explain(a.model, a.json, a.provider_policy, std::cout);
   const fs::path path(a.model);
@@ -222,9 +230,10 @@ int run_plan(const PlanArgs& a) {
     std::cerr << "gantry: plan: " << a.model << " is not a model file (expected a .gguf or .onnx file)\n";
     return 1;
   }
-  const auto kv = parse_kv_type(a.kv_type);
+  const std::string kv_name = a.llama.kv_type.empty() ? "f16" : a.llama.kv_type;
+  const auto kv = parse_kv_type(kv_name);
   if (!kv) {
-    std::cerr << "gantry: plan: unknown --kv-type " << a.kv_type
+    std::cerr << "gantry: plan: unknown --kv-type " << kv_name
               << " (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl)\n";
     return 2;
   }
@@ -233,8 +242,8 @@ int run_plan(const PlanArgs& a) {
     std::cerr << "gantry: plan: " << registry.status().message() << "\n";
     return 2;
   }
-  if (!a.rpc.empty()) {
-    auto servers = hw::parse_rpc_endpoints(a.rpc);
+  if (!a.llama.rpc.empty()) {
+    auto servers = hw::parse_rpc_endpoints(a.llama.rpc);
     if (!servers.ok()) {
       std::cerr << "gantry: plan: --rpc: " << servers.status().message() << "\n";
       return 2;
@@ -247,8 +256,8 @@ int run_plan(const PlanArgs& a) {
     }
   }
   const std::vector<plan::Device> devices = plan::devices_from_registry(*registry);
-  const int threads = a.threads > 0
-                          ? a.threads
+  const int threads = a.llama.threads > 0
+                          ? a.llama.threads
                           : std::max(1, registry->cpu.physical_cores > 0 ? registry->cpu.physical_cores
                                                                          : registry->cpu.logical_cores);
   std::optional<plan::Catalogue> catalogue;
@@ -268,14 +277,8 @@ int run_plan(const PlanArgs& a) {
     q.spec = a.model;
     q.params = a.params;
     q.quant = a.quant;
-    q.ctx_given = a.ctx != 0;
-    q.options.n_ctx = a.ctx;
-    q.options.n_parallel = a.parallel;
-    q.options.n_batch = a.batch;
-    q.options.n_ubatch = a.ubatch;
-    q.options.kv_type = *kv;
-    q.options.flash_attn = a.flash_attn != "off";
-    q.options.n_gpu_layers = a.gpu_layers;
+    q.ctx_given = a.llama.ctx.value_or(0) != 0;
+    q.options = plan_options(a.llama, *kv);
     q.json = a.json;
     q.speed = a.speed;
     q.what_if = a.what_if;
@@ -300,14 +303,7 @@ int run_plan(const PlanArgs& a) {
       std::cerr << "gantry: plan: " << profile.status().to_string() << "\n";
       return 1;
     }
-    plan::PlanOptions o;
-    o.n_ctx = a.ctx;
-    o.n_parallel = a.parallel;
-    o.n_batch = a.batch;
-    o.n_ubatch = a.ubatch;
-    o.kv_type = *kv;
-    o.flash_attn = a.flash_attn != "off";
-    o.n_gpu_layers = a.gpu_layers;
+    plan::PlanOptions o = plan_options(a.llama, *kv);
     // Remote devices and no local GPU: this CPU takes its share of the layers next to them.
     o.cpu_takes_share = std::any_of(devices.begin(), devices.end(),
                                     [](const plan::Device& d) { return d.remote.has_value(); }) &&
@@ -334,7 +330,7 @@ int run_plan(const PlanArgs& a) {
     }
     OnnxPlanRequest q;
     q.model = a.model;
-    if (a.batch_given) q.batch = a.batch;
+    if (a.llama.batch) q.batch = *a.llama.batch;
     q.shapes = a.shapes;
     q.measure = a.measure;
     q.json = a.json;
@@ -443,20 +439,17 @@ void register_plan_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--vocab", args->params.vocab, "With --params: vocabulary")->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--ctx-train", args->params.ctx_train, "With --params: training context")
       ->check(CLI::Range(1, 1 << 28));
-  cmd->add_option("--ctx", args->ctx, "Context size in tokens (default: the model's training context)");
-  cmd->add_option("--parallel", args->parallel, "Sequences decoded together")->check(CLI::Range(1, 256));
-  auto* batch =
-      cmd->add_option("--batch", args->batch,
-                      "GGUF: logical batch size (llama.cpp n_batch). ONNX: the model's batch size "
-                      "(default 1; measured with --measure, else predicted from the cached profile)")
-          ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--ubatch", args->ubatch, "Physical batch size (llama.cpp n_ubatch)")
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--kv-type", args->kv_type, "KV cache type: f16, q8_0, q4_0, ...");
-  cmd->add_option("--flash-attn", args->flash_attn, "Flash attention: on, off or auto (auto = on)")
-      ->check(CLI::IsMember({"on", "off", "auto"}));
-  cmd->add_option("--gpu-layers", args->gpu_layers,
-                  "Layers to offload to GPUs (-1: all, with the output layer)");
+  add_llama_flags(*cmd, args->llama, kPlanLlamaFlags);
+  note_default(*cmd, "--ctx", "the model's training context");
+  note_default(*cmd, "--parallel", "1");
+  cmd->get_option("--batch-size")
+      ->description(
+          "GGUF: logical batch size (llama.cpp n_batch; default 2048). ONNX: the model's batch size "
+          "(default 1; measured with --measure, else predicted from the cached profile)");
+  note_default(*cmd, "--ubatch-size", "512");
+  note_default(*cmd, "--kv-type", "f16");
+  note_default(*cmd, "--flash-attn", "auto");
+  note_default(*cmd, "--n-gpu-layers", "-1, all");
   cmd->add_flag("--json", args->json, "Print JSON");
   cmd->add_option("--sysroot", args->sysroot, "Describe the machine captured under this directory");
   cmd->add_flag("--explain", args->explain,
@@ -481,17 +474,12 @@ void register_plan_command(CLI::App& app, int& exit_code) {
       "or all; prints fit, quantisation, split, tokens/s and $ per million tokens");
   cmd->add_option("--catalogue", args->catalogue,
                   "Accelerator and instance catalogue (default: data/catalogue.json or $GANTRY_CATALOGUE)");
-  cmd->add_option(
-      "--rpc", args->rpc,
+  cmd->get_option("--rpc")->description(
       "Plan over these RPC servers' devices too (HOST:PORT,...: `gantry rpc-server`): layers split "
       "by free memory; --speed also times each device and the link to it");
-  cmd->add_option("--threads", args->threads,
-                  "CPU threads the speed prediction assumes (default: physical cores)")
-      ->check(CLI::Range(1, 4096));
-  cmd->callback([args, batch, &exit_code] {
-    args->batch_given = batch->count() > 0;
-    exit_code = run_plan(*args);
-  });
+  cmd->get_option("--threads")
+      ->description("CPU threads the speed prediction assumes (default: physical cores)");
+  cmd->callback([args, &exit_code] { exit_code = run_plan(*args); });
 }
 
 }  // namespace gantry::cli

@@ -14,6 +14,7 @@
 #include "gantry/core/npy.h"
 #include "gantry/model/tensor_proto.h"
 #include "gantry/runtime/runtime.h"
+#include "gantry/weights/fetch_model.h"
 
 namespace gantry::cli {
 
@@ -137,6 +138,10 @@ int run_model(RunArgs& a) {
   runtime::RuntimeOptions ro;
   ro.memory_budget = a.memory_budget;
   ro.keep_alive_timer = false;
+  // A model at an http(s) URL is fetched into memory, never to disk.
+  ro.fetch_url = [](const std::string& url, uint64_t max_bytes) {
+    return weights::fetch_model_source(url, max_bytes);
+  };
   auto rt = runtime::Runtime::create(std::move(ro));
   if (!rt.ok()) {
     std::cerr << "gantry run: " << rt.status().message() << "\n";
@@ -145,23 +150,12 @@ int run_model(RunArgs& a) {
   runtime::LoadOptions lo;
   lo.factory.policy = *policy;
   lo.factory.provider = a.provider;
-  lo.factory.intra_op_threads = a.gguf.threads;
+  lo.factory.intra_op_threads = a.gguf.llama.threads;
   lo.instances = a.instances;
-  model::LlamaOptions& llama = lo.factory.llama;
   lo.factory.llama_defaults.n_ctx = 2048;
-  if (a.gguf.ctx) llama.n_ctx = static_cast<int>(*a.gguf.ctx);
-  llama.n_gpu_layers = a.gguf.n_gpu_layers;
-  if (a.gguf.no_mmap) llama.mmap = false;
-  if (!a.gguf.chat_template_file.empty()) llama.chat_template_file = a.gguf.chat_template_file;
-  if (Status st = apply_speculative_flags(a.gguf.speculative, llama); !st.ok()) {
+  if (Status st = apply(a.gguf.llama, lo.factory.llama, kRunLlamaFlags); !st.ok()) {
     std::cerr << "gantry run: error: " << st.message() << "\n";
     return 2;
-  }
-  if (!a.gguf.rpc.empty()) {
-    if (Status s = rpc_option(llama, a.gguf.rpc); !s.ok()) {
-      std::cerr << "gantry run: --rpc: " << s.message() << "\n";
-      return 2;
-    }
   }
   auto handle = (*rt)->load(a.model, lo);
   if (!handle.ok()) {
@@ -182,7 +176,9 @@ void register_run_command(CLI::App& app, int& exit_code) {
   auto* cmd =
       app.add_subcommand("run", "Run an ONNX model on .npy/.pb inputs, or generate text from a GGUF model");
   auto args = std::make_shared<RunArgs>();
-  cmd->add_option("model", args->model, "Model file (.onnx or .gguf) or package (directory or .tar)")
+  cmd->add_option("model", args->model,
+                  "Model file (.onnx or .gguf), package (directory or .tar), or http(s) URL of a .onnx/.gguf "
+                  "model (fetched into memory)")
       ->required();
   cmd->add_option("--input,-i", args->inputs, "NAME=FILE (.npy or .pb); repeat per input");
   cmd->add_option(
@@ -200,14 +196,7 @@ void register_run_command(CLI::App& app, int& exit_code) {
                   "checks that they fit the memory budget together")
       ->check(CLI::Range(1, 256));
   add_run_gguf_flags(*cmd, args->gguf);
-  cmd->callback([args, &exit_code] {
-    if (args->gguf.threads < 0) {
-      std::cerr << "gantry run: --threads must be >= 0\n";
-      exit_code = 2;
-      return;
-    }
-    exit_code = run_model(*args);
-  });
+  cmd->callback([args, &exit_code] { exit_code = run_model(*args); });
 }
 
 }  // namespace gantry::cli

@@ -19,9 +19,6 @@ void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& o) {
          "--prompt-file", o.prompt_file,
          "Read the prompt from FILE (- = standard input); for prompts longer than a command line holds")
       ->excludes(prompt);
-  cmd.add_flag("--no-mmap", o.no_mmap,
-               "Read GGUF weights into memory instead of mapping the file (for files that may change while "
-               "in use: a mapped file overwritten in place ends the process with SIGBUS)");
   cmd.add_option("--max-tokens,-n", o.max_tokens, "Most tokens to generate")->capture_default_str();
   cmd.add_option("--temperature", o.sampling.temperature, "Sampling temperature; 0 = greedy")
       ->capture_default_str();
@@ -34,19 +31,13 @@ void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& o) {
   cmd.add_option("--repeat-penalty", o.sampling.repeat_penalty, "Penalty for repeated tokens; 1 = off")
       ->capture_default_str();
   cmd.add_option("--seed", o.seed, "Sampling seed; -1 = random")->capture_default_str();
-  cmd.add_option("--chat-template-file", o.chat_template_file,
-                 "A Jinja chat template for --chat instead of the GGUF's own (and the package's)");
-  cmd.add_option("--ctx", o.ctx, "Context size in tokens (default: the package's, else 2048)");
-  cmd.add_option("--threads,-t", o.threads, "CPU threads; 0 = all")->capture_default_str();
-  cmd.add_option("--n-gpu-layers,--ngl", o.n_gpu_layers,
-                 "Layers to offload to GPUs; -1 = all (default: as many as the planner says fit)");
   cmd.add_flag("--chat", o.chat, "Format the prompt with the model's chat template");
   cmd.add_option("--system", o.system, "System message (with --chat)");
   cmd.add_option("--stop", o.stop, "Stop before this text (repeatable)");
-  add_speculative_flags(cmd, o.speculative);
-  cmd.add_option("--rpc", o.rpc,
-                 "Spread the model over these RPC servers too (HOST:PORT,...: `gantry rpc-server`): layers "
-                 "split over this CPU and their devices by free memory");
+  add_llama_flags(cmd, o.llama, kRunLlamaFlags);
+  note_default(cmd, "--ctx", "the package's, else 2048");
+  note_default(cmd, "--threads", "all");
+  note_default(cmd, "--n-gpu-layers", "as many as the planner says fit");
 }
 
 namespace {
@@ -78,17 +69,11 @@ Result<std::string> read_prompt_file(const std::string& path) {
 }
 }  // namespace
 
-Status rpc_option(model::LlamaOptions& llama, const std::vector<std::string>& values) {
-  std::string joined;
-  for (const auto& v : values) joined += (joined.empty() ? "" : ",") + v;
-  return model::set_llama_option(llama, "rpc", joined);
-}
-
 Status validate_run_gguf_flags(const RunGgufOptions& o) {
   if (o.seed < -1 || o.seed > 0xFFFFFFFELL) return InvalidArgument("--seed must be -1 or in 0..4294967294");
-  if (o.threads < 0) return InvalidArgument("--threads must be >= 0");
+  if (o.llama.threads < 0) return InvalidArgument("--threads must be >= 0");
   if (o.max_tokens < 1) return InvalidArgument("--max-tokens must be >= 1");
-  if (o.ctx && *o.ctx < 1) return InvalidArgument("--ctx must be >= 1");
+  if (o.llama.ctx && *o.llama.ctx < 1) return InvalidArgument("--ctx must be >= 1");
   return backend::validate(o.sampling);
 }
 

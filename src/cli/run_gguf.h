@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/speculative_flags.h"
+#include "cli/llama_flags.h"
 #include "gantry/backend/model.h"
 #include "gantry/model/backend_options.h"
 
@@ -23,24 +23,17 @@ struct RunGgufOptions {
   int max_tokens = 128;
   backend::SamplingParams sampling;  // the one definition of the sampling defaults
   int64_t seed = -1;                 // -1: random
-  std::optional<uint32_t> ctx;       // unset: the manifest's llama.n_ctx, else 2048
-  int threads = 0;                   // 0: all hardware threads
-  std::optional<int> n_gpu_layers;   // unset: what the planner says fits on the chosen GPU (0 on the CPU)
   bool chat = false;
-  bool no_mmap = false;            // --no-mmap: read the weights into memory instead of mapping the file
-  std::string chat_template_file;  // --chat-template-file: a Jinja chat template instead of the GGUF's
   std::vector<std::string> stop;
-  SpeculativeFlags speculative;  // --draft-model, --draft-max, ... (cli/speculative_flags.h)
-  std::vector<std::string> rpc;  // --rpc HOST:PORT,...: RPC servers whose devices take layers too
+  // The llama.cpp flags `run` shares with the other commands (kRunLlamaFlags): --ctx (unset: the manifest's
+  // llama.n_ctx, else 2048), --threads (0: all hardware threads), --n-gpu-layers (unset: what the planner
+  // says fits on the chosen GPU, 0 on the CPU), --no-mmap, --chat-template-file, --draft-model, --rpc, ...
+  LlamaFlags llama;
 };
 
-// Adds --prompt, --prompt-file, --no-mmap, --max-tokens, --temperature, --top-k, --top-p, --min-p,
-// --repeat-penalty, --seed,
-// --ctx, --threads, --n-gpu-layers, --chat, --system, --stop (repeatable) to `cmd`.
+// Adds --prompt, --prompt-file, --max-tokens, --temperature, --top-k, --top-p, --min-p, --repeat-penalty,
+// --seed, --chat, --system, --stop (repeatable) and the shared llama.cpp flags (kRunLlamaFlags) to `cmd`.
 void add_run_gguf_flags(CLI::App& cmd, RunGgufOptions& options);
-
-// Sets llama.cpp's "rpc" option from --rpc values (each HOST:PORT or a comma-separated list).
-Status rpc_option(model::LlamaOptions& llama, const std::vector<std::string>& values);
 
 // Checks the flags that do not need the model (sampling ranges, sizes, seed; not --prompt).
 // InvalidArgument names the flag.

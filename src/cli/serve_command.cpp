@@ -14,13 +14,13 @@
 #include <cstdlib>
 #include <iostream>
 #include <thread>
-#include <tuple>
 
 #include "cli/commands.h"
-#include "cli/speculative_flags.h"
+#include "cli/llama_flags.h"
 #include "gantry/memory/budget.h"
 #include "gantry/runtime/runtime.h"
 #include "gantry/server/server.h"
+#include "gantry/weights/fetch_model.h"
 
 namespace gantry::cli {
 namespace {
@@ -52,23 +52,11 @@ struct ServeArgs {
   bool body_timeout_given = false;
   std::string provider;
   std::string policy;
-  int threads = 0;
-  uint32_t parallel = 0;  // 0: the package's llama.parallel, else 4
-  uint32_t ctx = 0;
-  std::string kv_type;
-  std::string chat_template_file;
-  std::string reasoning_format;
-  bool no_mmap = false;
-  std::string cache_ram;  // --cache-ram SIZE ("" = the default)
-  bool no_prompt_cache = false;
-  int kv_unified = -1;  // --kv-unified 1, --no-kv-unified 0, neither -1
-  int prefill_chunk = 0;
-  std::vector<std::string> rpc;
+  LlamaFlags llama;  // the llama.cpp flags shared with the other commands (kServeLlamaFlags)
   int64_t max_batch_size = 32;
   int64_t max_queue_delay_us = 1000;
   bool no_dynamic_batching = false;
   double max_generation_s = 600;
-  SpeculativeFlags speculative;
 };
 
 // Where KServe's storage initializer put the model: STORAGE_URI names the remote copy, the files are at
@@ -77,22 +65,6 @@ std::string kserve_model_dir(std::string_view storage_uri) {
   if (storage_uri.starts_with("file://")) return std::string(storage_uri.substr(7));
   if (storage_uri.starts_with("/")) return std::string(storage_uri);
   return "/mnt/models";
-}
-
-// --cache-ram's value in MiB: "-1", "0", a bare number of MiB or a size with a unit.
-Result<int> parse_cache_ram_mib(const std::string& text) {
-  if (text == "-1") return -1;
-  const bool bare = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-  uint64_t bytes = 0;
-  if (bare) {
-    if (text.size() > 9) return InvalidArgument("'" + text + "' is too large");
-    bytes = std::stoull(text) << 20;
-  } else {
-    GANTRY_ASSIGN_OR_RETURN(bytes, memory::parse_byte_size(text));
-  }
-  const uint64_t mib = (bytes + (1u << 20) - 1) >> 20;
-  if (mib > (1u << 24)) return InvalidArgument("'" + text + "' is more than 16 TiB");
-  return static_cast<int>(mib);
 }
 
 int serve(ServeArgs& a) {
@@ -160,50 +132,12 @@ int serve(ServeArgs& a) {
   }
   o.load.factory.policy = *policy;
   o.load.factory.provider = a.provider;
-  o.load.factory.intra_op_threads = a.threads;
-  model::LlamaOptions& llama = o.load.factory.llama;
+  o.load.factory.intra_op_threads = a.llama.threads;
   o.load.factory.llama_defaults.parallel = 4;
-  if (a.parallel > 0) llama.parallel = static_cast<int>(a.parallel);
-  if (a.ctx > 0) llama.n_ctx = static_cast<int>(a.ctx);
-  if (!a.kv_type.empty()) {
-    if (Status s = model::set_llama_option(llama, "kv_type", a.kv_type); !s.ok()) {
-      std::cerr << "gantry serve: --kv-type: " << s.message() << "\n";
-      return 2;
-    }
-  }
-  if (a.no_mmap) llama.mmap = false;
-  if (Status s = apply_speculative_flags(a.speculative, llama); !s.ok()) {
+  if (a.llama.ctx == 0u) a.llama.ctx.reset();  // --ctx 0: the default, as no --ctx
+  if (Status s = apply(a.llama, o.load.factory.llama, kServeLlamaFlags); !s.ok()) {
     std::cerr << "gantry serve: " << s.message() << "\n";
     return 2;
-  }
-  if (a.no_prompt_cache) llama.cache_prompt = false;
-  if (a.kv_unified >= 0) llama.kv_unified = a.kv_unified == 1;
-  if (a.prefill_chunk > 0) llama.prefill_chunk = a.prefill_chunk;
-  if (!a.cache_ram.empty()) {
-    // llama-server's unit: a bare number is MiB; -1 = no limit but the memory budget.
-    auto mib = parse_cache_ram_mib(a.cache_ram);
-    if (!mib.ok()) {
-      std::cerr << "gantry serve: --cache-ram: " << mib.status().message() << "\n";
-      return 2;
-    }
-    llama.cache_ram = *mib;
-  }
-  if (!a.rpc.empty()) {
-    std::string joined;
-    for (const auto& v : a.rpc) joined += (joined.empty() ? "" : ",") + v;
-    if (Status s = model::set_llama_option(llama, "rpc", joined); !s.ok()) {
-      std::cerr << "gantry serve: --rpc: " << s.message() << "\n";
-      return 2;
-    }
-  }
-  for (const auto& [key, value, flag] :
-       {std::tuple{"chat_template_file", a.chat_template_file, "--chat-template-file"},
-        std::tuple{"reasoning_format", a.reasoning_format, "--reasoning-format"}}) {
-    if (value.empty()) continue;
-    if (Status s = model::set_llama_option(llama, key, value); !s.ok()) {
-      std::cerr << "gantry serve: " << flag << ": " << s.message() << "\n";
-      return 2;
-    }
   }
 
   // SIGINT/SIGTERM: the first starts the drain, a second exits at once (from the handler: whichever
@@ -216,6 +150,10 @@ int serve(ServeArgs& a) {
 
   runtime::RuntimeOptions ro;
   ro.memory_budget = a.memory_budget;
+  // A model at an http(s) URL is fetched into memory, never to disk.
+  ro.fetch_url = [](const std::string& url, uint64_t max_bytes) {
+    return weights::fetch_model_source(url, max_bytes);
+  };
   auto rt = runtime::Runtime::create(std::move(ro));
   if (!rt.ok()) {
     std::cerr << "gantry serve: " << rt.status().message() << "\n";
@@ -260,7 +198,9 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("serve", "Serve models over HTTP: KServe v2, OpenAI, Prometheus metrics");
   auto a = std::make_shared<ServeArgs>();
   auto& o = a->options;
-  cmd->add_option("models", o.models, "Model files (.onnx, .gguf) or packages (directory or .tar)");
+  cmd->add_option("models", o.models,
+                  "Model files (.onnx, .gguf), packages (directory or .tar), or http(s) URLs of .onnx/.gguf "
+                  "models (fetched into memory when loaded)");
   cmd->add_option("--model-repository", o.model_repository, "A directory of models and packages to serve");
   cmd->add_option(
       "--pull-source", o.pull_source,
@@ -281,46 +221,10 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--insecure-no-auth", o.insecure_no_auth, "Allow a non-loopback --host without an API key");
   cmd->add_option("--memory-budget", a->memory_budget,
                   "Memory per device, e.g. cpu=4GiB,cuda:0=70GiB or 80% (default: 90% of free)");
-  cmd->add_option("--parallel", a->parallel,
-                  "Sequences each text model generates at once (default: the package's, else 4)")
-      ->check(CLI::Range(1, 256));
-  cmd->add_option("--ctx", a->ctx,
-                  "Context size of text models (default: the package's, else 2048 or the model's training "
-                  "context if smaller)");
-  cmd->add_option("--kv-type", a->kv_type, "KV cache type of text models (f16, q8_0, ...)");
-  cmd->add_option("--chat-template-file", a->chat_template_file,
-                  "A Jinja chat template for text models instead of the GGUF's own (and the package's)");
-  cmd->add_option("--reasoning-format", a->reasoning_format,
-                  "auto|deepseek: a thinking model's reasoning in reasoning_content (default); none: left in "
-                  "the content");
-  add_speculative_flags(*cmd, a->speculative);
-  cmd->add_flag("--no-mmap", a->no_mmap,
-                "Read GGUF weights into memory instead of mapping them (a mapped file overwritten in place "
-                "ends the process with SIGBUS; to update a model, rename a new file over the old one)");
-  cmd->add_option("--cache-ram", a->cache_ram,
-                  "Host-memory prompt cache per text model: a size (512MiB, 2GiB; a bare number is MiB, as "
-                  "llama-server's), 0 off, -1 no limit but the memory budget (default: an eighth of the cpu "
-                  "budget, at most 8GiB; charged to the model and given back first under memory pressure)");
-  cmd->add_flag("--no-prompt-cache,--no-cache-prompt", a->no_prompt_cache,
-                "Evaluate every prompt whole: no slot reuse of earlier prompts, no host-memory prompt cache");
-  cmd->add_flag_callback(
-      "--kv-unified", [a] { a->kv_unified = 1; },
-      "One KV pool shared by a text model's sequences (a sequence may use the whole --ctx) instead of a "
-      "stream of ctx/parallel cells each");
-  cmd->add_flag_callback(
-      "--no-kv-unified", [a] { a->kv_unified = 0; },
-      "A stream of ctx/parallel cells per sequence (the default: attention reads only a sequence's own "
-      "cells, faster)");
-  cmd->add_option("--prefill-chunk", a->prefill_chunk,
-                  "Prompt tokens a decode step evaluates next to the running sequences' tokens (chunked "
-                  "prefill; default: n_ubatch, 512)")
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--rpc", a->rpc,
-                  "Spread text models over these RPC servers too (HOST:PORT,...: `gantry rpc-server`); a "
-                  "package's llama \"rpc\" list does the same for that model. A server lost while serving "
-                  "fails its model's requests with 503 and marks the model failed (load it again)");
-  cmd->add_option("--threads", a->threads, "Inference threads per model (default: the backend's)")
-      ->check(CLI::NonNegativeNumber);
+  add_llama_flags(*cmd, a->llama, kServeLlamaFlags);
+  note_default(*cmd, "--parallel", "the package's, else 4");
+  note_default(*cmd, "--ctx", "the package's, else 2048 or the model's training context if smaller");
+  note_default(*cmd, "--threads", "the backend's");
   cmd->add_option(
          "--instances", o.load.instances,
          "Copies of each ONNX model per device, so that many requests run at once, each with its own "

@@ -1,6 +1,5 @@
 #include "cli/speculative_flags.h"
 
-#include <cstring>
 #include <tuple>
 
 namespace gantry::cli {
@@ -38,10 +37,6 @@ Status apply_speculative_flags(const SpeculativeFlags& f, model::LlamaOptions& o
       return InvalidArgument(flag + (": " + s.message()));
   }
   return model::validate_llama_options(o);
-}
-
-const char* llama_server_alias(const char* arg) {
-  return std::strcmp(arg, "-md") == 0 ? "--model-draft" : arg;
 }
 
 }  // namespace gantry::cli

@@ -7,7 +7,8 @@
 //   --spec-type TYPES                                            draft-free types (ngram-simple, ...)
 //   --spec-ngram-size-n, --spec-ngram-simple-size-n N            n-gram looked up (12)
 //   --spec-ngram-size-m, --spec-ngram-simple-size-m N            most tokens copied after it (48)
-// They become llama options (draft_model, draft_max, ...; gantry/model/backend_options.h).
+// (-md is rewritten to --model-draft before parsing: cli/llama_flags.h.) They become llama options
+// (draft_model, draft_max, ...; gantry/model/backend_options.h).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,15 +21,13 @@ namespace gantry::cli {
 
 struct SpeculativeFlags {
   std::string draft_model, draft_max, draft_min, draft_p_min, spec_type, ngram_size_n, ngram_size_m;
+
+  bool operator==(const SpeculativeFlags&) const = default;
 };
 
 void add_speculative_flags(CLI::App& cmd, SpeculativeFlags& flags);
 
 // Sets the given flags' llama options; InvalidArgument names the flag.
 Status apply_speculative_flags(const SpeculativeFlags& flags, model::LlamaOptions& options);
-
-// llama-server spells its draft model option -md too, which CLI11 cannot declare (one dash, two
-// letters): returns `arg` with -md as --model-draft.
-const char* llama_server_alias(const char* arg);
 
 }  // namespace gantry::cli

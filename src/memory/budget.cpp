@@ -50,7 +50,6 @@ Budget::Attempt Budget::try_reserve_locked(std::string_view owner, uint64_t byte
   if (it == owners_.end()) {
     it = owners_.emplace(std::string(owner), OwnerUsage{}).first;
     it->second.owner = std::string(owner);
-    it->second.last_used = std::chrono::steady_clock::now();
   }
   it->second.reserved = reserved;
   peak_ = std::max(peak_, new_used);
@@ -96,7 +95,6 @@ Budget::Attempt Budget::try_charge_locked(std::string_view owner, uint64_t bytes
   }
   it->second.in_use = in_use;
   it->second.peak = std::max(it->second.peak, in_use);
-  it->second.last_used = std::chrono::steady_clock::now();
   return {};
 }
 
@@ -165,22 +163,6 @@ uint64_t Budget::reclaim(uint64_t wanted, std::string_view except_owner) {
 uint64_t Budget::reclaimed() const {
   std::lock_guard lock(mu_);
   return reclaimed_;
-}
-
-void Budget::set_pinned(std::string_view owner, bool pinned) {
-  std::lock_guard lock(mu_);
-  auto it = owners_.find(owner);
-  if (it == owners_.end()) {
-    it = owners_.emplace(std::string(owner), OwnerUsage{}).first;
-    it->second.owner = std::string(owner);
-  }
-  it->second.pinned = pinned;
-}
-
-void Budget::touch(std::string_view owner) {
-  std::lock_guard lock(mu_);
-  if (auto it = owners_.find(owner); it != owners_.end())
-    it->second.last_used = std::chrono::steady_clock::now();
 }
 
 std::optional<OwnerUsage> Budget::usage(std::string_view owner) const {

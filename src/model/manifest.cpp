@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
@@ -9,6 +10,7 @@
 #include "gantry/core/enum_names.h"
 #include "gantry/core/file_io.h"
 #include "gantry/core/json.h"
+#include "gantry/core/json_reader.h"
 
 namespace gantry::model {
 namespace {
@@ -49,7 +51,10 @@ constexpr auto kPrecisions = enum_names<Precision>("precision", {
                                                                     {Precision::kInt4, "i4"},
                                                                 });
 
-// Collects the first error while walking the JSON; every error names the field by its dotted path.
+// Walks the JSON and returns the first error; every error names the field by its dotted path. Members and
+// values are read by the one strict reader (gantry/core/json_reader.h): an absent or null member is "not
+// given", a value of the wrong type or out of range is refused in its words ("must be an integer in 0..4096,
+// got -2").
 class Reader {
  public:
   explicit Reader(std::string_view origin) : origin_(origin) {}
@@ -57,20 +62,15 @@ class Reader {
   Status fail(const std::string& field, const std::string& what) const {
     return InvalidArgument(origin_ + ": " + (field.empty() ? std::string() : field + ": ") + what);
   }
+  Status check(const JsonFieldCheck& c) const { return c ? fail(c->field, c->problem) : Status::Ok(); }
 
   static std::string join(const std::string& parent, const std::string& key) {
     return parent.empty() ? key : parent + "." + key;
   }
+  // The json_reader path of `parent`'s members: "" at the root, "parent." below it.
+  static std::string under(const std::string& parent) { return parent.empty() ? parent : parent + "."; }
 
-  static std::string type_of(const Json& j) {
-    if (j.is_null()) return "null";
-    if (j.is_boolean()) return "a boolean";
-    if (j.is_number_integer()) return "an integer";
-    if (j.is_number()) return "a number";
-    if (j.is_string()) return "a string";
-    if (j.is_array()) return "an array";
-    return "an object";
-  }
+  static std::string type_of(const Json& j) { return j.type_name(); }
 
   Status check_object(const Json& j, const std::string& field,
                       std::initializer_list<std::string_view> allowed) const {
@@ -85,28 +85,37 @@ class Reader {
     return Status::Ok();
   }
 
+  // Values (an array's elements, members under keys the reader iterates).
   Result<std::string> string(const Json& j, const std::string& field, bool non_empty = true) const {
-    if (!j.is_string()) return fail(field, "must be a string, got " + type_of(j));
-    auto s = j.get<std::string>();
+    std::string s;
+    GANTRY_RETURN_IF_ERROR(check(read_json_string_value(j, field, s)));
     if (non_empty && s.empty()) return fail(field, "must not be empty");
     return s;
   }
 
   Result<int64_t> integer(const Json& j, const std::string& field, int64_t lo, int64_t hi) const {
-    if (!j.is_number_integer())
-      return fail(field, "must be an integer, got " + type_of(j) + (j.is_number() ? " with a fraction" : ""));
-    if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-      return fail(field, "is out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
-    const auto v = j.get<int64_t>();
-    if (v < lo || v > hi)
-      return fail(field, std::to_string(v) + " is out of range (" + std::to_string(lo) + ".." +
-                             std::to_string(hi) + ")");
-    return v;
+    std::optional<int64_t> v;
+    GANTRY_RETURN_IF_ERROR(check(read_json_int_value(j, field, lo, hi, v)));
+    return *v;
   }
 
-  Result<bool> boolean(const Json& j, const std::string& field) const {
-    if (!j.is_boolean()) return fail(field, "must be true or false, got " + type_of(j));
-    return j.get<bool>();
+  // Members of `obj` (the object at `parent`): absent or null leaves `out` unset.
+  template <typename T>
+  Status int_member(const Json& obj, std::string_view key, const std::string& parent, int64_t lo, int64_t hi,
+                    std::optional<T>& out) const {
+    std::optional<int64_t> v;
+    GANTRY_RETURN_IF_ERROR(check(read_json_int(obj, key, under(parent), lo, hi, v)));
+    if (v) out = static_cast<T>(*v);
+    return Status::Ok();
+  }
+
+  Status bool_member(const Json& obj, std::string_view key, const std::string& parent,
+                     std::optional<bool>& out) const {
+    bool b = false;
+    if (!json_field(obj, key)) return Status::Ok();
+    GANTRY_RETURN_IF_ERROR(check(read_json_bool(obj, key, under(parent), b)));
+    out = b;
+    return Status::Ok();
   }
 
   Result<std::string> provider(const Json& j, const std::string& field) const {
@@ -143,16 +152,16 @@ class Reader {
   Result<TensorSpec> tensor_spec(const Json& j, const std::string& field) const {
     GANTRY_RETURN_IF_ERROR(check_object(j, field, {"name", "dtype", "shape", "bucket_dims"}));
     TensorSpec spec;
-    if (!j.contains("name")) return fail(join(field, "name"), "is required");
+    if (!json_field(j, "name")) return fail(join(field, "name"), "is required");
     GANTRY_ASSIGN_OR_RETURN(spec.name, string(j["name"], join(field, "name")));
-    if (j.contains("dtype")) {
-      GANTRY_ASSIGN_OR_RETURN(auto text, string(j["dtype"], join(field, "dtype")));
+    if (const Json* dtype = json_field(j, "dtype")) {
+      GANTRY_ASSIGN_OR_RETURN(auto text, string(*dtype, join(field, "dtype")));
       spec.dtype = parse_dtype(text);
       if (!spec.dtype)
         return fail(join(field, "dtype"), "'" + text + "' is not a dtype (f32, f16, i64, ...)");
     }
-    if (j.contains("shape")) {
-      const auto& s = j["shape"];
+    if (const Json* shape = json_field(j, "shape")) {
+      const auto& s = *shape;
       const std::string sf = join(field, "shape");
       if (!s.is_array()) return fail(sf, "must be an array of dimensions, got " + type_of(s));
       std::vector<int64_t> dims;
@@ -163,8 +172,8 @@ class Reader {
       if (std::any_of(names.begin(), names.end(), [](const auto& n) { return !n.empty(); }))
         spec.dim_names = std::move(names);
     }
-    if (j.contains("bucket_dims")) {
-      const auto& a = j["bucket_dims"];
+    if (const Json* bucket_dims = json_field(j, "bucket_dims")) {
+      const auto& a = *bucket_dims;
       const std::string af = join(field, "bucket_dims");
       if (!a.is_array() || a.empty())
         return fail(af, "must be a non-empty array of dimension names, got " + type_of(a));
@@ -200,12 +209,11 @@ class Reader {
         {"preferred_provider", "fallback_providers", "min_memory_mb", "min_vram_mb", "min_cuda_version",
          "required_precision", "device_id", "gpu_device_ids", "strategy", "graph_optimization_level"}));
     HardwareRequirements h;
-    if (j.contains("preferred_provider")) {
-      GANTRY_ASSIGN_OR_RETURN(h.preferred_provider,
-                              provider(j["preferred_provider"], join(f, "preferred_provider")));
+    if (const Json* p = json_field(j, "preferred_provider")) {
+      GANTRY_ASSIGN_OR_RETURN(h.preferred_provider, provider(*p, join(f, "preferred_provider")));
     }
-    if (j.contains("fallback_providers")) {
-      const auto& a = j["fallback_providers"];
+    if (const Json* fallbacks = json_field(j, "fallback_providers")) {
+      const auto& a = *fallbacks;
       const std::string af = join(f, "fallback_providers");
       if (!a.is_array()) return fail(af, "must be an array of provider names, got " + type_of(a));
       for (size_t i = 0; i < a.size(); ++i) {
@@ -216,34 +224,27 @@ class Reader {
         h.fallback_providers.push_back(std::move(p));
       }
     }
-    if (j.contains("min_memory_mb")) {
-      GANTRY_ASSIGN_OR_RETURN(h.min_memory_mb,
-                              integer(j["min_memory_mb"], join(f, "min_memory_mb"), 0, INT64_MAX));
-    }
-    if (j.contains("min_vram_mb")) {
-      GANTRY_ASSIGN_OR_RETURN(h.min_vram_mb, integer(j["min_vram_mb"], join(f, "min_vram_mb"), 0, INT64_MAX));
-    }
-    if (j.contains("min_cuda_version")) {
+    GANTRY_RETURN_IF_ERROR(int_member(j, "min_memory_mb", f, 0, INT64_MAX, h.min_memory_mb));
+    GANTRY_RETURN_IF_ERROR(int_member(j, "min_vram_mb", f, 0, INT64_MAX, h.min_vram_mb));
+    if (const Json* version = json_field(j, "min_cuda_version")) {
       const std::string vf = join(f, "min_cuda_version");
-      const auto& v = j["min_cuda_version"];
+      const auto& v = *version;
       std::string text;
-      if (v.is_number()) return fail(vf, "must be a string such as \"12.0\", got a number");
+      if (v.is_number()) return fail(vf, "must be a string such as \"12.0\", got number");
       GANTRY_ASSIGN_OR_RETURN(text, string(v, vf));
       auto parsed = Version::parse(text);
       if (!parsed.ok()) return fail(vf, "'" + text + "' is not a version (expected e.g. \"12.4\")");
       h.min_cuda_version = *parsed;
     }
-    if (j.contains("required_precision")) {
+    if (const Json* precision = json_field(j, "required_precision")) {
       const std::string pf = join(f, "required_precision");
-      GANTRY_ASSIGN_OR_RETURN(auto text, string(j["required_precision"], pf));
+      GANTRY_ASSIGN_OR_RETURN(auto text, string(*precision, pf));
       h.required_precision = parse_precision(text);
       if (!h.required_precision) return fail(pf, "'" + text + "' is not one of " + kPrecisions.names());
     }
-    if (j.contains("device_id")) {
-      GANTRY_ASSIGN_OR_RETURN(h.device_id, integer(j["device_id"], join(f, "device_id"), 0, 1 << 20));
-    }
-    if (j.contains("gpu_device_ids")) {
-      const auto& a = j["gpu_device_ids"];
+    GANTRY_RETURN_IF_ERROR(int_member(j, "device_id", f, 0, 1 << 20, h.device_id));
+    if (const Json* ids = json_field(j, "gpu_device_ids")) {
+      const auto& a = *ids;
       const std::string af = join(f, "gpu_device_ids");
       if (!a.is_array()) return fail(af, "must be an array of device ids, got " + type_of(a));
       for (size_t i = 0; i < a.size(); ++i) {
@@ -254,15 +255,15 @@ class Reader {
         h.gpu_device_ids.push_back(static_cast<int>(id));
       }
     }
-    if (j.contains("strategy")) {
+    if (const Json* strategy = json_field(j, "strategy")) {
       const std::string sf = join(f, "strategy");
-      GANTRY_ASSIGN_OR_RETURN(auto text, string(j["strategy"], sf));
+      GANTRY_ASSIGN_OR_RETURN(auto text, string(*strategy, sf));
       h.strategy = parse_strategy(text);
       if (!h.strategy) return fail(sf, "'" + text + "' is not one of " + kStrategies.names());
     }
-    if (j.contains("graph_optimization_level")) {
+    if (const Json* level = json_field(j, "graph_optimization_level")) {
       const std::string gf = join(f, "graph_optimization_level");
-      const auto& v = j["graph_optimization_level"];
+      const auto& v = *level;
       std::string text;
       if (v.is_number_integer()) {
         text = v.dump();
@@ -285,30 +286,15 @@ class Reader {
                      {"intra_op_threads", "inter_op_threads", "memory_pattern", "cpu_arena",
                       "session_buckets", "peak_concurrency", "bucket_max_dims", "bucket_dim_granularity"}));
     RuntimeOptions r;
-    if (j.contains("intra_op_threads")) {
-      GANTRY_ASSIGN_OR_RETURN(r.intra_op_threads,
-                              integer(j["intra_op_threads"], join(f, "intra_op_threads"), 0, 4096));
-    }
-    if (j.contains("inter_op_threads")) {
-      GANTRY_ASSIGN_OR_RETURN(r.inter_op_threads,
-                              integer(j["inter_op_threads"], join(f, "inter_op_threads"), 0, 4096));
-    }
-    if (j.contains("memory_pattern")) {
-      GANTRY_ASSIGN_OR_RETURN(onnx.memory_pattern, boolean(j["memory_pattern"], join(f, "memory_pattern")));
-    }
-    if (j.contains("cpu_arena")) {
-      GANTRY_ASSIGN_OR_RETURN(onnx.cpu_arena, boolean(j["cpu_arena"], join(f, "cpu_arena")));
-    }
-    if (j.contains("peak_concurrency")) {
-      GANTRY_ASSIGN_OR_RETURN(r.peak_concurrency,
-                              integer(j["peak_concurrency"], join(f, "peak_concurrency"), 1, 1 << 20));
-    }
-    if (j.contains("bucket_dim_granularity")) {
-      GANTRY_ASSIGN_OR_RETURN(onnx.bucket_dim_granularity,
-                              integer(j["bucket_dim_granularity"], join(f, "bucket_dim_granularity"), 1, 1 << 20));
-    }
-    if (j.contains("bucket_max_dims")) {
-      const auto& o = j["bucket_max_dims"];
+    GANTRY_RETURN_IF_ERROR(int_member(j, "intra_op_threads", f, 0, 4096, r.intra_op_threads));
+    GANTRY_RETURN_IF_ERROR(int_member(j, "inter_op_threads", f, 0, 4096, r.inter_op_threads));
+    GANTRY_RETURN_IF_ERROR(bool_member(j, "memory_pattern", f, onnx.memory_pattern));
+    GANTRY_RETURN_IF_ERROR(bool_member(j, "cpu_arena", f, onnx.cpu_arena));
+    GANTRY_RETURN_IF_ERROR(int_member(j, "peak_concurrency", f, 1, 1 << 20, r.peak_concurrency));
+    GANTRY_RETURN_IF_ERROR(
+        int_member(j, "bucket_dim_granularity", f, 1, 1 << 20, onnx.bucket_dim_granularity));
+    if (const Json* max_dims = json_field(j, "bucket_max_dims")) {
+      const auto& o = *max_dims;
       const std::string of = join(f, "bucket_max_dims");
       if (!o.is_object() || o.empty())
         return fail(of, "must be a non-empty object mapping dimension names to sizes, got " + type_of(o));
@@ -318,8 +304,8 @@ class Reader {
         onnx.bucket_max_dims[name] = size;
       }
     }
-    if (j.contains("session_buckets")) {
-      const auto& a = j["session_buckets"];
+    if (const Json* buckets = json_field(j, "session_buckets")) {
+      const auto& a = *buckets;
       const std::string af = join(f, "session_buckets");
       if (!a.is_array())
         return fail(af, "must be an array of {input name: shape} objects, got " + type_of(a));
@@ -353,17 +339,11 @@ class Reader {
     GANTRY_RETURN_IF_ERROR(
         check_object(j, f, {"max_batch_size", "preferred_batch_size", "max_queue_delay_microseconds"}));
     DynamicBatching d;
-    if (j.contains("max_batch_size")) {
-      GANTRY_ASSIGN_OR_RETURN(d.max_batch_size,
-                              integer(j["max_batch_size"], join(f, "max_batch_size"), 1, 65536));
-    }
-    if (j.contains("max_queue_delay_microseconds")) {
-      GANTRY_ASSIGN_OR_RETURN(
-          d.max_queue_delay_microseconds,
-          integer(j["max_queue_delay_microseconds"], join(f, "max_queue_delay_microseconds"), 0, 60'000'000));
-    }
-    if (j.contains("preferred_batch_size")) {
-      const auto& a = j["preferred_batch_size"];
+    GANTRY_RETURN_IF_ERROR(int_member(j, "max_batch_size", f, 1, 65536, d.max_batch_size));
+    GANTRY_RETURN_IF_ERROR(
+        int_member(j, "max_queue_delay_microseconds", f, 0, 60'000'000, d.max_queue_delay_microseconds));
+    if (const Json* preferred = json_field(j, "preferred_batch_size")) {
+      const auto& a = *preferred;
       const std::string af = join(f, "preferred_batch_size");
       if (!a.is_array()) return fail(af, "must be an array of batch sizes, got " + type_of(a));
       for (size_t i = 0; i < a.size(); ++i) {
@@ -386,13 +366,15 @@ class Reader {
     if (!j.is_object()) return fail(f, "must be an object, got " + type_of(j));
     LlamaOptions o;
     for (const auto& [key, value] : j.items()) {
+      if (value.is_null()) continue;  // not given
       const std::string kf = join(f, key);
       std::string text;
       if (key == "kv_type" || key == "chat_template_file" || key == "reasoning_format" ||
           key == "draft_model" || key == "spec_type") {
         GANTRY_ASSIGN_OR_RETURN(text, string(value, kf));
       } else if (key == "draft_p_min") {
-        if (!value.is_number()) return fail(kf, "must be a number, got " + type_of(value));
+        std::optional<double> p;
+        GANTRY_RETURN_IF_ERROR(check(read_json_number_value(value, kf, -HUGE_VAL, HUGE_VAL, p)));
         text = value.dump();
       } else if (key == "flash_attn") {
         if (value.is_boolean()) {
@@ -401,14 +383,16 @@ class Reader {
           GANTRY_ASSIGN_OR_RETURN(text, string(value, kf));
         }
       } else if (key == "mmap" || key == "kv_unified" || key == "cache_prompt") {
-        GANTRY_ASSIGN_OR_RETURN(bool b, boolean(value, kf));
+        bool b = false;
+        GANTRY_RETURN_IF_ERROR(check(read_json_bool_value(value, kf, b)));
         text = b ? "on" : "off";
       } else if (key == "tensor_split") {
         if (!value.is_array() || value.empty())
           return fail(kf, "must be a non-empty array of non-negative numbers, got " + type_of(value));
         for (size_t i = 0; i < value.size(); ++i) {
-          if (!value[i].is_number())
-            return fail(kf + "[" + std::to_string(i) + "]", "must be a number, got " + type_of(value[i]));
+          std::optional<double> share;
+          GANTRY_RETURN_IF_ERROR(check(
+              read_json_number_value(value[i], kf + "[" + std::to_string(i) + "]", 0, HUGE_VAL, share)));
           text += (i ? "," : "") + value[i].dump();
         }
       } else if (key == "rpc") {
@@ -417,20 +401,16 @@ class Reader {
           text = value.get<std::string>();
         } else if (value.is_array() && !value.empty()) {
           for (size_t i = 0; i < value.size(); ++i) {
-            if (!value[i].is_string())
-              return fail(kf + "[" + std::to_string(i) + "]",
-                          "must be a \"host:port\" string, got " + type_of(value[i]));
-            text += (i ? "," : "") + value[i].get<std::string>();
+            GANTRY_ASSIGN_OR_RETURN(auto server, string(value[i], kf + "[" + std::to_string(i) + "]", false));
+            text += (i ? "," : "") + server;
           }
         } else {
           return fail(kf, "must be a non-empty array of \"host:port\" strings, got " + type_of(value));
         }
-      } else if (value.is_number_integer()) {
-        text = value.dump();
-      } else {
-        const auto keys = llama_option_keys();
-        if (std::find(keys.begin(), keys.end(), key) != keys.end())
-          return fail(kf, "must be an integer, got " + type_of(value));
+      } else if (const auto keys = llama_option_keys();
+                 std::find(keys.begin(), keys.end(), key) != keys.end()) {
+        GANTRY_ASSIGN_OR_RETURN(int64_t v, integer(value, kf, INT64_MIN, INT64_MAX));
+        text = std::to_string(v);
       }
       Status s = set_llama_option(o, key, text);
       if (!s.ok()) return fail(kf, s.message());
@@ -445,10 +425,10 @@ class Reader {
                                         {"name", "version", "format", "task", "model_file", "sha256", "io",
                                          "hardware_requirements", "runtime", "dynamic_batching", "llama"}));
     for (const char* key : {"name", "version", "format", "model_file", "sha256"})
-      if (!j.contains(key)) return fail(key, "is required");
+      if (!json_field(j, key)) return fail(key, "is required");
     Manifest m;
     GANTRY_ASSIGN_OR_RETURN(m.name, string(j["name"], "name"));
-    if (j["version"].is_number()) return fail("version", "must be a string such as \"1.0.0\", got a number");
+    if (j["version"].is_number()) return fail("version", "must be a string such as \"1.0.0\", got number");
     GANTRY_ASSIGN_OR_RETURN(m.version, string(j["version"], "version"));
     if (!Version::parse(m.version).ok())
       return fail("version", "'" + m.version + "' is not a version (expected e.g. \"1.2.0\")");
@@ -456,9 +436,7 @@ class Reader {
     const auto f = parse_model_format(format);
     if (!f) return fail("format", "'" + format + "' is not one of " + kFormats.names());
     m.format = *f;
-    if (j.contains("task")) {
-      GANTRY_ASSIGN_OR_RETURN(m.task, string(j["task"], "task", false));
-    }
+    GANTRY_RETURN_IF_ERROR(check(read_json_string(j, "task", "", m.task)));
     GANTRY_ASSIGN_OR_RETURN(m.model_file, string(j["model_file"], "model_file"));
     GANTRY_RETURN_IF_ERROR(check_relative_package_path(m.model_file, origin_ + ": model_file"));
     const auto& sums = j["sha256"];
@@ -476,29 +454,29 @@ class Reader {
     if (!m.sha256.count(m.model_file))
       return fail("sha256",
                   "has no entry for the model file '" + m.model_file + "' (run 'gantry pack' to compute it)");
-    if (j.contains("io")) {
-      const auto& io = j["io"];
+    if (const Json* io_json = json_field(j, "io")) {
+      const auto& io = *io_json;
       GANTRY_RETURN_IF_ERROR(check_object(io, "io", {"inputs", "outputs"}));
       IoSpec spec;
-      if (io.contains("inputs")) {
-        GANTRY_ASSIGN_OR_RETURN(spec.inputs, tensor_specs(io["inputs"], "io.inputs"));
+      if (const Json* inputs = json_field(io, "inputs")) {
+        GANTRY_ASSIGN_OR_RETURN(spec.inputs, tensor_specs(*inputs, "io.inputs"));
       }
-      if (io.contains("outputs")) {
-        GANTRY_ASSIGN_OR_RETURN(spec.outputs, tensor_specs(io["outputs"], "io.outputs"));
+      if (const Json* outputs = json_field(io, "outputs")) {
+        GANTRY_ASSIGN_OR_RETURN(spec.outputs, tensor_specs(*outputs, "io.outputs"));
       }
       m.io = std::move(spec);
     }
-    if (j.contains("hardware_requirements")) {
-      GANTRY_ASSIGN_OR_RETURN(m.hardware_requirements, hardware(j["hardware_requirements"], m.onnx));
+    if (const Json* v = json_field(j, "hardware_requirements")) {
+      GANTRY_ASSIGN_OR_RETURN(m.hardware_requirements, hardware(*v, m.onnx));
     }
-    if (j.contains("dynamic_batching")) {
-      GANTRY_ASSIGN_OR_RETURN(m.dynamic_batching, dynamic_batching(j["dynamic_batching"]));
+    if (const Json* v = json_field(j, "dynamic_batching")) {
+      GANTRY_ASSIGN_OR_RETURN(m.dynamic_batching, dynamic_batching(*v));
     }
-    if (j.contains("runtime")) {
-      GANTRY_ASSIGN_OR_RETURN(m.runtime, runtime(j["runtime"], m.onnx));
+    if (const Json* v = json_field(j, "runtime")) {
+      GANTRY_ASSIGN_OR_RETURN(m.runtime, runtime(*v, m.onnx));
     }
-    if (j.contains("llama")) {
-      GANTRY_ASSIGN_OR_RETURN(m.llama, llama(j["llama"]));
+    if (const Json* v = json_field(j, "llama")) {
+      GANTRY_ASSIGN_OR_RETURN(m.llama, llama(*v));
     }
     // Each backend's options belong to its format only: a setting the backend would never read is a
     // mistake the author should hear about.

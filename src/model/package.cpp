@@ -11,6 +11,7 @@
 #include "gantry/core/file_io.h"
 #include "gantry/core/json.h"
 #include "gantry/core/log.h"
+#include "gantry/model/memory_image.h"
 #include "gantry/model/onnx_info.h"
 #include "gantry/model/sha256.h"
 #include "gantry/model/tar.h"
@@ -146,11 +147,16 @@ std::string_view package_kind_name(PackageKind k) {
       return "tar";
     case PackageKind::kBareModel:
       return "model file";
+    case PackageKind::kMemory:
+      return "memory";
   }
   return "unknown";
 }
 
-fs::path Package::model_path() const { return root_ / manifest_.model_file; }
+fs::path Package::model_path() const {
+  if (image_) return image_->path();
+  return root_ / manifest_.model_file;
+}
 
 const std::string& Package::model_sha256() const {
   static const std::string kNone;

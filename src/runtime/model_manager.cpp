@@ -103,10 +103,6 @@ Result<ModelHandle> ModelManager::Admission::finish(std::unique_ptr<backend::Mod
   e.state = ModelState::kReady;
   e.reason.clear();
   e.last_used = Clock::now();
-  for (auto& [device, budget] : manager_->budgets_) {
-    budget->touch(e.name);
-    budget->set_pinned(e.name, e.pinned);
-  }
   done_ = true;
   manager_->cv_.notify_all();
   GANTRY_LOG_DEBUG("model '{}' ready ({} on {})", e.name, e.backend, e.provider);
@@ -160,7 +156,6 @@ ModelHandle ModelManager::make_handle_locked(Entry& e) {
   h.model_ = e.model;
   ++e.handles;
   e.last_used = Clock::now();
-  for (auto& [device, budget] : budgets_) budget->touch(e.name);
   return h;
 }
 
@@ -342,8 +337,6 @@ Status ModelManager::set_pinned(std::string_view name, bool pinned) {
   auto it = entries_.find(name);
   if (it == entries_.end()) return NotFound("no model named '" + std::string(name) + "'");
   it->second->pinned = pinned;
-  for (auto& [device, budget] : budgets_)
-    if (budget->usage(name)) budget->set_pinned(name, pinned);
   cv_.notify_all();
   return Status::Ok();
 }

@@ -2,6 +2,15 @@
 
 #include <fmt/format.h>
 #include <malloc.h>
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GANTRY_ASAN_ALLOCATOR 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(GANTRY_ASAN_ALLOCATOR)
+// The sanitizer runtime's allocator statistics (sanitizer/allocator_interface.h, which GCC does not ship).
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
+#endif
 
 #include <algorithm>
 #include <charconv>
@@ -148,10 +157,15 @@ std::vector<backend::TensorInfo> declared_inputs(const model::OnnxModelInfo& inf
   return out;
 }
 
-// Bytes malloc has handed out and not taken back, every arena (glibc's counters).
+// Bytes malloc has handed out and not taken back, every arena (glibc's counters; under AddressSanitizer,
+// whose allocator replaces glibc's and leaves mallinfo2 empty, the sanitizer's own count).
 uint64_t heap_in_use() {
+#if defined(__SANITIZE_ADDRESS__) || defined(GANTRY_ASAN_ALLOCATOR)
+  return __sanitizer_get_current_allocated_bytes();
+#else
   const struct mallinfo2 m = mallinfo2();
   return m.uordblks + m.hblkhd;
+#endif
 }
 
 void add_note(std::vector<std::string>& notes, std::string note) {

@@ -147,7 +147,28 @@ backend::LoadOptions Runtime::factory_options(const LoadOptions& options) const 
   return f;
 }
 
+Result<model::ModelSource> Runtime::resolve(const std::string& source) const {
+  if (!model::is_model_url(source)) return model::ModelSource::file(source);
+  if (!options_.fetch_url) return InvalidArgument(source + ": this runtime cannot fetch models from URLs");
+  // The image lives in host memory: never more than the whole CPU budget (idle models may still be evicted
+  // to make room for what the model itself needs, as for a file).
+  const auto cpu = budgets_.find("cpu");
+  return options_.fetch_url(source, cpu == budgets_.end() ? 0 : cpu->second->capacity());
+}
+
 Result<ModelHandle> Runtime::load(const std::string& source, const LoadOptions& options) {
+  if (model::is_model_url(source)) {
+    // Already loaded from this URL: no download.
+    const std::string name =
+        options.name.empty() ? fs::path(model::source_file_name(source)).stem().string() : options.name;
+    if (auto info = manager_->info(name); info && info->state == ModelState::kReady && info->source == source)
+      if (auto h = manager_->acquire(name); h.ok()) return h;
+  }
+  GANTRY_ASSIGN_OR_RETURN(model::ModelSource src, resolve(source));
+  return load(src, options);
+}
+
+Result<ModelHandle> Runtime::load(const model::ModelSource& source, const LoadOptions& options) {
   model::LoadOptions lo;
   lo.verify_checksums = options.verify_checksums;
   GANTRY_ASSIGN_OR_RETURN(model::Package package, model::load_package(source, lo));
@@ -158,7 +179,9 @@ Result<ModelHandle> Runtime::load_package(std::shared_ptr<const model::Package> 
                                           const LoadOptions& options) {
   const std::string name = options.name.empty() ? default_model_name(*package) : options.name;
   std::error_code ec;
-  const std::string source = fs::absolute(package->source(), ec).lexically_normal().string();
+  const std::string source = package->kind() == model::PackageKind::kMemory
+                                 ? package->source().string()
+                                 : fs::absolute(package->source(), ec).lexically_normal().string();
   if (auto info = manager_->info(name); info && info->state == ModelState::kReady && info->source != source) {
     return FailedPrecondition("a model named '" + name + "' is already loaded from " + info->source +
                               "; unload it first or load " + source + " under another name");
@@ -258,6 +281,12 @@ Status Runtime::unload(std::string_view name) { return manager_->unload(name); }
 std::vector<ModelInfo> Runtime::models() const { return manager_->list(); }
 
 Result<Explanation> Runtime::explain(const std::string& source, const LoadOptions& options,
+                                     bool measure_single) {
+  GANTRY_ASSIGN_OR_RETURN(model::ModelSource src, resolve(source));
+  return explain(src, options, measure_single);
+}
+
+Result<Explanation> Runtime::explain(const model::ModelSource& source, const LoadOptions& options,
                                      bool measure_single) {
   model::LoadOptions lo;
   lo.verify_checksums = options.verify_checksums;

@@ -5,6 +5,7 @@
 
 #include "gantry/server/anthropic_codec.h"
 #include "generation_call.h"
+#include "route_table.h"
 #include "server_state.h"
 
 namespace gantry::server {
@@ -139,5 +140,32 @@ void anthropic_messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequ
   };
   start_generation_call(s, reply, model, std::move(start), std::move(hooks));
 }
+
+// Anthropic's Messages API.
+namespace {
+void messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
+  anthropic_messages(s, std::move(reply), std::move(request), false);
+}
+
+void count_tokens(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
+  anthropic_messages(s, std::move(reply), std::move(request), true);
+}
+
+const Route kRoutes[] = {
+    {.method = "POST",
+     .pattern = "/v1/messages",
+     .protocol = Protocol::kAnthropic,
+     .runs = Route::Runs::kWorkers,
+     .handle = messages,
+     .inference = true},
+    {.method = "POST",
+     .pattern = "/v1/messages/count_tokens",
+     .protocol = Protocol::kAnthropic,
+     .runs = Route::Runs::kWorkers,
+     .handle = count_tokens},
+};
+}  // namespace
+
+std::span<const Route> anthropic_routes() { return kRoutes; }
 
 }  // namespace gantry::server

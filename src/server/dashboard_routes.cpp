@@ -11,6 +11,7 @@
 #include "gantry/build_info.h"
 #include "gantry/hw/registry_json.h"
 #include "gantry/model/package.h"
+#include "route_table.h"
 #include "server/dashboard_assets.h"
 #include "server_state.h"
 
@@ -151,7 +152,10 @@ void dashboard_status(Server::State& s, std::shared_ptr<Reply> reply) {
   for (const auto& b : s.runtime.budgets()) {
     json owners = json::array();
     for (const auto& o : b.owners) {
-      owners.push_back({{"owner", o.owner}, {"bytes", o.footprint()}, {"pinned", o.pinned}});
+      // Whether an owner is pinned is the model manager's fact (a model's name; other owners never are).
+      auto m = std::find_if(loaded.begin(), loaded.end(), [&](const auto& i) { return i.name == o.owner; });
+      owners.push_back(
+          {{"owner", o.owner}, {"bytes", o.footprint()}, {"pinned", m != loaded.end() && m->pinned}});
     }
     budgets.push_back({{"device", b.device},
                        {"capacity", b.capacity},
@@ -205,5 +209,70 @@ void dashboard_pin(Server::State& s, std::shared_ptr<Reply> reply, std::string m
   reply->json(200,
               json{{"name", model}, {"pinned", pinned}}.dump(-1, ' ', false, json::error_handler_t::replace));
 }
+
+// The dashboard: its page and files (no key, GET only), the status it polls and pinning.
+namespace {
+using Runs = Route::Runs;
+
+void send_asset(Reply& reply, std::string_view name, const HttpRequest& request) {
+  if (auto asset = dashboard_asset(name, request))
+    reply.send(std::move(*asset));
+  else
+    reply.error(404, "the dashboard has no asset '" + std::string(name) + "'");
+}
+
+void page(Server::State&, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
+  send_asset(*reply, "index.html", request);
+}
+
+void asset(Server::State&, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams& p) {
+  send_asset(*reply, p.asset, request);
+}
+
+void status(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {
+  dashboard_status(s, std::move(reply));
+}
+
+void pin(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams& p) {
+  dashboard_pin(s, std::move(reply), p.model, true);
+}
+
+void unpin(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams& p) {
+  dashboard_pin(s, std::move(reply), p.model, false);
+}
+
+constexpr Protocol kHttp = Protocol::kHttp;
+const Route kRoutes[] = {
+    {.method = "GET",
+     .pattern = "/",
+     .protocol = kHttp,
+     .runs = Runs::kInline,
+     .handle = page,
+     .access = Route::Access::kPublicPage},
+    {.method = "GET",
+     .pattern = "/dashboard/{asset}",
+     .protocol = kHttp,
+     .runs = Runs::kInline,
+     .handle = asset,
+     .access = Route::Access::kPublicPage},
+    {.method = "GET",
+     .pattern = "/gantry/status",
+     .protocol = kHttp,
+     .runs = Runs::kControl,
+     .handle = status},
+    {.method = "POST",
+     .pattern = "/gantry/models/{model}/pin",
+     .protocol = kHttp,
+     .runs = Runs::kControl,
+     .handle = pin},
+    {.method = "POST",
+     .pattern = "/gantry/models/{model}/unpin",
+     .protocol = kHttp,
+     .runs = Runs::kControl,
+     .handle = unpin},
+};
+}  // namespace
+
+std::span<const Route> dashboard_routes() { return kRoutes; }
 
 }  // namespace gantry::server

@@ -4,7 +4,9 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "gantry/build_info.h"
 #include "gantry/server/kserve_codec.h"
+#include "route_table.h"
 #include "server_state.h"
 
 namespace gantry::server {
@@ -108,12 +110,13 @@ void run_inference(Server::State& s, const std::string& name, runtime::ModelHand
                    Clock::time_point received, InferenceDone done) {
   if (s.options.dynamic_batching && handle.model().metadata().batchable) {
     auto batcher = s.batcher(name, handle);
-    DynamicBatcher::Item item;
+    runtime::DynamicBatcher::Item item;
     item.inputs = std::move(inputs);  // tensors share their bytes
     item.handle = std::move(handle);
     item.keep_alive = std::move(keep_alive);
     auto shared_done = std::make_shared<InferenceDone>(std::move(done));
-    item.done = [&s, name, shared_done](Result<std::vector<NamedTensor>> out, const BatchTiming& timing) {
+    item.done = [&s, name, shared_done](Result<std::vector<NamedTensor>> out,
+                                        const runtime::BatchTiming& timing) {
       s.metrics.queue_time(name, timing.queued);
       if (timing.batch_requests > 0) s.metrics.batch(name, timing.batch_requests);
       auto result = std::make_shared<Result<std::vector<NamedTensor>>>(std::move(out));
@@ -210,5 +213,138 @@ void kserve_repository_load(Server::State& s, std::shared_ptr<Reply> reply, std:
   }
   reply->json(200, "{}");
 }
+
+// The KServe v2 / Open Inference Protocol routes (and the repository extension).
+namespace {
+using Runs = Route::Runs;
+
+void live(Server::State&, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {
+  reply->json(200, R"({"live":true})");
+}
+
+void ready(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {
+  std::string why;
+  if (s.ready(&why))
+    reply->json(200, R"({"ready":true})");
+  else
+    reply->error(503, why);
+}
+
+void server_metadata(Server::State&, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {
+  using json = nlohmann::json;
+  reply->json(200, json{{"name", "gantry"},
+                        {"version", GANTRY_VERSION_STRING},
+                        {"extensions", {"binary_tensor_data", "model_repository"}}}
+                       .dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+void model_metadata(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams& p) {
+  kserve_model_metadata(s, std::move(reply), p.model);
+}
+
+void model_ready(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams& p) {
+  kserve_model_ready(s, std::move(reply), p.model);
+}
+
+void infer(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams& p) {
+  kserve_infer(s, std::move(reply), std::move(request), p.model);
+}
+
+void repository_index(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {
+  kserve_repository_index(s, std::move(reply));
+}
+
+void repository_load(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams& p) {
+  kserve_repository_load(s, std::move(reply), p.model, true);
+}
+
+void repository_unload(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams& p) {
+  kserve_repository_load(s, std::move(reply), p.model, false);
+}
+
+constexpr Protocol kKserve = Protocol::kKserve;
+const Route kRoutes[] = {
+    {.method = "GET",
+     .pattern = "/v2/health/live",
+     .protocol = kKserve,
+     .runs = Runs::kInline,
+     .handle = live,
+     .access = Route::Access::kProbe},
+    {.method = "GET",
+     .pattern = "/v2/health/ready",
+     .protocol = kKserve,
+     .runs = Runs::kInline,
+     .handle = ready,
+     .access = Route::Access::kProbe},
+    {.method = "GET",
+     .pattern = "/v2",
+     .protocol = kKserve,
+     .runs = Runs::kInline,
+     .handle = server_metadata},
+    {.method = "POST",
+     .pattern = "/v2/repository/index",
+     .protocol = kKserve,
+     .runs = Runs::kControl,
+     .handle = repository_index},
+    {.method = "POST",
+     .pattern = "/v2/repository/models/{model}/load",
+     .protocol = kKserve,
+     .runs = Runs::kWorkers,
+     .handle = repository_load},
+    {.method = "POST",
+     .pattern = "/v2/repository/models/{model}/unload",
+     .protocol = kKserve,
+     .runs = Runs::kWorkers,
+     .handle = repository_unload},
+    {.method = "GET",
+     .pattern = "/v2/models/{model}",
+     .protocol = kKserve,
+     .runs = Runs::kMetadata,
+     .handle = model_metadata,
+     .versioned = true},
+    {.method = "GET",
+     .pattern = "/v2/models/{model}/versions/{version}",
+     .protocol = kKserve,
+     .runs = Runs::kMetadata,
+     .handle = model_metadata,
+     .versioned = true},
+    {.method = "GET",
+     .pattern = "/v2/models/{model}/ready",
+     .protocol = kKserve,
+     .runs = Runs::kControl,
+     .handle = model_ready,
+     .versioned = true},
+    {.method = "GET",
+     .pattern = "/v2/models/{model}/versions/{version}/ready",
+     .protocol = kKserve,
+     .runs = Runs::kControl,
+     .handle = model_ready,
+     .versioned = true},
+    {.method = "POST",
+     .pattern = "/v2/models/{model}/infer",
+     .protocol = kKserve,
+     .runs = Runs::kWorkers,
+     .handle = infer,
+     .inference = true,
+     .batched = true,
+     .versioned = true},
+    {.method = "POST",
+     .pattern = "/v2/models/{model}/versions/{version}/infer",
+     .protocol = kKserve,
+     .runs = Runs::kWorkers,
+     .handle = infer,
+     .inference = true,
+     .batched = true,
+     .versioned = true},
+    // Any other path under a model: no route, but its 404 is counted under the model's name.
+    {.method = "",
+     .pattern = "/v2/models/{model}/**",
+     .protocol = kKserve,
+     .runs = Runs::kInline,
+     .handle = nullptr},
+};
+}  // namespace
+
+std::span<const Route> kserve_routes() { return kRoutes; }
 
 }  // namespace gantry::server

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gantry/model/manifest.h"
+#include "gantry/model/model_source.h"
 #include "gantry/model/package.h"
 
 namespace gantry::server {
@@ -30,6 +31,13 @@ Result<RepositoryEntry> repository_entry(const fs::path& source) {
   auto from = [&](const model::Manifest& m) {
     return RepositoryEntry{m.name, source, m.dynamic_batching, m.name};
   };
+  if (model::is_model_url(source.string())) {
+    // A bare model fetched into memory when it loads (Runtime::load): named by its file's stem.
+    const std::string stem = fs::path(model::source_file_name(source.string())).stem().string();
+    if (stem.empty() || stem == ".")
+      return InvalidArgument(source.string() + ": the URL names no model file (http://host/path/NAME.gguf)");
+    return RepositoryEntry{stem, source, std::nullopt, stem};
+  }
   if (fs::is_directory(source, ec)) {
     auto m = model::read_manifest(source / std::string(model::kManifestFileName));
     if (!m.ok()) return m.status().with_context("model package " + source.string());
@@ -56,7 +64,10 @@ Status ModelRepository::add_locked(RepositoryEntry entry) {
   const std::string name = entry.name;
   auto it = entries_.find(name);
   if (it != entries_.end()) {
-    if (fs::weakly_canonical(it->second->source) == fs::weakly_canonical(entry.source)) return Status();
+    const auto same_source = [](const fs::path& a, const fs::path& b) {
+      return model::is_model_url(a.string()) ? a == b : fs::weakly_canonical(a) == fs::weakly_canonical(b);
+    };
+    if (same_source(it->second->source, entry.source)) return Status();
     return InvalidArgument("two models are named '" + name + "': " + it->second->source.string() + " and " +
                            entry.source.string() +
                            " (rename one file or set a different `name` in its gantry.json)");

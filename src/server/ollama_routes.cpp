@@ -18,6 +18,7 @@
 #include "gantry/server/ollama_codec.h"
 #include "generation_call.h"
 #include "ollama_pull.h"
+#include "route_table.h"
 #include "server_state.h"
 
 namespace gantry::server {
@@ -563,32 +564,84 @@ void pull(Server::State& s, Reply& reply, const HttpRequest& request) {
 
 }  // namespace
 
-void ollama_route(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, OllamaRoute route) {
-  switch (route) {
-    case OllamaRoute::kTags:
-      return tags(s, *reply);
-    case OllamaRoute::kPs:
-      return ps(s, *reply);
-    case OllamaRoute::kVersion:
-      return reply->json(200, ollama::version_response(kOllamaApiVersion));
-    case OllamaRoute::kShow:
-      return show(s, *reply, request);
-    case OllamaRoute::kGenerate:
-      return text(s, reply, request, ollama::Endpoint::kGenerate);
-    case OllamaRoute::kChat:
-      return text(s, reply, request, ollama::Endpoint::kChat);
-    case OllamaRoute::kEmbed:
-      return embed(s, *reply, request, false);
-    case OllamaRoute::kEmbeddings:
-      return embed(s, *reply, request, true);
-    case OllamaRoute::kCopy:
-      return copy(s, *reply, request);
-    case OllamaRoute::kDelete:
-      return remove(s, *reply, request);
-    case OllamaRoute::kPull:
-      return pull(s, *reply, request);
-  }
-  reply->error(404, "no route");
-}
+// Ollama's API under /api: what reads state runs on the control pool (show reads the file's header,
+// never loads the model), the rest on the workers.
+namespace {
+using Runs = Route::Runs;
+using Params = const RouteParams&;
+
+const Route kRoutes[] = {
+    {.method = "GET",
+     .pattern = "/api/tags",
+     .protocol = Protocol::kOllama,
+     .runs = Runs::kControl,
+     .handle = [](Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, Params) { tags(s, *reply); }},
+    {.method = "GET",
+     .pattern = "/api/ps",
+     .protocol = Protocol::kOllama,
+     .runs = Runs::kControl,
+     .handle = [](Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, Params) { ps(s, *reply); }},
+    {.method = "GET",
+     .pattern = "/api/version",
+     .protocol = Protocol::kOllama,
+     .runs = Runs::kControl,
+     .handle = [](Server::State&, std::shared_ptr<Reply> reply, HttpRequest&,
+                  Params) { reply->json(200, ollama::version_response(kOllamaApiVersion)); }},
+    {.method = "POST",
+     .pattern = "/api/show",
+     .protocol = Protocol::kOllama,
+     .runs = Runs::kControl,
+     .handle = [](Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& r,
+                  Params) { show(s, *reply, r); }},
+    {.method = "POST",
+     .pattern = "/api/generate",
+     .protocol = Protocol::kOllama,
+     .runs = Runs::kWorkers,
+     .handle = [](Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& r,
+                  Params) { text(s, reply, r, ollama::Endpoint::kGenerate); },
+     .inference = true},
+    {.method = "POST",
+     .pattern = "/api/chat",
+     .protocol = Protocol::kOllama,
+     .runs = Runs::kWorkers,
+     .handle = [](Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& r,
+                  Params) { text(s, reply, r, ollama::Endpoint::kChat); },
+     .inference = true},
+    {.method = "POST",
+     .pattern = "/api/embed",
+     .protocol = Protocol::kOllama,
+     .runs = Runs::kWorkers,
+     .handle = [](Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& r,
+                  Params) { embed(s, *reply, r, false); },
+     .inference = true},
+    {.method = "POST",
+     .pattern = "/api/embeddings",
+     .protocol = Protocol::kOllama,
+     .runs = Runs::kWorkers,
+     .handle = [](Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& r,
+                  Params) { embed(s, *reply, r, true); },
+     .inference = true},
+    {.method = "POST",
+     .pattern = "/api/copy",
+     .protocol = Protocol::kOllama,
+     .runs = Runs::kWorkers,
+     .handle = [](Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& r,
+                  Params) { copy(s, *reply, r); }},
+    {.method = "DELETE",
+     .pattern = "/api/delete",
+     .protocol = Protocol::kOllama,
+     .runs = Runs::kWorkers,
+     .handle = [](Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& r,
+                  Params) { remove(s, *reply, r); }},
+    {.method = "POST",
+     .pattern = "/api/pull",
+     .protocol = Protocol::kOllama,
+     .runs = Runs::kWorkers,
+     .handle = [](Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& r,
+                  Params) { pull(s, *reply, r); }},
+};
+}  // namespace
+
+std::span<const Route> ollama_routes() { return kRoutes; }
 
 }  // namespace gantry::server

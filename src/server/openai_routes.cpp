@@ -5,6 +5,7 @@
 
 #include "gantry/server/openai_codec.h"
 #include "generation_call.h"
+#include "route_table.h"
 #include "server_state.h"
 
 namespace gantry::server {
@@ -291,5 +292,56 @@ void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpReque
   }
   reply->json(200, openai::embeddings_response(req.model, *vectors, req.base64, tokens));
 }
+
+// The OpenAI routes under /v1 (the Responses API and rerank have tables of their own).
+namespace {
+using Runs = Route::Runs;
+
+void models(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {
+  openai_models(s, std::move(reply));
+}
+
+void chat(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
+  openai_text(s, std::move(reply), std::move(request), true);
+}
+
+void completions(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
+  openai_text(s, std::move(reply), std::move(request), false);
+}
+
+void embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
+  openai_embeddings(s, std::move(reply), std::move(request));
+}
+
+constexpr Protocol kOpenai = Protocol::kOpenai;
+const Route kRoutes[] = {
+    {.method = "GET", .pattern = "/v1/models", .protocol = kOpenai, .runs = Runs::kControl, .handle = models},
+    {.method = "GET",
+     .pattern = "/v1/models/{model}",
+     .protocol = kOpenai,
+     .runs = Runs::kControl,
+     .handle = models},
+    {.method = "POST",
+     .pattern = "/v1/chat/completions",
+     .protocol = kOpenai,
+     .runs = Runs::kWorkers,
+     .handle = chat,
+     .inference = true},
+    {.method = "POST",
+     .pattern = "/v1/completions",
+     .protocol = kOpenai,
+     .runs = Runs::kWorkers,
+     .handle = completions,
+     .inference = true},
+    {.method = "POST",
+     .pattern = "/v1/embeddings",
+     .protocol = kOpenai,
+     .runs = Runs::kWorkers,
+     .handle = embeddings,
+     .inference = true},
+};
+}  // namespace
+
+std::span<const Route> openai_routes() { return kRoutes; }
 
 }  // namespace gantry::server

@@ -1,6 +1,7 @@
 // POST /v1/rerank and /rerank: a reranking model's (pooling "rank") relevance scores for documents
 // against a query, in llama-server's shape (gantry/server/rerank_codec.h).
 #include "gantry/server/rerank_codec.h"
+#include "route_table.h"
 #include "server_state.h"
 
 namespace gantry::server {
@@ -49,5 +50,29 @@ void rerank_documents(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
   }
   reply->json(200, rerank::rerank_response(req, ranked->scores, ranked->prompt_tokens));
 }
+
+// Rerank, at llama-server's two paths.
+namespace {
+void rerank(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
+  rerank_documents(s, std::move(reply), std::move(request));
+}
+
+const Route kRoutes[] = {
+    {.method = "POST",
+     .pattern = "/v1/rerank",
+     .protocol = Protocol::kOpenai,
+     .runs = Route::Runs::kWorkers,
+     .handle = rerank,
+     .inference = true},
+    {.method = "POST",
+     .pattern = "/rerank",
+     .protocol = Protocol::kOpenai,
+     .runs = Route::Runs::kWorkers,
+     .handle = rerank,
+     .inference = true},
+};
+}  // namespace
+
+std::span<const Route> rerank_routes() { return kRoutes; }
 
 }  // namespace gantry::server

@@ -7,6 +7,7 @@
 #include "gantry/core/json.h"
 #include "gantry/server/responses_codec.h"
 #include "generation_call.h"
+#include "route_table.h"
 #include "server_state.h"
 
 namespace gantry::server {
@@ -213,5 +214,43 @@ void responses_stored(Server::State& s, std::shared_ptr<Reply> reply, std::strin
   }
   reply->json(200, stored->body);
 }
+
+// The Responses API: create, and a kept response read or deleted.
+namespace {
+void create(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
+  responses_create(s, std::move(reply), std::move(request));
+}
+
+void get(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams& p) {
+  responses_stored(s, std::move(reply), p.id, false);
+}
+
+void erase(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams& p) {
+  responses_stored(s, std::move(reply), p.id, true);
+}
+
+constexpr Protocol kOpenai = Protocol::kOpenai;
+const Route kRoutes[] = {
+    {.method = "POST",
+     .pattern = "/v1/responses",
+     .protocol = kOpenai,
+     .runs = Route::Runs::kWorkers,
+     .handle = create,
+     .inference = true},
+    // GET first: another method on /v1/responses/{id} is answered 405 "takes GET".
+    {.method = "GET",
+     .pattern = "/v1/responses/{id}",
+     .protocol = kOpenai,
+     .runs = Route::Runs::kControl,
+     .handle = get},
+    {.method = "DELETE",
+     .pattern = "/v1/responses/{id}",
+     .protocol = kOpenai,
+     .runs = Route::Runs::kControl,
+     .handle = erase},
+};
+}  // namespace
+
+std::span<const Route> responses_routes() { return kRoutes; }
 
 }  // namespace gantry::server

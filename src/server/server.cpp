@@ -9,6 +9,7 @@
 #include "gantry/server/kserve_codec.h"
 #include "gantry/server/ollama_codec.h"
 #include "gantry/server/openai_codec.h"
+#include "route_table.h"
 #include "server_state.h"
 
 namespace gantry::server {
@@ -16,209 +17,18 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
-std::vector<std::string> split_path(std::string_view path) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < path.size()) {
-    while (i < path.size() && path[i] == '/') ++i;
-    size_t j = path.find('/', i);
-    if (j == std::string_view::npos) j = path.size();
-    if (j > i) {
-      // Percent-decode a segment (a model name may hold any character).
-      std::string seg;
-      for (size_t k = i; k < j; ++k) {
-        if (path[k] == '%' && k + 2 < j) {
-          auto hex = [](char c) -> int {
-            if (c >= '0' && c <= '9') return c - '0';
-            if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-            if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-            return -1;
-          };
-          int hi = hex(path[k + 1]), lo = hex(path[k + 2]);
-          if (hi >= 0 && lo >= 0) {
-            seg += static_cast<char>(hi * 16 + lo);
-            k += 2;
-            continue;
-          }
-        }
-        seg += path[k];
-      }
-      out.push_back(std::move(seg));
-    }
-    i = j;
-  }
-  return out;
-}
-
-// What a request is, from its method and path alone (before its body is read).
-struct Route {
-  enum Kind {
-    kNotFound,
-    kLive,
-    kReady,
-    kServerMetadata,
-    kModelMetadata,
-    kModelReady,
-    kInfer,
-    kRepoIndex,
-    kRepoLoad,
-    kRepoUnload,
-    kOpenaiModels,
-    kOpenaiModel,
-    kChat,
-    kCompletions,
-    kEmbeddings,
-    kMessages,        // Anthropic
-    kCountTokens,     // Anthropic
-    kResponses,       // POST /v1/responses
-    kResponseGet,     // GET /v1/responses/{id}
-    kResponseDelete,  // DELETE /v1/responses/{id}
-    kRerank,
-    kMetrics,
-    kDashboardPage,
-    kDashboardAsset,
-    kGantryStatus,
-    kGantryPin,
-    kGantryUnpin,
-    kOllama,  // /api/...: which one in `ollama`
-  } kind = kNotFound;
-  OllamaRoute ollama = OllamaRoute::kTags;
-  std::string model;
-  std::string version;         // /versions/{v}, "" when not given
-  std::string asset;           // /dashboard/{asset}
-  std::string response_id;     // /v1/responses/{id} (not a metrics label)
-  const char* method = "GET";  // the method the route takes
-  Protocol protocol = Protocol::kHttp;
-};
-
-Route route_of(std::string_view path, std::string_view method) {
-  auto p = split_path(path);
-  Route r;
-  auto is = [&](std::initializer_list<std::string_view> want) {
-    if (p.size() != want.size()) return false;
-    size_t i = 0;
-    for (auto w : want) {
-      if (w != "*" && p[i] != w) return false;
-      ++i;
-    }
-    return true;
-  };
-  if (!p.empty() && p[0] == "v2") r.protocol = Protocol::kKserve;
-  if (!p.empty() && p[0] == "v1") r.protocol = Protocol::kOpenai;
-  if (!p.empty() && p[0] == "api") r.protocol = Protocol::kOllama;
-  if (is({"v2", "health", "live"}))
-    r.kind = Route::kLive;
-  else if (is({"v2", "health", "ready"}))
-    r.kind = Route::kReady;
-  else if (is({"v2"}))
-    r.kind = Route::kServerMetadata;
-  else if (is({"metrics"}))
-    r.kind = Route::kMetrics;
-  else if (is({}))
-    r.kind = Route::kDashboardPage, r.asset = "index.html";
-  else if (is({"dashboard", "*"}))
-    r.kind = Route::kDashboardAsset, r.asset = p[1];
-  else if (is({"gantry", "status"}))
-    r.kind = Route::kGantryStatus;
-  else if (is({"gantry", "models", "*", "pin"}))
-    r.kind = Route::kGantryPin, r.model = p[2], r.method = "POST";
-  else if (is({"gantry", "models", "*", "unpin"}))
-    r.kind = Route::kGantryUnpin, r.model = p[2], r.method = "POST";
-  else if (is({"v2", "repository", "index"}))
-    r.kind = Route::kRepoIndex, r.method = "POST";
-  else if (is({"v2", "repository", "models", "*", "load"}))
-    r.kind = Route::kRepoLoad, r.model = p[3], r.method = "POST";
-  else if (is({"v2", "repository", "models", "*", "unload"}))
-    r.kind = Route::kRepoUnload, r.model = p[3], r.method = "POST";
-  else if (p.size() >= 3 && p[0] == "v2" && p[1] == "models") {
-    r.model = p[2];
-    std::vector<std::string> rest(p.begin() + 3, p.end());
-    if (rest.size() >= 2 && rest[0] == "versions") {
-      r.version = rest[1];
-      rest.erase(rest.begin(), rest.begin() + 2);
-    }
-    if (rest.empty())
-      r.kind = Route::kModelMetadata;
-    else if (rest.size() == 1 && rest[0] == "ready")
-      r.kind = Route::kModelReady;
-    else if (rest.size() == 1 && rest[0] == "infer")
-      r.kind = Route::kInfer, r.method = "POST";
-  } else if (is({"v1", "models"}))
-    r.kind = Route::kOpenaiModels;
-  else if (is({"v1", "models", "*"}))
-    r.kind = Route::kOpenaiModel, r.model = p[2];
-  else if (is({"v1", "chat", "completions"}))
-    r.kind = Route::kChat, r.method = "POST";
-  else if (is({"v1", "completions"}))
-    r.kind = Route::kCompletions, r.method = "POST";
-  else if (is({"v1", "embeddings"}))
-    r.kind = Route::kEmbeddings, r.method = "POST";
-  else if (is({"v1", "messages"}))
-    r.kind = Route::kMessages, r.method = "POST", r.protocol = Protocol::kAnthropic;
-  else if (is({"v1", "messages", "count_tokens"}))
-    r.kind = Route::kCountTokens, r.method = "POST", r.protocol = Protocol::kAnthropic;
-  else if (is({"v1", "responses"}))
-    r.kind = Route::kResponses, r.method = "POST";
-  else if (is({"v1", "responses", "*"}) && method == "DELETE")
-    r.kind = Route::kResponseDelete, r.response_id = p[2], r.method = "DELETE";
-  else if (is({"v1", "responses", "*"}))
-    r.kind = Route::kResponseGet, r.response_id = p[2];
-  else if (is({"v1", "rerank"}) || is({"rerank"}))
-    r.kind = Route::kRerank, r.method = "POST", r.protocol = Protocol::kOpenai;
-  else if (r.protocol == Protocol::kOllama && p.size() == 2) {
-    static const struct {
-      std::string_view path;
-      OllamaRoute route;
-      const char* method;
-    } kOllamaRoutes[] = {
-        {"tags", OllamaRoute::kTags, "GET"},          {"ps", OllamaRoute::kPs, "GET"},
-        {"version", OllamaRoute::kVersion, "GET"},    {"show", OllamaRoute::kShow, "POST"},
-        {"generate", OllamaRoute::kGenerate, "POST"}, {"chat", OllamaRoute::kChat, "POST"},
-        {"embed", OllamaRoute::kEmbed, "POST"},       {"embeddings", OllamaRoute::kEmbeddings, "POST"},
-        {"copy", OllamaRoute::kCopy, "POST"},         {"delete", OllamaRoute::kDelete, "DELETE"},
-        {"pull", OllamaRoute::kPull, "POST"}};
-    for (const auto& o : kOllamaRoutes) {
-      if (p[1] == o.path) r.kind = Route::kOllama, r.ollama = o.route, r.method = o.method;
-    }
-  }
-  return r;
-}
-
-bool is_inference(const Route& r) {
-  const Route::Kind k = r.kind;
-  if (k == Route::kOllama) {
-    return r.ollama == OllamaRoute::kGenerate || r.ollama == OllamaRoute::kChat ||
-           r.ollama == OllamaRoute::kEmbed || r.ollama == OllamaRoute::kEmbeddings;
-  }
-  return k == Route::kInfer || k == Route::kChat || k == Route::kCompletions || k == Route::kEmbeddings ||
-         k == Route::kMessages || k == Route::kResponses || k == Route::kRerank;
-}
-
-// Where a routed request runs: inference and model loading on the workers; everything that only reads
-// the server's state on the control pool, so it is answered while every worker is busy.
+// Where a routed request runs (Route::Runs).
 boost::asio::thread_pool& pool_for(Server::State& s, const Route& r) {
-  switch (r.kind) {
-    case Route::kMetrics:
-    case Route::kModelReady:
-    case Route::kRepoIndex:
-    case Route::kOpenaiModels:
-    case Route::kOpenaiModel:
-    case Route::kGantryStatus:
-    case Route::kGantryPin:
-    case Route::kGantryUnpin:
-    case Route::kResponseGet:
-    case Route::kResponseDelete:
+  switch (r.runs) {
+    case Route::Runs::kControl:
       return s.control;
-    case Route::kModelMetadata:
+    case Route::Runs::kMetadata:
       return s.metadata_pool();
-    case Route::kOllama:
-      if (r.ollama == OllamaRoute::kTags || r.ollama == OllamaRoute::kPs ||
-          r.ollama == OllamaRoute::kVersion || r.ollama == OllamaRoute::kShow)
-        return s.control;  // show reads the file's header, never loads the model
-      return s.workers;
-    default:
-      return s.workers;
+    case Route::Runs::kInline:
+    case Route::Runs::kWorkers:
+      break;
   }
+  return s.workers;
 }
 
 // CORS headers for `origin` when it is allowed.
@@ -238,7 +48,7 @@ HttpHeaders cors_headers(const ServeOptions& o, const HttpRequest& req) {
 
 // The answer a request gets from its header alone (CORS preflight, 401, 405, 503 while draining, 429
 // when full), or nullopt to read its body and route it.
-std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, const Route& r,
+std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, const RouteMatch& r,
                                          const HttpRequest& req) {
   if (req.method == "OPTIONS") {
     HttpResponse pre;
@@ -255,10 +65,10 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
     }
     return pre;
   }
-  if (r.kind == Route::kLive || r.kind == Route::kReady) return std::nullopt;  // probes need no key
+  const Route* route = r.route;
+  if (route && route->access == Route::Access::kProbe) return std::nullopt;  // probes need no key
   // The dashboard's page and assets hold no data (it asks for the key itself): no key, GET only.
-  if ((r.kind == Route::kDashboardPage || r.kind == Route::kDashboardAsset) &&
-      (req.method == "GET" || req.method == "HEAD"))
+  if (route && route->access == Route::Access::kPublicPage && (req.method == "GET" || req.method == "HEAD"))
     return std::nullopt;
   if (!s.keys.allows(req)) {
     auto resp =
@@ -269,22 +79,23 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
     resp.headers.emplace_back("WWW-Authenticate", "Bearer");
     return resp;
   }
-  if (r.kind == Route::kNotFound) return std::nullopt;  // answered 404 with the body read
+  if (!route) return std::nullopt;  // answered 404 with the body read
   // HEAD is GET without the body (HttpServer leaves the body out).
-  if (req.method != r.method && !(req.method == "HEAD" && std::string_view(r.method) == "GET")) {
-    auto resp =
-        error_response(r.protocol, 405, std::string(req.path) + " takes " + r.method + ", not " + req.method);
-    resp.headers.emplace_back("Allow", r.method);
+  if (req.method != route->method && !(req.method == "HEAD" && route->method == "GET")) {
+    auto resp = error_response(
+        r.protocol, 405,
+        std::string(req.path) + " takes " + std::string(route->method) + ", not " + req.method);
+    resp.headers.emplace_back("Allow", std::string(route->method));
     return resp;
   }
-  if (s.draining.load() && r.kind != Route::kMetrics) {
+  if (s.draining.load() && !route->while_draining) {
     return error_response(r.protocol, 503, "the server is shutting down");
   }
-  if (is_inference(r)) {
+  if (route->inference) {
     bool full = s.inflight.load() >= global_limit;
-    if (!full && r.kind == Route::kInfer) {
+    if (!full && route->batched) {
       std::lock_guard lock(s.mu);
-      auto b = s.batchers.find(r.model);
+      auto b = s.batchers.find(r.params.model);
       full = b != s.batchers.end() && b->second->depth() >= s.options.max_queue;
     }
     if (full) {
@@ -301,9 +112,8 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
 // the dashboard, any GET, unknown paths) takes none, and some need no key, so a stranger cannot make
 // the server buffer more than kSmallBodyBytes for them.
 constexpr uint64_t kSmallBodyBytes = 4096;
-std::optional<uint64_t> body_limit(const Route& r, const HttpRequest& req) {
-  if (r.kind != Route::kNotFound && std::string_view(r.method) == "POST" && req.method == "POST")
-    return std::nullopt;
+std::optional<uint64_t> body_limit(const RouteMatch& r, const HttpRequest& req) {
+  if (r.route && r.route->method == "POST" && req.method == "POST") return std::nullopt;
   return kSmallBodyBytes;
 }
 
@@ -488,12 +298,12 @@ void Server::State::release(const std::string& model) {
   if (it != outstanding.end() && it->second > 0) --it->second;
 }
 
-std::shared_ptr<DynamicBatcher> Server::State::batcher(const std::string& name,
-                                                       runtime::ModelHandle& handle) {
+std::shared_ptr<runtime::DynamicBatcher> Server::State::batcher(const std::string& name,
+                                                                runtime::ModelHandle& handle) {
   std::lock_guard lock(mu);
   auto it = batchers.find(name);
   if (it != batchers.end() && it->second->model() == &handle.model()) return it->second;
-  BatchingConfig config = options.batching;
+  runtime::BatchingConfig config = options.batching;
   config.max_queue = options.max_queue;
   // The package's own dynamic_batching (Triton's knobs) wins over the server-wide defaults.
   if (auto entry = repository.find(name); entry && entry->batching) {
@@ -503,7 +313,7 @@ std::shared_ptr<DynamicBatcher> Server::State::batcher(const std::string& name,
     if (d.max_queue_delay_microseconds)
       config.max_queue_delay = std::chrono::microseconds(*d.max_queue_delay_microseconds);
   }
-  auto b = std::make_shared<DynamicBatcher>(name, handle.model(), config);
+  auto b = std::make_shared<runtime::DynamicBatcher>(name, handle.model(), config);
   batchers[name] = b;  // a reloaded model gets a new batcher; the old one ends with its last request
   return b;
 }
@@ -657,144 +467,49 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   HttpHooks hooks;
   const size_t global_limit = o.max_queue * (state->repository.entries().size() + 1) + workers;
   hooks.on_header = [s, global_limit](const HttpRequest& req) -> HeaderDecision {
-    const Route r = route_of(req.path, req.method);
+    const RouteMatch r = find_route(req.path, req.method);
     auto early = early_answer(*s, global_limit, r, req);
     if (early) {
       if (req.method != "OPTIONS") {
         auto cors = cors_headers(s->options, req);
         early->headers.insert(early->headers.end(), cors.begin(), cors.end());
       }
-      s->metrics.request(r.model.empty() ? "-" : r.model, protocol_name(r.protocol), early->status,
-                         std::chrono::duration<double>(Clock::now() - req.received));
+      s->metrics.request(r.params.model.empty() ? "-" : r.params.model, protocol_name(r.protocol),
+                         early->status, std::chrono::duration<double>(Clock::now() - req.received));
       return {std::move(early), std::nullopt};
     }
     return {std::nullopt, body_limit(r, req)};
   };
 
   hooks.on_request = [s](HttpRequest&& req, std::shared_ptr<Exchange> ex) {
-    const Route r = route_of(req.path, req.method);
+    const RouteMatch r = find_route(req.path, req.method);
     auto reply = std::make_shared<Reply>(*s, std::move(ex), r.protocol, req.received);
-    if (!r.model.empty()) reply->set_model(r.model);
+    if (!r.params.model.empty()) reply->set_model(r.params.model);
     reply->add_headers(cors_headers(s->options, req));
-    switch (r.kind) {
-      case Route::kLive:
-        reply->json(200, R"({"live":true})");
-        return;
-      case Route::kReady: {
-        std::string why;
-        if (s->ready(&why))
-          reply->json(200, R"({"ready":true})");
-        else
-          reply->error(503, why);
+    if (!r.route) {
+      if (r.protocol == Protocol::kOllama) {
+        reply->error(404,
+                     "no route for " + req.method + " " + req.path +
+                         " (the Ollama API here: /api/tags, ps, show, generate, chat, embed, embeddings, "
+                         "version, copy, delete, pull; models are not created or pushed over it)");
         return;
       }
-      case Route::kServerMetadata:
-        reply->json(200, json{{"name", "gantry"},
-                              {"version", GANTRY_VERSION_STRING},
-                              {"extensions", {"binary_tensor_data", "model_repository"}}}
-                             .dump(-1, ' ', false, json::error_handler_t::replace));
-        return;
-      case Route::kModelMetadata:
-      case Route::kModelReady:
-      case Route::kInfer:
-        if (!r.version.empty() && r.version != "1") {
-          reply->error(404, "model '" + r.model + "' has no version '" + r.version + "' (its versions: 1)");
-          return;
-        }
-        break;
-      case Route::kDashboardPage:
-      case Route::kDashboardAsset:
-        if (auto asset = dashboard_asset(r.asset, req))
-          reply->send(std::move(*asset));
-        else
-          reply->error(404, "the dashboard has no asset '" + r.asset + "'");
-        return;
-      case Route::kNotFound:
-        if (r.protocol == Protocol::kOllama) {
-          reply->error(404,
-                       "no route for " + req.method + " " + req.path +
-                           " (the Ollama API here: /api/tags, ps, show, generate, chat, embed, embeddings, "
-                           "version, copy, delete, pull; models are not created or pushed over it)");
-          return;
-        }
-        reply->error(404, "no route for " + req.method + " " + req.path +
-                              " (KServe v2 under /v2, OpenAI under /v1, metrics at /metrics)");
-        return;
-      default:
-        break;
+      reply->error(404, "no route for " + req.method + " " + req.path +
+                            " (KServe v2 under /v2, OpenAI under /v1, metrics at /metrics)");
+      return;
+    }
+    if (r.route->versioned && !r.params.version.empty() && r.params.version != "1") {
+      reply->error(
+          404, "model '" + r.params.model + "' has no version '" + r.params.version + "' (its versions: 1)");
+      return;
+    }
+    if (r.route->runs == Route::Runs::kInline) {
+      r.route->handle(*s, reply, req, r.params);
+      return;
     }
     auto req_ptr = std::make_shared<HttpRequest>(std::move(req));
-    post_task(pool_for(*s, r), "request", [s, r, reply, req_ptr]() mutable {
-      switch (r.kind) {
-        case Route::kMetrics: {
-          HttpResponse m;
-          m.content_type = "text/plain; version=0.0.4; charset=utf-8";
-          m.body = s->metrics.render(s->runtime, s->gauges(/*own_requests=*/1));
-          reply->send(std::move(m));
-          return;
-        }
-        case Route::kModelMetadata:
-          kserve_model_metadata(*s, reply, r.model);
-          return;
-        case Route::kModelReady:
-          kserve_model_ready(*s, reply, r.model);
-          return;
-        case Route::kInfer:
-          kserve_infer(*s, reply, std::move(*req_ptr), r.model);
-          return;
-        case Route::kRepoIndex:
-          kserve_repository_index(*s, reply);
-          return;
-        case Route::kRepoLoad:
-          kserve_repository_load(*s, reply, r.model, true);
-          return;
-        case Route::kRepoUnload:
-          kserve_repository_load(*s, reply, r.model, false);
-          return;
-        case Route::kOpenaiModels:
-          openai_models(*s, reply);
-          return;
-        case Route::kOpenaiModel:
-          openai_models(*s, reply);
-          return;
-        case Route::kChat:
-          openai_text(*s, reply, std::move(*req_ptr), true);
-          return;
-        case Route::kCompletions:
-          openai_text(*s, reply, std::move(*req_ptr), false);
-          return;
-        case Route::kEmbeddings:
-          openai_embeddings(*s, reply, std::move(*req_ptr));
-          return;
-        case Route::kMessages:
-        case Route::kCountTokens:
-          anthropic_messages(*s, reply, std::move(*req_ptr), r.kind == Route::kCountTokens);
-          return;
-        case Route::kResponses:
-          responses_create(*s, reply, std::move(*req_ptr));
-          return;
-        case Route::kResponseGet:
-        case Route::kResponseDelete:
-          responses_stored(*s, reply, r.response_id, r.kind == Route::kResponseDelete);
-          return;
-        case Route::kRerank:
-          rerank_documents(*s, reply, std::move(*req_ptr));
-          return;
-        case Route::kGantryStatus:
-          dashboard_status(*s, reply);
-          return;
-        case Route::kGantryPin:
-        case Route::kGantryUnpin:
-          dashboard_pin(*s, reply, r.model, r.kind == Route::kGantryPin);
-          return;
-        case Route::kOllama:
-          ollama_route(*s, reply, std::move(*req_ptr), r.ollama);
-          return;
-        default:
-          reply->error(404, "no route");
-          return;
-      }
-    });
+    post_task(pool_for(*s, *r.route), "request",
+              [s, r, reply, req_ptr]() mutable { r.route->handle(*s, reply, *req_ptr, r.params); });
   };
 
   HttpServerOptions http;

@@ -14,9 +14,9 @@
 #include <utility>
 
 #include "gantry/core/log.h"
+#include "gantry/runtime/dynamic_batcher.h"
 #include "gantry/runtime/runtime.h"
 #include "gantry/server/api_keys.h"
-#include "gantry/server/dynamic_batcher.h"
 #include "gantry/server/http_server.h"
 #include "gantry/server/metrics.h"
 #include "gantry/server/model_repository.h"
@@ -111,7 +111,7 @@ struct Server::State {
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
   std::mutex mu;  // guards outstanding, batchers
   std::map<std::string, size_t, std::less<>> outstanding;
-  std::map<std::string, std::shared_ptr<DynamicBatcher>, std::less<>> batchers;
+  std::map<std::string, std::shared_ptr<runtime::DynamicBatcher>, std::less<>> batchers;
   // Declared after everything a queued task touches: tasks abandoned at stop() are destroyed with them.
   // `workers` parse, run and encode inference (and load models); `control` answers what must never wait
   // behind inference: metadata, model lists, readiness of a model, /metrics, the dashboard's status.
@@ -141,7 +141,7 @@ struct Server::State {
   // (--load-on-demand), which is slow work for `workers`.
   boost::asio::thread_pool& metadata_pool();
 
-  std::shared_ptr<DynamicBatcher> batcher(const std::string& name, runtime::ModelHandle& handle);
+  std::shared_ptr<runtime::DynamicBatcher> batcher(const std::string& name, runtime::ModelHandle& handle);
   // Figures for /metrics and the dashboard; `own_requests` (the scrape itself) are not counted in flight.
   ServerGauges gauges(size_t own_requests);
 };
@@ -164,44 +164,8 @@ std::vector<RepositoryModel> repository_index(Server::State& s);
 // when memory is short, InvalidArgument when unloading a model that is not loaded.
 Status repository_load(Server::State& s, const std::string& name, bool load);
 
-// Routes (each answers through `reply`; runs on a worker thread).
-void kserve_infer(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, std::string model);
-void kserve_model_metadata(Server::State& s, std::shared_ptr<Reply> reply, std::string model);
-void kserve_model_ready(Server::State& s, std::shared_ptr<Reply> reply, std::string model);
-void kserve_repository_index(Server::State& s, std::shared_ptr<Reply> reply);
-void kserve_repository_load(Server::State& s, std::shared_ptr<Reply> reply, std::string model, bool load);
-void openai_models(Server::State& s, std::shared_ptr<Reply> reply);
-void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, bool chat);
-void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request);
-// Anthropic (anthropic_routes.cpp): POST /v1/messages, or /v1/messages/count_tokens when `count_tokens`.
-void anthropic_messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request,
-                        bool count_tokens);
-// The Responses API (responses_routes.cpp): POST /v1/responses; GET (erase false) and DELETE (erase
-// true) /v1/responses/{id}.
-void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request);
-void responses_stored(Server::State& s, std::shared_ptr<Reply> reply, std::string id, bool erase);
-// POST /v1/rerank and /rerank (rerank_routes.cpp).
-void rerank_documents(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request);
-// Dashboard (dashboard_routes.cpp): an embedded asset with its security headers (304 when the request's
-// If-None-Match holds its ETag; nullopt when there is no such asset), the JSON the page polls, pinning.
+// The dashboard's embedded asset `name` with its security headers (304 when the request's If-None-Match
+// holds its ETag; nullopt when there is no such asset): dashboard_routes.cpp, whose route table serves it.
 std::optional<HttpResponse> dashboard_asset(std::string_view name, const HttpRequest& request);
-void dashboard_status(Server::State& s, std::shared_ptr<Reply> reply);
-void dashboard_pin(Server::State& s, std::shared_ptr<Reply> reply, std::string model, bool pinned);
-// Ollama (ollama_routes.cpp): /api/tags, /api/ps, /api/version, /api/show, /api/generate, /api/chat,
-// /api/embed, /api/embeddings, /api/copy, /api/delete, /api/pull.
-enum class OllamaRoute {
-  kTags,
-  kPs,
-  kVersion,
-  kShow,
-  kGenerate,
-  kChat,
-  kEmbed,
-  kEmbeddings,
-  kCopy,
-  kDelete,
-  kPull
-};
-void ollama_route(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, OllamaRoute route);
 
 }  // namespace gantry::server

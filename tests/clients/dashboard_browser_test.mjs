@@ -213,6 +213,10 @@ await check('pin toggles pinned', async () => {
   await row('mlp_64_128_10').locator('button[data-action="pin"]').click();
   await page.locator('#model-rows tr[data-model="mlp_64_128_10"][data-pinned="true"]').waitFor(WAIT);
   assert.equal((await status()).models.find((m) => m.name === 'mlp_64_128_10').pinned, true);
+  // The memory view's owner says so too: pinned is the model manager's fact, the budget only counts bytes.
+  const owners = (await status()).budgets.flatMap((b) => b.owners);
+  assert.ok(owners.some((o) => o.owner === 'mlp_64_128_10' && o.pinned === true), JSON.stringify(owners));
+  assert.ok(owners.filter((o) => o.owner !== 'mlp_64_128_10').every((o) => o.pinned === false), JSON.stringify(owners));
   await page.waitForTimeout(1200); // let a poll show the pinned legend in the screenshot
 });
 

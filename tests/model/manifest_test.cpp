@@ -112,10 +112,10 @@ TEST(Manifest, DynamicBatchingKnobs) {
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, *m);
   for (auto [field, value, phrase] : std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"max_batch_size", "0", "out of range"},
+           {"max_batch_size", "0", "must be an integer in 1..65536, got 0"},
            {"preferred_batch_size", "[32]", "larger than max_batch_size"},
            {"preferred_batch_size", "4", "must be an array"},
-           {"max_queue_delay_microseconds", "-1", "out of range"},
+           {"max_queue_delay_microseconds", "-1", "must be an integer in 0..60000000, got -1"},
            {"max_queue_delay", "5", "unknown field"}}) {
     Json j = full_manifest();
     j["dynamic_batching"][field] = Json::parse(value);
@@ -222,7 +222,7 @@ TEST(Manifest, EachMistakeIsAClearErrorNamingTheField) {
       {"duplicate fallback",
        [](Json& j) { j["hardware_requirements"]["fallback_providers"][1] = "tensorrt"; }, "listed twice"},
       {"negative memory", [](Json& j) { j["hardware_requirements"]["min_memory_mb"] = -1; },
-       "hardware_requirements.min_memory_mb: -1 is out of range"},
+       "hardware_requirements.min_memory_mb: must be an integer in 0..9223372036854775807, got -1"},
       {"memory as string", [](Json& j) { j["hardware_requirements"]["min_vram_mb"] = "1GB"; },
        "hardware_requirements.min_vram_mb: must be an integer"},
       {"cuda version garbage", [](Json& j) { j["hardware_requirements"]["min_cuda_version"] = "twelve"; },
@@ -249,7 +249,7 @@ TEST(Manifest, EachMistakeIsAClearErrorNamingTheField) {
       {"threads fractional", [](Json& j) { j["runtime"]["inter_op_threads"] = 1.5; },
        "runtime.inter_op_threads: must be an integer"},
       {"memory_pattern not bool", [](Json& j) { j["runtime"]["memory_pattern"] = "yes"; },
-       "runtime.memory_pattern: must be true or false"},
+       "runtime.memory_pattern: must be a boolean, got string"},
       {"zero concurrency", [](Json& j) { j["runtime"]["peak_concurrency"] = 0; }, "runtime.peak_concurrency"},
       {"max dim zero", [](Json& j) { j["runtime"]["bucket_max_dims"]["batch"] = 0; },
        "runtime.bucket_max_dims.batch"},
@@ -268,6 +268,30 @@ TEST(Manifest, EachMistakeIsAClearErrorNamingTheField) {
        "llama: llama.cpp options apply to format gguf; this model's format is onnx"},
   };
   expect_refused(full_manifest(), cases);
+}
+
+// Manifests are read by the one strict JSON reader (gantry/core/json_reader.h): JSON null means "not given",
+// as in every request body, so a required field that is null is missing and an optional one keeps its
+// default.
+TEST(Manifest, NullIsNotGiven) {
+  Json j = full_manifest();
+  j["task"] = nullptr;
+  j["hardware_requirements"]["min_memory_mb"] = nullptr;
+  j["runtime"]["memory_pattern"] = nullptr;
+  j["dynamic_batching"]["max_batch_size"] = nullptr;
+  auto m = parse_manifest(j.dump());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->task, "");
+  EXPECT_FALSE(m->hardware_requirements.min_memory_mb.has_value());
+  EXPECT_FALSE(m->onnx.memory_pattern.has_value());
+  EXPECT_FALSE(m->dynamic_batching->max_batch_size.has_value());
+  expect_refused(full_manifest(),
+                 {{"null name", [](Json& j) { j["name"] = nullptr; }, "name: is required"},
+                  {"null element",
+                   [](Json& j) {
+                     j["hardware_requirements"]["gpu_device_ids"] = {0, nullptr};
+                   },
+                   "hardware_requirements.gpu_device_ids[1]: must be an integer, got null"}});
 }
 
 // A GGUF package's manifest: the llama.cpp options, checked for type, range and spelling when parsed.
@@ -365,9 +389,10 @@ TEST(Manifest, BadLlamaOptionsNameTheField) {
       {"bad kv type", [](Json& j) { j["llama"]["kv_type"] = "q3_k"; }, "is not a KV cache type"},
       {"kv type number", [](Json& j) { j["llama"]["kv_type"] = 8; }, "llama.kv_type: must be a string"},
       {"bad flash", [](Json& j) { j["llama"]["flash_attn"] = "maybe"; }, "must be auto, on or off"},
-      {"mmap string", [](Json& j) { j["llama"]["mmap"] = "off"; }, "llama.mmap: must be true or false"},
+      {"mmap string", [](Json& j) { j["llama"]["mmap"] = "off"; },
+       "llama.mmap: must be a boolean, got string"},
       {"kv_unified string", [](Json& j) { j["llama"]["kv_unified"] = "on"; },
-       "llama.kv_unified: must be true or false"},
+       "llama.kv_unified: must be a boolean, got string"},
       {"cache_ram below -1", [](Json& j) { j["llama"]["cache_ram"] = -2; }, "llama.cache_ram: "},
       {"split string", [](Json& j) { j["llama"]["tensor_split"] = "3,1"; }, "llama.tensor_split: must be"},
       {"split negative",

@@ -47,6 +47,8 @@ cases = [
     ("src/backend/loader.cpp", "gantry/backend/llama/llama_backend.h", False),
     ("src/backend/onnx/onnx_backend.cpp", "gantry/backend/model.h", True),
     ("src/backend/onnx/onnx_backend.cpp", "gantry/backend/llama/llama_backend.h", False),
+    ("src/runtime/dynamic_batcher.cpp", "gantry/server/server.h", False),  # scheduling is below the server
+    ("src/server/server.cpp", "gantry/runtime/dynamic_batcher.h", True),
     ("src/hw/registry.cpp", "gantry/build_info.h", True),  # generated headers stay visible
     # ONNX Runtime's headers are the ONNX backend's own: its public headers compile without them.
     ("src/backend/onnx/onnx_model.cpp", "onnxruntime_cxx_api.h", True),

@@ -6,8 +6,8 @@
 // error ("not given", as OpenAI's, Anthropic's and Ollama's servers treat null). A member of the wrong type
 // or out of range returns a JsonFieldError naming it; `out` is then unchanged. Codecs turn the error into
 // their protocol's error shape with `quoted()` ("'n' must be an integer in 1..128, got 0": OpenAI,
-// Ollama) or `prefixed()` ("n: must be an integer in 1..128, got 0": Anthropic, manifests), so every front end says the same
-// thing about the same mistake.
+// Ollama) or `prefixed()` ("n: must be an integer in 1..128, got 0": Anthropic, manifests), so every front
+// end says the same thing about the same mistake.
 //
 // Duplicate keys are refused when the document is parsed (parse_json_unique_keys in core/json.h), not here.
 #pragma once
@@ -55,6 +55,16 @@ JsonFieldCheck read_json_number(const nlohmann::json& obj, std::string_view key,
 // empty strings are dropped.
 JsonFieldCheck read_json_strings(const nlohmann::json& obj, std::string_view key, std::string_view path,
                                  std::vector<std::string>& out, size_t max_items = SIZE_MAX);
+
+// The same checks on a value that is not read by key (an array's element, a member under a key the caller
+// iterates): `field` is its full name ("gpu_device_ids[1]"). Here null is a value of the wrong type, not
+// "not given".
+JsonFieldCheck read_json_bool_value(const nlohmann::json& v, std::string_view field, bool& out);
+JsonFieldCheck read_json_string_value(const nlohmann::json& v, std::string_view field, std::string& out);
+JsonFieldCheck read_json_int_value(const nlohmann::json& v, std::string_view field, int64_t lo, int64_t hi,
+                                   std::optional<int64_t>& out, JsonIntegers integers = JsonIntegers::kExact);
+JsonFieldCheck read_json_number_value(const nlohmann::json& v, std::string_view field, double lo, double hi,
+                                      std::optional<double>& out);
 
 // A JsonFieldError for a member that is present but not acceptable for a reason of the caller's.
 inline JsonFieldError json_field_error(std::string_view path, std::string_view key, std::string problem) {

@@ -7,9 +7,10 @@
 // A reserve() or charge() that would take the sum of footprints over the capacity fails with
 // ResourceExhausted and a message with the numbers (device, asked, capacity, used and by how many
 // owners); nothing changes then. The Budget never evicts a model itself: making room is the model
-// manager's job, outside any allocation. What it does first is ask the caches other owners registered
-// (add_reclaimer: memory they can rebuild, like a prompt cache in host memory) to give bytes back, and
-// try once more: caches go before any model. Thread-safe; every operation is atomic.
+// manager's job, outside any allocation, and the facts that decide it (pinned, last used) are the model
+// manager's alone (gantry/runtime/model_manager.h). What it does first is ask the caches other owners
+// registered (add_reclaimer: memory they can rebuild, like a prompt cache in host memory) to give bytes back,
+// and try once more: caches go before any model. Thread-safe; every operation is atomic.
 #pragma once
 
 #include <chrono>
@@ -31,8 +32,6 @@ struct OwnerUsage {
   uint64_t reserved = 0;
   uint64_t in_use = 0;  // charged and not yet credited
   uint64_t peak = 0;    // largest in_use seen
-  bool pinned = false;
-  std::chrono::steady_clock::time_point last_used{};
   uint64_t footprint() const { return reserved > in_use ? reserved : in_use; }
 };
 
@@ -72,9 +71,6 @@ class Budget {
   // the bytes they gave back. reserve() and charge() do this themselves when a request does not fit.
   uint64_t reclaim(uint64_t wanted, std::string_view except_owner = {});
   uint64_t reclaimed() const;  // bytes reclaimers gave back so far
-
-  void set_pinned(std::string_view owner, bool pinned);
-  void touch(std::string_view owner);  // last_used = now
 
   std::optional<OwnerUsage> usage(std::string_view owner) const;
   std::vector<OwnerUsage> ledger() const;  // every owner, by name

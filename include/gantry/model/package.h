@@ -1,4 +1,6 @@
-// Package: a model ready to load — its manifest plus a directory on disk that holds the model files.
+// Package: a model ready to load — its manifest plus a directory on disk that holds the model files, or
+// (PackageKind::kMemory, from load_package(ModelSource) in gantry/model/model_source.h) a bare model held
+// in a sealed MemoryImage.
 //
 // load_package() accepts three kinds of path:
 //   - a directory holding gantry.json and the files it names;
@@ -23,8 +25,11 @@
 
 namespace gantry::model {
 
-enum class PackageKind { kDirectory, kTar, kBareModel };
-std::string_view package_kind_name(PackageKind k);  // "directory" | "tar" | "model file"
+class MemoryImage;
+
+enum class PackageKind { kDirectory, kTar, kBareModel, kMemory };
+// "directory" | "tar" | "model file" | "memory"
+std::string_view package_kind_name(PackageKind k);
 
 struct LoadOptions {
   bool verify_checksums = true;
@@ -36,13 +41,16 @@ class Package {
 
   const Manifest& manifest() const { return manifest_; }
   PackageKind kind() const { return kind_; }
-  // What the caller passed to load_package().
+  // What the caller passed to load_package() (for a model in memory: its name, e.g. the URL).
   const std::filesystem::path& source() const { return source_; }
   // Directory holding the model files (the extraction directory for a tar; the file's directory for a bare
-  // model file).
+  // model file; empty for a model in memory).
   const std::filesystem::path& root() const { return root_; }
-  // Absolute path of manifest().model_file inside root().
+  // Absolute path of manifest().model_file inside root(); for a model in memory, its image's
+  // "/proc/self/fd/N" (readable by path in this process while the Package lives).
   std::filesystem::path model_path() const;
+  // The bytes of a model in memory (kind() == kMemory), else nullptr.
+  const std::shared_ptr<const MemoryImage>& image() const { return image_; }
   // SHA-256 of the model file as recorded in (or computed for) the manifest.
   const std::string& model_sha256() const;
   // True when the manifest was synthesised for a bare model file.
@@ -50,11 +58,13 @@ class Package {
 
  private:
   friend Result<Package> load_package(const std::filesystem::path&, const LoadOptions&);
+  friend Result<Package> package_from_memory(std::shared_ptr<const MemoryImage>, Manifest, std::string);
   Manifest manifest_;
   PackageKind kind_ = PackageKind::kDirectory;
   std::filesystem::path source_;
   std::filesystem::path root_;
   std::shared_ptr<const std::filesystem::path> temp_dir_;  // removes the extraction dir with the last copy
+  std::shared_ptr<const MemoryImage> image_;               // a model in memory
 };
 
 Result<Package> load_package(const std::filesystem::path& path, const LoadOptions& options = {});

@@ -9,7 +9,9 @@
 //   that device are evicted, least recently used first, until it fits; if even that cannot make room,
 //   the load fails with the numbers. Before any of that, the Budget itself takes back what caches hold
 //   (a text model's host prompt cache registers as a memory::Budget reclaimer), so caches go before
-//   models. Eviction happens here, between loads — never from inside an allocation. Reservations are atomic per device, so loads racing for the last bytes never overcommit.
+//   models. Eviction happens here, between loads — never from inside an allocation; so the facts that order
+//   it (pinned, last used) are kept here and nowhere else (the Budget counts bytes only). Reservations are
+//   atomic per device, so loads racing for the last bytes never overcommit.
 // - keep_alive per model: how long it stays loaded after its last handle went (default 5 min; 0 =
 //   unload as soon as it is idle; negative = never). sweep() applies it; the Runtime calls it on a timer.
 // - States: loading, ready, draining, unloaded, failed (with reason), evicted (with reason). Models that

@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -29,6 +30,7 @@
 #include "gantry/backend/registry.h"
 #include "gantry/hw/registry.h"
 #include "gantry/memory/block_pool.h"
+#include "gantry/model/model_source.h"
 #include "gantry/model/package.h"
 #include "gantry/runtime/model_manager.h"
 
@@ -55,6 +57,10 @@ struct RuntimeOptions {
   std::optional<hw::Registry> hardware;
   // Backends to use instead of the built-in ONNX Runtime and llama.cpp ones (tests).
   std::vector<std::unique_ptr<backend::Backend>> backends;
+  // Fetches an http(s) URL's model into memory, at most `max_bytes` of it (the CPU budget's capacity;
+  // the CLI sets weights::fetch_model_source): load() and explain() of a URL go through it, and the model
+  // is never written to disk. Unset: a URL source is InvalidArgument.
+  std::function<Result<model::ModelSource>(const std::string& url, uint64_t max_bytes)> fetch_url;
 };
 
 // How one model is loaded. Every field is optional; the defaults come from the model's manifest and the
@@ -104,7 +110,14 @@ class Runtime {
 
   // Loads (or returns the already loaded) model from `source`. Errors name the source and, for memory,
   // carry the numbers ("needs 1.9 GiB on cuda:0, budget 1.5 GiB, 1.2 GiB used by 2 models").
+  // An http(s) URL is fetched with RuntimeOptions::fetch_url (unless a model of that name loaded from that
+  // URL is ready: its handle is returned without fetching) and loaded from memory.
   Result<ModelHandle> load(const std::string& source, const LoadOptions& options = {});
+  // The same from a ModelSource: a path, or a bare ONNX / GGUF model in memory (see
+  // gantry/model/model_source.h). A model from bytes is estimated, reserved in the budgets and loaded
+  // exactly as its file would be (ONNX Runtime from the bytes, llama.cpp mapping the sealed image); the
+  // image lives as long as the loaded model. Its ModelInfo::source is the source's name (e.g. the URL).
+  Result<ModelHandle> load(const model::ModelSource& source, const LoadOptions& options = {});
   // A handle to a loaded model by name.
   Result<ModelHandle> get(std::string_view name);
   Status unload(std::string_view name);
@@ -113,6 +126,8 @@ class Runtime {
 
   // The provider choice (and memory estimate) for `source`, without keeping anything loaded.
   Result<Explanation> explain(const std::string& source, const LoadOptions& options = {},
+                              bool measure_single = false);
+  Result<Explanation> explain(const model::ModelSource& source, const LoadOptions& options = {},
                               bool measure_single = false);
 
   // The machine as detected at create() (or refresh_hardware()): devices, CPU and host memory; the system
@@ -132,6 +147,8 @@ class Runtime {
  private:
   Runtime() = default;
   Result<ModelHandle> load_package(std::shared_ptr<const model::Package> package, const LoadOptions& options);
+  // `source` as a ModelSource: a URL fetched with options_.fetch_url, anything else a path.
+  Result<model::ModelSource> resolve(const std::string& source) const;
   // The factory's options for `options`: the verdict cache filled in.
   backend::LoadOptions factory_options(const LoadOptions& options) const;
   // `rule_of_thumb` replaced by the model's cached memory profile where there is one (onnx_measure.h).

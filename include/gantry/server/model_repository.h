@@ -1,4 +1,4 @@
-// ModelRepository: the models `gantry serve` may load, by name. Built from the MODEL|PKG arguments and
+// ModelRepository: the models `gantry serve` may load, by name. Built from the MODEL|PKG|URL arguments and
 // the --model-repository directory (its model files, as model::detect_model_format tells them: .onnx,
 // GGUF by its magic or its extension; package directories holding gantry.json; and package archives). A
 // model's name is its package's `name`, else its file stem. Requests name models, never paths: only what is
@@ -23,7 +23,7 @@ namespace gantry::server {
 
 struct RepositoryEntry {
   std::string name;
-  std::filesystem::path source;                    // what Runtime::load gets
+  std::filesystem::path source;                    // what Runtime::load gets (a path, or an http(s) URL)
   std::optional<model::DynamicBatching> batching;  // the package manifest's dynamic_batching
   // The name the runtime loads it under: `name`, or for a second name given by copy() the first one's
   // (both names then share one loaded model).
@@ -59,7 +59,9 @@ class ModelRepository {
   std::map<std::string, std::shared_ptr<const RepositoryEntry>, std::less<>> entries_;
 };
 
-// The entry for the model at `source`: named by its package manifest's `name`, else its file stem.
+// The entry for the model at `source`: named by its package manifest's `name`, else its file stem. An
+// http(s) URL of a bare .onnx / .gguf model is listed by its file's stem without being fetched: it is
+// fetched into memory (never to disk) each time it loads.
 Result<RepositoryEntry> repository_entry(const std::filesystem::path& source);
 
 }  // namespace gantry::server

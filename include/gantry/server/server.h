@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "gantry/core/status.h"
+#include "gantry/runtime/dynamic_batcher.h"
 #include "gantry/runtime/runtime.h"
-#include "gantry/server/dynamic_batcher.h"
 #include "gantry/server/http_server.h"
 
 namespace gantry::server {
@@ -64,10 +64,10 @@ struct ServeOptions {
   int max_tokens_default = 1024;  // when a request sets none (capped by the context)
   size_t responses_store = 1000;  // Responses API responses kept for previous_response_id (LRU; 0: none)
   int http_threads = 2;
-  int workers = 0;               // request workers (parse, encode, unbatched inference); 0: max(4, 2 x cores)
-  BatchingConfig batching;       // defaults for batchable models (a manifest may override)
-  bool dynamic_batching = true;  // false: every ONNX request runs alone (benchmarks compare)
-  runtime::LoadOptions load;     // provider, threads, ctx, parallel, kv type for every model
+  int workers = 0;  // request workers (parse, encode, unbatched inference); 0: max(4, 2 x cores)
+  runtime::BatchingConfig batching;  // defaults for batchable models (a manifest may override)
+  bool dynamic_batching = true;      // false: every ONNX request runs alone (benchmarks compare)
+  runtime::LoadOptions load;         // provider, threads, ctx, parallel, kv type for every model
 };
 
 class Server {

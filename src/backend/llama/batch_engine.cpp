@@ -390,22 +390,24 @@ bool BatchEngine::evict_idle_locked(size_t need, size_t n_ctx, int32_t spare) {
 std::pair<int32_t, size_t> BatchEngine::best_slot_locked(const std::vector<int32_t>& prompt,
                                                          bool reuse) const {
   size_t best = 0;
-  size_t best_prefix = 0;
+  size_t best_similar = 0;
   for (size_t k = 0; k < free_slots_.size(); ++k) {
     const auto i = static_cast<size_t>(free_slots_[k]);
-    const auto& cached = slot_tokens_[i];
-    size_t prefix = 0;
-    if (reuse) prefix = common_prefix(cached, prompt);
-    // A match under a tenth of the prompt (a BOS token, a common opening) is not worth a slot that
-    // holds another conversation (llama-server's --slot-prompt-similarity 0.1): count it as none.
-    if (prefix * 10 < prompt.size()) prefix = 0;
+    size_t similar = reuse ? common_prefix(slot_tokens_[i], prompt) : 0;
+    // A match under a tenth of the prompt (a BOS token, a common opening) does not make a slot that
+    // holds another conversation the choice (llama-server's --slot-prompt-similarity 0.1): the least
+    // recently used slot is taken instead.
+    if (similar * 10 < prompt.size()) similar = 0;
     const auto bi = static_cast<size_t>(free_slots_[best]);
-    if (prefix > best_prefix || (prefix == best_prefix && slot_used_[i] < slot_used_[bi])) {
+    if (similar > best_similar || (similar == best_similar && slot_used_[i] < slot_used_[bi])) {
       best = k;
-      best_prefix = prefix;
+      best_similar = similar;
     }
   }
-  return {free_slots_[best], best_prefix};
+  // Whichever slot is taken, what it shares with the prompt is kept (as llama-server keeps the common
+  // prefix of the slot it chose): the chat template's opening is not evaluated again.
+  const int32_t slot = free_slots_[best];
+  return {slot, reuse ? common_prefix(slot_tokens_[static_cast<size_t>(slot)], prompt) : 0};
 }
 
 size_t BatchEngine::take_slot_locked(int32_t slot, size_t prefix, size_t prompt_size) {
@@ -755,7 +757,8 @@ Result<bool> BatchEngine::step() {
   }
 
   // What one batch holds: every generating sequence's token, then prompt chunks in admission order, at
-  // most prefill_chunk prompt tokens in all (choices waiting for their leader's prompt take no part).
+  // most prefill_chunk prompt tokens in all (one sequence's with one_prompt_per_step; choices waiting
+  // for their leader's prompt take no part).
   auto& b = *batch_;
   b.clear();
   const auto cap = static_cast<size_t>(ctx_->n_batch());
@@ -779,6 +782,7 @@ Result<bool> BatchEngine::step() {
     if (n == 0) continue;
     parts.emplace_back(s.get(), n);
     prompt_tokens += n;
+    if (eopts_.one_prompt_per_step) break;
   }
   // In sequence order: with a KV stream per sequence llama.cpp splits a batch into micro-batches of
   // consecutive sequence ids, so an ordered batch is evaluated in as few of them as possible.

@@ -140,7 +140,7 @@ Status too_large(const std::string& what, size_t limit) {
 
 class Converter {
  public:
-  explicit Converter(const Json& root) : root_(root) {
+  explicit Converter(const Json& root) {
     // $ref targets by name (ordered_json looks keys up linearly: a schema may have many $defs).
     if (!root.is_object()) return;
     for (const char* section : {"$defs", "definitions"}) {
@@ -402,7 +402,6 @@ class Converter {
     return Expr{add_rule(hint, body + " \"}\"")};
   }
 
-  const Json& root_;
   const Path root_path_{};
   std::map<std::string, const Json*, std::less<>> defs_;  // "#/$defs/<name>" -> its schema
   size_t nodes_ = 0;

@@ -259,6 +259,8 @@ Result<LlamaSettings> llama_settings(const backend::Placement& p, const plan::Mo
   } else {
     GANTRY_ASSIGN_OR_RETURN(lp.n_gpu_layers, layers_that_fit(s, model, devices, &s.reason));
   }
+  // Every layer on this CPU: a step's time grows with its tokens, so prompts go one a step (options.h).
+  s.engine.one_prompt_per_step = lp.n_gpu_layers == 0 && lp.rpc_servers.empty();
   sp.draft_context = s.context;
   sp.draft_context.threadpool = false;  // the engine lends the draft the target's threads
   return s;

@@ -9,6 +9,7 @@
 #include "gantry/backend/synthesize.h"
 #include "gantry/core/version.h"
 #include "gantry/model/manifest.h"
+#include "gantry/model/memory_image.h"
 #include "gantry/model/package.h"
 
 namespace gantry::onnx {
@@ -118,8 +119,12 @@ Result<std::unique_ptr<backend::Model>> OnnxBackend::load(const model::Package& 
                            std::string(model::model_format_name(mf.format)) + " model, not ONNX");
   OnnxModelOptions model_options;
   GANTRY_RETURN_IF_ERROR(register_pools(placement, model_options.use_env_allocators));
-  auto m = OnnxModel::open(package.model_path(), placement,
-                           placement.model_name.empty() ? mf.name : placement.model_name, model_options);
+  const std::string model_name = placement.model_name.empty() ? mf.name : placement.model_name;
+  // A model in memory: ONNX Runtime reads the bytes of its sealed image, which the model keeps.
+  const auto& image = package.image();
+  auto m = image ? OnnxModel::open_bytes(image->bytes(), image, package.source().string(), placement,
+                                         model_name, model_options)
+                 : OnnxModel::open(package.model_path(), placement, model_name, model_options);
   if (!m.ok()) return m.status();
   // A manifest that declares io must agree with the model.
   if (mf.io) {

@@ -258,13 +258,39 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
                                                    const backend::Placement& placement, std::string name,
                                                    const OnnxModelOptions& options) {
   GANTRY_RETURN_IF_ERROR(check_model_file(model_file));
-  GANTRY_ASSIGN_OR_RETURN(OrtRuntime * rt, OrtRuntime::get());
-
   std::unique_ptr<OnnxModel> m(new OnnxModel());
+  m->model_file_ = model_file;
+  if (name.empty()) name = model_file.stem().string();
+  return open_source(std::move(m), model_file.string(), placement, std::move(name), options);
+}
+
+Result<std::unique_ptr<OnnxModel>> OnnxModel::open_bytes(std::span<const std::byte> bytes,
+                                                         std::shared_ptr<const void> owner, std::string label,
+                                                         const backend::Placement& placement,
+                                                         std::string name, const OnnxModelOptions& options) {
+  if (bytes.empty()) return Corrupt("model " + label + " is empty (0 bytes)");
+  std::unique_ptr<OnnxModel> m(new OnnxModel());
+  m->bytes_ = bytes;
+  m->bytes_owner_ = std::move(owner);
+  if (name.empty()) name = std::filesystem::path(label).stem().string();
+  return open_source(std::move(m), label, placement, std::move(name), options);
+}
+
+std::unique_ptr<Ort::Session> OnnxModel::new_session(const Ort::SessionOptions& so) const {
+  Ort::Env& env = OrtRuntime::get().value()->env();  // open_source() checked it is there
+  if (!bytes_.empty()) return std::make_unique<Ort::Session>(env, bytes_.data(), bytes_.size(), so);
+  return std::make_unique<Ort::Session>(env, model_file_.c_str(), so);
+}
+
+Result<std::unique_ptr<OnnxModel>> OnnxModel::open_source(std::unique_ptr<OnnxModel> m,
+                                                          const std::string& label,
+                                                          const backend::Placement& placement,
+                                                          std::string name, const OnnxModelOptions& options) {
+  GANTRY_RETURN_IF_ERROR(OrtRuntime::get().status());
+  m->label_ = label;
   m->placement_ = placement;
   m->options_ = options;
-  m->model_file_ = model_file;
-  m->meta_.name = name.empty() ? model_file.stem().string() : std::move(name);
+  m->meta_.name = std::move(name);
   m->allocator_ = Ort::AllocatorWithDefaultOptions();
   // Initializers and whatever session creation allocates belong to this model.
   std::optional<memory::OwnerScope> owner;
@@ -277,23 +303,23 @@ Result<std::unique_ptr<OnnxModel>> OnnxModel::open(const std::filesystem::path& 
   m->meta_.platform = "onnx_onnxv1";
   m->meta_.provider = placement.provider;
 
-  GANTRY_RETURN_IF_ERROR(m->open_main_session(rt->env()));
+  GANTRY_RETURN_IF_ERROR(m->open_main_session());
   GANTRY_RETURN_IF_ERROR(m->read_signature());
   GANTRY_RETURN_IF_ERROR(m->describe());
   GANTRY_RETURN_IF_ERROR(m->plan_shape_buckets());
   m->index_inputs();
   m->cpu_memory_.reset(Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault).release());
   if (!options.use_env_allocators) m->plan_output_reuse();
-  GANTRY_RETURN_IF_ERROR(m->open_session_buckets(rt->env()));
+  GANTRY_RETURN_IF_ERROR(m->open_session_buckets());
   return m;
 }
 
-Status OnnxModel::open_main_session(Ort::Env& env) {
-  const std::string file = model_file_.string();
+Status OnnxModel::open_main_session() {
+  const std::string& file = label_;
   try {
     GANTRY_ASSIGN_OR_RETURN(Ort::SessionOptions so, session_options(placement_, options_));
     BucketSession main;
-    main.session = std::make_unique<Ort::Session>(env, model_file_.c_str(), so);
+    main.session = new_session(so);
     sessions_.push_back(std::move(main));
   } catch (const Ort::Exception& e) {
     return session_error(e, "cannot load ONNX model " + file, options_);
@@ -302,7 +328,7 @@ Status OnnxModel::open_main_session(Ort::Env& env) {
 }
 
 Status OnnxModel::read_signature() {
-  const std::string file = model_file_.string();
+  const std::string& file = label_;
   Ort::Session& s = *sessions_.front().session;
   try {
     for (size_t i = 0; i < s.GetInputCount(); ++i) {
@@ -332,7 +358,7 @@ Status OnnxModel::read_signature() {
 }
 
 Status OnnxModel::describe() {
-  const std::string file = model_file_.string();
+  const std::string& file = label_;
   const auto& bounds = placement_.onnx.bucket_max_dims;
   meta_.max_input_bytes = max_bytes(meta_.inputs, bounds);
   meta_.max_output_bytes = max_bytes(meta_.outputs, bounds);
@@ -357,7 +383,7 @@ Status OnnxModel::describe() {
 }
 
 Status OnnxModel::plan_shape_buckets() {
-  const std::string file = model_file_.string();
+  const std::string& file = label_;
   const auto& bucket_dims = placement_.onnx.bucket_dims;
   if (!bucket_dims.empty() && !placement_.onnx.bucket_dim_granularity)
     return InvalidArgument("io bucket_dims of " + file +
@@ -412,15 +438,15 @@ void OnnxModel::index_inputs() {
     if (positions.size() > 1) shared_dims_.push_back(std::move(positions));
 }
 
-Status OnnxModel::open_session_buckets(Ort::Env& env) {
-  const std::string file = model_file_.string();
+Status OnnxModel::open_session_buckets() {
+  const std::string& file = label_;
   for (const auto& bucket : placement_.onnx.session_buckets) {
     try {
       auto so = session_options(placement_, options_, &bucket, &meta_.inputs);
       if (!so.ok()) return so.status().with_context("model " + file);
       BucketSession b;
       b.shapes = bucket;
-      b.session = std::make_unique<Ort::Session>(env, model_file_.c_str(), *so);
+      b.session = new_session(*so);
       sessions_.push_back(std::move(b));
     } catch (const Ort::Exception& e) {
       return session_error(e, "cannot create a session bucket for " + file, options_);
@@ -572,7 +598,7 @@ Result<std::shared_ptr<Ort::Session>> OnnxModel::bucket_session(const std::map<s
                          [](const DynamicBucket& a, const DynamicBucket& b) { return a.uses < b.uses; });
     dynamic_.erase(victim);
   }
-  GANTRY_ASSIGN_OR_RETURN(OrtRuntime * rt, OrtRuntime::get());
+  GANTRY_RETURN_IF_ERROR(OrtRuntime::get().status());
   std::optional<memory::OwnerScope> owner;
   if (options_.use_env_allocators) owner.emplace(meta_.name);
   std::string what;
@@ -581,7 +607,7 @@ Result<std::shared_ptr<Ort::Session>> OnnxModel::bucket_session(const std::map<s
     Ort::SessionOptions so = base_session_options(placement_, options_);
     for (const auto& [dim, size] : sizes) so.AddFreeDimensionOverrideByName(dim.c_str(), size);
     GANTRY_RETURN_IF_ERROR(append_provider(so, placement_));
-    auto session = std::make_shared<Ort::Session>(rt->env(), model_file_.c_str(), so);
+    std::shared_ptr<Ort::Session> session = new_session(so);
     dynamic_.push_back({sizes, session, 1});
     GANTRY_LOG_DEBUG("model '{}': a session for shape bucket {}", meta_.name, what);
     return session;

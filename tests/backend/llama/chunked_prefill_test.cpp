@@ -42,7 +42,8 @@ class ChunkedPrefill : public ::testing::Test {
     ASSERT_LT(short_.size(), kChunk);
   }
 
-  std::unique_ptr<BatchEngine> engine(uint32_t n_seq, uint32_t chunk = kChunk) {
+  std::unique_ptr<BatchEngine> engine(uint32_t n_seq, uint32_t chunk = kChunk,
+                                      bool one_prompt_per_step = false) {
     ContextOptions o;
     o.n_ctx = 2048;
     o.n_seq_max = n_seq;
@@ -50,6 +51,7 @@ class ChunkedPrefill : public ::testing::Test {
     o.threadpool = false;
     EngineOptions eo;
     eo.prefill_chunk = chunk;
+    eo.one_prompt_per_step = one_prompt_per_step;
     auto e = BatchEngine::create(weights_, o, eo);
     EXPECT_TRUE(e.ok()) << e.status().to_string();
     return e.ok() ? std::move(*e) : nullptr;
@@ -131,6 +133,30 @@ TEST_F(ChunkedPrefill, PromptsAreServedFirstComeFirstServed) {
   EXPECT_LT(r1->prompt_ms, r2->prompt_ms) << "the first prompt was done first";
   EXPECT_EQ(r1->tokens, whole(long_, 4).tokens);
   EXPECT_EQ(r2->tokens, r1->tokens);
+}
+
+// One prompt a step (the CPU's setting): of two short prompts that would fit one step together, the
+// first is evaluated alone and starts generating while the second is evaluated; outputs unchanged.
+TEST_F(ChunkedPrefill, OnePromptPerStepFinishesTheFirstPromptAlone) {
+  const auto want = whole(short_, 4);
+  for (const bool one : {false, true}) {
+    auto e = engine(2, 2048, one);
+    auto h1 = e->submit(greedy_tokens(short_, 4));
+    auto h2 = e->submit(greedy_tokens(short_, 4));
+    ASSERT_TRUE(h1.ok() && h2.ok());
+    ASSERT_TRUE(e->step().value());
+    EXPECT_EQ(e->stats().prompt_tokens_pending, one ? short_.size() : 0u) << "one prompt per step: " << one;
+    EXPECT_EQ(e->stats().tokens_decoded, one ? short_.size() : 2 * short_.size());
+    ASSERT_TRUE(e->step().value());
+    EXPECT_EQ(e->stats().prompt_tokens_pending, 0u);
+    // One prompt a step: the first generates while the second's prompt is evaluated.
+    EXPECT_EQ(e->stats().mixed_steps, one ? 1u : 0u);
+    auto r1 = e->wait(*h1);
+    auto r2 = e->wait(*h2);
+    ASSERT_TRUE(r1.ok() && r2.ok());
+    EXPECT_EQ(r1->tokens, want.tokens);
+    EXPECT_EQ(r2->tokens, want.tokens);
+  }
 }
 
 TEST_F(ChunkedPrefill, ChoicesShareOneChunkedPromptEvaluation) {

@@ -55,6 +55,7 @@ TEST(LlamaSettings, DefaultsAreTheDocumentedOnes) {
   EXPECT_TRUE(s->engine.cache_prompt);
   EXPECT_FALSE(s->cache_ram_bytes) << "the loader's default (a share of its budget)";
   EXPECT_EQ(s->engine.prefill_chunk, 0u) << "n_ubatch";
+  EXPECT_TRUE(s->engine.one_prompt_per_step) << "every layer on the CPU";
 
   m.n_ctx_train = 1024;  // a smaller training context wins
   EXPECT_EQ(llama_settings(placement("cpu"), m, kCpuOnly)->context.n_ctx, 1024u);
@@ -175,6 +176,7 @@ TEST(LlamaSettings, CudaOffloadsWhatThePlannerSaysFits) {
   ASSERT_TRUE(all.ok()) << all.status().to_string();
   EXPECT_EQ(all->load.placement.n_gpu_layers, static_cast<int>(n_all));
   EXPECT_NE(all->reason.find("all 2 layers"), std::string::npos) << all->reason;
+  EXPECT_FALSE(all->engine.one_prompt_per_step) << "a GPU evaluates several prompts together: packed";
 
   // Exactly the memory the planner predicts for k layers: k fit, k + 1 do not.
   for (uint32_t k = 0; k < n_all; ++k) {

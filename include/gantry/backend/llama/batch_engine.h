@@ -165,8 +165,9 @@ class BatchEngine {
   struct Group;
   BatchEngine() = default;
   void admit_locked();
-  // The free slot for a request's leader: longest common prefix with `prompt` (0 for all when not
-  // `reuse`), then least recently used. Returns it and that prefix's length.
+  // The free slot for a request's leader: longest common prefix with `prompt` when it is at least a
+  // tenth of the prompt (none when not `reuse`), then least recently used. Returns it and the prefix it
+  // shares with `prompt` (kept even when under a tenth; 0 when not `reuse`).
   std::pair<int32_t, size_t> best_slot_locked(const std::vector<int32_t>& prompt, bool reuse) const;
   // Takes `slot` from free_slots_, drops its cells past the reusable prefix (at most prompt_size - 1)
   // and returns how many prompt tokens it still holds.

@@ -89,6 +89,11 @@ struct EngineOptions {
   // Prompt tokens one decode step evaluates at most, next to one token of every generating sequence
   // (chunked prefill: a long prompt does not stall the running streams). 0 = n_ubatch.
   uint32_t prefill_chunk = 0;
+  // A step takes prompt tokens of one sequence only (the first waiting, up to prefill_chunk). Where a
+  // step's time grows with every token it holds (every layer on the CPU), a request's first token then
+  // comes once its own prompt is evaluated, not once every prompt admitted with it is: the same work,
+  // earlier first tokens. On a GPU several prompts evaluate together at little extra time: pack them.
+  bool one_prompt_per_step = false;
 };
 
 }  // namespace gantry::llama

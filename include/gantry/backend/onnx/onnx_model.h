@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,15 @@ class OnnxModel final : public backend::Model {
   static Result<std::unique_ptr<OnnxModel>> open(const std::filesystem::path& model_file,
                                                  const backend::Placement& placement, std::string name = {},
                                                  const OnnxModelOptions& options = {});
+  // Opens an ONNX model held in memory (ONNX Runtime's CreateSessionFromArray), with the same errors as
+  // open(). `owner` keeps `bytes` alive as long as the model (shape-bucket sessions are created from them
+  // later); `label` names the model in errors (a URL, a file name). A model with external data files
+  // cannot be opened this way (ONNX Runtime has no directory to find them in).
+  static Result<std::unique_ptr<OnnxModel>> open_bytes(std::span<const std::byte> bytes,
+                                                       std::shared_ptr<const void> owner, std::string label,
+                                                       const backend::Placement& placement,
+                                                       std::string name = {},
+                                                       const OnnxModelOptions& options = {});
   ~OnnxModel() override;
 
   const backend::ModelMetadata& metadata() const override { return meta_; }
@@ -81,18 +91,25 @@ class OnnxModel final : public backend::Model {
 
  private:
   OnnxModel() = default;
+  // open() and open_bytes(): from model_file_, or bytes_ when they are set.
+  static Result<std::unique_ptr<OnnxModel>> open_source(std::unique_ptr<OnnxModel> m,
+                                                        const std::string& label,
+                                                        const backend::Placement& placement, std::string name,
+                                                        const OnnxModelOptions& options);
+  // A session over the model (its file or bytes) with `so`; throws Ort::Exception.
+  std::unique_ptr<Ort::Session> new_session(const Ort::SessionOptions& so) const;
   struct BucketSession {
     model::SessionBucket shapes;  // empty for the main session
     std::unique_ptr<Ort::Session> session;
   };
   // open()'s steps, in order: the main session, the inputs/outputs it declares, what follows from them
   // (sizes, batchable), the shape-bucket rules, the inputs' names/types/shared dims, the session buckets.
-  Status open_main_session(Ort::Env& env);
+  Status open_main_session();
   Status read_signature();
   Status describe();
   Status plan_shape_buckets();
   void index_inputs();
-  Status open_session_buckets(Ort::Env& env);
+  Status open_session_buckets();
 
   // Runs on `session`, or (nullptr) the session bucket that matches, else the main one (onnx_run.cpp):
   // bind_inputs, run_session, unpack_outputs.
@@ -145,6 +162,9 @@ class OnnxModel final : public backend::Model {
   backend::Placement placement_;
   OnnxModelOptions options_;
   std::filesystem::path model_file_;
+  std::span<const std::byte> bytes_;  // a model in memory (model_file_ then empty)
+  std::shared_ptr<const void> bytes_owner_;
+  std::string label_;  // the model in errors: its file, or open_bytes' label
   BucketRules rules_;
   mutable std::mutex buckets_mu_;
   std::vector<DynamicBucket> dynamic_;

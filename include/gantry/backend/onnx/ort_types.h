@@ -13,4 +13,5 @@ struct OrtValue;
 namespace Ort {
 struct Env;
 struct Session;
+struct SessionOptions;
 }  // namespace Ort

@@ -1,6 +1,6 @@
 // DynamicBatcher on a real ONNX model (the MLP): concurrent requests batch together, every request
 // gets its own rows back equal to running it alone, and the queue bound holds.
-#include "gantry/server/dynamic_batcher.h"
+#include "gantry/runtime/dynamic_batcher.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include "backend/onnx/onnx_test_util.h"
 #include "gantry/runtime/runtime.h"
 
-namespace gantry::server {
+namespace gantry::runtime {
 namespace {
 using gantry::testing::kMlp;
 using gantry::testing::random_f32;
@@ -158,4 +158,4 @@ TEST(DynamicBatcher, FullQueueRefusesAtOnce) {
 }
 
 }  // namespace
-}  // namespace gantry::server
+}  // namespace gantry::runtime

@@ -25,7 +25,7 @@
 #include "gantry/core/status.h"
 #include "gantry/runtime/model_manager.h"
 
-namespace gantry::server {
+namespace gantry::runtime {
 
 // Triton's knobs (model config `dynamic_batching`); a package's gantry.json may set them.
 struct BatchingConfig {
@@ -47,7 +47,7 @@ class DynamicBatcher {
   struct Item {
     std::vector<NamedTensor> inputs;         // validated against the model; batch dim first
     Done done;                               // called once, on the batcher's thread: keep it short
-    runtime::ModelHandle handle;             // keeps the model loaded while the request waits
+    ModelHandle handle;                      // keeps the model loaded while the request waits
     std::shared_ptr<const void> keep_alive;  // whatever the inputs borrow from (a request body)
   };
 
@@ -84,4 +84,4 @@ class DynamicBatcher {
   std::vector<std::thread> threads_;  // one per instance of the model
 };
 
-}  // namespace gantry::server
+}  // namespace gantry::runtime

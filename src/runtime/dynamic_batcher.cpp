@@ -1,10 +1,10 @@
-#include "gantry/server/dynamic_batcher.h"
+#include "gantry/runtime/dynamic_batcher.h"
 
 #include <algorithm>
 
 #include "gantry/core/log.h"
 
-namespace gantry::server {
+namespace gantry::runtime {
 namespace {
 using Clock = std::chrono::steady_clock;
 
@@ -157,4 +157,4 @@ void DynamicBatcher::run(std::vector<Queued> batch) {
   }
 }
 
-}  // namespace gantry::server
+}  // namespace gantry::runtime
