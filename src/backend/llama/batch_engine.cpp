@@ -391,23 +391,24 @@ std::pair<int32_t, size_t> BatchEngine::best_slot_locked(const std::vector<int32
                                                          bool reuse) const {
   size_t best = 0;
   size_t best_similar = 0;
+  size_t best_shared = 0;
   for (size_t k = 0; k < free_slots_.size(); ++k) {
     const auto i = static_cast<size_t>(free_slots_[k]);
-    size_t similar = reuse ? common_prefix(slot_tokens_[i], prompt) : 0;
+    const size_t shared = reuse ? common_prefix(slot_tokens_[i], prompt) : 0;
     // A match under a tenth of the prompt (a BOS token, a common opening) does not make a slot that
     // holds another conversation the choice (llama-server's --slot-prompt-similarity 0.1): the least
     // recently used slot is taken instead.
-    if (similar * 10 < prompt.size()) similar = 0;
+    const size_t similar = shared * 10 < prompt.size() ? 0 : shared;
     const auto bi = static_cast<size_t>(free_slots_[best]);
-    if (similar > best_similar || (similar == best_similar && slot_used_[i] < slot_used_[bi])) {
+    if (k == 0 || similar > best_similar || (similar == best_similar && slot_used_[i] < slot_used_[bi])) {
       best = k;
       best_similar = similar;
+      best_shared = shared;
     }
   }
   // Whichever slot is taken, what it shares with the prompt is kept (as llama-server keeps the common
   // prefix of the slot it chose): the chat template's opening is not evaluated again.
-  const int32_t slot = free_slots_[best];
-  return {slot, reuse ? common_prefix(slot_tokens_[static_cast<size_t>(slot)], prompt) : 0};
+  return {free_slots_[best], best_shared};
 }
 
 size_t BatchEngine::take_slot_locked(int32_t slot, size_t prefix, size_t prompt_size) {
