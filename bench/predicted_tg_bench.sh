@@ -5,9 +5,9 @@
 # and the worst case as
 #   BENCH predicted-tg-error ratio=<max |predicted - measured| / measured>   (goal <= 0.25)
 # The prediction is at --ctx 256 (llama.cpp's smallest padded context; bench's -n 64 stays inside it).
-# ROUNDS rounds alternate prediction (which times its own memory triad) and measurement per model; the error
-# compares the median prediction with the median of all measured samples, so one disturbed run on a shared
-# machine moves neither much.
+# ROUNDS rounds alternate prediction (which times the model's own matrices on this CPU) and measurement per
+# model; the error compares the median prediction with the median of all measured samples, so one disturbed
+# run on a shared machine moves neither much.
 # Env: GANTRY_BUILD_DIR (default build), GANTRY_DEPS_DIR (default .cache), THREADS (2), REPS (3), NGEN (64),
 # ROUNDS (3).
 set -uo pipefail
@@ -48,7 +48,7 @@ for m in models:
     pred, meas = statistics.median(preds), statistics.median(samples)
     err = abs(pred - meas) / meas
     worst = max(worst, err)
-    print(f"predicted-tg {m} threads={threads}: predicted {pred:.1f} t/s (median of {len(preds)}; triad GB/s "
+    print(f"predicted-tg {m} threads={threads}: predicted {pred:.1f} t/s (median of {len(preds)}; CPU GB/s "
           f"{', '.join(bws)}), measured {meas:.1f} t/s (median of {len(samples)} samples, range "
           f"{min(samples):.1f}-{max(samples):.1f}), error {err:.3f}")
 print(f"BENCH predicted-tg-error ratio={worst:.3f}")

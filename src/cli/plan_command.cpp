@@ -16,6 +16,7 @@
 #include "cli/plan_checkpoint.h"
 #include "cli/plan_explain.h"
 #include "cli/plan_onnx.h"
+#include "gantry/backend/llama/cpu_model_speed.h"
 #include "gantry/backend/llama/measure.h"
 #include "gantry/backend/llama/remote_speed.h"
 #include "gantry/hw/detect.h"
@@ -62,30 +63,43 @@ struct PlanArgs {
 plan::WhatIfTarget this_machine(const hw::Registry& r, const std::vector<plan::Device>& devices,
                                 const plan::Catalogue* catalogue, int threads, bool local,
                                 const std::string& model_path, std::string& storage_note,
-                                const std::string& weight_type = "q8_0") {
+                                const plan::ModelProfile* gguf = nullptr) {
   plan::WhatIfTarget t;
   t.id = "this";
   t.description = "this machine: " + (r.cpu.model.empty() ? std::string("CPU") : r.cpu.model);
   t.devices = devices;
-  const double bandwidth = local ? plan::measure_memory_bandwidth(threads) : 0;
-  const double barrier = local ? plan::measure_thread_barrier(threads) : 0;  // the per-node overhead
   const double ghz = plan::cpu_ghz(r.environment.sysroot).value_or(0);
   const bool any_remote =
       std::any_of(devices.begin(), devices.end(), [](const plan::Device& d) { return d.remote.has_value(); });
   for (const auto& d : devices) {
     if (!plan::is_gpu(d)) {
-      // Next to remote devices (timed on the work itself), this CPU is timed the same way.
-      auto timed = any_remote && local ? llama::measure_cpu_speed(threads, weight_type)
-                                       : Result<plan::DeviceSpeed>(Unavailable("not timed"));
-      t.speeds.push_back(timed.ok() ? *timed : plan::cpu_speed(r.cpu, threads, ghz, bandwidth, barrier));
+      Result<plan::DeviceSpeed> timed = Unavailable("not timed");
+      if (local && any_remote) {
+        // Next to remote devices (timed on one generic product), this CPU is timed on the same product.
+        timed = llama::measure_cpu_speed(threads, gguf ? gguf->weight_type : "q8_0");
+      } else if (local && gguf) {
+        // Timed on the model's own matrices (gantry/backend/llama/cpu_model_speed.h).
+        timed = llama::measure_cpu_model_speed(model_path, *gguf, r.cpu, ghz, {.threads = threads});
+        if (!timed.ok()) {
+          storage_note += (storage_note.empty() ? "" : "; ") + std::string("cpu: not timed on the model (") +
+                          timed.status().message() + "), so a memory triad and the ISA instead";
+        }
+      }
+      if (!timed.ok()) {
+        const double bandwidth = local ? plan::measure_memory_bandwidth(threads) : 0;
+        const double barrier = local ? plan::measure_thread_barrier(threads) : 0;  // the per-node overhead
+        timed = plan::cpu_speed(r.cpu, threads, ghz, bandwidth, barrier);
+      }
+      t.speeds.push_back(*timed);
       continue;
     }
     if (d.remote) {  // another host's device: timed through RPC (the protocol does not say what it is)
       t.description += ", " + d.id + " (" + d.remote->endpoint + ")";
       auto e = hw::parse_rpc_endpoint(d.remote->endpoint);
-      auto s = e.ok() ? llama::measure_remote_speed(*e, d.remote->device_index, weight_type,
-                                                    d.remote->round_trip_s.value_or(0))
-                      : Result<plan::DeviceSpeed>(e.status());
+      auto s =
+          e.ok() ? llama::measure_remote_speed(*e, d.remote->device_index, gguf ? gguf->weight_type : "q8_0",
+                                               d.remote->round_trip_s.value_or(0))
+                 : Result<plan::DeviceSpeed>(e.status());
       if (!s.ok()) {
         storage_note += (storage_note.empty() ? "" : "; ") + d.id + ": no speed: " + s.status().message();
         t.speeds.push_back({});
@@ -106,15 +120,17 @@ plan::WhatIfTarget this_machine(const hw::Registry& r, const std::vector<plan::D
     }
     t.speeds.push_back(s);
   }
+  std::string load_note;
   if (!local) {
-    storage_note = "load time unknown: a captured --sysroot has no model file on its disks";
+    load_note = "load time unknown: a captured --sysroot has no model file on its disks";
   } else if (auto b = hw::storage_for_path(model_path); b.ok()) {
     const plan::StorageBandwidth sb = plan::storage_read_bandwidth(*b);
     t.storage_bytes_per_s = sb.bytes_per_s;
-    storage_note = sb.bytes_per_s > 0 ? "load: " + sb.description : "load time unknown: " + sb.description;
+    load_note = sb.bytes_per_s > 0 ? "load: " + sb.description : "load time unknown: " + sb.description;
   } else {
-    storage_note = "load time unknown: " + b.status().message();
+    load_note = "load time unknown: " + b.status().message();
   }
+  storage_note = storage_note.empty() ? load_note : load_note + "; " + storage_note;
   return t;
 }
 
@@ -353,7 +369,8 @@ int run_plan(const PlanArgs& a) {
     std::optional<plan::WhatIfTarget> self;
     if (mentions_this(a.what_if)) {
       std::string storage_note;
-      self = this_machine(*registry, devices, &*catalogue, threads, a.sysroot.empty(), a.model, storage_note);
+      self = this_machine(*registry, devices, &*catalogue, threads, a.sysroot.empty(), a.model, storage_note,
+                          &*gguf_profile);
     }
     auto targets = plan::resolve_targets(*catalogue, a.what_if, self);
     if (!targets.ok()) {
@@ -375,7 +392,7 @@ int run_plan(const PlanArgs& a) {
     std::string storage_note;
     const plan::WhatIfTarget self =
         this_machine(*registry, devices, catalogue ? &*catalogue : nullptr, threads, a.sysroot.empty(),
-                     a.model, storage_note, gguf_profile->weight_type);
+                     a.model, storage_note, &*gguf_profile);
     auto s = plan::predict_speed(*gguf_profile, result, self.speeds, self.storage_bytes_per_s);
     if (!s.ok()) {
       std::cerr << "gantry: plan: --speed: " << s.status().to_string() << "\n";

@@ -129,8 +129,10 @@ Result<SpeedPrediction> predict_speed(const ModelProfile& m, const Plan& plan,
       "a full context ({} cells per sequence, {} sequences); tokens/s = sequences / step time",
       plan.kv_cells, plan.n_stream));
   a.push_back(
-      "a GPU overlaps memory reads and arithmetic (step time = the larger); a CPU does not (step time = the "
-      "sum): its few threads issue the loads and do the arithmetic");
+      "a GPU overlaps memory reads and arithmetic (step time = the larger); a CPU known by a triad and its "
+      "ISA "
+      "does not (step time = the sum: its few threads issue the loads and do the arithmetic); a CPU timed on "
+      "the model's own products has both in its one measured rate");
   a.push_back(fmt::format(
       "efficiency: {:.0f}% of datasheet bandwidth, {:.0f}% of measured bandwidth, {:.0f}% of peak FLOP/s "
       "(round figures, not fitted; BENCH predicted-tg-error checks them)",

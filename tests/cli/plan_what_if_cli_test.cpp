@@ -144,10 +144,13 @@ TEST(PlanWhatIfCli, SpeedKeepsThePlanKeys) {
   EXPECT_GT(j["speed"]["generation_tokens_per_s"].get<double>(), 0);
   EXPECT_FALSE(j["speed"]["assumptions"].empty());
   EXPECT_GT(j["speed"]["devices"][0]["bytes_per_token"].get<uint64_t>(), 0u);
-  bool measured = false;
-  for (const auto& a : j["speed"]["assumptions"])
+  bool measured = false, on_the_model = false;
+  for (const auto& a : j["speed"]["assumptions"]) {
     measured |= a.get<std::string>().find("(measured)") != std::string::npos;
+    on_the_model |= a.get<std::string>().find("timed on this model's matrices") != std::string::npos;
+  }
   EXPECT_TRUE(measured) << j["speed"].dump();
+  EXPECT_TRUE(on_the_model) << j["speed"].dump();  // the local CPU: gantry/backend/llama/cpu_model_speed.h
   // ONNX plans are estimates: no speed.
   const std::string onnx = GANTRY_DEPS_DIR "/models/silero_vad_v5.onnx";
   if (std::filesystem::exists(onnx)) {

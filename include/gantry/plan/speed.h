@@ -26,11 +26,13 @@ inline constexpr double kComputeEfficiency = 0.5;             // of a datasheet 
 // projections, RoPE, attention, FFN gate/up/down, residual adds) and for the output head.
 inline constexpr double kGraphNodesPerLayer = 30;
 inline constexpr double kGraphNodesOutput = 6;
-// A step's fixed cost on the host: llama_decode's graph build and scheduling and the decoding threads'
-// wake-up. Taken from what the tiny test model runs at beyond its roofline (2,604 t/s measured against
-// 7,848 predicted on a 2-core VM: 257 us a token); the barriers between its nodes cost well under 1 us
-// each there.
+// A step's fixed cost on the host, assumed: llama_decode's own work around the graph (the batch split, the
+// KV slot, the inputs, the logits copied out; the graph itself is reused between steps). With a GPU: its
+// launch and synchronisation besides, not measured on a GPU yet. On the CPU the rest of a step is timed
+// (gantry/backend/llama/cpu_model_speed.h), and this is what that left unexplained for a 4 MiB model on a
+// 2-core EPYC: 158 us a token measured, 105 us timed in its matrices and graph nodes.
 inline constexpr double kHostSecondsPerStep = 250e-6;
+inline constexpr double kCpuHostSecondsPerStep = 50e-6;
 // A barrier timed slower than this did not measure the threads' synchronisation but the scheduler keeping
 // one of them off a core; then this much is assumed instead.
 inline constexpr double kMaxPlausibleBarrierSeconds = 50e-6;
