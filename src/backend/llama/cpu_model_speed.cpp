@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
+#include <ggml-cpu.h>
 #include <ggml.h>
 #include <gguf.h>
 #include <sys/mman.h>
@@ -39,8 +40,12 @@ struct Matrix {
   std::string name;
   ggml_type type;
   int64_t k = 0, rows = 0;
-  int copies = 1;  // experts used per token
+  int copies = 1;                             // experts used per token
+  ggml_backend_buffer_type_t buft = nullptr;  // where llama.cpp would place it (weight_buffer_type)
 };
+
+// At most this many products in the timed graph, whatever the file says its layers hold.
+constexpr size_t kMaxMatrices = 4096;
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -61,13 +66,21 @@ double median_seconds(Run run, int budget_ms, int warmups) {
   return t[t.size() / 2];
 }
 
-// The buffer type llama.cpp's weight placement would give `w` on the CPU: the first extra buffer type
-// (CPU_REPACK, ...) whose device takes a product with `w` in it, else the plain CPU buffer.
+// The buffer type llama.cpp's weight placement would give `m` on the CPU: the first extra buffer type
+// (CPU_REPACK, ...) whose device takes a product with it there, else the plain CPU buffer; nullptr when the
+// CPU cannot multiply it at all (then it is not timed).
 ggml_backend_buffer_type_t weight_buffer_type(ggml_backend_dev_t dev,
                                               const std::vector<ggml_backend_buffer_type_t>& extras,
-                                              ggml_context* scratch, ggml_tensor* w) {
-  ggml_tensor* x = ggml_new_tensor_1d(scratch, GGML_TYPE_F32, w->ne[0]);
-  ggml_tensor* op = ggml_mul_mat(scratch, w, x);
+                                              const Matrix& m) {
+  // The CPU backend says it supports a product of any type, and crashes on one without a dot product (an
+  // integer "weight" in a hostile file): only types with one, in whole blocks, are timed.
+  const ggml_type_traits_cpu* traits = ggml_get_type_traits_cpu(m.type);
+  const int64_t block = ggml_blck_size(m.type);
+  if (!traits || !traits->vec_dot || block <= 0 || m.k % block != 0 || m.rows <= 0) return nullptr;
+  ContextPtr scratch = new_context(4);
+  ggml_tensor* w = ggml_new_tensor_2d(scratch.get(), m.type, m.k, m.rows);
+  ggml_tensor* x = ggml_new_tensor_1d(scratch.get(), GGML_TYPE_F32, m.k);
+  ggml_tensor* op = ggml_mul_mat(scratch.get(), w, x);
   for (ggml_backend_buffer_type_t buft : extras) {
     BufferPtr probe(ggml_backend_buft_alloc_buffer(buft, 0), ggml_backend_buffer_free);
     w->buffer = probe.get();
@@ -75,7 +88,7 @@ ggml_backend_buffer_type_t weight_buffer_type(ggml_backend_dev_t dev,
     w->buffer = nullptr;
     if (ok) return buft;
   }
-  return ggml_backend_dev_buffer_type(dev);
+  return ggml_backend_dev_supports_op(dev, op) ? ggml_backend_dev_buffer_type(dev) : nullptr;
 }
 
 // Anonymous memory on 4 KiB pages for the tensors of `ctx`, unmapped when it goes.
@@ -125,11 +138,11 @@ Result<plan::DeviceSpeed> measure_cpu_model_speed(const std::string& gguf_path,
   for (ggml_tensor* t = ggml_get_first_tensor(meta.get()); t; t = ggml_get_next_tensor(meta.get(), t)) {
     const std::string_view name = ggml_get_name(t);
     if (name == "token_embd.weight") embeddings = t;
-    if (ggml_n_dims(t) < 2 || !ends_with(name, ".weight")) continue;
+    if (ggml_n_dims(t) < 2 || ggml_n_dims(t) > 3 || !ends_with(name, ".weight")) continue;
     if (name.rfind("blk.0.", 0) == 0) {
-      const bool experts = ggml_n_dims(t) == 3;
-      layer.push_back({std::string(name), t->type, t->ne[0], t->ne[1],
-                       experts ? static_cast<int>(std::max<uint32_t>(1, model.n_expert_used)) : 1});
+      const bool experts = ggml_n_dims(t) == 3;  // [k, rows, n_expert]: n_expert_used of them per token
+      const int64_t used = std::clamp<int64_t>(model.n_expert_used, 1, t->ne[2]);
+      layer.push_back({std::string(name), t->type, t->ne[0], t->ne[1], experts ? static_cast<int>(used) : 1});
     } else if (name == "output.weight") {
       output.push_back({std::string(name), t->type, t->ne[0], t->ne[1], 1});
     }
@@ -138,7 +151,6 @@ Result<plan::DeviceSpeed> measure_cpu_model_speed(const std::string& gguf_path,
   if (output.empty() && embeddings) {
     output.push_back({"token_embd.weight", embeddings->type, embeddings->ne[0], embeddings->ne[1], 1});
   }
-  if (layer.empty()) return InvalidArgument(gguf_path + ": no weight matrices in its first layer to time");
 
   ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
   if (!dev) return Unavailable("ggml has no CPU device");
@@ -156,6 +168,13 @@ Result<plan::DeviceSpeed> measure_cpu_model_speed(const std::string& gguf_path,
           ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts"))) {
     for (ggml_backend_buffer_type_t* b = get(dev); b && *b; ++b) extras.push_back(*b);
   }
+  auto place = [&](std::vector<Matrix>& ms) {
+    for (Matrix& m : ms) m.buft = weight_buffer_type(dev, extras, m);
+    std::erase_if(ms, [](const Matrix& m) { return m.buft == nullptr; });
+  };
+  place(layer);
+  place(output);
+  if (layer.empty()) return InvalidArgument(gguf_path + ": no weight matrices in its first layer to time");
 
   // How many layer copies and output rows fit in max_bytes.
   auto bytes_of = [](const Matrix& m) {
@@ -174,26 +193,23 @@ Result<plan::DeviceSpeed> measure_cpu_model_speed(const std::string& gguf_path,
   }
   const uint64_t room = options.max_bytes > output_bytes ? options.max_bytes - output_bytes : 0;
   const int n_layer = static_cast<int>(std::max<size_t>(1, model.layers.size()));
-  const int copies =
-      static_cast<int>(std::clamp<uint64_t>(room / std::max<uint64_t>(1, layer_bytes), 1, n_layer));
-
-  size_t n_weights = output.size();
-  for (const Matrix& m : layer) n_weights += static_cast<size_t>(m.copies) * copies;
+  size_t per_layer = 0;
+  for (const Matrix& m : layer) per_layer += static_cast<size_t>(m.copies);
+  const uint64_t most_copies = std::max<uint64_t>(1, (kMaxMatrices - output.size()) / per_layer);
+  const int copies = static_cast<int>(std::clamp<uint64_t>(room / std::max<uint64_t>(1, layer_bytes), 1,
+                                                           std::min<uint64_t>(n_layer, most_copies)));
+  const size_t n_weights = output.size() + per_layer * static_cast<size_t>(copies);
   // The graph: per weight one input vector and one product.
   ContextPtr graph_ctx = new_context(2 * n_weights + 8, 2 * n_weights + 8);
-  ContextPtr scratch = new_context(2 * n_weights + 8);  // probe products for the buffer type choice
   std::map<ggml_backend_buffer_type_t, ContextPtr> weight_ctx;
   ggml_cgraph* graph = ggml_new_graph_custom(graph_ctx.get(), 2 * n_weights + 8, false);
   uint64_t timed_bytes = 0;
   std::map<std::string, int> repacked;  // buffer type name -> matrices placed there (the description)
   auto add = [&](const Matrix& m) {
-    // Each weight is created in a context of its own buffer type; the type is chosen with a probe tensor.
-    ContextPtr probe_ctx = new_context(1);
-    ggml_tensor* probe = ggml_new_tensor_2d(probe_ctx.get(), m.type, m.k, m.rows);
-    ggml_backend_buffer_type_t buft = weight_buffer_type(dev, extras, scratch.get(), probe);
-    auto [it, fresh] = weight_ctx.try_emplace(buft, ContextPtr(nullptr, ggml_free));
+    // Each weight is created in the context of its buffer type.
+    auto [it, fresh] = weight_ctx.try_emplace(m.buft, ContextPtr(nullptr, ggml_free));
     if (fresh) it->second = new_context(n_weights + 1);
-    if (buft != ggml_backend_dev_buffer_type(dev)) ++repacked[ggml_backend_buft_name(buft)];
+    if (m.buft != ggml_backend_dev_buffer_type(dev)) ++repacked[ggml_backend_buft_name(m.buft)];
     ggml_tensor* w = ggml_new_tensor_2d(it->second.get(), m.type, m.k, m.rows);
     ggml_tensor* x = ggml_new_tensor_1d(graph_ctx.get(), GGML_TYPE_F32, m.k);
     ggml_build_forward_expand(graph, ggml_mul_mat(graph_ctx.get(), w, x));
@@ -204,8 +220,8 @@ Result<plan::DeviceSpeed> measure_cpu_model_speed(const std::string& gguf_path,
       for (int e = 0; e < m.copies; ++e) add(m);
   for (const Matrix& m : output) add(m);
 
+  std::optional<MappedPages> mapped;  // outlives the buffer over it
   std::vector<BufferPtr> buffers;
-  std::optional<MappedPages> mapped;
   for (auto& [buft, ctx] : weight_ctx) {
     BufferPtr b(nullptr, ggml_backend_buffer_free);
     if (buft == ggml_backend_dev_buffer_type(dev)) {
@@ -274,9 +290,10 @@ Result<plan::DeviceSpeed> measure_cpu_model_speed(const std::string& gguf_path,
   std::string placed;
   for (const auto& [name, n] : repacked) placed += fmt::format(", {} of them in {}", n, name);
   s.description = fmt::format(
-      "{}; generation timed on this model's matrices: {} copies of layer 0 and the output projection ({} "
-      "matrices{}, {:.1f} MiB) x a vector in {:.3f} ms with {} thread(s); a graph node {:.2f} us",
-      s.description.substr(0, s.description.find(';')), copies, n_weights, placed,
+      "{}; generation timed on this model's matrices: {} copies of layer 0{} ({} matrices{}, {:.1f} MiB) x a "
+      "vector in {:.3f} ms with {} thread(s); a graph node {:.2f} us",
+      s.description.substr(0, s.description.find(';')), copies,
+      output.empty() ? "" : " and the output projection", n_weights, placed,
       static_cast<double>(timed_bytes) / (1 << 20), matrices_s * 1e3, options.threads,
       s.seconds_per_node * 1e6);
   return s;

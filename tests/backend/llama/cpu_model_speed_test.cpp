@@ -8,6 +8,7 @@
 
 #include "backend/llama/llama_test_util.h"
 #include "gantry/plan/gguf_profile.h"
+#include "gantry/weights/writer.h"
 
 namespace gantry::llama {
 namespace {
@@ -69,6 +70,38 @@ TEST(CpuModelSpeed, ARepackedTypeIsTimedWhereLlamaCppPutsIt) {
   uint64_t repacked = profile->output_repack_bytes;
   for (const auto& l : profile->layers) repacked += l.repack_bytes;
   EXPECT_EQ(s->description.find("CPU_REPACK") != std::string::npos, repacked > 0) << s->description;
+}
+
+weights::Weight weight(const std::string& name, DType type, std::vector<int64_t> shape) {
+  const Shape sh(shape);
+  Tensor t = Tensor::allocate(type, sh).value();  // zeroed
+  return {name, type, sh, std::move(t)};
+}
+
+TEST(CpuModelSpeed, MatricesTheCpuCannotMultiplyAreLeftOutNotAborted) {
+  // A file our GGUF reader accepts whose first layer holds an i32 "weight": ggml has no product for it, and
+  // computing one would abort the process. It is left out; a layer of nothing else is an error.
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto mixed = dir / "gantry-cpu-speed-mixed.gguf", only_ints = dir / "gantry-cpu-speed-ints.gguf";
+  ASSERT_TRUE(weights::write_gguf(mixed,
+                                  {weight("blk.0.attn_q.weight", DType::kInt32, {8, 64}),
+                                   weight("blk.0.ffn_up.weight", DType::kFloat32, {32, 64})},
+                                  {{"general.architecture", "llama"}})
+                  .ok());
+  ASSERT_TRUE(weights::write_gguf(only_ints, {weight("blk.0.attn_q.weight", DType::kInt32, {8, 64})},
+                                  {{"general.architecture", "llama"}})
+                  .ok());
+  plan::ModelProfile profile;
+  profile.layers.resize(2);
+  profile.n_embd = 64;
+  auto s = measure_cpu_model_speed(mixed.string(), profile, avx2_cpu(), 2.0, {.threads = 1, .budget_ms = 5});
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_NE(s->description.find("2 copies of layer 0 (2 matrices"), std::string::npos) << s->description;
+  s = measure_cpu_model_speed(only_ints.string(), profile, avx2_cpu(), 2.0, {.threads = 1, .budget_ms = 5});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("no weight matrices"), std::string::npos) << s.status().to_string();
+  std::filesystem::remove(mixed);
+  std::filesystem::remove(only_ints);
 }
 
 TEST(CpuModelSpeed, NotAGgufFileIsAClearError) {
