@@ -40,7 +40,8 @@ void take_header_line(std::string_view line, std::string& content_range) {
   if (lower != kKey) return;
   auto v = line.substr(kKey.size());
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.remove_suffix(1);
+  while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ' || v.back() == '\t'))
+    v.remove_suffix(1);
   content_range = std::string(v);
 }
 

@@ -24,7 +24,7 @@ std::optional<ContentRange> parse_content_range(std::string_view value);
 // One header line as libcurl hands it over, line ending included, for every response of a transfer (also
 // the redirects before the last): a status line ("HTTP/...") begins a new response and clears
 // `content_range`; a "Content-Range:" line (the name in any case) sets it to its value without the blanks
-// and line ending around it; any other line leaves it as it is.
+// (spaces, tabs) and line ending around it; any other line leaves it as it is.
 void take_header_line(std::string_view line, std::string& content_range);
 
 // A finished transfer: the status code (200 or 206: the transfer refuses every other one before these

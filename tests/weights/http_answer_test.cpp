@@ -12,6 +12,9 @@ const std::string kUrl = "http://host/m.gguf";
 TEST(HttpAnswer, ContentRangeIsParsedExactly) {
   EXPECT_EQ(parse_content_range("bytes 0-0/1234"), (ContentRange{0, 0, 1234}));
   EXPECT_EQ(parse_content_range("bytes 10-19/20"), (ContentRange{10, 19, 20}));
+  // Leading zeros are digits (RFC 9110: 1*DIGIT), found by fuzz/url_fetch_fuzz.cpp.
+  EXPECT_EQ(parse_content_range("bytes 00-0/08446744073709551615"),
+            (ContentRange{0, 0, 8446744073709551615ull}));
   EXPECT_EQ(parse_content_range("bytes 0-18446744073709551613/18446744073709551615"),
             (ContentRange{0, 18446744073709551613ull, 18446744073709551615ull}));
   for (const char* bad :
@@ -38,8 +41,16 @@ TEST(HttpAnswer, HeaderLinesKeepTheLastResponsesContentRange) {
   take_header_line("HTTP/1.1 302 Found\r\n", cr);
   take_header_line("content-RANGE: \t bytes 0-0/7 \r\n", cr);
   EXPECT_EQ(cr, "bytes 0-0/7");
+  // Regression (fuzz/url_fetch_fuzz.cpp): a tab before the line ending stayed in the value, so a valid
+  // range failed to parse; a bare CR inside the line stays (the value does not parse).
+  take_header_line("Content-Range: bytes 0-0/8\t\r\n", cr);
+  EXPECT_EQ(cr, "bytes 0-0/8");
+  take_header_line("Content-Range: bytes 0-0/8\r9\r\n", cr);
+  EXPECT_EQ(cr, "bytes 0-0/8\r9");
+  EXPECT_FALSE(parse_content_range(cr));
+  take_header_line("Content-Range: bytes 0-0/7\r\n", cr);
   take_header_line("Content-Length: 1\r\n", cr);
-  take_header_line("Content-Range:\r\n", cr);  // not longer than the name: ignored
+  take_header_line("Content-Range:", cr);  // no longer than the name: ignored
   EXPECT_EQ(cr, "bytes 0-0/7");
   take_header_line("HTTP/2 200\r\n", cr);  // the redirect's answer is not the file's
   EXPECT_EQ(cr, "");
