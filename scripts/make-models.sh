@@ -20,8 +20,9 @@ for gen in "$ROOT"/scripts/models/*.py "$ROOT"/scripts/models/*.sh; do
   [[ -f "$gen" ]] || continue
   name=$(basename "$gen"); stamp="$CACHE/stamps/model-$name"
   if ((${#only[@]})) && [[ " ${only[*]} " != *" $name "* ]]; then continue; fi
-  # The stamp covers the generator and the helper sources beside it (e.g. a C++ tool it compiles).
-  helpers=("$ROOT"/scripts/models/*.c "$ROOT"/scripts/models/*.cpp "$ROOT"/scripts/models/*.h)
+  # The stamp covers the generator, the helper sources beside it (e.g. a C++ tool it compiles) and the
+  # modules the generators share (scripts/lib/*.py, e.g. gguf_write.py).
+  helpers=("$ROOT"/scripts/models/*.c "$ROOT"/scripts/models/*.cpp "$ROOT"/scripts/models/*.h "$ROOT"/scripts/lib/*.py)
   sum=$(cat "$gen" "${helpers[@]}" | sha256sum | cut -d' ' -f1)
   [[ -f "$stamp" && "$(cat "$stamp")" == "$sum" ]] && continue
   echo "gantry setup: generating models with scripts/models/$name" >&2

@@ -8,7 +8,6 @@ Usage: gguf_llama.py <models-dir> <cache-dir>
 The tokenizer (llama SPM, 32000 tokens) is copied from the bundle's models/ggml-vocab-llama-spm.gguf.
 Each model is then loaded with llama_model_load_from_file as a check. Same bytes on every run.
 """
-import hashlib
 import os
 import subprocess
 import sys
@@ -16,95 +15,47 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
+import gguf_write  # noqa: E402
+
 MODELS = Path(sys.argv[1])
 CACHE = Path(sys.argv[2])
-sys.path.insert(0, str(CACHE / "llama/src/gguf-py"))
-import gguf  # noqa: E402
+gguf = gguf_write.import_gguf(CACHE)
 
 VOCAB = CACHE / "llama/src/models/ggml-vocab-llama-spm.gguf"
-LLAMA = CACHE / "llama/install"
-HERE = Path(__file__).resolve().parent
 CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
           "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
 
 
 def copy_tokenizer(w: "gguf.GGUFWriter") -> int:
-    r = gguf.GGUFReader(VOCAB)
-    n_vocab = 0
-    for key, f in r.fields.items():
-        if not key.startswith("tokenizer."):
-            continue
-        main = f.types[0]
-        if main == gguf.GGUFValueType.ARRAY:
-            sub = f.types[-1]
-            vals = f.contents()
-            if key == "tokenizer.ggml.tokens":
-                n_vocab = len(vals)
-            w.add_key_value(key, vals, main, sub_type=sub)
-        else:
-            w.add_key_value(key, f.contents(), main)
-    return n_vocab
+    return gguf_write.copy_tokenizer(w, VOCAB)
+
+
+def build_tool() -> Path:
+    return gguf_write.build_quantize_tool(CACHE)
 
 
 def write_llama(path: Path, name: str, seed: int, n_layer: int, n_embd: int, n_head: int, n_head_kv: int,
                 n_ff: int, n_ctx: int) -> None:
+    """VOCAB's tokenizer and the CHATML template, read when called (gguf_chat_templates.py sets others)."""
     rng = np.random.default_rng(seed)
-    hd = n_embd // n_head
     w = gguf.GGUFWriter(str(path), "llama")
-    w.add_name(name)
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    w.add_context_length(n_ctx)
-    w.add_embedding_length(n_embd)
-    w.add_block_count(n_layer)
-    w.add_feed_forward_length(n_ff)
-    w.add_head_count(n_head)
-    w.add_head_count_kv(n_head_kv)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_dimension_count(hd)
-    w.add_rope_freq_base(10000.0)
-    n_vocab = copy_tokenizer(w)
-    w.add_vocab_size(n_vocab)
-    w.add_chat_template(CHATML)
+    n_vocab = gguf_write.add_llama_header(w, name, gguf.LlamaFileType.MOSTLY_F16, n_ctx, n_embd, n_layer, n_ff,
+                                          n_head, n_head_kv, VOCAB, CHATML)
 
     def mat(rows: int, cols: int) -> np.ndarray:
-        return (rng.standard_normal((rows, cols), dtype=np.float32) * 0.02).astype(np.float16)
+        return gguf_write.f16_matrix(rng, rows, cols, 0.02)
 
     def norm(n: int) -> np.ndarray:
-        return (1.0 + rng.standard_normal(n, dtype=np.float32) * 0.01).astype(np.float32)
+        return gguf_write.norm_vector(rng, n)
 
-    # numpy shape is (ne1, ne0): rows x row-length.
     w.add_tensor("token_embd.weight", mat(n_vocab, n_embd))
     for i in range(n_layer):
-        p = f"blk.{i}."
-        w.add_tensor(p + "attn_norm.weight", norm(n_embd))
-        w.add_tensor(p + "attn_q.weight", mat(n_head * hd, n_embd))
-        w.add_tensor(p + "attn_k.weight", mat(n_head_kv * hd, n_embd))
-        w.add_tensor(p + "attn_v.weight", mat(n_head_kv * hd, n_embd))
-        w.add_tensor(p + "attn_output.weight", mat(n_embd, n_head * hd))
-        w.add_tensor(p + "ffn_norm.weight", norm(n_embd))
-        w.add_tensor(p + "ffn_gate.weight", mat(n_ff, n_embd))
-        w.add_tensor(p + "ffn_up.weight", mat(n_ff, n_embd))
-        w.add_tensor(p + "ffn_down.weight", mat(n_embd, n_ff))
+        for tname, t in gguf_write.llama_layer(f"blk.{i}.", mat, norm, n_embd, n_head, n_head_kv, n_ff):
+            w.add_tensor(tname, t)
     w.add_tensor("output_norm.weight", norm(n_embd))
     w.add_tensor("output.weight", mat(n_vocab, n_embd))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-
-
-def build_tool() -> Path:
-    src = HERE / "gguf_quantize.cpp"
-    tool_dir = CACHE / "gguf-tools"
-    tool_dir.mkdir(parents=True, exist_ok=True)
-    exe = tool_dir / "gguf_quantize"
-    stamp = tool_dir / "gguf_quantize.sha256"
-    digest = hashlib.sha256(src.read_bytes()).hexdigest()
-    if not (exe.exists() and stamp.exists() and stamp.read_text() == digest):
-        subprocess.run(["g++", "-std=c++17", "-O2", "-o", str(exe), str(src), f"-I{LLAMA}/include",
-                        f"-L{LLAMA}/lib", f"-Wl,-rpath,{LLAMA}/lib", "-lllama", "-lggml", "-lggml-base"], check=True)
-        stamp.write_text(digest)
-    return exe
+    gguf_write.write_and_close(w)
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ spec = importlib.util.spec_from_file_location("gguf_llama", HERE / "gguf_llama.p
 gguf_llama = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(gguf_llama)
 gguf = gguf_llama.gguf
+import gguf_write  # noqa: E402  (scripts/lib, on sys.path since gguf_llama.py)
 
 # Qwen3-Reranker's prompt, as llama.cpp's converter stores it (conversion/qwen.py).
 RERANK = ("<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "
@@ -42,14 +43,8 @@ def write_reranker(path: Path, seed: int, n_layer: int, n_embd: int, n_head: int
     rng = np.random.default_rng(seed)
     hd = n_embd // n_head
     w = gguf.GGUFWriter(str(path), "qwen3")
-    w.add_name("gantry-tiny-reranker" if rank else "gantry-tiny-pooling-none")
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    w.add_context_length(n_ctx)
-    w.add_embedding_length(n_embd)
-    w.add_block_count(n_layer)
-    w.add_feed_forward_length(n_ff)
-    w.add_head_count(n_head)
-    w.add_head_count_kv(n_head_kv)
+    gguf_write.add_shape(w, "gantry-tiny-reranker" if rank else "gantry-tiny-pooling-none",
+                         gguf.LlamaFileType.MOSTLY_F16, n_ctx, n_embd, n_layer, n_ff, n_head, n_head_kv)
     w.add_key_length(hd)
     w.add_value_length(hd)
     w.add_layer_norm_rms_eps(1e-6)
@@ -66,35 +61,22 @@ def write_reranker(path: Path, seed: int, n_layer: int, n_embd: int, n_head: int
 
     # Larger than tiny-llama's 0.02 so that different documents give visibly different scores.
     def mat(rows: int, cols: int, scale: float = 0.1) -> np.ndarray:
-        return (rng.standard_normal((rows, cols), dtype=np.float32) * scale).astype(np.float16)
+        return gguf_write.f16_matrix(rng, rows, cols, scale)
 
     def norm(n: int) -> np.ndarray:
-        return (1.0 + rng.standard_normal(n, dtype=np.float32) * 0.01).astype(np.float32)
+        return gguf_write.norm_vector(rng, n)
 
-    # numpy shape is (ne1, ne0): rows x row-length.
     w.add_tensor("token_embd.weight", mat(n_vocab, n_embd, 0.5))
     for i in range(n_layer):
-        p = f"blk.{i}."
-        w.add_tensor(p + "attn_norm.weight", norm(n_embd))
-        w.add_tensor(p + "attn_q.weight", mat(n_head * hd, n_embd))
-        w.add_tensor(p + "attn_k.weight", mat(n_head_kv * hd, n_embd))
-        w.add_tensor(p + "attn_v.weight", mat(n_head_kv * hd, n_embd))
-        w.add_tensor(p + "attn_q_norm.weight", norm(hd))
-        w.add_tensor(p + "attn_k_norm.weight", norm(hd))
-        w.add_tensor(p + "attn_output.weight", mat(n_embd, n_head * hd))
-        w.add_tensor(p + "ffn_norm.weight", norm(n_embd))
-        w.add_tensor(p + "ffn_gate.weight", mat(n_ff, n_embd))
-        w.add_tensor(p + "ffn_up.weight", mat(n_ff, n_embd))
-        w.add_tensor(p + "ffn_down.weight", mat(n_embd, n_ff))
+        for name, t in gguf_write.llama_layer(f"blk.{i}.", mat, norm, n_embd, n_head, n_head_kv, n_ff,
+                                              qk_norm=True):
+            w.add_tensor(name, t)
     w.add_tensor("output_norm.weight", norm(n_embd))
     # The rows of "yes" and "no" of a reranker's LM head; here random, small enough that P(yes) stays
     # well inside (0, 1).
     if rank:
         w.add_tensor("cls.output.weight", mat(2, n_embd, 0.05))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    gguf_write.write_and_close(w)
 
 
 def main() -> None:

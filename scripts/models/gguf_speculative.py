@@ -25,64 +25,42 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gguf_llama  # noqa: E402  (its own argv handling reads the same two arguments)
-from gguf_llama import MODELS, build_tool, copy_tokenizer, gguf, write_llama  # noqa: E402
+from gguf_llama import MODELS, build_tool, gguf, write_llama  # noqa: E402
+import gguf_write  # noqa: E402  (scripts/lib, on sys.path since gguf_llama.py)
 
 DEEP_SCALE = 0.003    # the target's layers 2..11 barely move the residual stream: the draft agrees ~90%
-OUTPUT_SCALE = 0.15  # a sharper output head than gguf_llama's 0.02: fewer near-ties between tokens  # a sharper output head than gguf_llama's 0.02: fewer near-ties between tokens
+OUTPUT_SCALE = 0.15  # a sharper output head than gguf_llama's 0.02: fewer near-ties between tokens
 
 
 def write_stack(path: Path, name: str, seed: int, n_layer: int, keep: int, n_embd: int, n_head: int, n_head_kv: int,
                 n_ff: int, n_ctx: int, f32: bool = False) -> None:
     """Writes the first `keep` of `n_layer` generated layers (all of them when keep == n_layer)."""
     rng = np.random.default_rng(seed)
-    hd = n_embd // n_head
     w = gguf.GGUFWriter(str(path), "llama")
-    w.add_name(name)
-    w.add_file_type(gguf.LlamaFileType.ALL_F32 if f32 else gguf.LlamaFileType.MOSTLY_F16)
-    w.add_context_length(n_ctx)
-    w.add_embedding_length(n_embd)
-    w.add_block_count(keep)
-    w.add_feed_forward_length(n_ff)
-    w.add_head_count(n_head)
-    w.add_head_count_kv(n_head_kv)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_dimension_count(hd)
-    w.add_rope_freq_base(10000.0)
-    n_vocab = copy_tokenizer(w)
-    w.add_vocab_size(n_vocab)
-    w.add_chat_template(gguf_llama.CHATML)
+    file_type = gguf.LlamaFileType.ALL_F32 if f32 else gguf.LlamaFileType.MOSTLY_F16
+    n_vocab = gguf_write.add_llama_header(w, name, file_type, n_ctx, n_embd, keep, n_ff, n_head, n_head_kv,
+                                          gguf_llama.VOCAB, gguf_llama.CHATML)
 
     def mat(rows: int, cols: int, scale: float = 0.02) -> np.ndarray:
-        m = (rng.standard_normal((rows, cols), dtype=np.float32) * scale).astype(np.float16)
+        m = gguf_write.f16_matrix(rng, rows, cols, scale)
         return m.astype(np.float32) if f32 else m  # the F32 target holds the F16 values exactly
 
     def norm(n: int) -> np.ndarray:
-        return (1.0 + rng.standard_normal(n, dtype=np.float32) * 0.01).astype(np.float32)
+        return gguf_write.norm_vector(rng, n)
 
     # Every tensor is drawn in the same order for the target and the draft, so the draft's are the
     # target's; layers past `keep` are drawn (to keep the stream aligned) and left out.
     tensors = [("token_embd.weight", mat(n_vocab, n_embd))]
     for i in range(n_layer):
-        p = f"blk.{i}."
         s = 0.02 if i < 2 else 0.02 * DEEP_SCALE
-        layer = [(p + "attn_norm.weight", norm(n_embd)),
-                 (p + "attn_q.weight", mat(n_head * hd, n_embd)),
-                 (p + "attn_k.weight", mat(n_head_kv * hd, n_embd)),
-                 (p + "attn_v.weight", mat(n_head_kv * hd, n_embd)),
-                 (p + "attn_output.weight", mat(n_embd, n_head * hd, s)),
-                 (p + "ffn_norm.weight", norm(n_embd)),
-                 (p + "ffn_gate.weight", mat(n_ff, n_embd)),
-                 (p + "ffn_up.weight", mat(n_ff, n_embd)),
-                 (p + "ffn_down.weight", mat(n_embd, n_ff, s))]
+        layer = gguf_write.llama_layer(f"blk.{i}.", mat, norm, n_embd, n_head, n_head_kv, n_ff,
+                                       out=lambda rows, cols, s=s: mat(rows, cols, s))
         if i < keep:
             tensors += layer
     tensors += [("output_norm.weight", norm(n_embd)), ("output.weight", mat(n_vocab, n_embd, OUTPUT_SCALE))]
     for name_, t in tensors:
         w.add_tensor(name_, t)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    gguf_write.write_and_close(w)
 
 
 def quantise(tool: Path, src: Path, out: Path, qtype: str, threads: str) -> None:

@@ -15,7 +15,6 @@ every type in QUANTS: <models-dir>/hf/<arch>-<type>.gguf. The tokenizer is the b
 vocabulary (32000 tokens) for every family: memory does not depend on it beyond the vocabulary size.
 Each GGUF is loaded once with llama_model_load_from_file as a check. Same bytes on every run.
 """
-import hashlib
 import json
 import os
 import shutil
@@ -25,14 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
+import gguf_write  # noqa: E402
+
 MODELS = Path(sys.argv[1])
 CACHE = Path(sys.argv[2])
-sys.path.insert(0, str(CACHE / "llama/src/gguf-py"))
-import gguf  # noqa: E402
+gguf = gguf_write.import_gguf(CACHE)
 
 VOCAB = CACHE / "llama/src/models/ggml-vocab-llama-spm.gguf"
-LLAMA = CACHE / "llama/install"
-HERE = Path(__file__).resolve().parent
 OUT = MODELS / "hf"
 
 # bf16 first: every type is written by llama_model_quantize, so every file has llama.cpp's tensor order.
@@ -195,18 +194,6 @@ def write_checkpoint(d: Path, name: str, cfg: dict, tensors: dict) -> None:
         json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2) + "\n")
 
 
-def copy_tokenizer(w: "gguf.GGUFWriter") -> None:
-    r = gguf.GGUFReader(VOCAB)
-    for key, f in r.fields.items():
-        if not key.startswith("tokenizer."):
-            continue
-        main = f.types[0]
-        if main == gguf.GGUFValueType.ARRAY:
-            w.add_key_value(key, f.contents(), main, sub_type=f.types[-1])
-        else:
-            w.add_key_value(key, f.contents(), main)
-
-
 def permute(a: np.ndarray, n_head: int) -> np.ndarray:
     """LlamaModel.permute: q/k rows from HF's rotary layout to GGML's (shape unchanged)."""
     return a.reshape(n_head, 2, a.shape[0] // n_head // 2, *a.shape[1:]).swapaxes(1, 2).reshape(a.shape)
@@ -307,33 +294,15 @@ def write_gguf(path: Path, name: str, cfg: dict, tensors: dict) -> None:
         w.add_final_logit_softcapping(cfg["final_logit_softcapping"])
         w.add_sliding_window(cfg["sliding_window"])
     w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
-    copy_tokenizer(w)
+    gguf_write.copy_tokenizer(w, VOCAB)
     for new, data, keep_f32 in converted_tensors(cfg, tensors):
         qtype = gguf.GGMLQuantizationType.F32 if keep_f32 else gguf.GGMLQuantizationType.BF16
         w.add_tensor(new, gguf.quants.quantize(data.astype(np.float32), qtype), raw_dtype=qtype)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-
-
-def build_tool() -> Path:
-    """scripts/models/gguf_quantize.cpp against the llama.cpp install (as gguf_llama.py builds it)."""
-    src = HERE / "gguf_quantize.cpp"
-    tool_dir = CACHE / "gguf-tools"
-    tool_dir.mkdir(parents=True, exist_ok=True)
-    exe = tool_dir / "gguf_quantize"
-    stamp = tool_dir / "gguf_quantize.sha256"
-    digest = hashlib.sha256(src.read_bytes()).hexdigest()
-    if not (exe.exists() and stamp.exists() and stamp.read_text() == digest):
-        subprocess.run(["g++", "-std=c++17", "-O2", "-o", str(exe), str(src), f"-I{LLAMA}/include",
-                        f"-L{LLAMA}/lib", f"-Wl,-rpath,{LLAMA}/lib", "-lllama", "-lggml", "-lggml-base"], check=True)
-        stamp.write_text(digest)
-    return exe
+    gguf_write.write_and_close(w)
 
 
 def main() -> None:
-    tool = build_tool()
+    tool = gguf_write.build_quantize_tool(CACHE)
     threads = str(min(2, os.cpu_count() or 1))
     tmp_root = OUT.with_name("hf.tmp")
     shutil.rmtree(tmp_root, ignore_errors=True)

@@ -27,7 +27,8 @@ std::string trim(std::string_view s) {
 // One connection to a server for the length of a probe.
 class Probe {
  public:
-  Probe(const RpcEndpoint& e, const RpcProbeOptions& o) : e_(e), o_(o) {}
+  Probe(const RpcEndpoint& e, const RpcProbeOptions& o, rpc::Socket s = {})
+      : e_(e), o_(o), sock_(std::move(s)) {}
 
   Status fail(const Status& s, std::string_view doing) const {
     return Status(s.code(), fmt::format("RPC server {}: {}: {}", e_.text(), doing, s.message()));
@@ -208,9 +209,10 @@ Result<std::vector<RpcEndpoint>> parse_rpc_endpoints(std::string_view list) {
   return parse_rpc_endpoints(std::vector<std::string>{std::string(list)});
 }
 
-Result<RpcServerInfo> probe_rpc_server(const RpcEndpoint& endpoint, const RpcProbeOptions& options) {
-  Probe p(endpoint, options);
-  GANTRY_RETURN_IF_ERROR(p.connect());
+namespace {
+
+// Everything after the connection: the hello, the devices, their memory and the link.
+Result<RpcServerInfo> run_probe(Probe& p, const RpcEndpoint& endpoint, const RpcProbeOptions& options) {
   RpcServerInfo info;
   info.endpoint = endpoint;
   GANTRY_ASSIGN_OR_RETURN(info.protocol, p.hello());
@@ -230,6 +232,20 @@ Result<RpcServerInfo> probe_rpc_server(const RpcEndpoint& endpoint, const RpcPro
     GANTRY_RETURN_IF_ERROR(p.bandwidth(rtt, info));
   }
   return info;
+}
+
+}  // namespace
+
+Result<RpcServerInfo> probe_rpc_server(const RpcEndpoint& endpoint, const RpcProbeOptions& options) {
+  Probe p(endpoint, options);
+  GANTRY_RETURN_IF_ERROR(p.connect());
+  return run_probe(p, endpoint, options);
+}
+
+Result<RpcServerInfo> probe_rpc_connection(rpc::Socket connection, const RpcEndpoint& endpoint,
+                                           const RpcProbeOptions& options) {
+  Probe p(endpoint, options, std::move(connection));
+  return run_probe(p, endpoint, options);
 }
 
 std::vector<Device> rpc_registry_devices(const RpcServerInfo& info, int first_index) {

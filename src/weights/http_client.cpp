@@ -2,9 +2,8 @@
 
 #include <curl/curl.h>
 
-#include <cctype>
-#include <charconv>
 #include <mutex>
+#include <utility>
 
 namespace gantry::weights {
 namespace {
@@ -34,45 +33,9 @@ size_t on_body(char* ptr, size_t size, size_t nmemb, void* user) {
 }
 
 size_t on_header(char* buffer, size_t size, size_t nitems, void* user) {
-  auto* t = static_cast<Transfer*>(user);
   const size_t n = size * nitems;
-  std::string_view line(buffer, n);
-  if (line.starts_with("HTTP/")) t->content_range.clear();  // a new response (after a redirect)
-  constexpr std::string_view kKey = "content-range:";
-  if (line.size() > kKey.size()) {
-    std::string lower(line.substr(0, kKey.size()));
-    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower == kKey) {
-      auto v = line.substr(kKey.size());
-      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-      while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.remove_suffix(1);
-      t->content_range = std::string(v);
-    }
-  }
+  take_header_line(std::string_view(buffer, n), static_cast<Transfer*>(user)->content_range);
   return n;
-}
-
-struct ContentRange {
-  uint64_t first = 0, last = 0, total = 0;
-};
-
-std::optional<uint64_t> parse_u64(std::string_view s) {
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
-
-// "bytes 0-0/1234"
-std::optional<ContentRange> parse_content_range(std::string_view s) {
-  if (!s.starts_with("bytes ")) return std::nullopt;
-  s.remove_prefix(6);
-  const auto dash = s.find('-'), slash = s.find('/');
-  if (dash == std::string_view::npos || slash == std::string_view::npos || dash > slash) return std::nullopt;
-  auto a = parse_u64(s.substr(0, dash)), b = parse_u64(s.substr(dash + 1, slash - dash - 1)),
-       t = parse_u64(s.substr(slash + 1));
-  if (!a || !b || !t) return std::nullopt;
-  return ContentRange{*a, *b, *t};
 }
 
 struct Response {
@@ -135,22 +98,9 @@ Result<Response> get(const std::string& url, const std::string& range, uint64_t 
 Result<HttpProbe> http_probe(const std::string& url, const HttpOptions& options) {
   GANTRY_ASSIGN_OR_RETURN(Response r,
                           get(url, "0-0", std::min(options.max_bytes, options.max_unranged_bytes), options));
-  HttpProbe p;
-  if (r.code == 200) {  // Range ignored: this is the whole file
-    p.size = r.transfer.body.size();
-    p.whole = std::move(r.transfer.body);
-    return p;
-  }
-  const auto cr = parse_content_range(r.transfer.content_range);
-  if (!cr || cr->first != 0 || cr->last != 0 || r.transfer.body.size() != 1)
-    return Corrupt(url + ": the server answered a request for byte 0 with Content-Range \"" +
-                   r.transfer.content_range + "\" and " + std::to_string(r.transfer.body.size()) +
-                   " bytes: it does not honour Range requests correctly");
-  if (cr->total > options.max_bytes)
-    return ResourceExhausted(url + ": " + std::to_string(cr->total) + " bytes is more than the limit of " +
-                             std::to_string(options.max_bytes));
-  p.size = cr->total;
-  return p;
+  return probe_answer(url,
+                      HttpAnswer{r.code, std::move(r.transfer.content_range), std::move(r.transfer.body)},
+                      options.max_bytes);
 }
 
 Result<std::string> http_get_range(const std::string& url, uint64_t offset, uint64_t n, uint64_t total,
@@ -159,17 +109,8 @@ Result<std::string> http_get_range(const std::string& url, uint64_t offset, uint
   const std::string range = std::to_string(offset) + "-" + std::to_string(offset + n - 1);
   // A server that ignores Range sends the whole file: allow reading that far only to report it.
   GANTRY_ASSIGN_OR_RETURN(Response r, get(url, range, n, options));
-  if (r.code != 206)
-    return Corrupt(url + ": asked for bytes " + range + ", the server answered HTTP " +
-                   std::to_string(r.code) + " without a range (it stopped honouring Range requests)");
-  const auto cr = parse_content_range(r.transfer.content_range);
-  if (!cr || cr->first != offset || cr->last != offset + n - 1 || cr->total != total)
-    return Corrupt(url + ": asked for bytes " + range + "/" + std::to_string(total) +
-                   ", the server answered Content-Range \"" + r.transfer.content_range + "\"");
-  if (r.transfer.body.size() != n)
-    return IoError(url + ": truncated download: got " + std::to_string(r.transfer.body.size()) + " of " +
-                   std::to_string(n) + " bytes for range " + range);
-  return std::move(r.transfer.body);
+  return range_answer(url, offset, n, total,
+                      HttpAnswer{r.code, std::move(r.transfer.content_range), std::move(r.transfer.body)});
 }
 
 }  // namespace gantry::weights

@@ -8,14 +8,9 @@
 
 #include "gantry/core/status.h"
 #include "gantry/weights/source.h"
+#include "weights/http_answer.h"  // HttpProbe, and how answers are checked
 
 namespace gantry::weights {
-
-struct HttpProbe {
-  uint64_t size = 0;
-  // Set when the server ignored the Range request and sent the whole file (then held here).
-  std::optional<std::string> whole;
-};
 
 // GET with "Range: bytes=0-0": the file's size from Content-Range, or the whole body when the server
 // answers 200 (at most options.max_bytes and options.max_unranged_bytes).

@@ -17,6 +17,7 @@
 
 #include "gantry/core/status.h"
 #include "gantry/hw/registry.h"
+#include "gantry/hw/rpc_wire.h"
 
 namespace gantry::hw {
 
@@ -59,6 +60,13 @@ struct RpcServerInfo {
 // Errors name the server: Unavailable ("RPC server 10.0.0.2:50052 is not reachable: connection refused"),
 // FailedPrecondition for a server that speaks another protocol version or serves no device.
 Result<RpcServerInfo> probe_rpc_server(const RpcEndpoint& endpoint, const RpcProbeOptions& options = {});
+// The same probe over a connection already open to the server `endpoint` names (which it only names in
+// errors): tests and fuzz/rpc_wire_fuzz.cpp hand it one end of a socketpair holding the server's answers.
+// Every answer is checked before it is used: a size other than the command's, another protocol version, no
+// device or more than 64 are errors naming the server, never a crash; a connection that ends early is
+// Unavailable. The connection is closed on return.
+Result<RpcServerInfo> probe_rpc_connection(rpc::Socket connection, const RpcEndpoint& endpoint,
+                                           const RpcProbeOptions& options = {});
 
 // Registry entries for a probed server's devices, numbered "rpc:<first_index>", "rpc:<first_index + 1>", ...
 std::vector<Device> rpc_registry_devices(const RpcServerInfo& info, int first_index);
