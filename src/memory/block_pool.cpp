@@ -83,10 +83,9 @@ struct BlockPool::Impl {
     std::vector<uint32_t> free_slots;
     bool listed = false;  // in partial[cls]
   };
+  // Bytes and peaks are the ledger's (self->ledger_); the pool counts only its live allocations.
   struct Owner {
-    std::string name;
-    uint64_t in_use = 0;
-    uint64_t peak = 0;
+    const std::string* name;  // the key in owner_ids: stable, owners are never forgotten
     uint64_t allocations = 0;
   };
 
@@ -125,24 +124,19 @@ struct BlockPool::Impl {
     auto it = owner_ids.find(name);
     if (it != owner_ids.end()) return it->second;
     const auto oid = static_cast<uint32_t>(owners.size());
-    owners.push_back(Owner{std::string(name)});
-    owner_ids.emplace(std::string(name), oid);
+    it = owner_ids.emplace(std::string(name), oid).first;
+    owners.push_back(Owner{&it->first});
     return oid;
   }
   void account_alloc(uint32_t oid, uint64_t bytes) {
-    Owner& o = owners[oid];
-    o.in_use += bytes;
-    o.peak = std::max(o.peak, o.in_use);
-    ++o.allocations;
+    ++owners[oid].allocations;
     st.bytes_in_use += bytes;
     st.peak_in_use = std::max(st.peak_in_use, st.bytes_in_use);
     ++st.allocations;
     ++st.total_allocations;
   }
   void account_free(uint32_t oid, uint64_t bytes) {
-    Owner& o = owners[oid];
-    o.in_use -= bytes;
-    --o.allocations;
+    --owners[oid].allocations;
     st.bytes_in_use -= bytes;
     --st.allocations;
   }
@@ -415,6 +409,8 @@ BlockPool::BlockPool(std::unique_ptr<Backing> backing, BlockPoolOptions options)
   size_t a = kMinAlignment;  // a power of two, at least 64
   while (a < options_.min_alignment) a *= 2;
   options_.min_alignment = a;
+  if (!options_.budget) own_budget_ = std::make_unique<Budget>(backing_->device(), UINT64_MAX);
+  ledger_ = options_.budget ? options_.budget : own_budget_.get();
 }
 
 BlockPool::~BlockPool() {
@@ -450,12 +446,11 @@ Result<void*> BlockPool::allocate_for(std::string_view owner, uint64_t bytes, si
     return ResourceExhausted("allocation of " + format_bytes(bytes) + " is larger than the memory pool on " +
                              device() + " (capacity " + format_bytes(options_.capacity) + ")");
   }
-  if (options_.budget) {
-    if (Status s = options_.budget->charge(owner, charged); !s.ok()) {
-      std::lock_guard lock(impl_->mu);
-      ++impl_->st.failed;
-      return s;
-    }
+  Budget::Receipt receipt;
+  if (Status s = ledger_->charge(owner, charged, receipt); !s.ok()) {
+    std::lock_guard lock(impl_->mu);
+    ++impl_->st.failed;
+    return s;
   }
   Result<void*> r = static_cast<void*>(nullptr);
   {
@@ -474,13 +469,13 @@ Result<void*> BlockPool::allocate_for(std::string_view owner, uint64_t bytes, si
     r = impl_->allocate_locked(bytes, alignment, oid);
     if (!r.ok()) ++impl_->st.failed;
   }
-  if (!r.ok() && options_.budget) options_.budget->credit(owner, charged);
+  if (!r.ok()) ledger_->refund(owner, charged, receipt);
   return r;
 }
 
 Status BlockPool::free(void* p) {
   if (!p) return Status::Ok();
-  std::string owner;
+  const std::string* owner = nullptr;
   uint64_t size = 0;
   {
     std::lock_guard lock(impl_->mu);
@@ -500,9 +495,9 @@ Status BlockPool::free(void* p) {
     auto [bytes, oid] = impl_->free_locked(b, run, slot);
     if (impl_->st.bytes_in_use == 0) impl_->flush_cache();  // nothing allocated: everything coalesces
     size = bytes;
-    if (options_.budget) owner = impl_->owners[oid].name;
+    owner = impl_->owners[oid].name;
   }
-  if (options_.budget) options_.budget->credit(owner, size);
+  ledger_->credit(*owner, size);
   return Status::Ok();
 }
 
@@ -522,10 +517,12 @@ void BlockPool::trim() {
 }
 
 void BlockPool::reset_peaks() {
-  std::lock_guard lock(impl_->mu);
-  impl_->st.peak_in_use = impl_->st.bytes_in_use;
-  impl_->st.peak_reserved = impl_->st.bytes_reserved;
-  for (auto& o : impl_->owners) o.peak = o.in_use;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->st.peak_in_use = impl_->st.bytes_in_use;
+    impl_->st.peak_reserved = impl_->st.bytes_reserved;
+  }
+  ledger_->reset_owner_peaks();  // after the pool's lock is let go: the two locks never nest
 }
 
 PoolStats BlockPool::stats() const {
@@ -534,21 +531,39 @@ PoolStats BlockPool::stats() const {
 }
 
 std::vector<OwnerStats> BlockPool::owners() const {
-  std::lock_guard lock(impl_->mu);
   std::vector<OwnerStats> out;
-  for (const auto& [name, oid] : impl_->owner_ids) {
-    const auto& o = impl_->owners[oid];
-    out.push_back({o.name, o.in_use, o.peak, o.allocations});
+  {
+    std::lock_guard lock(impl_->mu);
+    for (const auto& [name, oid] : impl_->owner_ids)
+      out.push_back({name, 0, 0, impl_->owners[oid].allocations});
+  }
+  // Both by name: one merge. The ledger is read after the pool's lock is let go (the locks never nest).
+  const std::vector<OwnerUsage> ledger = ledger_->ledger();
+  auto u = ledger.begin();
+  for (OwnerStats& o : out) {
+    while (u != ledger.end() && u->owner < o.owner) ++u;
+    if (u != ledger.end() && u->owner == o.owner) {
+      o.bytes_in_use = u->in_use;
+      o.peak_in_use = u->peak;
+    }
   }
   return out;
 }
 
 std::optional<OwnerStats> BlockPool::owner(std::string_view name) const {
-  std::lock_guard lock(impl_->mu);
-  auto it = impl_->owner_ids.find(name);
-  if (it == impl_->owner_ids.end()) return std::nullopt;
-  const auto& o = impl_->owners[it->second];
-  return OwnerStats{o.name, o.in_use, o.peak, o.allocations};
+  OwnerStats o;
+  {
+    std::lock_guard lock(impl_->mu);
+    auto it = impl_->owner_ids.find(name);
+    if (it == impl_->owner_ids.end()) return std::nullopt;
+    o.owner = it->first;
+    o.allocations = impl_->owners[it->second].allocations;
+  }
+  if (auto u = ledger_->usage(name)) {
+    o.bytes_in_use = u->in_use;
+    o.peak_in_use = u->peak;
+  }
+  return o;
 }
 
 std::vector<BlockInfo> BlockPool::blocks() const {

@@ -78,8 +78,9 @@ void Budget::unreserve(std::string_view owner, uint64_t bytes) {
   it->second.reserved -= std::min(bytes, it->second.reserved);
 }
 
-Budget::Attempt Budget::try_charge_locked(std::string_view owner, uint64_t bytes) {
+Budget::Attempt Budget::try_charge_locked(std::string_view owner, uint64_t bytes, Receipt& receipt) {
   auto it = owners_.find(owner);
+  receipt = {it == owners_.end() ? 0 : it->second.peak, peak_};
   const uint64_t reserved = it == owners_.end() ? 0 : it->second.reserved;
   const uint64_t in_use = (it == owners_.end() ? 0 : it->second.in_use) + bytes;
   const uint64_t before = it == owners_.end() ? 0 : it->second.footprint();
@@ -99,22 +100,39 @@ Budget::Attempt Budget::try_charge_locked(std::string_view owner, uint64_t bytes
 }
 
 Status Budget::charge(std::string_view owner, uint64_t bytes) {
+  Receipt unused;
+  return charge(owner, bytes, unused);
+}
+
+Status Budget::charge(std::string_view owner, uint64_t bytes, Receipt& receipt) {
   Attempt a;
   {
     std::lock_guard lock(mu_);
-    a = try_charge_locked(owner, bytes);
+    a = try_charge_locked(owner, bytes, receipt);
     if (a.fits()) return Status::Ok();
     if (!has_reclaimers_except(owner)) return ResourceExhausted(shortfall_locked(a.growth));
   }
   reclaim(a.over, owner);  // caches other owners can rebuild go first; then one more try
   std::lock_guard lock(mu_);
-  a = try_charge_locked(owner, bytes);
+  a = try_charge_locked(owner, bytes, receipt);
   if (a.fits()) return Status::Ok();
   return ResourceExhausted(shortfall_locked(a.growth));
 }
 
+void Budget::refund(std::string_view owner, uint64_t bytes, const Receipt& receipt) {
+  std::lock_guard lock(mu_);
+  credit_locked(owner, bytes);
+  if (auto it = owners_.find(owner); it != owners_.end())
+    it->second.peak = std::min(it->second.peak, std::max(receipt.owner_peak, it->second.in_use));
+  peak_ = std::min(peak_, std::max(receipt.peak, used_locked()));
+}
+
 void Budget::credit(std::string_view owner, uint64_t bytes) {
   std::lock_guard lock(mu_);
+  credit_locked(owner, bytes);
+}
+
+void Budget::credit_locked(std::string_view owner, uint64_t bytes) {
   auto it = owners_.find(owner);
   const uint64_t have = it == owners_.end() ? 0 : it->second.in_use;
   if (bytes > have) over_credits_ += bytes - have;
@@ -178,6 +196,11 @@ std::vector<OwnerUsage> Budget::ledger() const {
   out.reserve(owners_.size());
   for (const auto& [name, u] : owners_) out.push_back(u);
   return out;
+}
+
+void Budget::reset_owner_peaks() {
+  std::lock_guard lock(mu_);
+  for (auto& [name, u] : owners_) u.peak = u.in_use;
 }
 
 uint64_t Budget::over_credits() const {

@@ -12,9 +12,18 @@
 // - Every returned pointer is aligned to max(64, options.min_alignment, alignment). Sizes are rounded up
 //   to 64 bytes (small ones to their size class; to min_alignment when that is larger); the rounded size
 //   is what is charged and reported.
-// - Each allocation is attributed to OwnerScope::current() (or the owner passed explicitly) and, when
-//   options.budget is set, charged to it; a charge the budget refuses fails the allocation
-//   (ResourceExhausted with the budget's numbers). The pool never evicts anything.
+// - Each allocation is attributed to OwnerScope::current() (or the owner passed explicitly) and charged
+//   to that owner in a Budget's ledger: options.budget's when set, else an unlimited budget the pool makes
+//   for itself. A charge the budget refuses fails the allocation (ResourceExhausted with the budget's
+//   numbers); a charged allocation the pool then cannot place is refunded (Budget::refund), leaving no
+//   trace. The pool never evicts anything.
+// - Per-owner bytes in use and their peak have one record, that ledger: owners() and owner() read them
+//   from it and the pool keeps no second count that could drift from what the budget decides with. (Why
+//   the budget's and not the pool's: the budget must hold them to refuse a charge atomically, across
+//   pools; a pool without a budget gets an unlimited one so that the same type keeps them everywhere.)
+//   So a budget shared by several pools shows each owner's bytes over all of them, and an owner the
+//   budget release()d shows 0 bytes. What only the pool knows stays the pool's: blocks, reservations,
+//   allocation sizes, the pool-wide totals (stats()) and each owner's live allocation count.
 // - free() of a pointer the pool did not return, or returned and already took back, is an error that
 //   is counted (stats().bad_frees) and logged; the pool's state is unchanged.
 // - allocate(0) returns nullptr (success, nothing charged); free(nullptr) does nothing.
@@ -39,7 +48,8 @@ struct BlockPoolOptions {
   uint64_t capacity = 0;              // most bytes reserved from the backing; 0 = no limit
   uint64_t block_size = 32ull << 20;  // smallest block mapped (rounded up to the granularity)
   size_t keep_empty_blocks = 1;       // empty blocks kept mapped for reuse; the rest are returned
-  Budget* budget = nullptr;           // charged per owner when set; must outlive the pool
+  // The ledger charged per owner; must outlive the pool. Null: the pool makes an unlimited one.
+  Budget* budget = nullptr;
   // Freed large runs kept (not yet coalesced) for a later request of exactly the same size, up to this
   // many bytes in all: ONNX Runtime asks for the same sizes every Run. 0 turns it off.
   uint64_t reuse_cache_bytes = 64ull << 20;
@@ -65,11 +75,12 @@ struct PoolStats {
   uint64_t cache_hits = 0;         // allocations served from it
 };
 
+// One owner's share of the pool; a snapshot.
 struct OwnerStats {
   std::string owner;
-  uint64_t bytes_in_use = 0;
-  uint64_t peak_in_use = 0;
-  uint64_t allocations = 0;  // live
+  uint64_t bytes_in_use = 0;  // the ledger's OwnerUsage::in_use (rounded sizes)
+  uint64_t peak_in_use = 0;   // the ledger's OwnerUsage::peak
+  uint64_t allocations = 0;   // live, from this pool (the pool's own count)
 };
 
 // One block's layout, for tests and diagnostics.
@@ -101,16 +112,21 @@ class BlockPool {
 
   // Flushes the reuse cache and returns every empty block to the backing.
   void trim();
-  // Starts the peaks afresh: peak_in_use and peak_reserved (and each owner's peak) become what is in use
-  // and reserved now, so that a later stats() gives the peak of what happened since (one inference).
+  // Starts the peaks afresh: peak_in_use and peak_reserved (and each owner's peak, in the ledger:
+  // Budget::reset_owner_peaks) become what is in use and reserved now, so that a later stats() gives the
+  // peak of what happened since (one inference).
   void reset_peaks();
 
   const Backing& backing() const { return *backing_; }
   const std::string& device() const { return backing_->device(); }
   const BlockPoolOptions& options() const { return options_; }
   PoolStats stats() const;
-  std::vector<OwnerStats> owners() const;  // by name; owners with nothing live still listed
-  std::optional<OwnerStats> owner(std::string_view name) const;
+  // Every owner this pool ever allocated for, by name (those with nothing live still listed); bytes and
+  // peak from the ledger, live allocations from the pool.
+  std::vector<OwnerStats> owners() const;
+  std::optional<OwnerStats> owner(std::string_view name) const;  // nullopt: never allocated for here
+  // The budget whose ledger holds this pool's per-owner bytes (options.budget, or the pool's own).
+  const Budget& budget() const { return *ledger_; }
   std::vector<BlockInfo> blocks() const;  // in address order
 
  private:
@@ -118,6 +134,8 @@ class BlockPool {
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<Backing> backing_;
   BlockPoolOptions options_;
+  std::unique_ptr<Budget> own_budget_;  // when options.budget is null
+  Budget* ledger_ = nullptr;            // options.budget or own_budget_
 };
 
 }  // namespace gantry::memory

@@ -11,6 +11,11 @@
 // manager's alone (gantry/runtime/model_manager.h). What it does first is ask the caches other owners
 // registered (add_reclaimer: memory they can rebuild, like a prompt cache in host memory) to give bytes back,
 // and try once more: caches go before any model. Thread-safe; every operation is atomic.
+//
+// The ledger is the one record of how many bytes each owner has allocated on the device, and its peak:
+// a BlockPool charges every allocation here and reads its per-owner numbers back from here
+// (BlockPool::owners()); it keeps no count of its own that could disagree. A pool created without a
+// budget makes an unlimited one of its own for this, so every per-owner byte count is a Budget's.
 #pragma once
 
 #include <chrono>
@@ -27,11 +32,12 @@
 
 namespace gantry::memory {
 
+// One owner's line of the ledger; a snapshot.
 struct OwnerUsage {
   std::string owner;
   uint64_t reserved = 0;
   uint64_t in_use = 0;  // charged and not yet credited
-  uint64_t peak = 0;    // largest in_use seen
+  uint64_t peak = 0;    // largest in_use seen (since reset_owner_peaks()); a refund()ed charge not counted
   uint64_t footprint() const { return reserved > in_use ? reserved : in_use; }
 };
 
@@ -55,6 +61,17 @@ class Budget {
   Status charge(std::string_view owner, uint64_t bytes);
   // Records that `owner` freed `bytes` (never below zero; an excess is counted in over_credits()).
   void credit(std::string_view owner, uint64_t bytes);
+  // What a charge() raised, to take it back with refund().
+  struct Receipt {
+    uint64_t owner_peak = 0;  // the owner's peak before the charge
+    uint64_t peak = 0;        // peak() before the charge
+  };
+  // As charge(); on success fills `receipt`.
+  Status charge(std::string_view owner, uint64_t bytes, Receipt& receipt);
+  // Takes back a charge whose allocation then failed: as credit(), and the owner's peak and peak() go
+  // back to what they were before it (or to what is in use now, when that is more), so that a failed
+  // allocation leaves no trace. Exact unless another charge of the budget came in between.
+  void refund(std::string_view owner, uint64_t bytes, const Receipt& receipt);
   // Forgets `owner` (its reservation and in_use): on unload.
   void release(std::string_view owner);
 
@@ -74,7 +91,9 @@ class Budget {
 
   std::optional<OwnerUsage> usage(std::string_view owner) const;
   std::vector<OwnerUsage> ledger() const;  // every owner, by name
-  uint64_t over_credits() const;           // credits beyond what was charged (a bug somewhere)
+  // Every owner's peak becomes its in_use now (peak() is left alone): BlockPool::reset_peaks().
+  void reset_owner_peaks();
+  uint64_t over_credits() const;  // credits beyond what was charged (a bug somewhere)
 
   // "needs 1.9 GiB on cuda:0, budget 1.5 GiB, 1.2 GiB used by 2 models" (no trailing advice).
   std::string shortfall_message(uint64_t asked) const;
@@ -90,7 +109,8 @@ class Budget {
     bool fits() const { return over == 0; }
   };
   Attempt try_reserve_locked(std::string_view owner, uint64_t bytes);
-  Attempt try_charge_locked(std::string_view owner, uint64_t bytes);
+  Attempt try_charge_locked(std::string_view owner, uint64_t bytes, Receipt& receipt);
+  void credit_locked(std::string_view owner, uint64_t bytes);
   bool has_reclaimers_except(std::string_view owner) const;
 
   struct ReclaimerEntry {
