@@ -248,7 +248,8 @@ int http_status_for_grpc(grpc::StatusCode code) {
 }
 
 Result<kserve::InferRequest> parse_infer_request(const inference::ModelInferRequest& request,
-                                                 const backend::ModelMetadata& model) {
+                                                 const backend::ModelMetadata& model,
+                                                 std::shared_ptr<const void> request_owner) {
   kserve::InferRequest out;
   out.id = request.id();
   if (!request.parameters().empty()) {
@@ -295,7 +296,8 @@ Result<kserve::InferRequest> parse_infer_request(const inference::ModelInferRequ
     if (raw && in.has_contents() && has_any(in.contents()))
       return fail(InvalidArgument("gives typed contents while the request uses raw_input_contents; use one"));
     auto t = raw ? kserve::tensor_from_bytes(info.dtype, shape, request.raw_input_contents(position),
-                                             "raw_input_contents[" + std::to_string(position) + "]'s size")
+                                             "raw_input_contents[" + std::to_string(position) + "]'s size",
+                                             request_owner)
                  : tensor_from_contents(info.dtype, shape, in.contents());
     if (!t.ok()) return fail(t.status());
     out.inputs[static_cast<size_t>(index)] = NamedTensor{info.name, std::move(*t)};
