@@ -95,7 +95,7 @@ TEST(CpuKernels, WrongArgumentsAreRefusedBeforeLaunch) {
     EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
     EXPECT_EQ(c->values<float>()[0], 7.f) << "nothing may run: " << needle;
   };
-  auto T = [](const Tensor& t) { return KernelArg::tensor(t); };
+  auto T = [](ConstTensorView t) { return KernelArg::tensor(t); };
   expect_refused({T(*a), T(*a), T(*c)}, "takes 4 argument(s)");
   expect_refused({T(*a), T(*a), T(*c), KernelArg::i32(4), KernelArg::i32(1)}, "got 5");
   expect_refused({T(*a), T(*a), T(*c), KernelArg::i64(4)}, "argument 4 (n): expects a i32 scalar");
@@ -110,7 +110,7 @@ TEST(CpuKernels, WrongArgumentsAreRefusedBeforeLaunch) {
                  "exceed the CPU device's limit");
   // A device tensor for a CPU kernel.
   float fake[4];
-  auto dev = Tensor::view(DType::kFloat32, {4}, fake, sizeof fake, MemoryClass::kDevice, 0);
+  auto dev = ConstTensorView::over(DType::kFloat32, {4}, fake, sizeof fake, MemoryClass::kDevice, 0);
   expect_refused({T(*a), T(*dev), T(*c), KernelArg::i32(4)}, "needs host memory");
   // And the right call runs.
   const KernelArg ok[] = {T(*a), T(*a), T(*c), KernelArg::i32(4)};
