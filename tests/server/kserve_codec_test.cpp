@@ -1082,8 +1082,8 @@ TEST(KServeResponse, MissingOrDeviceOutputIsInternal) {
   EXPECT_EQ(e.status().code(), StatusCode::kInternal);
   EXPECT_HAS(e.status().message(), "no output named 'y'");
 
-  float storage[2] = {1, 2};
-  auto dev = Tensor::view(DType::kFloat32, Shape{2}, storage, sizeof(storage), MemoryClass::kDevice, 0);
+  auto storage = std::make_shared<std::vector<float>>(std::vector<float>{1, 2});
+  auto dev = Tensor::adopt(DType::kFloat32, Shape{2}, storage->data(), 8, storage, MemoryClass::kDevice, 0);
   ASSERT_TRUE(dev.ok());
   std::vector<NamedTensor> outs = {{"y", *dev}};
   e = encode_infer_response("m", "", r, outs);
