@@ -137,7 +137,7 @@ Result<Tensor> tensor_from_contents(DType dtype, const Shape& shape, const Infer
 }
 
 template <typename T, typename Field>
-void append_values(const Tensor& t, Field* field) {
+void append_values(const ConstTensorView& t, Field* field) {
   const auto* v = static_cast<const T*>(t.data());
   const int64_t n = t.element_count();
   field->Reserve(static_cast<int>(n));
@@ -146,7 +146,7 @@ void append_values(const Tensor& t, Field* field) {
 
 // The contents field KServe v2 keeps each element type in (int_contents for i8..i32, uint_contents for
 // u8..u32, ...); FP16/BF16/FP8 have none: the encoder sends those raw.
-void tensor_to_contents(const Tensor& t, InferTensorContents& c) {
+void tensor_to_contents(const ConstTensorView& t, InferTensorContents& c) {
   visit_dtype(t.dtype(), [&]<DType D>(DTypeTag<D>) {
     using T = dtype_storage_t<D>;
     if constexpr (D == DType::kBool) {

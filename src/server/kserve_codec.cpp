@@ -273,7 +273,7 @@ char* write_float(char* p, char* end, F v) {
 }
 
 // Appends the comma-separated elements of numeric tensor `t` to `out`.
-void append_numbers(std::string& out, const Tensor& t) {
+void append_numbers(std::string& out, const ConstTensorView& t) {
   const size_t n = static_cast<size_t>(t.element_count());
   if (n == 0) return;
   // Longest element: a double ("-2.2250738585072014e-308", 24) or an int64 (20), plus the comma.
@@ -315,7 +315,7 @@ void append_numbers(std::string& out, const Tensor& t) {
   out.resize(static_cast<size_t>(p - out.data()));
 }
 
-size_t binary_size(const Tensor& t) {
+size_t binary_size(const ConstTensorView& t) {
   return t.dtype() == DType::kString ? t.byte_size() + 4 * t.strings().size() : t.byte_size();
 }
 
@@ -361,7 +361,7 @@ Result<Tensor> tensor_from_bytes(DType dtype, const Shape& shape, std::string_vi
   return t;
 }
 
-void append_tensor_bytes(std::string& out, const Tensor& t) {
+void append_tensor_bytes(std::string& out, const ConstTensorView& t) {
   if (t.dtype() == DType::kString) {
     for (const std::string& s : t.strings()) {
       const auto len = static_cast<uint32_t>(s.size());

@@ -57,7 +57,7 @@ Result<Tensor> tensor_from_bytes(DType dtype, const Shape& shape, std::string_vi
                                  std::string_view size_name = "binary_data_size",
                                  std::shared_ptr<const void> bytes_owner = nullptr);
 // Appends the host tensor `t` to `out` in that byte layout.
-void append_tensor_bytes(std::string& out, const Tensor& t);
+void append_tensor_bytes(std::string& out, const ConstTensorView& t);
 
 struct RequestedOutput {
   std::string name;
