@@ -118,6 +118,22 @@ TEST(CpuKernels, WrongArgumentsAreRefusedBeforeLaunch) {
   EXPECT_EQ(c->values<float>()[3], 8.f);
 }
 
+// allocate() lends host memory the executor owns until release(); copy_to_host() gives an owning copy.
+TEST(CpuKernels, AllocatedTensorsAreLentByTheExecutor) {
+  KernelExecutor ex(shared_cache());
+  auto t = ex.allocate("cpu", DType::kInt32, {3});
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(t->memory_class(), MemoryClass::kHost);
+  for (int32_t v : t->values<int32_t>()) EXPECT_EQ(v, 0);
+  t->values<int32_t>()[1] = 7;
+  auto host = ex.copy_to_host(*t);
+  ASSERT_TRUE(host.ok()) << host.status().to_string();
+  EXPECT_NE(host->data(), t->data());
+  EXPECT_EQ(host->values<int32_t>()[1], 7);
+  EXPECT_TRUE(ex.release(*t).ok());
+  EXPECT_EQ(host->values<int32_t>()[1], 7) << "the copy owns its bytes";
+}
+
 TEST(CpuKernels, MissingEntryAndMissingContextAreClear) {
   KernelExecutor ex(shared_cache());
   auto h = ex.load(kernel_source("vector_add.cpp"), "vector_sub", "cpu");
