@@ -107,11 +107,14 @@ TEST(GrpcCodec, AlignedRawInputsPointIntoTheOwnedRequest) {
   auto p = parse_infer_request(*req, model(), req);
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_EQ(p->inputs[0].tensor.data(), x.data());
-  EXPECT_EQ(req.use_count(), 2);
+  EXPECT_EQ(p->inputs[1].tensor.data(), req->raw_input_contents(2).data());
+  EXPECT_EQ(req.use_count(), 3) << "x and the INT8 input hold the request; BYTES become strings";
   auto copied = parse_infer_request(*req, model());
   ASSERT_TRUE(copied.ok()) << copied.status().message();
   EXPECT_NE(copied->inputs[0].tensor.data(), x.data());
-  EXPECT_EQ(req.use_count(), 2);
+  EXPECT_EQ(req.use_count(), 3);
+  p = copied;
+  EXPECT_EQ(req.use_count(), 1);
 }
 
 TEST(GrpcCodec, RefusesWhatDoesNotFitTheModel) {
