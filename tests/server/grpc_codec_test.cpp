@@ -113,7 +113,7 @@ TEST(GrpcCodec, AlignedRawInputsPointIntoTheOwnedRequest) {
   ASSERT_TRUE(copied.ok()) << copied.status().message();
   EXPECT_NE(copied->inputs[0].tensor.data(), x.data());
   EXPECT_EQ(req.use_count(), 3);
-  p = copied;
+  p = std::move(copied);
   EXPECT_EQ(req.use_count(), 1);
 }
 
