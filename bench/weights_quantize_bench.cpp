@@ -34,7 +34,7 @@ int main() {
   std::mt19937 rng(42);
   std::normal_distribution<float> dist(0.0f, 0.02f);
   for (float& v : x) v = dist(rng);
-  auto t = Tensor::view(DType::kFloat32, Shape{kRows, kCols}, x.data(), x.size() * sizeof(float));
+  auto t = Tensor::from_values(DType::kFloat32, Shape{kRows, kCols}, x);
   if (!t.ok()) {
     std::fprintf(stderr, "%s\n", t.status().to_string().c_str());
     return 1;

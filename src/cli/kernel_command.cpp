@@ -87,7 +87,7 @@ Result<Shape> parse_shape(std::string_view text) {
 
 struct Output {
   fs::path file;
-  Tensor device;
+  TensorView device;  // the executor's memory, until it is destroyed
 };
 
 // Turns the --arg list into launch arguments (tensors copied to `device`) and the outputs to write back.

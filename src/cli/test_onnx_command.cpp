@@ -33,7 +33,7 @@ struct Outcome {
 };
 
 // Element i of a float tensor as a double (0 for other types: compare() checks is_float first).
-double element(const Tensor& t, size_t i) {
+double element(const ConstTensorView& t, size_t i) {
   const auto* p = static_cast<const std::byte*>(t.data());
   return visit_dtype(t.dtype(), [&]<DType D>(DTypeTag<D>) -> double {
     if constexpr (is_float_dtype(D)) {
@@ -54,7 +54,7 @@ bool is_float(DType t) {
 }
 
 // "" when `got` matches `want` within tolerance, else what differs.
-std::string compare(const Tensor& want, const Tensor& got) {
+std::string compare(const ConstTensorView& want, const ConstTensorView& got) {
   if (want.dtype() != got.dtype())
     return "dtype " + std::string(dtype_name(got.dtype())) + ", expected " +
            std::string(dtype_name(want.dtype()));

@@ -97,8 +97,9 @@ Result<TensorView> TensorView::over(DType dtype, const Shape& shape, void* data,
   return TensorView(dtype, shape, data, memory, device_id, nullptr);
 }
 
-Result<Tensor> Tensor::view(DType dtype, const Shape& shape, void* data, size_t bytes, MemoryClass memory,
-                            int device_id) {
+Result<Tensor> Tensor::adopt(DType dtype, const Shape& shape, void* data, size_t bytes,
+                             std::shared_ptr<void> owner, MemoryClass memory, int device_id) {
+  if (!owner) return InvalidArgument("Tensor::adopt needs an owner");
   GANTRY_RETURN_IF_ERROR(check_view(dtype, shape, data, bytes));
   Tensor t;
   t.dtype_ = dtype;
@@ -106,13 +107,6 @@ Result<Tensor> Tensor::view(DType dtype, const Shape& shape, void* data, size_t 
   t.data_ = data;
   t.memory_ = memory;
   t.device_id_ = device_id;
-  return t;
-}
-
-Result<Tensor> Tensor::adopt(DType dtype, const Shape& shape, void* data, size_t bytes,
-                             std::shared_ptr<void> owner) {
-  if (!owner) return InvalidArgument("Tensor::adopt needs an owner");
-  GANTRY_ASSIGN_OR_RETURN(Tensor t, view(dtype, shape, data, bytes));
   // Aliasing constructor: shares ownership with `owner`, points at the data.
   t.storage_ = std::shared_ptr<std::byte[]>(std::move(owner), static_cast<std::byte*>(data));
   return t;

@@ -89,7 +89,7 @@ std::optional<std::string> CpuDevice::launch_limits(Dim3 /*grid*/, uint64_t shar
          std::to_string(kCpuMaxLocalBytes) + " (64 MiB)";
 }
 
-std::optional<std::string> CpuDevice::memory_problem(const Tensor& t) const {
+std::optional<std::string> CpuDevice::memory_problem(const ConstTensorView& t) const {
   if (t.memory_class() != MemoryClass::kDevice) return std::nullopt;
   return std::string("a CPU kernel needs host memory");
 }
@@ -125,9 +125,22 @@ Status CpuDevice::launch(DeviceKernel& kernel, Dim3 grid, Dim3 block, uint64_t s
   return Status::Ok();
 }
 
-Result<Tensor> CpuDevice::allocate(DType dtype, const Shape& shape, void*& owned) {
-  owned = nullptr;  // an owning host tensor
-  return Tensor::allocate(dtype, shape);
+Result<TensorView> CpuDevice::allocate(DType dtype, const Shape& shape, void*& owned) {
+  owned = nullptr;
+  GANTRY_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, shape));
+  TensorView view = t;
+  if (t.data() != nullptr) {
+    std::lock_guard lock(allocations_mu_);
+    owned = t.data();
+    allocations_.emplace(owned, std::move(t));
+  }
+  return view;
+}
+
+Status CpuDevice::release(void* p) {
+  std::lock_guard lock(allocations_mu_);
+  if (allocations_.erase(p) == 0) return InvalidArgument("no tensor at that address was allocated on cpu");
+  return Status::Ok();
 }
 
 Status CpuDevice::copy_to_device(void* dst, const void* src, uint64_t bytes) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "gantry/core/status.h"
+#include "gantry/core/tensor.h"
 #include "gantry/kernels/signature.h"
 #include "kernels/kernel_device.h"
 
@@ -90,12 +92,12 @@ class CpuDevice final : public KernelDevice {
                                              const std::string& source_name, const KernelOptions& options,
                                              const std::filesystem::path& cache_dir) override;
   std::optional<std::string> launch_limits(Dim3 grid, uint64_t shared_bytes) const override;
-  std::optional<std::string> memory_problem(const Tensor& t) const override;
+  std::optional<std::string> memory_problem(const ConstTensorView& t) const override;
   Status launch(DeviceKernel& kernel, Dim3 grid, Dim3 block, uint64_t shared_bytes, void* stream,
                 void** args) override;
   Status synchronize() override { return Status::Ok(); }  // launches are synchronous
-  Result<Tensor> allocate(DType dtype, const Shape& shape, void*& owned) override;
-  Status release(void*) override { return Status::Ok(); }
+  Result<TensorView> allocate(DType dtype, const Shape& shape, void*& owned) override;
+  Status release(void* p) override;
   Status copy_to_device(void* dst, const void* src, uint64_t bytes) override;
   Status copy_to_host(void* dst, const void* src, uint64_t bytes) override;
 
@@ -106,6 +108,8 @@ class CpuDevice final : public KernelDevice {
   std::mutex mu_;  // one launch at a time; no unload during a launch
   std::unique_ptr<BlockRunner> runner_;
   std::vector<std::vector<std::byte>> scratch_;  // per worker: its block's local memory
+  std::mutex allocations_mu_;
+  std::map<void*, Tensor> allocations_;  // allocate()'s tensors by address, until release()
 };
 
 }  // namespace gantry::kernels::internal

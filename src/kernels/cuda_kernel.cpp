@@ -149,7 +149,7 @@ std::optional<std::string> CudaDevice::launch_limits(Dim3 grid, uint64_t shared)
   return std::nullopt;
 }
 
-std::optional<std::string> CudaDevice::memory_problem(const Tensor& t) const {
+std::optional<std::string> CudaDevice::memory_problem(const ConstTensorView& t) const {
   if (t.memory_class() == MemoryClass::kDevice && t.device_id() == ordinal_) return std::nullopt;
   return "needs device memory on " + id_ + " (KernelExecutor::allocate)";
 }
@@ -190,7 +190,7 @@ Status CudaDevice::pool_ready() {
   return Status::Ok();
 }
 
-Result<Tensor> CudaDevice::allocate(DType dtype, const Shape& shape, void*& owned) {
+Result<TensorView> CudaDevice::allocate(DType dtype, const Shape& shape, void*& owned) {
   owned = nullptr;
   if (dtype_size(dtype) == 0 || shape.is_dynamic())
     return InvalidArgument("cannot allocate a " + std::string(dtype_name(dtype)) + " tensor of shape " +
@@ -208,7 +208,7 @@ Result<Tensor> CudaDevice::allocate(DType dtype, const Shape& shape, void*& owne
     }
   }
   owned = p;
-  return Tensor::view(dtype, shape, p, bytes, MemoryClass::kDevice, ordinal_);
+  return TensorView::over(dtype, shape, p, bytes, MemoryClass::kDevice, ordinal_);
 }
 
 Status CudaDevice::release(void* p) {

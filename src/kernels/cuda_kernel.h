@@ -38,12 +38,12 @@ class CudaDevice final : public KernelDevice {
                                              const std::string& source_name, const KernelOptions& options,
                                              const std::filesystem::path& cache_dir) override;
   std::optional<std::string> launch_limits(Dim3 grid, uint64_t shared_bytes) const override;
-  std::optional<std::string> memory_problem(const Tensor& t) const override;
+  std::optional<std::string> memory_problem(const ConstTensorView& t) const override;
   Status launch(DeviceKernel& kernel, Dim3 grid, Dim3 block, uint64_t shared_bytes, void* stream,
                 void** args) override;
   Status synchronize() override;
 
-  Result<Tensor> allocate(DType dtype, const Shape& shape, void*& owned) override;
+  Result<TensorView> allocate(DType dtype, const Shape& shape, void*& owned) override;
   Status release(void* p) override;
   Status copy_to_device(void* dst, const void* src, uint64_t bytes) override;
   Status copy_to_host(void* dst, const void* src, uint64_t bytes) override;

@@ -66,10 +66,10 @@ Result<Dim3> parse_dim3(std::string_view text) {
   return d;
 }
 
-KernelArg KernelArg::tensor(const Tensor& t) {
+KernelArg KernelArg::tensor(ConstTensorView t) {
   KernelArg a;
   a.kind_ = Kind::kTensor;
-  a.tensor_ = t;
+  a.tensor_ = std::move(t);
   return a;
 }
 
@@ -204,7 +204,7 @@ struct KernelExecutor::Impl {
   uint64_t next_id = 1;
   std::map<int, std::unique_ptr<KernelDevice>> devices;  // by ordinal, the CPU at -1
   std::map<int, Status> failed;                          // why a device could not be opened
-  std::map<void*, KernelDevice*> allocations;            // device tensor memory -> its device
+  std::map<void*, KernelDevice*> allocations;            // allocate()'s memory -> its device
 
   Result<KernelDevice*> device(int ordinal) {
     std::lock_guard lock(mu);
@@ -344,7 +344,7 @@ Status KernelExecutor::launch(KernelHandle handle, std::span<const KernelArg> ar
     if (p.is_pointer) {
       if (a.kind() != KernelArg::Kind::kTensor)
         return InvalidArgument(where() + ": expects a tensor (" + p.type_text + "), got " + a.describe());
-      const Tensor& t = a.tensor_value();
+      const ConstTensorView& t = a.tensor_value();
       if (p.element && t.dtype() != *p.element)
         return InvalidArgument(where() + ": expects a " + std::string(dtype_name(*p.element)) + " tensor (" +
                                p.type_text + "), got " + a.describe());
@@ -389,10 +389,10 @@ Status KernelExecutor::synchronize(std::string_view device) {
   return dev->synchronize();
 }
 
-Result<Tensor> KernelExecutor::allocate(std::string_view device, DType dtype, const Shape& shape) {
+Result<TensorView> KernelExecutor::allocate(std::string_view device, DType dtype, const Shape& shape) {
   GANTRY_ASSIGN_OR_RETURN(KernelDevice * dev, impl_->device(device));
   void* owned = nullptr;
-  GANTRY_ASSIGN_OR_RETURN(Tensor t, dev->allocate(dtype, shape, owned));
+  GANTRY_ASSIGN_OR_RETURN(TensorView t, dev->allocate(dtype, shape, owned));
   if (owned) {
     std::lock_guard lock(impl_->mu);
     impl_->allocations.emplace(owned, dev);
@@ -400,13 +400,13 @@ Result<Tensor> KernelExecutor::allocate(std::string_view device, DType dtype, co
   return t;
 }
 
-Status KernelExecutor::release(const Tensor& t) {
-  if (t.memory_class() != MemoryClass::kDevice) return Status::Ok();
+Status KernelExecutor::release(ConstTensorView t) {
   void* p = const_cast<void*>(t.data());
   KernelDevice* dev = nullptr;
   {
     std::lock_guard lock(impl_->mu);
     auto it = impl_->allocations.find(p);
+    if (it == impl_->allocations.end() && t.memory_class() != MemoryClass::kDevice) return Status::Ok();
     if (it == impl_->allocations.end())
       return InvalidArgument(
           "the tensor was not allocated by this kernel executor (or was released already)");
@@ -416,7 +416,7 @@ Status KernelExecutor::release(const Tensor& t) {
   return dev->release(p);
 }
 
-Status KernelExecutor::copy_to_device(const Tensor& host, Tensor& device_tensor) {
+Status KernelExecutor::copy_to_device(ConstTensorView host, TensorView device_tensor) {
   if (host.dtype() != device_tensor.dtype() || host.element_count() != device_tensor.element_count())
     return InvalidArgument("copy to device: a " + std::string(dtype_name(host.dtype())) + " tensor " +
                            host.shape().to_string() + " does not fit a " +
@@ -430,10 +430,10 @@ Status KernelExecutor::copy_to_device(const Tensor& host, Tensor& device_tensor)
   return dev->copy_to_device(device_tensor.data(), host.data(), host.byte_size());
 }
 
-Result<Tensor> KernelExecutor::copy_to_host(const Tensor& device_tensor) {
-  if (device_tensor.memory_class() != MemoryClass::kDevice) return device_tensor.clone();
+Result<Tensor> KernelExecutor::copy_to_host(ConstTensorView device_tensor) {
   GANTRY_ASSIGN_OR_RETURN(Tensor host, Tensor::allocate(device_tensor.dtype(), device_tensor.shape()));
-  GANTRY_ASSIGN_OR_RETURN(KernelDevice * dev, impl_->device(device_tensor.device_id()));
+  const bool on_device = device_tensor.memory_class() == MemoryClass::kDevice;
+  GANTRY_ASSIGN_OR_RETURN(KernelDevice * dev, impl_->device(on_device ? device_tensor.device_id() : -1));
   if (host.byte_size() == 0) return host;
   GANTRY_RETURN_IF_ERROR(dev->copy_to_host(host.data(), device_tensor.data(), host.byte_size()));
   return host;

@@ -44,7 +44,7 @@ class KernelDevice {
   // Why `grid` or `shared_bytes` of local memory per block cannot launch here; nullopt when they can.
   virtual std::optional<std::string> launch_limits(Dim3 grid, uint64_t shared_bytes) const = 0;
   // Why `t` cannot be a tensor argument of kernels here (memory the device cannot reach); nullopt if it can.
-  virtual std::optional<std::string> memory_problem(const Tensor& t) const = 0;
+  virtual std::optional<std::string> memory_problem(const ConstTensorView& t) const = 0;
   // Runs `kernel` (loaded by this device) with args[i] pointing at the i-th parameter's value. CPU
   // launches return when done; CUDA launches are asynchronous on `stream`.
   virtual Status launch(DeviceKernel& kernel, Dim3 grid, Dim3 block, uint64_t shared_bytes, void* stream,
@@ -52,9 +52,10 @@ class KernelDevice {
   // Waits for every launch; reports a fault of an earlier asynchronous one.
   virtual Status synchronize() = 0;
 
-  // A zero-filled tensor in memory the device's kernels use (see KernelExecutor::allocate). `owned` is
-  // set to the address release() takes back, or null when the tensor owns its bytes itself.
-  virtual Result<Tensor> allocate(DType dtype, const Shape& shape, void*& owned) = 0;
+  // A zero-filled tensor in memory the device's kernels use, owned by the device until release() of
+  // `owned` (the address release() takes back; null for a tensor of no bytes) or the device's
+  // destruction (see KernelExecutor::allocate).
+  virtual Result<TensorView> allocate(DType dtype, const Shape& shape, void*& owned) = 0;
   virtual Status release(void* p) = 0;
   virtual Status copy_to_device(void* dst, const void* src, uint64_t bytes) = 0;
   virtual Status copy_to_host(void* dst, const void* src, uint64_t bytes) = 0;

@@ -137,7 +137,7 @@ Result<Tensor> tensor_from_contents(DType dtype, const Shape& shape, const Infer
 }
 
 template <typename T, typename Field>
-void append_values(const Tensor& t, Field* field) {
+void append_values(const ConstTensorView& t, Field* field) {
   const auto* v = static_cast<const T*>(t.data());
   const int64_t n = t.element_count();
   field->Reserve(static_cast<int>(n));
@@ -146,7 +146,7 @@ void append_values(const Tensor& t, Field* field) {
 
 // The contents field KServe v2 keeps each element type in (int_contents for i8..i32, uint_contents for
 // u8..u32, ...); FP16/BF16/FP8 have none: the encoder sends those raw.
-void tensor_to_contents(const Tensor& t, InferTensorContents& c) {
+void tensor_to_contents(const ConstTensorView& t, InferTensorContents& c) {
   visit_dtype(t.dtype(), [&]<DType D>(DTypeTag<D>) {
     using T = dtype_storage_t<D>;
     if constexpr (D == DType::kBool) {
@@ -248,7 +248,8 @@ int http_status_for_grpc(grpc::StatusCode code) {
 }
 
 Result<kserve::InferRequest> parse_infer_request(const inference::ModelInferRequest& request,
-                                                 const backend::ModelMetadata& model) {
+                                                 const backend::ModelMetadata& model,
+                                                 std::shared_ptr<const void> request_owner) {
   kserve::InferRequest out;
   out.id = request.id();
   if (!request.parameters().empty()) {
@@ -295,7 +296,8 @@ Result<kserve::InferRequest> parse_infer_request(const inference::ModelInferRequ
     if (raw && in.has_contents() && has_any(in.contents()))
       return fail(InvalidArgument("gives typed contents while the request uses raw_input_contents; use one"));
     auto t = raw ? kserve::tensor_from_bytes(info.dtype, shape, request.raw_input_contents(position),
-                                             "raw_input_contents[" + std::to_string(position) + "]'s size")
+                                             "raw_input_contents[" + std::to_string(position) + "]'s size",
+                                             request_owner)
                  : tensor_from_contents(info.dtype, shape, in.contents());
     if (!t.ok()) return fail(t.status());
     out.inputs[static_cast<size_t>(index)] = NamedTensor{info.name, std::move(*t)};

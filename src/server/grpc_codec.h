@@ -18,6 +18,7 @@
 
 #include <grpcpp/support/status.h>
 
+#include <memory>
 #include <span>
 #include <string_view>
 
@@ -37,10 +38,13 @@ grpc::Status to_grpc(const Status& status);
 int http_status_for_grpc(grpc::StatusCode code);
 
 // Parses and validates one ModelInferRequest against `model`. Inputs come back in the model's input
-// order. Raw numeric inputs whose bytes are aligned are zero-copy views into `request`, which must
-// outlive the returned tensors. Errors are InvalidArgument naming the input and what was expected.
+// order. With `request_owner` (which keeps `request` alive and unmodified), raw numeric inputs whose
+// bytes are aligned are zero-copy: they point into `request` and share ownership of `request_owner`
+// (see kserve::tensor_from_bytes); without it every input is copied. Errors are InvalidArgument naming
+// the input and what was expected.
 Result<kserve::InferRequest> parse_infer_request(const inference::ModelInferRequest& request,
-                                                 const backend::ModelMetadata& model);
+                                                 const backend::ModelMetadata& model,
+                                                 std::shared_ptr<const void> request_owner = nullptr);
 
 // Fills `response` for `request` (its requested outputs, in its order; all of `outputs` when none were
 // requested). Internal when a requested output is missing or not in host memory.

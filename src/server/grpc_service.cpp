@@ -231,13 +231,14 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     const std::string& name = request.model_name();
     auto handle = s_.model(name);
     if (!handle.ok()) return call->finish(handle.status());
-    auto parsed = grpc_codec::parse_infer_request(request, handle->model().metadata());
+    // Aligned raw inputs point into `request` and hold `call`: gRPC keeps `request` until the call is
+    // finished, which happens only in the done callback below, after the model has read its inputs.
+    auto parsed = grpc_codec::parse_infer_request(request, handle->model().metadata(), call);
     if (!parsed.ok()) return call->finish(parsed.status());
     // Too large for the model (RESOURCE_EXHAUSTED), or in memory it cannot bind: before any queue.
     if (Status a = backend::check_admission(handle->model().metadata(), parsed->inputs); !a.ok())
       return call->finish(a);
     auto infer = std::make_shared<kserve::InferRequest>(std::move(*parsed));
-    // Raw inputs are views into `request`, which gRPC keeps until the call is finished.
     run_inference(s_, name, std::move(*handle), infer->inputs, call, call->received(),
                   [call, infer, name, &response](Result<std::vector<NamedTensor>> out) {
                     if (!out.ok()) return call->finish(out.status());

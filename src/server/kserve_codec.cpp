@@ -273,7 +273,7 @@ char* write_float(char* p, char* end, F v) {
 }
 
 // Appends the comma-separated elements of numeric tensor `t` to `out`.
-void append_numbers(std::string& out, const Tensor& t) {
+void append_numbers(std::string& out, const ConstTensorView& t) {
   const size_t n = static_cast<size_t>(t.element_count());
   if (n == 0) return;
   // Longest element: a double ("-2.2250738585072014e-308", 24) or an int64 (20), plus the comma.
@@ -315,7 +315,7 @@ void append_numbers(std::string& out, const Tensor& t) {
   out.resize(static_cast<size_t>(p - out.data()));
 }
 
-size_t binary_size(const Tensor& t) {
+size_t binary_size(const ConstTensorView& t) {
   return t.dtype() == DType::kString ? t.byte_size() + 4 * t.strings().size() : t.byte_size();
 }
 
@@ -331,7 +331,7 @@ Status check_shape(const Shape& got, const backend::TensorInfo& info) {
 }
 
 Result<Tensor> tensor_from_bytes(DType dtype, const Shape& shape, std::string_view bytes,
-                                 std::string_view size_name) {
+                                 std::string_view size_name, std::shared_ptr<const void> bytes_owner) {
   const int64_t count = shape.element_count().value_or(0);
   if (dtype == DType::kString) {
     GANTRY_ASSIGN_OR_RETURN(auto strings, parse_binary_strings(bytes, count));
@@ -353,13 +353,15 @@ Result<Tensor> tensor_from_bytes(DType dtype, const Shape& shape, std::string_vi
   // Zero-copy when the bytes are aligned for the element type (they follow a JSON header of any length,
   // so often they are not: then one copy, which keeps typed access by backends well-defined).
   auto* data = const_cast<char*>(bytes.data());  // the tensor is an input: backends only read it
-  if (reinterpret_cast<uintptr_t>(data) % elem == 0) return Tensor::view(dtype, shape, data, bytes.size());
+  if (bytes_owner && reinterpret_cast<uintptr_t>(data) % elem == 0)
+    return Tensor::adopt(dtype, shape, data, bytes.size(),
+                         std::const_pointer_cast<void>(std::move(bytes_owner)));
   GANTRY_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, shape));
-  std::memcpy(t.data(), data, bytes.size());
+  if (!bytes.empty()) std::memcpy(t.data(), data, bytes.size());
   return t;
 }
 
-void append_tensor_bytes(std::string& out, const Tensor& t) {
+void append_tensor_bytes(std::string& out, const ConstTensorView& t) {
   if (t.dtype() == DType::kString) {
     for (const std::string& s : t.strings()) {
       const auto len = static_cast<uint32_t>(s.size());
@@ -389,7 +391,8 @@ std::optional<DType> parse_datatype(std::string_view name) {
 }
 
 Result<InferRequest> parse_infer_request(std::string_view body, std::optional<size_t> json_length,
-                                         const backend::ModelMetadata& model) {
+                                         const backend::ModelMetadata& model,
+                                         std::shared_ptr<const void> body_owner) {
   std::string_view header = body;
   std::string_view binary;
   if (json_length) {
@@ -517,7 +520,7 @@ Result<InferRequest> parse_infer_request(std::string_view body, std::optional<si
   for (size_t i = 0; i < pending.size(); ++i) {
     const PendingInput& p = pending[i];
     const backend::TensorInfo& info = model.inputs[p.model_index];
-    auto t = p.binary_size ? tensor_from_bytes(info.dtype, p.shape, slices[i])
+    auto t = p.binary_size ? tensor_from_bytes(info.dtype, p.shape, slices[i], "binary_data_size", body_owner)
                            : tensor_from_json(p, info.dtype, prescan);
     if (!t.ok()) return t.status().with_context("input '" + info.name + "'");
     out.inputs[p.model_index] = NamedTensor{info.name, std::move(*t)};

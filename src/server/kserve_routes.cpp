@@ -79,9 +79,9 @@ void kserve_infer(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest re
                           " bytes its inputs take at their largest shapes (max_input_bytes)");
     return;
   }
-  // Binary inputs are views into the body: it lives as long as the request does.
+  // Aligned binary inputs point into the body and share its ownership: it lives as long as they do.
   auto body = std::make_shared<const std::string>(std::move(request.body));
-  auto parsed = kserve::parse_infer_request(*body, json_length, md);
+  auto parsed = kserve::parse_infer_request(*body, json_length, md, body);
   if (!parsed.ok()) {
     reply->error(400, parsed.status().message());
     return;
@@ -92,15 +92,11 @@ void kserve_infer(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest re
     return;
   }
   auto infer = std::make_shared<kserve::InferRequest>(std::move(*parsed));
-  // JSON data is copied into the tensors, so unless a binary input borrows from the body, the body (up to
-  // --max-body-size) is freed before inference rather than held through it.
-  std::shared_ptr<const void> keep_alive;
-  if (std::any_of(infer->inputs.begin(), infer->inputs.end(),
-                  [](const NamedTensor& t) { return !t.tensor.owns_data(); }))
-    keep_alive = std::move(body);
+  // JSON data is copied into the tensors, so unless a binary input points into the body, the body (up to
+  // --max-body-size) is freed here, before inference, rather than held through it.
   body.reset();
-  run_inference(s, name, std::move(*handle), std::move(infer->inputs), std::move(keep_alive),
-                reply->received(), [reply, infer, name](Result<std::vector<NamedTensor>> out) {
+  run_inference(s, name, std::move(*handle), std::move(infer->inputs), nullptr, reply->received(),
+                [reply, infer, name](Result<std::vector<NamedTensor>> out) {
                   send_outputs(*reply, name, *infer, out);  // a full queue: 429
                 });
 }

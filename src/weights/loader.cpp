@@ -24,11 +24,13 @@ Shape storage_shape(const TensorInfo& info) {
   return Shape{static_cast<int64_t>(info.bytes)};
 }
 
+// A tensor over `data` that holds `owner`. Only bytes of a WeightSource::borrowed come without an owner:
+// its caller keeps them alive while anything loaded from the source is used (that is its contract), so
+// the tensor then holds a token that frees nothing.
 Result<Tensor> wrap(const TensorInfo& info, void* data, std::shared_ptr<const void> owner) {
-  const DType dt = storage_dtype(info.type);
-  const Shape sh = storage_shape(info);
-  if (!owner) return Tensor::view(dt, sh, data, info.bytes);
-  return Tensor::adopt(dt, sh, data, info.bytes, std::const_pointer_cast<void>(owner));
+  if (!owner) owner = std::make_shared<const char>('\0');
+  return Tensor::adopt(storage_dtype(info.type), storage_shape(info), data, info.bytes,
+                       std::const_pointer_cast<void>(std::move(owner)));
 }
 
 // Destination memory: the caller's allocator, else an uninitialised owned buffer.

@@ -32,7 +32,7 @@ std::string run_cli(const std::string& args, int* rc) {
   return out;
 }
 
-float to_float(const gantry::Tensor& t, size_t i) {
+float to_float(const gantry::ConstTensorView& t, size_t i) {
   if (t.dtype() == gantry::DType::kFloat64) return static_cast<float>(t.values<double>()[i]);
   if (t.dtype() == gantry::DType::kFloat32) return t.values<float>()[i];
   uint16_t h = t.values<uint16_t>()[i];  // f16
@@ -116,8 +116,8 @@ bool raw_passes(Ort::Env& env, const fs::path& dir) {
             if (outs[o].GetStringTensorElement(i) != want->tensor.strings()[i]) return false;
         } else if (dt == gantry::DType::kFloat32 || dt == gantry::DType::kFloat64 ||
                    dt == gantry::DType::kFloat16) {
-          auto got = gantry::Tensor::view(dt, want->tensor.shape(), outs[o].GetTensorMutableRawData(),
-                                          want->tensor.byte_size());
+          auto got = gantry::ConstTensorView::over(dt, want->tensor.shape(), outs[o].GetTensorRawData(),
+                                                   want->tensor.byte_size());
           if (!got.ok()) return false;
           for (size_t i = 0; i < n; ++i) {
             const float a = to_float(*got, i), b = to_float(want->tensor, i);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <vector>
 
 #include "gantry/core/tensor.h"
@@ -16,7 +17,6 @@ TEST(TensorAdopt, KeepsTheOwnerAliveUntilTheLastCopyGoes) {
     ASSERT_TRUE(t.ok()) << t.status().to_string();
     buffer.reset();
     EXPECT_FALSE(watch.expired());
-    EXPECT_TRUE(t->owns_data());
     EXPECT_EQ(t->values<float>()[4], 5.0f);
     copy = *t;
   }
@@ -24,6 +24,20 @@ TEST(TensorAdopt, KeepsTheOwnerAliveUntilTheLastCopyGoes) {
   EXPECT_EQ(copy.values<float>()[5], 6.0f);
   copy = Tensor();
   EXPECT_TRUE(watch.expired());
+}
+
+TEST(TensorAdopt, SaysWhereTheBytesAre) {
+  auto buffer = std::make_shared<std::vector<float>>(4);
+  auto t = Tensor::adopt(DType::kFloat32, Shape{4}, buffer->data(), 16, buffer, MemoryClass::kDevice, 1);
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(t->memory_class(), MemoryClass::kDevice);
+  EXPECT_EQ(t->device_id(), 1);
+  EXPECT_EQ(ConstTensorView(*t).memory_class(), MemoryClass::kDevice);
+  EXPECT_EQ(t->clone().status().code(), StatusCode::kUnsupported);
+  auto host = Tensor::adopt(DType::kFloat32, Shape{4}, buffer->data(), 16, buffer);
+  ASSERT_TRUE(host.ok());
+  EXPECT_EQ(host->memory_class(), MemoryClass::kHost);
+  EXPECT_EQ(host->device_id(), -1);
 }
 
 TEST(TensorAdopt, RejectsSizeMismatchAndMissingOwner) {

@@ -95,7 +95,7 @@ TEST(CpuKernels, WrongArgumentsAreRefusedBeforeLaunch) {
     EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
     EXPECT_EQ(c->values<float>()[0], 7.f) << "nothing may run: " << needle;
   };
-  auto T = [](const Tensor& t) { return KernelArg::tensor(t); };
+  auto T = [](ConstTensorView t) { return KernelArg::tensor(t); };
   expect_refused({T(*a), T(*a), T(*c)}, "takes 4 argument(s)");
   expect_refused({T(*a), T(*a), T(*c), KernelArg::i32(4), KernelArg::i32(1)}, "got 5");
   expect_refused({T(*a), T(*a), T(*c), KernelArg::i64(4)}, "argument 4 (n): expects a i32 scalar");
@@ -110,12 +110,28 @@ TEST(CpuKernels, WrongArgumentsAreRefusedBeforeLaunch) {
                  "exceed the CPU device's limit");
   // A device tensor for a CPU kernel.
   float fake[4];
-  auto dev = Tensor::view(DType::kFloat32, {4}, fake, sizeof fake, MemoryClass::kDevice, 0);
+  auto dev = ConstTensorView::over(DType::kFloat32, {4}, fake, sizeof fake, MemoryClass::kDevice, 0);
   expect_refused({T(*a), T(*dev), T(*c), KernelArg::i32(4)}, "needs host memory");
   // And the right call runs.
   const KernelArg ok[] = {T(*a), T(*a), T(*c), KernelArg::i32(4)};
   ASSERT_TRUE(ex.launch(*h, ok, {1}, {4}).ok());
   EXPECT_EQ(c->values<float>()[3], 8.f);
+}
+
+// allocate() lends host memory the executor owns until release(); copy_to_host() gives an owning copy.
+TEST(CpuKernels, AllocatedTensorsAreLentByTheExecutor) {
+  KernelExecutor ex(shared_cache());
+  auto t = ex.allocate("cpu", DType::kInt32, {3});
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(t->memory_class(), MemoryClass::kHost);
+  for (int32_t v : t->values<int32_t>()) EXPECT_EQ(v, 0);
+  t->values<int32_t>()[1] = 7;
+  auto host = ex.copy_to_host(*t);
+  ASSERT_TRUE(host.ok()) << host.status().to_string();
+  EXPECT_NE(host->data(), t->data());
+  EXPECT_EQ(host->values<int32_t>()[1], 7);
+  EXPECT_TRUE(ex.release(*t).ok());
+  EXPECT_EQ(host->values<int32_t>()[1], 7) << "the copy owns its bytes";
 }
 
 TEST(CpuKernels, MissingEntryAndMissingContextAreClear) {

@@ -85,7 +85,7 @@ inline void run_reference_suite(KernelExecutor& ex, const std::string& device, c
     EXPECT_TRUE(ex.copy_to_device(*host, *dev).ok());
     return *dev;
   };
-  auto back = [&](const Tensor& t) {
+  auto back = [&](ConstTensorView t) {
     EXPECT_TRUE(ex.synchronize(device).ok());
     auto h = ex.copy_to_host(t);
     EXPECT_TRUE(h.ok()) << h.status().to_string();
@@ -103,7 +103,7 @@ inline void run_reference_suite(KernelExecutor& ex, const std::string& device, c
     auto a = random_values(n, 1), b = random_values(n, 2);
     std::vector<float> want(n);
     for (int i = 0; i < n; ++i) want[i] = a[i] + b[i];
-    Tensor ta = to_dev(a, {n}), tb = to_dev(b, {n}), tc = to_dev(std::vector<float>(n, -1.f), {n});
+    TensorView ta = to_dev(a, {n}), tb = to_dev(b, {n}), tc = to_dev(std::vector<float>(n, -1.f), {n});
     const KernelArg args[] = {KernelArg::tensor(ta), KernelArg::tensor(tb), KernelArg::tensor(tc),
                               KernelArg::i32(n)};
     ASSERT_TRUE(ex.launch(load("vector_add", "vector_add"), args, {(n + 127) / 128}, {128}).ok());
@@ -114,7 +114,7 @@ inline void run_reference_suite(KernelExecutor& ex, const std::string& device, c
     auto x = random_values(n, 3), y = random_values(n, 4);
     std::vector<float> want(n);
     for (int i = 0; i < n; ++i) want[i] = 1.5f * x[i] + y[i];
-    Tensor tx = to_dev(x, {n}), ty = to_dev(y, {n});
+    TensorView tx = to_dev(x, {n}), ty = to_dev(y, {n});
     const KernelArg args[] = {KernelArg::f32(1.5f), KernelArg::tensor(tx), KernelArg::tensor(ty),
                               KernelArg::i64(n)};
     ASSERT_TRUE(ex.launch(load("saxpy", "saxpy"), args, {(n + 255) / 256}, {256}).ok());
@@ -123,7 +123,7 @@ inline void run_reference_suite(KernelExecutor& ex, const std::string& device, c
   {  // row softmax: one block per row, the reduction in local memory
     const int rows = 37, cols = 300;
     auto x = random_values(rows * cols, 5, -8.f, 8.f);
-    Tensor tx = to_dev(x, {rows, cols}), ty = to_dev(std::vector<float>(rows * cols), {rows, cols});
+    TensorView tx = to_dev(x, {rows, cols}), ty = to_dev(std::vector<float>(rows * cols), {rows, cols});
     const uint32_t threads = 64;
     const KernelArg args[] = {KernelArg::tensor(tx), KernelArg::tensor(ty), KernelArg::i32(rows),
                               KernelArg::i32(cols), KernelArg::local_memory(threads * sizeof(float))};
@@ -133,7 +133,7 @@ inline void run_reference_suite(KernelExecutor& ex, const std::string& device, c
   {  // tiled matmul with sizes that are not multiples of the tile
     const int m = 45, n = 70, k = 33;
     auto a = random_values(m * k, 6), b = random_values(k * n, 7);
-    Tensor ta = to_dev(a, {m, k}), tb = to_dev(b, {k, n}), tc = to_dev(std::vector<float>(m * n), {m, n});
+    TensorView ta = to_dev(a, {m, k}), tb = to_dev(b, {k, n}), tc = to_dev(std::vector<float>(m * n), {m, n});
     const KernelArg args[] = {KernelArg::tensor(ta), KernelArg::tensor(tb), KernelArg::tensor(tc),
                               KernelArg::i32(m),     KernelArg::i32(n),     KernelArg::i32(k)};
     ASSERT_TRUE(

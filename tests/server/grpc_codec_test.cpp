@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -94,6 +96,25 @@ TEST(GrpcCodec, TypedAndRawRequestsGiveTheSameTensorsInModelOrder) {
     EXPECT_EQ(std::vector<int8_t>(n.begin(), n.end()), (std::vector<int8_t>{-128, 127}));
     EXPECT_EQ(p->inputs[2].tensor.strings(), (std::vector<std::string>{"hi", std::string("\0\xff", 2)}));
   }
+}
+
+// With an owner of the request, aligned raw bytes are not copied: the tensor points into the request and
+// holds the owner; without one they are copied.
+TEST(GrpcCodec, AlignedRawInputsPointIntoTheOwnedRequest) {
+  auto req = std::make_shared<const ModelInferRequest>(raw());
+  const std::string& x = req->raw_input_contents(1);
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(x.data()) % sizeof(float), 0u);
+  auto p = parse_infer_request(*req, model(), req);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->inputs[0].tensor.data(), x.data());
+  EXPECT_EQ(p->inputs[1].tensor.data(), req->raw_input_contents(2).data());
+  EXPECT_EQ(req.use_count(), 3) << "x and the INT8 input hold the request; BYTES become strings";
+  auto copied = parse_infer_request(*req, model());
+  ASSERT_TRUE(copied.ok()) << copied.status().message();
+  EXPECT_NE(copied->inputs[0].tensor.data(), x.data());
+  EXPECT_EQ(req.use_count(), 3);
+  p = std::move(copied);
+  EXPECT_EQ(req.use_count(), 1);
 }
 
 TEST(GrpcCodec, RefusesWhatDoesNotFitTheModel) {

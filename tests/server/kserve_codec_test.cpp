@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -972,19 +973,32 @@ TEST(KServeBinary, AlignedNumericInputsAreViewsIntoTheBody) {
   std::string header = r.dump();
   // Pad the JSON with spaces to a multiple of 16 so the binary part is aligned in a malloc'ed string.
   header.append((16 - header.size() % 16) % 16, ' ');
-  const std::string body = header + raw_bytes(values);
-  ASSERT_EQ(reinterpret_cast<uintptr_t>(body.data()) % 16, 0u);
-  auto p = parse_infer_request(body, header.size(), m);
+  auto body = std::make_shared<const std::string>(header + raw_bytes(values));
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(body->data()) % 16, 0u);
+  auto p = parse_infer_request(*body, header.size(), m, body);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
-  EXPECT_EQ(p->inputs[0].tensor.data(), body.data() + header.size());
-  EXPECT_FALSE(p->inputs[0].tensor.owns_data());
+  EXPECT_EQ(p->inputs[0].tensor.data(), body->data() + header.size());
+  // The tensor shares the body's ownership: the bytes outlive the caller's reference.
+  EXPECT_EQ(body.use_count(), 2);
+  const void* const at = body->data() + header.size();
+  body.reset();
+  EXPECT_EQ(p->inputs[0].tensor.data(), at);
+  auto kept = p->inputs[0].tensor.values<float>();
+  EXPECT_EQ(std::vector<float>(kept.begin(), kept.end()), values);
+
+  // Without an owner of the body: copied.
+  const std::string plain = header + raw_bytes(values);
+  p = parse_infer_request(plain, header.size(), m);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_NE(p->inputs[0].tensor.data(), plain.data() + header.size());
 
   // Misaligned: copied, same values.
   header += ' ';
-  const std::string odd = header + raw_bytes(values);
-  p = parse_infer_request(odd, header.size(), m);
+  auto odd = std::make_shared<const std::string>(header + raw_bytes(values));
+  p = parse_infer_request(*odd, header.size(), m, odd);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
-  EXPECT_TRUE(p->inputs[0].tensor.owns_data());
+  EXPECT_NE(p->inputs[0].tensor.data(), odd->data() + header.size());
+  EXPECT_EQ(odd.use_count(), 1);
   auto v = p->inputs[0].tensor.values<float>();
   EXPECT_EQ(std::vector<float>(v.begin(), v.end()), values);
 }
@@ -1068,8 +1082,8 @@ TEST(KServeResponse, MissingOrDeviceOutputIsInternal) {
   EXPECT_EQ(e.status().code(), StatusCode::kInternal);
   EXPECT_HAS(e.status().message(), "no output named 'y'");
 
-  float storage[2] = {1, 2};
-  auto dev = Tensor::view(DType::kFloat32, Shape{2}, storage, sizeof(storage), MemoryClass::kDevice, 0);
+  auto storage = std::make_shared<std::vector<float>>(std::vector<float>{1, 2});
+  auto dev = Tensor::adopt(DType::kFloat32, Shape{2}, storage->data(), 8, storage, MemoryClass::kDevice, 0);
   ASSERT_TRUE(dev.ok());
   std::vector<NamedTensor> outs = {{"y", *dev}};
   e = encode_infer_response("m", "", r, outs);

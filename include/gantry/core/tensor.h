@@ -1,9 +1,11 @@
-// Tensor: typed, shaped data that either owns its bytes or borrows caller memory (a view).
+// Tensor: typed, shaped data that owns its bytes: it allocated them, or it shares the ownership of what
+// holds them (adopt: a request body, a file mapping, a runtime's buffer), so its bytes live as long as
+// any copy of it.
 //
 // Copies of a Tensor share the same bytes (like a shared_ptr); use clone() for a deep copy.
-// A view never frees what it points at: the caller keeps that memory alive while the view is used.
-// Code that only borrows a tensor takes a ConstTensorView / TensorView (tensor_view.h), which a Tensor
-// converts to; values<T>() checks T against the dtype as described there.
+// Memory a Tensor does not own is a ConstTensorView / TensorView (tensor_view.h), a type of its own:
+// code that only borrows a tensor takes one, and a Tensor converts to either; values<T>() checks T
+// against the dtype as described there.
 #pragma once
 
 #include <cstddef>
@@ -27,15 +29,13 @@ class Tensor {
   // Zero-filled owning tensor. Fails for dynamic shapes and for kString (use from_strings).
   static Result<Tensor> allocate(DType dtype, const Shape& shape);
 
-  // Borrowed view of `bytes` bytes at `data`. Fails when the size does not match dtype × shape.
-  // (A Tensor that does not own its memory: code that only borrows should use TensorView::over.)
-  static Result<Tensor> view(DType dtype, const Shape& shape, void* data, size_t bytes,
-                             MemoryClass memory = MemoryClass::kHost, int device_id = -1);
-
-  // Tensor over `bytes` bytes at `data` whose lifetime is held by `owner` (e.g. a buffer a runtime
-  // allocated): copies of the tensor keep `owner` alive; it is released with the last copy.
+  // Tensor over `bytes` bytes at `data` whose lifetime is held by `owner` (a buffer a runtime allocated,
+  // a request body, a file mapping; `memory`/`device_id` say where the bytes are): copies of the tensor
+  // keep `owner` alive; it is released with the last copy. `owner` must keep `data` valid while it lives.
+  // Fails when `owner` is null or the size does not match dtype × shape.
   static Result<Tensor> adopt(DType dtype, const Shape& shape, void* data, size_t bytes,
-                              std::shared_ptr<void> owner);
+                              std::shared_ptr<void> owner, MemoryClass memory = MemoryClass::kHost,
+                              int device_id = -1);
 
   // Owning string tensor; strings.size() must equal the shape's element count.
   static Result<Tensor> from_strings(const Shape& shape, std::vector<std::string> strings);
@@ -58,7 +58,6 @@ class Tensor {
   int64_t element_count() const { return shape_.element_count().value_or(0); }
   // Bytes of numeric data; for string tensors the sum of string lengths.
   size_t byte_size() const;
-  bool owns_data() const { return storage_ != nullptr || strings_ != nullptr; }
   bool empty() const { return data_ == nullptr && strings_ == nullptr; }
   MemoryClass memory_class() const { return memory_; }
   int device_id() const { return device_id_; }
@@ -102,7 +101,7 @@ class Tensor {
   void* data_ = nullptr;
   MemoryClass memory_ = MemoryClass::kHost;
   int device_id_ = -1;
-  std::shared_ptr<std::byte[]> storage_;               // set when owning (or adopting) numeric data
+  std::shared_ptr<std::byte[]> storage_;               // numeric data: owned, or the adopted owner
   std::shared_ptr<std::vector<std::string>> strings_;  // set for string tensors
 };
 

@@ -57,12 +57,14 @@ struct KernelHandle {
   bool operator==(const KernelHandle&) const = default;
 };
 
-// One launch argument. Tensors are shared (copies of a Tensor share bytes): the kernel writes into them.
+// One launch argument. A tensor argument borrows the tensor's elements (a Tensor, or a view from
+// KernelExecutor::allocate, converts): their owner must outlive the launch (on CUDA, until synchronize()).
+// The kernel may write into them wherever its signature's pointer is not const.
 class KernelArg {
  public:
   enum class Kind { kTensor, kScalar, kLocalMemory };
 
-  static KernelArg tensor(const Tensor& t);
+  static KernelArg tensor(ConstTensorView t);
   static KernelArg boolean(bool v);
   static KernelArg i32(int32_t v);
   static KernelArg i64(int64_t v);
@@ -78,7 +80,7 @@ class KernelArg {
   static Result<KernelArg> parse_scalar(std::string_view text);
 
   Kind kind() const { return kind_; }
-  const Tensor& tensor_value() const { return tensor_; }
+  const ConstTensorView& tensor_value() const { return tensor_; }
   ScalarType scalar_type() const { return scalar_; }
   const void* scalar_bytes() const { return &bits_; }  // scalar_size(scalar_type()) bytes
   uint64_t local_bytes() const { return local_; }
@@ -86,7 +88,7 @@ class KernelArg {
 
  private:
   Kind kind_ = Kind::kScalar;
-  Tensor tensor_;
+  ConstTensorView tensor_;
   ScalarType scalar_ = ScalarType::kI32;
   uint64_t bits_ = 0;  // the scalar's bytes, little-endian at offset 0
   uint64_t local_ = 0;
@@ -154,15 +156,17 @@ class KernelExecutor {
   // Waits for every launch on `device` to finish; reports a fault of an earlier asynchronous launch.
   Status synchronize(std::string_view device);
 
-  // A zero-filled tensor on `device`: an owning host tensor for "cpu"; for CUDA a view (MemoryClass
-  // kDevice) of memory from the device's block pool, which stays allocated until release() or the
-  // executor's destruction (the view does not own it).
-  Result<Tensor> allocate(std::string_view device, DType dtype, const Shape& shape);
-  // Returns a CUDA tensor's memory to the pool (every copy of it becomes dangling); nothing for CPU ones.
-  Status release(const Tensor& device_tensor);
+  // A zero-filled tensor on `device`, borrowed from the executor, which owns its memory until release()
+  // or the executor's destruction (every view of it then dangles): host memory for "cpu"; for CUDA memory
+  // from the device's block pool (MemoryClass kDevice).
+  Result<TensorView> allocate(std::string_view device, DType dtype, const Shape& shape);
+  // Frees the memory of a tensor from allocate(); a host tensor that did not come from allocate() is left
+  // alone. InvalidArgument for device memory this executor did not allocate (or released already).
+  Status release(ConstTensorView allocated);
   // Copies between a host tensor and a tensor from allocate() (same dtype and element count).
-  Status copy_to_device(const Tensor& host, Tensor& device_tensor);
-  Result<Tensor> copy_to_host(const Tensor& device_tensor);
+  Status copy_to_device(ConstTensorView host, TensorView device_tensor);
+  // An owning host copy of a tensor from allocate() (or of a host tensor).
+  Result<Tensor> copy_to_host(ConstTensorView device_tensor);
 
   const std::filesystem::path& cache_dir() const;
 

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -48,12 +49,15 @@ std::optional<DType> parse_datatype(std::string_view name);
 Status check_shape(const Shape& got, const backend::TensorInfo& info);
 // A tensor of `dtype` and `shape` from its little-endian, row-major bytes (BYTES: per element a 4-byte
 // little-endian length then the bytes; BOOL: one byte 0 or 1). InvalidArgument when the size or the
-// content does not fit. Numeric bytes aligned to the element size become a zero-copy view (`bytes`
-// must then outlive the tensor); otherwise they are copied once. `size_name` names the size in errors.
+// content does not fit. `size_name` names the size in errors.
+// Zero-copy: when `bytes_owner` is given (it keeps `bytes` alive and unmodified: the request body) and the
+// numeric bytes are aligned to the element size, the tensor points into `bytes` and shares ownership of
+// `bytes_owner`, so the bytes live as long as any copy of the tensor. Otherwise they are copied once.
 Result<Tensor> tensor_from_bytes(DType dtype, const Shape& shape, std::string_view bytes,
-                                 std::string_view size_name = "binary_data_size");
+                                 std::string_view size_name = "binary_data_size",
+                                 std::shared_ptr<const void> bytes_owner = nullptr);
 // Appends the host tensor `t` to `out` in that byte layout.
-void append_tensor_bytes(std::string& out, const Tensor& t);
+void append_tensor_bytes(std::string& out, const ConstTensorView& t);
 
 struct RequestedOutput {
   std::string name;
@@ -74,14 +78,17 @@ struct InferRequest {
 // (then the first json_length bytes are JSON and the rest is binary tensor data, which must be exactly
 // the sum of the inputs' binary_data_size).
 //
-// Lifetime: binary numeric and BOOL inputs whose bytes are aligned to their element size in `body` are
-// zero-copy views into it, so `body` must outlive the returned tensors (and stay unmodified). Where the
-// bytes land depends on the client's JSON length, so a misaligned tensor is copied once instead (typed
-// reads by backends stay well-defined). Everything else is owned.
+// Lifetime: with `body_owner` (which keeps `body` alive and unmodified), binary numeric and BOOL inputs
+// whose bytes are aligned to their element size in `body` are zero-copy: the tensors point into `body`
+// and share ownership of `body_owner`, so the body lives until the last of them is gone. Where the bytes
+// land depends on the client's JSON length, so a misaligned tensor is copied once instead (typed reads by
+// backends stay well-defined); without `body_owner` every input is copied. Every returned tensor owns (or
+// co-owns) its bytes: `body` itself need not outlive them.
 // Errors are InvalidArgument naming the tensor, what was expected and what was got. Never reads outside
 // `body`, whatever it holds.
 Result<InferRequest> parse_infer_request(std::string_view body, std::optional<size_t> json_length,
-                                         const backend::ModelMetadata& model);
+                                         const backend::ModelMetadata& model,
+                                         std::shared_ptr<const void> body_owner = nullptr);
 
 struct EncodedResponse {
   std::string body;

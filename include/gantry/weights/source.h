@@ -46,7 +46,8 @@ class WeightSource {
 
   // Maps a regular file read-only.
   static Result<WeightSource> file(const std::filesystem::path& path);
-  // Borrows `bytes`: the caller keeps them alive while the source (and any view loaded from it) is used.
+  // Borrows `bytes`: the caller keeps them alive while the source, and any weight loaded from it without a
+  // copy (its tensor points into `bytes`), is used.
   static WeightSource borrowed(std::span<const std::byte> bytes, std::string label = "<memory>");
   // Owns `bytes`.
   static WeightSource owned(std::string bytes, std::string label = "<memory>");

@@ -6,6 +6,7 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <filesystem>
+#include <memory>
 #include <set>
 
 #include "core/temp_dir.h"
@@ -284,9 +285,10 @@ TEST(Admission, OutputsAndMemoryClass) {
   md.outputs.push_back({"y", DType::kFloat32, Shape({Shape::kDynamic, 100}), {"n", ""}});
   md.max_output_bytes = 2 * 100 * 4;
   auto in = [](int64_t n, MemoryClass where) {
-    static float storage[64] = {};
+    auto storage = std::make_shared<std::vector<float>>(64);
     return std::vector<backend::NamedTensor>{
-        {"x", Tensor::view(DType::kFloat32, Shape({n, 4}), storage, static_cast<size_t>(n) * 16, where, 0)
+        {"x", Tensor::adopt(DType::kFloat32, Shape({n, 4}), storage->data(), static_cast<size_t>(n) * 16,
+                            storage, where, 0)
                   .value()}};
   };
   EXPECT_TRUE(backend::check_admission(md, in(2, MemoryClass::kHost)).ok());

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -72,16 +73,17 @@ TEST(OnnxModel, InputsAreBorrowedNotModified) {
   REQUIRE_MODEL(kMlp);
   auto m = open_mlp();
   ASSERT_TRUE(m);
-  std::vector<float> caller(64, 0.25f);
-  auto view = Tensor::view(DType::kFloat32, Shape({1, 64}), caller.data(), caller.size() * 4).value();
+  auto caller = std::make_shared<std::vector<float>>(64, 0.25f);
+  auto view =
+      Tensor::adopt(DType::kFloat32, Shape({1, 64}), caller->data(), caller->size() * 4, caller).value();
   std::vector<NamedTensor> in{{"input", view}};
   auto a = m->infer_one(in);
   ASSERT_TRUE(a.ok());
-  caller.assign(64, -0.5f);  // the same view now holds other values: the next run must see them
+  caller->assign(64, -0.5f);  // the caller's buffer now holds other values: the next run must see them
   auto b = m->infer_one(in);
   ASSERT_TRUE(b.ok());
   EXPECT_NE(0, std::memcmp((*a)[0].tensor.data(), (*b)[0].tensor.data(), 40));
-  EXPECT_EQ(caller[0], -0.5f);
+  EXPECT_EQ((*caller)[0], -0.5f);
 }
 
 TEST(OnnxModel, InferBatchConcatenatesAndSplits) {
