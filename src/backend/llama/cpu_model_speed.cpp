@@ -41,6 +41,7 @@ struct Matrix {
   ggml_type type;
   int64_t k = 0, rows = 0;
   int copies = 1;                             // experts used per token
+  bool plain = false;                         // kept in a plain CPU buffer whatever the extra ones take
   ggml_backend_buffer_type_t buft = nullptr;  // where llama.cpp would place it (weight_buffer_type)
 };
 
@@ -82,6 +83,7 @@ ggml_backend_buffer_type_t weight_buffer_type(ggml_backend_dev_t dev,
   ggml_tensor* x = ggml_new_tensor_1d(scratch.get(), GGML_TYPE_F32, m.k);
   ggml_tensor* op = ggml_mul_mat(scratch.get(), w, x);
   for (ggml_backend_buffer_type_t buft : extras) {
+    if (m.plain) break;
     BufferPtr probe(ggml_backend_buft_alloc_buffer(buft, 0), ggml_backend_buffer_free);
     w->buffer = probe.get();
     const bool ok = ggml_backend_dev_supports_op(dev, op);
@@ -147,9 +149,10 @@ Result<plan::DeviceSpeed> measure_cpu_model_speed(const std::string& gguf_path,
       output.push_back({std::string(name), t->type, t->ne[0], t->ne[1], 1});
     }
   }
-  // Tied embeddings: the output projection is the token embedding matrix.
+  // Tied embeddings: the output projection is the token embedding matrix, which llama.cpp places for its
+  // row lookup (a plain buffer: the repacked layouts have no get_rows).
   if (output.empty() && embeddings) {
-    output.push_back({"token_embd.weight", embeddings->type, embeddings->ne[0], embeddings->ne[1], 1});
+    output.push_back({"token_embd.weight", embeddings->type, embeddings->ne[0], embeddings->ne[1], 1, true});
   }
 
   ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
