@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -77,34 +78,74 @@ Result<Json> parse_json(std::string_view text, std::string_view origin, const Js
   }
 }
 
+namespace json_detail {
+// nlohmann's DOM builder, with the keys of every open object checked on the way in (parse_json_unique_keys).
+template <typename Json>
+class UniqueKeysSax {
+ public:
+  explicit UniqueKeysSax(Json& out) : dom_(out, /*allow_exceptions=*/false) {}
+  bool null() { return dom_.null(); }
+  bool boolean(bool v) { return dom_.boolean(v); }
+  bool number_integer(typename Json::number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(typename Json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(typename Json::number_float_t v, const typename Json::string_t& s) {
+    return dom_.number_float(v, s);
+  }
+  bool string(typename Json::string_t& v) { return dom_.string(v); }
+  bool binary(typename Json::binary_t& v) { return dom_.binary(v); }
+  bool start_object(std::size_t n) {
+    open_.emplace_back();
+    return dom_.start_object(n);
+  }
+  bool key(typename Json::string_t& k) {
+    if (!open_.back().insert(k).second) {
+      duplicate_ = k;
+      return false;
+    }
+    return dom_.key(k);
+  }
+  bool end_object() {
+    open_.pop_back();
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t n) { return dom_.start_array(n); }
+  bool end_array() { return dom_.end_array(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    error_ = e.what();
+    return false;
+  }
+  std::optional<std::string> duplicate_, error_;
+
+ private:
+  nlohmann::detail::json_sax_dom_parser<Json> dom_;
+  std::vector<std::unordered_set<typename Json::string_t>> open_;
+};
+}  // namespace json_detail
+
 // Like parse_json, for documents where a repeated key is an attacker's trick rather than a typo: a key that
 // appears twice in one object is an InvalidArgument naming it ("<origin>: duplicate key 'name'") instead of
-// the last one silently winning. Linear time: one hash set per open object. Depth as parse_json.
+// the last one silently winning. Linear time: one hash set per open object, and nlohmann's SAX DOM builder
+// (its callback parser rescans an object's members each time one of them ends: 20,000 members took 1.35 s,
+// 23 s under ASan). Depth as parse_json.
 template <typename Json = nlohmann::json>
 Result<Json> parse_json_unique_keys(std::string_view text, std::string_view origin) {
   GANTRY_RETURN_IF_ERROR(check_json_depth(text, origin));
-  struct Duplicate {
-    std::string key;
-  };
-  std::vector<std::unordered_set<std::string>> open_objects;
-  auto check = [&](int /*depth*/, nlohmann::json::parse_event_t event, Json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    if (event == E::object_start) open_objects.emplace_back();
-    if (event == E::object_end && !open_objects.empty()) open_objects.pop_back();
-    if (event == E::key && !open_objects.empty()) {
-      std::string key = parsed.template get<std::string>();
-      if (!open_objects.back().insert(key).second) throw Duplicate{std::move(key)};
-    }
-    return true;
-  };
+  Json out;
+  json_detail::UniqueKeysSax<Json> sax(out);
+  bool ok = false;
   try {
-    return Json::parse(text, check);
-  } catch (const Duplicate& d) {
-    return InvalidArgument(std::string(origin) + ": duplicate key '" + d.key +
-                           "' (a key may appear only once in an object)");
+    ok = Json::sax_parse(text, &sax);
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgument(std::string(origin) + ": not valid JSON: " + e.what());
   }
+  if (sax.duplicate_) {
+    return InvalidArgument(std::string(origin) + ": duplicate key '" + *sax.duplicate_ +
+                           "' (a key may appear only once in an object)");
+  }
+  if (!ok || sax.error_) {
+    return InvalidArgument(std::string(origin) + ": not valid JSON: " + sax.error_.value_or("parse failed"));
+  }
+  return out;
 }
 
 }  // namespace gantry
