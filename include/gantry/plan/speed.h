@@ -27,10 +27,13 @@ inline constexpr double kComputeEfficiency = 0.5;             // of a datasheet 
 inline constexpr double kGraphNodesPerLayer = 30;
 inline constexpr double kGraphNodesOutput = 6;
 // A step's fixed cost on the host, assumed: llama_decode's own work around the graph (the batch split, the
-// KV slot, the inputs, the logits copied out; the graph itself is reused between steps). With a GPU: its
-// launch and synchronisation besides, not measured on a GPU yet. On the CPU the rest of a step is timed
-// (gantry/backend/llama/cpu_model_speed.h), and this is what that left unexplained for a 4 MiB model on a
-// 2-core EPYC: 158 us a token measured, 105 us timed in its matrices and graph nodes.
+// KV slot, the inputs, the logits copied out; the graph itself is reused between steps).
+// - kHostSecondsPerStep: for a GPU (its launch and synchronisation besides; not measured on a GPU yet) and
+//   for a CPU known only by a triad, fitted on that roofline (the tiny test model ran 257 us a token beyond
+//   it: 2,604 t/s measured, 7,848 predicted, in an earlier session).
+// - kCpuHostSecondsPerStep: for a CPU timed on the model (gantry/backend/llama/cpu_model_speed.h), whose
+//   matrices and graph nodes are measured: what those left unexplained for a 4 MiB model on a 2-core EPYC
+//   (158 us a token measured, 105 us timed).
 inline constexpr double kHostSecondsPerStep = 250e-6;
 inline constexpr double kCpuHostSecondsPerStep = 50e-6;
 // A barrier timed slower than this did not measure the threads' synchronisation but the scheduler keeping

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/llama/runtime_init.h"
+#include "backend/llama/cpu_backend.h"
 
 namespace gantry::llama {
 namespace {
@@ -25,7 +25,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using ContextPtr = std::unique_ptr<ggml_context, decltype(&ggml_free)>;
 using BufferPtr = std::unique_ptr<ggml_backend_buffer, decltype(&ggml_backend_buffer_free)>;
-using BackendPtr = std::unique_ptr<ggml_backend, decltype(&ggml_backend_free)>;
 
 ContextPtr new_context(size_t n_tensors, size_t graph_nodes = 0) {
   ggml_init_params ip{
@@ -127,7 +126,6 @@ Result<MappedPages> map_small_pages(ggml_context* ctx) {
 Result<plan::DeviceSpeed> measure_cpu_model_speed(const std::string& gguf_path,
                                                   const plan::ModelProfile& model, const hw::CpuInfo& cpu,
                                                   double ghz, const CpuModelSpeedOptions& options) {
-  ensure_llama_runtime();
   // The model's tensors: names, types and shapes only (no_alloc: nothing is read but the header).
   ggml_context* meta_raw = nullptr;
   std::unique_ptr<gguf_context, decltype(&gguf_free)> gguf(
@@ -155,16 +153,10 @@ Result<plan::DeviceSpeed> measure_cpu_model_speed(const std::string& gguf_path,
     output.push_back({"token_embd.weight", embeddings->type, embeddings->ne[0], embeddings->ne[1], 1, true});
   }
 
-  ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-  if (!dev) return Unavailable("ggml has no CPU device");
-  BackendPtr backend(ggml_backend_dev_init(dev, nullptr), ggml_backend_free);
-  if (!backend) return Unavailable("cannot start ggml's CPU backend");
+  GANTRY_ASSIGN_OR_RETURN(CpuBackend cpu_backend, start_cpu_backend(options.threads));
+  ggml_backend_dev_t dev = cpu_backend.device;
+  ggml_backend_t backend = cpu_backend.backend.get();
   ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
-  using SetThreads = void (*)(ggml_backend_t, int);
-  if (auto set = reinterpret_cast<SetThreads>(
-          ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads"))) {
-    set(backend.get(), std::max(1, options.threads));
-  }
   std::vector<ggml_backend_buffer_type_t> extras;
   using GetExtras = ggml_backend_buffer_type_t* (*)(ggml_backend_dev_t);
   if (auto get = reinterpret_cast<GetExtras>(
@@ -249,12 +241,12 @@ Result<plan::DeviceSpeed> measure_cpu_model_speed(const std::string& gguf_path,
     ggml_backend_buffer_clear(b.get(), 0);
     buffers.push_back(std::move(b));
   }
-  BufferPtr io(ggml_backend_alloc_ctx_tensors(graph_ctx.get(), backend.get()), ggml_backend_buffer_free);
+  BufferPtr io(ggml_backend_alloc_ctx_tensors(graph_ctx.get(), backend), ggml_backend_buffer_free);
   if (!io) return ResourceExhausted("no room for a speed measurement's vectors");
   ggml_backend_buffer_clear(io.get(), 0);
 
   bool failed = false;
-  auto compute = [&] { failed |= ggml_backend_graph_compute(backend.get(), graph) != GGML_STATUS_SUCCESS; };
+  auto compute = [&] { failed |= ggml_backend_graph_compute(backend, graph) != GGML_STATUS_SUCCESS; };
   const double matrices_s = median_seconds(compute, options.budget_ms, 2);
   if (failed) return Internal("the CPU speed measurement's graph failed");
 
@@ -272,13 +264,10 @@ Result<plan::DeviceSpeed> measure_cpu_model_speed(const std::string& gguf_path,
   }
   ggml_cgraph* chain = ggml_new_graph_custom(chain_ctx.get(), kChain + 4, false);
   ggml_build_forward_expand(chain, cur);
-  BufferPtr chain_buf(ggml_backend_alloc_ctx_tensors(chain_ctx.get(), backend.get()),
-                      ggml_backend_buffer_free);
+  BufferPtr chain_buf(ggml_backend_alloc_ctx_tensors(chain_ctx.get(), backend), ggml_backend_buffer_free);
   if (!chain_buf) return ResourceExhausted("no room for a speed measurement's vectors");
   ggml_backend_buffer_clear(chain_buf.get(), 0);
-  auto compute_chain = [&] {
-    failed |= ggml_backend_graph_compute(backend.get(), chain) != GGML_STATUS_SUCCESS;
-  };
+  auto compute_chain = [&] { failed |= ggml_backend_graph_compute(backend, chain) != GGML_STATUS_SUCCESS; };
   const double chain_s = median_seconds(compute_chain, std::max(10, options.budget_ms / 10), 3);
   if (failed) return Internal("the CPU speed measurement's node chain failed");
 

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <memory>
 
-#include "backend/llama/runtime_init.h"
+#include "backend/llama/cpu_backend.h"
 #include "gantry/backend/llama/remote_devices.h"
 
 namespace gantry::llama {
@@ -95,18 +95,8 @@ Result<plan::DeviceSpeed> measure_remote_speed(const hw::RpcEndpoint& server, in
 }
 
 Result<plan::DeviceSpeed> measure_cpu_speed(int threads, const std::string& weight_type) {
-  ensure_llama_runtime();
-  ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-  if (!dev) return Unavailable("ggml has no CPU device");
-  std::unique_ptr<ggml_backend, decltype(&ggml_backend_free)> backend(ggml_backend_dev_init(dev, nullptr),
-                                                                      ggml_backend_free);
-  if (!backend) return Unavailable("cannot start ggml's CPU backend");
-  using SetThreads = void (*)(ggml_backend_t, int);
-  if (auto set = reinterpret_cast<SetThreads>(ggml_backend_reg_get_proc_address(
-          ggml_backend_dev_backend_reg(dev), "ggml_backend_set_n_threads"))) {
-    set(backend.get(), std::max(1, threads));
-  }
-  return measure_product(backend.get(), type_named(weight_type), 0, "this CPU",
+  GANTRY_ASSIGN_OR_RETURN(CpuBackend cpu, start_cpu_backend(threads));
+  return measure_product(cpu.backend.get(), type_named(weight_type), 0, "this CPU",
                          fmt::format("on this CPU with {} thread(s), as the remote devices are", threads));
 }
 
