@@ -14,6 +14,7 @@
 #include "gantry/model/memory_image.h"
 #include "gantry/model/model_source.h"
 #include "gantry/runtime/runtime.h"
+#include "runtime/greedy_tokens.h"
 
 namespace gantry::runtime {
 namespace {
@@ -80,15 +81,7 @@ std::vector<uint8_t> run_silero(ModelHandle& h) {
           {"sr", Tensor::from_values<int64_t>(DType::kInt64, Shape(), {16000}).value()}});
 }
 
-std::vector<int32_t> greedy_tokens(ModelHandle& h) {
-  backend::GenerationRequest r;
-  r.prompt = "Once upon a time";
-  r.max_tokens = 12;
-  r.sampling.temperature = 0;
-  auto g = h->generate(r);
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return g.ok() ? g->tokens : std::vector<int32_t>();
-}
+using runtime::testing::greedy_tokens;
 
 uint64_t reserved(const Runtime& rt, const std::string& name) {
   for (const auto& m : rt.models())

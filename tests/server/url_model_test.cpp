@@ -12,6 +12,7 @@
 #include "gantry/runtime/runtime.h"
 #include "gantry/server/model_repository.h"
 #include "gantry/weights/fetch_model.h"
+#include "runtime/greedy_tokens.h"
 #include "weights/http_fixture.h"
 
 namespace gantry::server {
@@ -96,15 +97,7 @@ class UrlModel : public ::testing::Test {
   std::unique_ptr<HttpServer> server_;
 };
 
-std::vector<int32_t> greedy_tokens(runtime::ModelHandle& h) {
-  backend::GenerationRequest r;
-  r.prompt = "Once upon a time";
-  r.max_tokens = 12;
-  r.sampling.temperature = 0;
-  auto g = h->generate(r);
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return g.ok() ? g->tokens : std::vector<int32_t>();
-}
+using runtime::testing::greedy_tokens;
 
 std::vector<uint8_t> run_mlp(runtime::ModelHandle& h) {
   std::vector<float> x(64);
