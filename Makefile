@@ -15,7 +15,7 @@ JOBS ?= $(shell nproc)
 PRESET ?= default
 BUILD_DIR := $(if $(filter default,$(PRESET)),build,build-$(PRESET))
 
-.PHONY: setup setup-main build build-main test run demo bench asan fuzz fuzz-smoke clean format dist dist-check image
+.PHONY: setup setup-main build build-main test run demo bench asan tsan fuzz fuzz-smoke clean format dist dist-check image
 
 setup:
 	@bash scripts/setup.sh all
@@ -48,6 +48,14 @@ bench: build
 asan:
 	@$(MAKE) --no-print-directory test PRESET=asan
 
+# ThreadSanitizer on the threaded parts: the runtime's manager and batcher, the text engine, the HTTP and
+# gRPC servers, and the server attack replays (tests/scripts/serve_attack.sh) against a TSan gantry.
+TSAN_TESTS := LockOrder|ModelManager|BatchEngine|DynamicBatcher|HttpServer|GrpcServer|script\.serve_attack
+tsan: setup
+	@if [ ! -f build-tsan/build.ninja ]; then cmake --preset tsan >/dev/null || exit 1; fi
+	@cmake --build --preset tsan -j $(JOBS) --target gantry runtime_test llama_test server_test
+	@ctest --preset tsan -j $(JOBS) -R '$(TSAN_TESTS)'
+
 # libFuzzer targets; run each with e.g. build-fuzz/bin/manifest_fuzz -max_total_time=60
 fuzz: setup
 	@cmake --preset fuzz >/dev/null && cmake --build --preset fuzz -j $(JOBS)
@@ -71,4 +79,4 @@ format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i
 
 clean:
-	rm -rf build build-asan build-fuzz dist
+	rm -rf build build-asan build-tsan build-fuzz dist

@@ -57,6 +57,7 @@ struct ServeArgs {
   int64_t max_queue_delay_us = 1000;
   bool no_dynamic_batching = false;
   double max_generation_s = 600;
+  double liveness_timeout_s = 30;
 };
 
 // Where KServe's storage initializer put the model: STORAGE_URI names the remote copy, the files are at
@@ -105,8 +106,9 @@ int serve(ServeArgs& a) {
   }
   o.max_body_bytes = *body;
   if (a.drain_timeout_s < 0 || a.drain_delay_s < 0 || a.max_generation_s <= 0 || a.max_batch_size < 1 ||
-      a.max_queue_delay_us < 0) {
-    std::cerr << "gantry serve: --drain-timeout and --drain-delay must be >= 0, --max-generation-time > 0, "
+      a.max_queue_delay_us < 0 || a.liveness_timeout_s < 0) {
+    std::cerr << "gantry serve: --drain-timeout, --drain-delay and --liveness-timeout must be >= 0, "
+                 "--max-generation-time > 0, "
                  "--max-batch-size >= 1 "
                  "and --max-queue-delay-us >= 0\n";
     return 2;
@@ -122,6 +124,7 @@ int serve(ServeArgs& a) {
     o.body_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.body_timeout_s * 1000));
   o.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.drain_timeout_s * 1000));
   o.max_generation_time = std::chrono::milliseconds(static_cast<int64_t>(a.max_generation_s * 1000));
+  o.liveness_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.liveness_timeout_s * 1000));
   o.batching.max_batch_size = a.max_batch_size;
   o.batching.max_queue_delay = std::chrono::microseconds(a.max_queue_delay_us);
   o.dynamic_batching = !a.no_dynamic_batching;
@@ -256,6 +259,9 @@ void register_serve_command(CLI::App& app, int& exit_code) {
                   "Kubernetes stop sending first (default 0; keep delay + timeout under the pod's "
                   "terminationGracePeriodSeconds)");
   cmd->add_option("--max-generation-time", a->max_generation_s, "Seconds a generation may run (default 600)");
+  cmd->add_option("--liveness-timeout", a->liveness_timeout_s,
+                  "Seconds the control pool or the model manager may fail the watchdog's probe before "
+                  "/v2/health/live answers 503 (default 30; 0: no watchdog)");
   cmd->add_option("--cors-origin", o.cors_origins,
                   "Allow browser requests from this origin (or *); repeatable");
   cmd->add_option("--max-batch-size", a->max_batch_size,

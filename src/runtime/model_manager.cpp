@@ -36,6 +36,9 @@ struct ModelManager::Entry {
   std::chrono::milliseconds keep_alive = kDefaultKeepAlive;
   int handles = 0;
   Clock::time_point last_used{};
+  // Threads reading the model's stats outside the lock (list(), info()): retire() releases the
+  // memory only once none of them holds the model any more.
+  int readers = 0;
 };
 
 // ---- ModelHandle ----------------------------------------------------------------------------------
@@ -298,6 +301,8 @@ void ModelManager::retire(std::unique_lock<std::mutex>& lock, Entry& e, ModelSta
     model.reset();  // the last reference: frees the model's memory before the budget forgets it
   }
   lock.lock();
+  // A reader's copy of the model (stats_outside_lock) may have been the last: wait until it is gone.
+  cv_.wait(lock, [&] { return e.readers == 0; });
   release_memory_locked(e);
   e.state = final_state;
   e.reason = std::move(reason);
@@ -434,26 +439,57 @@ ModelInfo ModelManager::snapshot_locked(const Entry& e) const {
   i.keep_alive = e.keep_alive;
   i.handles = e.handles;
   i.last_used = e.last_used;
-  if (e.model) i.stats = e.model->stats();
   return i;
 }
 
+void ModelManager::add_stats(std::unique_lock<std::mutex>& lock, std::vector<Entry*> entries,
+                             std::vector<ModelInfo*> infos) const {
+  // A model's stats() takes the model's own locks (a text model's engine): never under mu_, whose
+  // holders (the keep-alive timer) would otherwise wait for an engine whose thread, dropping a
+  // finished request's model handle, waits for mu_ (docs/architecture.md, lock order).
+  std::vector<std::shared_ptr<backend::Model>> models;
+  for (Entry* e : entries) {
+    models.push_back(e->model);
+    ++e->readers;
+  }
+  lock.unlock();
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (models[i]) infos[i]->stats = models[i]->stats();
+    models[i].reset();  // before the lock: retire() waits for readers to let go
+  }
+  lock.lock();
+  for (Entry* e : entries) --e->readers;
+  cv_.notify_all();
+}
+
 std::vector<ModelInfo> ModelManager::list() const {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   std::vector<ModelInfo> out;
+  std::vector<Entry*> read;
   for (const auto& [name, e] : entries_) {
     check_health(*e);
     out.push_back(snapshot_locked(*e));
   }
+  std::vector<ModelInfo*> infos;
+  size_t k = 0;
+  for (const auto& [name, e] : entries_) {
+    ModelInfo* info = &out[k++];
+    if (!e->model) continue;
+    read.push_back(e.get());
+    infos.push_back(info);
+  }
+  add_stats(lock, std::move(read), std::move(infos));
   return out;
 }
 
 std::optional<ModelInfo> ModelManager::info(std::string_view name) const {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   auto it = entries_.find(name);
   if (it == entries_.end()) return std::nullopt;
   check_health(*it->second);
-  return snapshot_locked(*it->second);
+  ModelInfo out = snapshot_locked(*it->second);
+  if (it->second->model) add_stats(lock, {it->second.get()}, {&out});
+  return out;
 }
 
 bool ModelManager::wait_for_state(std::string_view name, ModelState state,

@@ -99,8 +99,12 @@ void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, backe
     auto c = weak.lock();
     return c && c->text(piece);
   };
-  // Holds the call until the engine is done with it (the engine drops the request after on_done).
-  g.on_done = [call] {
+  // Holds the call until the engine is done with it, then hands it to the worker that answers: the
+  // engine's copy of the request holds nothing afterwards, so the call (and the model handle a
+  // protocol's hooks may hold) is never destroyed on the decoding thread.
+  g.on_done = [held = call]() mutable {
+    auto call = std::move(held);
+    if (!call) return;
     post_task(call->server.workers, "generation end", [call] {
       {
         std::lock_guard lock(call->mu);

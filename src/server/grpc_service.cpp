@@ -67,7 +67,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   ServerUnaryReactor* ServerLive(CallbackServerContext* ctx, const inference::ServerLiveRequest*,
                                  inference::ServerLiveResponse* response) override {
     Call call(s_, ctx, "");
-    response->set_live(true);
+    response->set_live(!s_.watchdog || s_.watchdog->alive().ok());  // the watchdog's verdict, as HTTP's
     call.finish(grpc::Status::OK);
     return call.reactor();
   }

@@ -214,7 +214,13 @@ void kserve_repository_load(Server::State& s, std::shared_ptr<Reply> reply, std:
 namespace {
 using Runs = Route::Runs;
 
-void live(Server::State&, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {
+void live(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {
+  // Alive while the watchdog's probes come back: a server that deadlocked answers 503 here, so an
+  // orchestrator restarts it (readiness alone would only take it out of rotation).
+  if (Status st = s.watchdog ? s.watchdog->alive() : Status::Ok(); !st.ok()) {
+    reply->error(503, st.message());
+    return;
+  }
   reply->json(200, R"({"live":true})");
 }
 

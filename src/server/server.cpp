@@ -5,6 +5,7 @@
 
 #include "gantry/build_info.h"
 #include "gantry/core/log.h"
+#include "gantry/core/utf8.h"
 #include "gantry/server/anthropic_codec.h"
 #include "gantry/server/kserve_codec.h"
 #include "gantry/server/ollama_codec.h"
@@ -244,6 +245,11 @@ void Reply::end_stream(int status_for_metrics) {
   exchange_->finish();
 }
 
+backend::CancelCheck work_cancel(Server::State& s, Reply& reply) {
+  return
+      [&s, &reply] { return reply.exchange().client_gone() || s.stopping.load(std::memory_order_relaxed); };
+}
+
 // ------------------------------------------------------------------------------------------ State
 runtime::LoadOptions Server::State::load_options(const RepositoryEntry& entry) const {
   runtime::LoadOptions o = options.load;
@@ -256,7 +262,13 @@ runtime::LoadOptions Server::State::load_options(const RepositoryEntry& entry) c
 Result<runtime::ModelHandle> Server::State::model(std::string_view name) {
   auto entry = repository.find(name);
   if (!entry) {
-    return NotFound("model '" + std::string(name) + "' is not served here (GET /v1/models or POST " +
+    // A name is echoed at most kShownNameBytes long: a 10 MB name is not sent back whole.
+    constexpr size_t kShownNameBytes = 128;
+    const std::string shown = name.size() <= kShownNameBytes
+                                  ? std::string(name)
+                                  : to_valid_utf8(name.substr(0, kShownNameBytes)) + "... (" +
+                                        std::to_string(name.size()) + " bytes)";
+    return NotFound("model '" + shown + "' is not served here (GET /v1/models or POST " +
                     "/v2/repository/index lists the models)");
   }
   auto h = runtime.get(entry->runtime_name);  // a copy's name shares its original's loaded model
@@ -398,6 +410,8 @@ bool Server::drain(std::chrono::milliseconds timeout) {
 
 void Server::stop() {
   if (!state_->http) return;
+  state_->watchdog.reset();  // its probe needs the control pool
+  state_->stopping.store(true);
   if (state_->grpc) state_->grpc->stop();  // first: its calls in progress need the workers
   state_->http->stop();
   // After a drain that timed out, work may still be queued (a long generation's answer): abandon it
@@ -537,6 +551,9 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
     else  // the default port, taken (e.g. by another server on this machine)
       GANTRY_LOG_WARN("{}; serving without gRPC", grpc.status().message());
   }
+  state->watchdog = std::make_unique<Watchdog>(
+      o.liveness_timeout, [s](std::function<void()> done) { boost::asio::post(s->control, std::move(done)); },
+      [s] { (void)s->runtime.manager().list(); });
   return std::unique_ptr<Server>(new Server(std::move(state)));
 }
 

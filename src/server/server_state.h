@@ -23,6 +23,7 @@
 #include "gantry/server/response_store.h"
 #include "gantry/server/server.h"
 #include "grpc_service.h"
+#include "watchdog.h"
 
 namespace gantry::server {
 
@@ -44,6 +45,12 @@ void post_task(boost::asio::thread_pool& pool, std::string_view what, Fn&& fn) {
     }
   });
 }
+
+class Reply;
+// For synchronous work done for `reply` (embeddings, rerank, tokenizing): true once its client has gone
+// or the server is stopping, so abandoned work stops instead of holding a worker and the model.
+// `reply` must outlive the work (the route's own).
+backend::CancelCheck work_cancel(Server::State& s, Reply& reply);
 
 // The answer to one accepted request: answers once, records the request's metrics and releases its
 // in-flight count when it does (or, if dropped unanswered, the Exchange sends a 500).
@@ -103,7 +110,8 @@ struct Server::State {
   Metrics metrics;
   ResponseStore responses{options.responses_store};  // the Responses API's kept responses
   std::atomic<bool> draining{false};
-  std::atomic<bool> unready{false};  // set_unready(): readiness 503, requests still served
+  std::atomic<bool> stopping{false};  // stop(): synchronous work (embeddings, rerank) ends at its next check
+  std::atomic<bool> unready{false};   // set_unready(): readiness 503, requests still served
   // The runtime names of the models asked for at start (unless loaded on demand): readiness waits for
   // each that the repository still lists.
   std::vector<std::string> required_models;
@@ -118,7 +126,8 @@ struct Server::State {
   boost::asio::thread_pool workers;
   boost::asio::thread_pool control{kControlThreads};
   std::unique_ptr<HttpServer> http;
-  std::unique_ptr<GrpcServer> grpc;  // null with --grpc-port -1
+  std::unique_ptr<GrpcServer> grpc;    // null with --grpc-port -1
+  std::unique_ptr<Watchdog> watchdog;  // liveness (--liveness-timeout); stopped first
 
   State(runtime::Runtime& rt, ServeOptions o, size_t n_workers)
       : runtime(rt), options(std::move(o)), workers(n_workers) {}

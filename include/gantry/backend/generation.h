@@ -47,6 +47,15 @@ Status context_length_exceeded(std::string_view details);
 // Whether `st` is such an error (also after with_context() prefixed it).
 bool is_context_length_exceeded(const Status& st);
 
+// Asked between the pieces of synchronous work (each text to embed or document to rank, each decode):
+// true stops it with Cancelled (the client went away, the server is stopping). Empty: never.
+using CancelCheck = std::function<bool()>;
+
+// Texts one embedding call takes (OpenAI's limit on an input array) and documents one rerank call
+// scores: more is InvalidArgument before any is tokenized.
+inline constexpr size_t kMaxEmbedInputs = 2048;
+inline constexpr size_t kMaxRerankDocuments = 10000;
+
 enum class FinishReason { kEndOfGeneration, kMaxTokens, kStopString, kCancelled };
 std::string_view finish_reason_name(FinishReason r);  // "eog", "max_tokens", "stop", "cancelled"
 
@@ -103,6 +112,9 @@ struct OutputConstraint {
   std::vector<int32_t> prefill_tokens;
 };
 
+inline constexpr size_t kMaxStopSequences = 64;
+inline constexpr size_t kMaxStopBytes = 1024;
+
 struct GenerationRequest {
   std::string prompt;           // used when `tokens` is empty
   std::vector<int32_t> tokens;  // pre-tokenized prompt
@@ -112,8 +124,10 @@ struct GenerationRequest {
   // Special tokens shown in the text even when render_special is off (a chat format's tool-call
   // markers, which its parser needs to see).
   std::vector<int32_t> render_tokens;
-  int max_tokens = 128;           // >= 1
-  std::vector<std::string> stop;  // generation ends before the first occurrence of any
+  int max_tokens = 128;  // >= 1
+  // Generation ends before the first occurrence of any; at most kMaxStopSequences of at most
+  // kMaxStopBytes each (every one is looked for at every token, on the thread the model's sequences share).
+  std::vector<std::string> stop;
   SamplingParams sampling;
   // Independent continuations of the one prompt (OpenAI's "n"), >= 1 and at most the model's
   // parallel sequences. The prompt is evaluated once and its cache shared by every choice; choice i

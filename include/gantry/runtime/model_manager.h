@@ -102,6 +102,11 @@ struct ManagedLoadOptions {
 // The devices' budgets, by device id ("cpu", "cuda:0"). Devices without a budget are not accounted.
 using Budgets = std::map<std::string, std::unique_ptr<memory::Budget>, std::less<>>;
 
+// Lock order (docs/architecture.md): a model's locks (a text model's decoding step, which may drop a
+// handle) come before the manager's; under its own lock the manager calls only Model::metadata() and
+// Model::health(), which take nothing but leaf locks; stats(), drain() and destroying a model run
+// with it released. A handle may be dropped on any thread that holds no manager lock, but not on a
+// model's own decoding thread (the last one of a failed model destroys it there).
 class ModelManager {
  public:
   explicit ModelManager(Budgets& budgets);
@@ -184,7 +189,10 @@ class ModelManager {
   void retire(std::unique_lock<std::mutex>& lock, Entry& e, ModelState final_state, std::string reason);
   void on_handle_released(const std::string& name);
   ModelHandle make_handle_locked(Entry& e);
-  ModelInfo snapshot_locked(const Entry& e) const;
+  ModelInfo snapshot_locked(const Entry& e) const;  // without stats: they are read outside the lock
+  // Fills infos[i]->stats from entries[i]'s model (each holds one) with `lock` released meanwhile.
+  void add_stats(std::unique_lock<std::mutex>& lock, std::vector<Entry*> entries,
+                 std::vector<ModelInfo*> infos) const;
   void timer_loop();
 
   Budgets& budgets_;

@@ -61,6 +61,9 @@ struct ServeOptions {
   std::chrono::milliseconds drain_timeout{30'000};
   std::vector<std::string> cors_origins;  // "*" or exact origins
   std::chrono::milliseconds max_generation_time{600'000};
+  // Liveness fails once the control pool or the model manager (or a model's engine lock) has not
+  // answered the watchdog's probe for this long (a deadlock, a stuck task); 0: no watchdog.
+  std::chrono::milliseconds liveness_timeout{30'000};
   int max_tokens_default = 1024;  // when a request sets none (capped by the context)
   size_t responses_store = 1000;  // Responses API responses kept for previous_response_id (LRU; 0: none)
   int http_threads = 2;

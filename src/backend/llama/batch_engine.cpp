@@ -164,8 +164,13 @@ BatchEngine::~BatchEngine() {
   for (auto& s : active_) {
     if (!s->done) finish(*s, FinishReason::kCancelled);
   }
-  std::lock_guard lock(mu_);
-  for (auto& entry : pending_) {
+  std::deque<std::vector<std::unique_ptr<Seq>>> pending;
+  {
+    std::lock_guard lock(mu_);
+    pending.swap(pending_);
+  }
+  // Outside the lock: settling runs the request's on_done and drops its callbacks (lock order).
+  for (auto& entry : pending) {
     for (auto& s : entry) {
       s->result.finish = FinishReason::kCancelled;
       settle(*s);
@@ -192,6 +197,9 @@ namespace {
 Result<llama_sampler*> make_grammar(const backend::OutputConstraint& c, const std::string& gbnf,
                                     const llama_vocab* vocab) {
   llama_sampler* grammar = nullptr;
+  // llama.cpp logs a grammar it cannot parse whole, as errors: kept out of the log (a client's schema
+  // could fill it), and its reason goes into the request's error instead.
+  LogCapture capture(/*quiet=*/true);
   if (c.kind == backend::OutputConstraint::Kind::kGrammar && c.lazy) {
     std::vector<const char*> patterns;
     for (const auto& p : c.trigger_patterns) patterns.push_back(p.c_str());
@@ -202,9 +210,11 @@ Result<llama_sampler*> make_grammar(const backend::OutputConstraint& c, const st
     grammar = llama_sampler_init_grammar(vocab, gbnf.c_str(), "root");
   }
   if (!grammar) {
-    return InvalidArgument(
-        "llama.cpp rejected the grammar built for the output constraint "
-        "(a bug in the grammar's producer; the grammar is in the llama.cpp log)");
+    std::string why = capture.problems();
+    constexpr size_t kShown = 300;
+    if (why.size() > kShown) why = why.substr(0, kShown) + "...";
+    return InvalidArgument("llama.cpp rejected the grammar built for the output constraint" +
+                           (why.empty() ? std::string() : ": " + why));
   }
   if (!c.lazy) {
     // Tokens the prompt ends with that the grammar's root begins with (a chat format's opening
@@ -239,6 +249,16 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
     return InvalidArgument("n_choices must be in 1.." + std::to_string(n_seq) +
                            " (the model's parallel sequences), got " + std::to_string(request.n_choices));
   }
+  if (request.stop.size() > backend::kMaxStopSequences) {
+    return InvalidArgument("at most " + std::to_string(backend::kMaxStopSequences) + " stop sequences, got " +
+                           std::to_string(request.stop.size()));
+  }
+  for (const auto& stop : request.stop) {
+    if (stop.size() > backend::kMaxStopBytes) {
+      return InvalidArgument("a stop sequence may have at most " + std::to_string(backend::kMaxStopBytes) +
+                             " bytes, got one of " + std::to_string(stop.size()));
+    }
+  }
   if (request.on_text && request.on_piece) {
     return InvalidArgument("a generation request takes on_text or on_piece, not both");
   }
@@ -264,10 +284,13 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
       if (ctx_->weights().is_eog(t)) eog_bans.emplace_back(t, -std::numeric_limits<float>::infinity());
     }
   }
+  const size_t cap = ctx_->n_ctx_seq();
+  // Refused before the tokenizer spends seconds on megabytes that cannot fit anyway.
+  if (request.tokens.empty())
+    GANTRY_RETURN_IF_ERROR(check_text_fits(ctx_->weights(), request.prompt.size(), cap));
   auto g = std::make_shared<Group>();
   GANTRY_ASSIGN_OR_RETURN(g->prompt, tokenize_prompt(request));
   if (g->prompt.empty()) return InvalidArgument("the prompt is empty (no tokens to start from)");
-  const size_t cap = ctx_->n_ctx_seq();
   if (g->prompt.size() + 1 > cap) {
     return backend::context_length_exceeded(
         "the prompt has " + std::to_string(g->prompt.size()) + " tokens but the context holds " +
@@ -451,18 +474,14 @@ int32_t BatchEngine::take_lru_slot_locked() {
   return slot;
 }
 
-void BatchEngine::admit_locked() {
+void BatchEngine::admit_locked(std::vector<std::vector<std::unique_ptr<Seq>>>& cancelled) {
   const size_t n_ctx = ctx_->n_ctx();
   const bool unified = ctx_->options().kv_unified;
   while (!pending_.empty()) {
     auto& next = pending_.front();
     if (next.front()->cancelled()) {
-      auto entry = std::move(pending_.front());
+      cancelled.push_back(std::move(pending_.front()));  // settled by the caller, outside the lock
       pending_.pop_front();
-      for (auto& s : entry) {
-        s->result.finish = FinishReason::kCancelled;
-        settle(*s);
-      }
       ++stats_.completed;
       continue;
     }
@@ -636,7 +655,19 @@ void BatchEngine::sample(Seq& s) {
     top.resize(k);
     s.result.top_logits.push_back(std::move(top));
   }
-  const llama_token tok = llama_sampler_sample(s.sampler, ctx_->raw(), s.out_index);
+  llama_token tok = -1;
+  try {
+    tok = llama_sampler_sample(s.sampler, ctx_->raw(), s.out_index);
+  } catch (const std::exception& e) {
+    // llama.cpp's grammar sampler throws when no token can continue the grammar: the request made
+    // its own output impossible (e.g. a logit_bias banning every token a json_object may start with).
+    fail(s, InvalidArgument(std::string("the output constraint cannot be met: llama.cpp's grammar found no "
+                                        "allowed token to continue with (") +
+                            e.what() +
+                            "); a logit_bias or sampling setting that bans every token the grammar "
+                            "allows makes constrained output impossible"));
+    return;
+  }
   if (s.result.tokens.empty()) {
     s.t_first = Clock::now();
     s.result.prompt_ms = ms_between(s.t_admit, s.t_first);
@@ -730,6 +761,7 @@ void BatchEngine::verify(Seq& s) {
 }
 
 Result<bool> BatchEngine::step() {
+  std::vector<std::vector<std::unique_ptr<Seq>>> cancelled;  // queued requests cancelled before admission
   {
     std::lock_guard lock(mu_);
     // cancel_all() ends the requests submitted before it (ids below cancel_before_), never later ones.
@@ -743,8 +775,17 @@ Result<bool> BatchEngine::step() {
       }
       cancelled_before_ = before;
     }
-    admit_locked();
+    admit_locked(cancelled);
   }
+  // Their callbacks run, and their requests are destroyed, without the engine's lock held: what a
+  // request holds (a model handle) may take the model manager's lock (docs/architecture.md, lock order).
+  for (auto& entry : cancelled) {
+    for (auto& s : entry) {
+      s->result.finish = FinishReason::kCancelled;
+      settle(*s);
+    }
+  }
+  cancelled.clear();
   for (auto& s : active_) {
     if (!s->done && s->cancelled()) finish(*s, FinishReason::kCancelled);
   }
@@ -889,10 +930,18 @@ Result<bool> BatchEngine::step() {
   }
   for (Seq* s : to_sample) {
     if (s->done) continue;
-    if (s->draft.empty()) {
-      sample(*s);
-    } else {
-      verify(*s);
+    // One sequence's failure (a sampler, its stop strings, its caller's callback) ends that sequence
+    // with an error, never the decoding thread or the sequences sharing its batch.
+    try {
+      if (s->draft.empty()) {
+        sample(*s);
+      } else {
+        verify(*s);
+      }
+    } catch (const std::exception& e) {
+      if (!s->done) fail(*s, Internal(std::string("generating the next token failed: ") + e.what()));
+    } catch (...) {
+      if (!s->done) fail(*s, Internal("generating the next token failed: an exception of unknown type"));
     }
   }
   active_.erase(std::remove_if(active_.begin(), active_.end(), [](auto& s) { return s->done; }),
@@ -907,12 +956,38 @@ Result<bool> BatchEngine::step() {
 
 bool BatchEngine::drive_once() {
   std::lock_guard drive(drive_mu_);
-  auto r = step();
+  Result<bool> r = false;
+  try {
+    r = step();
+  } catch (const std::exception& e) {
+    r = fail_active(Internal(std::string("a decode step threw: ") + e.what()));
+  } catch (...) {
+    r = fail_active(Internal("a decode step threw an exception of unknown type"));
+  }
   if (!r.ok()) {
     GANTRY_LOG_ERROR("decode step failed: {}", r.status().to_string());
     return true;
   }
   return *r;
+}
+
+Status BatchEngine::fail_active(const Status& why) {
+  // What step() left half done is unknown: every running sequence ends with the error (its cells
+  // are dropped), the queued ones stay queued, and the engine serves on.
+  ctx_->set_abort_check(nullptr);
+  for (auto& s : active_) {
+    if (s->done) continue;
+    try {
+      fail(*s, why);
+    } catch (...) {
+      s->done = true;  // its caller's on_done threw: nothing more can be told to it
+    }
+  }
+  active_.clear();
+  std::lock_guard lock(mu_);
+  stats_.active = 0;
+  stats_.prompt_tokens_pending = 0;
+  return why;
 }
 
 Result<GenerationResult> BatchEngine::wait(const SequenceHandle& h) {

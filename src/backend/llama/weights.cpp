@@ -11,6 +11,7 @@
 #include "backend/llama/log_bridge.h"
 #include "backend/llama/pool_buffer.h"
 #include "backend/llama/runtime_init.h"
+#include "gantry/backend/generation.h"
 #include "gantry/core/log.h"
 #include "gantry/model/gguf.h"
 #include "gantry/model/gguf_hparams.h"
@@ -133,6 +134,12 @@ Result<std::shared_ptr<LlamaWeights>> LlamaWeights::load(const std::string& path
   std::shared_ptr<LlamaWeights> w(new LlamaWeights());
   w->model_ = model;
   w->vocab_ = llama_model_get_vocab(model);
+  // SentencePiece and byte-level BPE keep every byte of a text in some token.
+  if (const enum llama_vocab_type vt = llama_vocab_type(w->vocab_);
+      vt == LLAMA_VOCAB_TYPE_SPM || vt == LLAMA_VOCAB_TYPE_BPE) {
+    for (int32_t t = 0; t < w->n_vocab(); ++t)
+      w->max_token_bytes_ = std::max(w->max_token_bytes_, w->token_to_piece(t, true).size());
+  }
   w->path_ = path;
   w->arch_ = summary.architecture;
   w->remote_ = std::move(remote);
@@ -205,5 +212,14 @@ Result<std::string> LlamaWeights::detokenize(std::span<const int32_t> tokens, bo
 }
 
 bool LlamaWeights::is_eog(int32_t token) const { return llama_vocab_is_eog(vocab_, token); }
+
+Status check_text_fits(const LlamaWeights& w, size_t text_bytes, size_t n_tokens) {
+  const size_t per_token = w.max_token_bytes();
+  if (per_token == 0 || text_bytes / per_token <= n_tokens) return Status::Ok();
+  return backend::context_length_exceeded(
+      "the text has " + std::to_string(text_bytes) + " bytes, more than the " + std::to_string(n_tokens) +
+      " tokens the context holds can stand for (no token of this model is longer than " +
+      std::to_string(per_token) + " bytes); use a larger --ctx or a shorter text");
+}
 
 }  // namespace gantry::llama

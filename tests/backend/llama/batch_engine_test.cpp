@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <future>
+#include <limits>
+#include <stdexcept>
 #include <thread>
 
 #include "backend/llama/llama_test_util.h"
@@ -383,6 +385,68 @@ TEST(BatchEngine, SubmitFromManyThreadsWhileTheLoopRuns) {
     expect_same_or_near_tie(alone[t % 4], *results[t], "thread " + std::to_string(t));
   }
   EXPECT_GT((*e)->stats().max_batch_seqs, 1u);
+  (*e)->stop();
+}
+
+// Issue 34: a json_object constraint whose every allowed first token is banned by logit_bias made
+// llama.cpp's grammar throw on the decoding thread and abort the process. Now that request fails with
+// a clear InvalidArgument, its neighbour in the same batch finishes, and the engine serves on.
+TEST(BatchEngine, AGrammarWithEveryAllowedTokenBannedFailsThatRequestOnly) {
+  GANTRY_REQUIRE_TINY_MODEL();
+  auto e = BatchEngine::create(weights, small_ctx(1024, 2));
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  (*e)->start();
+  auto hostile = greedy("Answer in JSON:", 16);
+  hostile.constraint = backend::OutputConstraint(backend::OutputConstraint::Kind::kJsonObject);
+  int banned = 0;
+  for (int32_t t = 0; t < weights->n_vocab(); ++t) {
+    const std::string piece = weights->token_to_piece(t, false);
+    const bool blank = piece.find_first_not_of(" \t\r\n") == std::string::npos;
+    if (piece.find('{') != std::string::npos || (blank && !piece.empty())) {
+      hostile.sampling.logit_bias.emplace_back(t, -std::numeric_limits<float>::infinity());
+      ++banned;
+    }
+  }
+  ASSERT_GT(banned, 0);
+  auto bad = (*e)->submit(hostile);
+  ASSERT_TRUE(bad.ok()) << bad.status().to_string();
+  auto fine = (*e)->submit(greedy("Hello my name is", 16));
+  ASSERT_TRUE(fine.ok());
+  auto bad_result = (*e)->wait(*bad);
+  ASSERT_FALSE(bad_result.ok());
+  EXPECT_EQ(bad_result.status().code(), StatusCode::kInvalidArgument) << bad_result.status().to_string();
+  EXPECT_NE(bad_result.status().message().find("output constraint cannot be met"), std::string::npos)
+      << bad_result.status().message();
+  auto fine_result = (*e)->wait(*fine);
+  ASSERT_TRUE(fine_result.ok()) << fine_result.status().to_string();
+  EXPECT_FALSE(fine_result->tokens.empty());
+  auto after = (*e)->generate(greedy("Hello my name is", 8));
+  ASSERT_TRUE(after.ok()) << after.status().to_string();
+  EXPECT_FALSE(after->tokens.empty());
+  (*e)->stop();
+}
+
+// A caller's callback that throws on the decoding thread fails its own request (Internal), not the
+// thread or the other sequences.
+TEST(BatchEngine, ACallbackThatThrowsFailsItsOwnRequestOnly) {
+  GANTRY_REQUIRE_TINY_MODEL();
+  auto e = BatchEngine::create(weights, small_ctx(1024, 2));
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  (*e)->start();
+  auto thrower = greedy("Once upon a time", 16);
+  thrower.on_text = [](std::string_view) -> bool { throw std::runtime_error("the client's encoder broke"); };
+  auto bad = (*e)->submit(thrower);
+  ASSERT_TRUE(bad.ok());
+  auto fine = (*e)->submit(greedy("Hello my name is", 16));
+  ASSERT_TRUE(fine.ok());
+  auto bad_result = (*e)->wait(*bad);
+  ASSERT_FALSE(bad_result.ok());
+  EXPECT_EQ(bad_result.status().code(), StatusCode::kInternal);
+  EXPECT_NE(bad_result.status().message().find("the client's encoder broke"), std::string::npos)
+      << bad_result.status().message();
+  auto fine_result = (*e)->wait(*fine);
+  ASSERT_TRUE(fine_result.ok()) << fine_result.status().to_string();
+  EXPECT_TRUE((*e)->generate(greedy("1, 2, 3, 4,", 4)).ok());
   (*e)->stop();
 }
 

@@ -164,7 +164,9 @@ class BatchEngine {
   struct Seq;
   struct Group;
   BatchEngine() = default;
-  void admit_locked();
+  // Admits what fits; queued requests found cancelled go to `cancelled` for the caller to settle once
+  // the lock is released.
+  void admit_locked(std::vector<std::vector<std::unique_ptr<Seq>>>& cancelled);
   // The free slot for a request's leader: longest common prefix with `prompt` when it is at least a
   // tenth of the prompt (none when not `reuse`), then least recently used. Returns it and the prefix it
   // shares with `prompt` (kept even when under a tenth; 0 when not `reuse`).
@@ -195,6 +197,8 @@ class BatchEngine {
   void verify(Seq& s);             // sample() over s's own row and its draft's, keeping what it agrees with
   void loop();
   bool drive_once();
+  // After a step threw: fails every running sequence with `why` and returns it (decoding thread).
+  Status fail_active(const Status& why);
   uint64_t pending_prompt_tokens() const;  // of the admitted prompts (decoding thread)
 
   std::unique_ptr<LlamaContext> ctx_;

@@ -68,12 +68,16 @@ class LlamaWeights {
   Result<std::string> detokenize(std::span<const int32_t> tokens, bool render_special = true) const;
   bool is_eog(int32_t token) const;
   bool token_valid(int32_t token) const { return token >= 0 && token < n_vocab(); }
+  // The most bytes of text one token stands for (its longest piece, special tokens rendered), so a text
+  // of n bytes is at least n / max_token_bytes() tokens: a text too long for a context is refused before
+  // tokenizing megabytes of it. 0 when the tokenizer may drop bytes (UGM and WPM normalise whitespace):
+  // then no byte count bounds the tokens.
+  size_t max_token_bytes() const { return max_token_bytes_; }
 
   // The RPC servers' devices the model was loaded onto (empty without placement.rpc_servers).
   const RemoteDevices& remote() const { return remote_; }
   // Ok while every RPC server holding part of the model is still there; Unavailable naming the one lost.
   Status remote_health() const { return remote_.empty() ? Status::Ok() : remote_.check(); }
-
 
  private:
   LlamaWeights() = default;
@@ -82,6 +86,12 @@ class LlamaWeights {
   std::string path_;
   std::string arch_;
   RemoteDevices remote_;
+  size_t max_token_bytes_ = 0;
 };
+
+// backend::context_length_exceeded when a text of `text_bytes` bytes is more than `n_tokens` tokens of
+// `w` can stand for (max_token_bytes()), without tokenizing it; Ok when it may fit (or no byte count
+// bounds the tokens).
+Status check_text_fits(const LlamaWeights& w, size_t text_bytes, size_t n_tokens);
 
 }  // namespace gantry::llama
