@@ -33,10 +33,26 @@ constexpr auto kToolChoices = enum_names<ToolChoice>(
 std::optional<ToolChoice> parse_tool_choice(std::string_view text) { return kToolChoices.find(text); }
 
 std::optional<ChatRequestError> check_chat_request(const ChatRequest& r) {
+  if (r.tools.size() > kMaxTools) {
+    return ChatRequestError{
+        "tools", "at most " + std::to_string(kMaxTools) + " tools, got " + std::to_string(r.tools.size())};
+  }
   std::set<std::string, std::less<>> names;
   for (size_t i = 0; i < r.tools.size(); ++i) {
     const std::string field = "tools[" + std::to_string(i) + "].function.name";
     const std::string& name = r.tools[i].name;
+    if (r.tools[i].description.size() > kMaxToolDescriptionBytes) {
+      return ChatRequestError{"tools[" + std::to_string(i) + "].function.description",
+                              "a tool description may have at most " +
+                                  std::to_string(kMaxToolDescriptionBytes) + " bytes, got " +
+                                  std::to_string(r.tools[i].description.size())};
+    }
+    if (r.tools[i].parameters.size() > kMaxToolParametersBytes) {
+      return ChatRequestError{"tools[" + std::to_string(i) + "].function.parameters",
+                              "a tool's parameter schema may have at most " +
+                                  std::to_string(kMaxToolParametersBytes) + " bytes, got " +
+                                  std::to_string(r.tools[i].parameters.size())};
+    }
     if (!valid_tool_name(name)) {
       return ChatRequestError{field,
                               "a function name must be 1 to 64 letters, digits, '_', '-' or '.', got '" +

@@ -135,7 +135,7 @@ Result<int> Model::token_count(std::string_view) const {
   return Unsupported("model '" + metadata().name + "' (" + metadata().backend + ") has no tokenizer");
 }
 
-Result<std::vector<std::vector<float>>> Model::embed(std::span<const std::string>, bool) {
+Result<std::vector<std::vector<float>>> Model::embed(std::span<const std::string>, bool, const CancelCheck&) {
   return Unsupported("model '" + metadata().name + "' (" + metadata().backend + ") does not embed text");
 }
 

@@ -444,7 +444,7 @@ void embed(Server::State& s, Reply& reply, const HttpRequest& request, bool lega
   if (!req.input.empty()) {
     if (!s.admit(name, 1)) return send_error(reply, 429, "model '" + name + "' is at capacity; retry later");
     // Ollama's /api/embed answers unit vectors; the older /api/embeddings the raw pooled ones.
-    auto v = handle->model().embed(req.input, !legacy);
+    auto v = handle->model().embed(req.input, !legacy, work_cancel(s, reply));
     s.release(name);
     if (!v.ok()) return send_error(reply, status_for(v.status()), v.status().message());
     vectors = std::move(*v);

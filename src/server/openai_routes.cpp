@@ -279,9 +279,12 @@ void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpReque
     reply->error(429, "model '" + req.model + "' is at capacity; retry later");
     return;
   }
-  auto vectors = handle->model().embed(req.input, true);
+  auto vectors = handle->model().embed(req.input, true, work_cancel(s, *reply));
   s.release(req.model);
   if (!vectors.ok()) {
+    if (vectors.status().code() == StatusCode::kCancelled)
+      GANTRY_LOG_INFO("embeddings on '{}' cancelled after its client left or the server stopped ({} inputs)",
+                      req.model, req.input.size());
     send_api_error(*reply, openai::api_error(vectors.status(), "input"));
     return;
   }

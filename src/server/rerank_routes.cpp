@@ -42,9 +42,12 @@ void rerank_documents(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
     reply->error(429, "model '" + req.model + "' is at capacity; retry later");
     return;
   }
-  auto ranked = text->rerank(req.query, req.documents);
+  auto ranked = text->rerank(req.query, req.documents, work_cancel(s, *reply));
   s.release(req.model);
   if (!ranked.ok()) {
+    if (ranked.status().code() == StatusCode::kCancelled)
+      GANTRY_LOG_INFO("rerank on '{}' cancelled after its client left or the server stopped ({} documents)",
+                      req.model, req.documents.size());
     const bool too_long = backend::is_context_length_exceeded(ranked.status());
     return send_api_error(*reply, openai::api_error(ranked.status(), too_long ? "documents" : ""));
   }

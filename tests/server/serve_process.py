@@ -6,6 +6,7 @@ import os
 import subprocess
 import tempfile
 import threading
+import time
 
 SOCKET_TIMEOUT = 30  # seconds, every socket
 
@@ -50,6 +51,21 @@ class Server:
     def stderr(self):
         with open(self.err_path, errors="replace") as f:
             return f.read()[-4000:]
+
+    def stderr_all(self):
+        with open(self.err_path, errors="replace") as f:
+            return f.read()
+
+    def wait_until(self, condition, limit=3000, pace=0.05):
+        """Checks `condition` until it holds (True) or `limit` checks have failed (False); `pace` seconds
+        between checks only spaces them out (the condition is the event waited for)."""
+        for _ in range(limit):
+            if condition():
+                return True
+            if self.proc.poll() is not None:
+                return condition()
+            time.sleep(pace)
+        return False
 
     def alive(self):
         return self.proc.poll() is None

@@ -110,6 +110,13 @@ struct ChatOutputDelta {
 // A request the protocols could translate but no model can honour: a tool_choice naming an
 // undeclared function, a tool message answering no call, a duplicate tool name. `field` uses
 // OpenAI's spelling ("tool_choice", "messages[3].tool_call_id", "tools[1].function.name").
+// Bounds on a request's tools: every tool is rendered into the prompt and compiled into the call
+// grammar before the context length can refuse the request (4,000 tools took 15 s of CPU, a 10 MB
+// description 24 s). 128 is OpenAI's limit on tools.
+inline constexpr size_t kMaxTools = 128;
+inline constexpr size_t kMaxToolDescriptionBytes = 64 << 10;
+inline constexpr size_t kMaxToolParametersBytes = 256 << 10;
+
 struct ChatRequestError {
   std::string field;
   std::string message;

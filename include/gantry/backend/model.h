@@ -132,8 +132,10 @@ class Model {
   // ending with the assistant's turn when `add_assistant_turn`. Unsupported without a text facet.
   Result<std::string> format_chat(std::span<const ChatMessage> messages, bool add_assistant_turn) const;
   // One pooled vector per text, L2-normalised when `normalize`. The default: Unsupported.
+  // `cancelled` is asked between texts and decodes (Cancelled when it says so).
   virtual Result<std::vector<std::vector<float>>> embed(std::span<const std::string> texts,
-                                                        bool normalize = true);
+                                                        bool normalize = true,
+                                                        const CancelCheck& cancelled = {});
 
   // How many tokens `text` becomes in this model's vocabulary (with the special tokens it adds to a
   // prompt), for usage accounting. The default: Unsupported.

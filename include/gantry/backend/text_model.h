@@ -69,7 +69,9 @@ class TextModel {
   // Unsupported "... is not a reranking model: its pooling is X" for any other model;
   // InvalidArgument with backend::context_length_exceeded when a pair does not fit the context (the
   // message names "documents[i]"); Unavailable while the model drains. An empty `documents` scores nothing.
-  virtual Result<RerankResult> rerank(std::string_view query, std::span<const std::string> documents) = 0;
+  // `cancelled` is asked between documents and decodes (Cancelled when it says so).
+  virtual Result<RerankResult> rerank(std::string_view query, std::span<const std::string> documents,
+                                      const CancelCheck& cancelled = {}) = 0;
 };
 
 }  // namespace gantry::backend

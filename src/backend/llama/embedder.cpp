@@ -113,14 +113,25 @@ Status LlamaEmbedder::check_lengths(const std::vector<std::vector<int32_t>>& seq
   return Status::Ok();
 }
 
+namespace {
+Status cancelled_status(std::string_view what) {
+  return Cancelled(std::string(what) + " was cancelled (the client went away or the server is stopping)");
+}
+}  // namespace
+
 Status LlamaEmbedder::run(const std::vector<std::vector<int32_t>>& seqs,
-                          const std::function<void(size_t, const float*)>& take) {
+                          const std::function<void(size_t, const float*)>& take,
+                          const backend::CancelCheck& cancelled) {
   const int32_t n_batch = static_cast<int32_t>(ctx_->n_batch());
   const int32_t n_seq = static_cast<int32_t>(ctx_->n_seq_max());
   llama_batch batch = llama_batch_init(n_batch, 0, 1);
   size_t next = 0;
   Status st;
   while (next < seqs.size() && st.ok()) {
+    if (cancelled && cancelled()) {
+      st = cancelled_status("the batch of sequences");
+      break;
+    }
     ctx_->clear();
     batch.n_tokens = 0;
     std::vector<size_t> members;
@@ -154,7 +165,8 @@ Status LlamaEmbedder::run(const std::vector<std::vector<int32_t>>& seqs,
 }
 
 Result<std::vector<std::vector<float>>> LlamaEmbedder::embed(std::span<const std::string> texts,
-                                                             bool normalize) {
+                                                             bool normalize,
+                                                             const backend::CancelCheck& cancelled) {
   const auto& w = ctx_->weights();
   if (pooling_ == Pooling::kRank) {
     return Unsupported("'" + w.path() +
@@ -163,30 +175,35 @@ Result<std::vector<std::vector<float>>> LlamaEmbedder::embed(std::span<const std
   }
   std::vector<std::vector<int32_t>> toks;
   for (size_t i = 0; i < texts.size(); ++i) {
+    if (cancelled && cancelled()) return cancelled_status("embedding");
     GANTRY_ASSIGN_OR_RETURN(auto t, w.tokenize(texts[i], true, false));
     toks.push_back(std::move(t));
   }
   GANTRY_RETURN_IF_ERROR(check_lengths(toks, [](size_t i) { return "text " + std::to_string(i); }));
   const int dim = n_embd();
   std::vector<std::vector<float>> out(texts.size());
-  Status st = run(toks, [&](size_t i, const float* e) {
-    std::vector<float> v(e, e + dim);
-    if (normalize) {
-      double norm = 0;
-      for (float x : v) norm += double(x) * x;
-      norm = std::sqrt(norm);
-      if (norm > 0) {
-        for (float& x : v) x = static_cast<float>(x / norm);
-      }
-    }
-    out[i] = std::move(v);
-  });
+  Status st = run(
+      toks,
+      [&](size_t i, const float* e) {
+        std::vector<float> v(e, e + dim);
+        if (normalize) {
+          double norm = 0;
+          for (float x : v) norm += double(x) * x;
+          norm = std::sqrt(norm);
+          if (norm > 0) {
+            for (float& x : v) x = static_cast<float>(x / norm);
+          }
+        }
+        out[i] = std::move(v);
+      },
+      cancelled);
   if (!st.ok()) return st.with_context("embedding with '" + w.path() + "'");
   return out;
 }
 
 Result<LlamaEmbedder::Scores> LlamaEmbedder::rerank(std::string_view query,
-                                                    std::span<const std::string> documents) {
+                                                    std::span<const std::string> documents,
+                                                    const backend::CancelCheck& cancelled) {
   const auto& w = ctx_->weights();
   if (pooling_ != Pooling::kRank) {
     return Unsupported("'" + w.path() + "' is not a reranking model: its pooling is " +
@@ -195,6 +212,7 @@ Result<LlamaEmbedder::Scores> LlamaEmbedder::rerank(std::string_view query,
   std::vector<std::vector<int32_t>> toks;
   Scores out;
   for (const auto& doc : documents) {
+    if (cancelled && cancelled()) return cancelled_status("reranking");
     GANTRY_ASSIGN_OR_RETURN(auto t, rerank_tokens(w, query, doc));
     out.prompt_tokens += static_cast<int>(t.size());
     toks.push_back(std::move(t));
@@ -202,7 +220,8 @@ Result<LlamaEmbedder::Scores> LlamaEmbedder::rerank(std::string_view query,
   GANTRY_RETURN_IF_ERROR(
       check_lengths(toks, [](size_t i) { return "documents[" + std::to_string(i) + "] with the query"; }));
   out.scores.assign(documents.size(), 0.0f);
-  Status st = run(toks, [&](size_t i, const float* e) { out.scores[i] = e[0]; });
+  Status st = run(
+      toks, [&](size_t i, const float* e) { out.scores[i] = e[0]; }, cancelled);
   if (!st.ok()) return st.with_context("reranking with '" + w.path() + "'");
   return out;
 }

@@ -324,9 +324,11 @@ class Converter {
       int64_t lo = 0, hi = -1;
       for (const char* k : {"minLength", "maxLength"}) {
         if (!s.contains(k)) continue;
-        if (!s[k].is_number_integer() || s[k].get<int64_t>() < 0 || s[k].get<int64_t>() > 4096) {
-          return InvalidArgument(std::string("'") + k + "' at " + where(path) +
-                                 " must be an integer in 0..4096");
+        if (!s[k].is_number_integer() || s[k].get<int64_t>() < 0 ||
+            s[k].get<int64_t>() > kMaxSchemaRepetition) {
+          return InvalidArgument(std::string("'") + k + "' at " + where(path) + " must be an integer in 0.." +
+                                 std::to_string(kMaxSchemaRepetition) +
+                                 " (the most llama.cpp's grammar can repeat a character)");
         }
         (std::string_view(k) == "minLength" ? lo : hi) = s[k].get<int64_t>();
       }

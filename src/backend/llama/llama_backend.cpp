@@ -392,6 +392,13 @@ Result<backend::ChatPrompt> LlamaModel::apply_chat(const backend::ChatRequest& r
   if (draining()) {
     return Unavailable("model '" + meta_.name + "' is draining; call reset() to accept requests again");
   }
+  // A conversation whose text alone cannot fit the context is refused before the template renders
+  // (and the tokenizer reads) megabytes of it.
+  if (engine_) {
+    size_t bytes = 0;
+    for (const auto& m : request.messages) bytes += m.content.size();
+    GANTRY_RETURN_IF_ERROR(check_text_fits(*weights_, bytes, engine_->context().n_ctx_seq()));
+  }
   return chat_->apply(request);
 }
 
@@ -401,6 +408,10 @@ Result<std::unique_ptr<backend::ChatOutputParser>> LlamaModel::chat_parser(
 }
 
 Result<int> LlamaModel::token_count(std::string_view text) const {
+  // A text no context of this model could hold is refused before it is tokenized (48 MiB took 85 s).
+  const size_t n_ctx =
+      engine_ ? engine_->context().n_ctx_seq() : static_cast<size_t>(std::max(1, weights_->n_ctx_train()));
+  GANTRY_RETURN_IF_ERROR(check_text_fits(*weights_, text.size(), n_ctx));
   GANTRY_ASSIGN_OR_RETURN(auto tokens, weights_->tokenize(text, /*add_special=*/true));
   return static_cast<int>(tokens.size());
 }
@@ -416,8 +427,8 @@ Result<LlamaEmbedder*> LlamaModel::embedder() {
   return embedder_.get();
 }
 
-Result<std::vector<std::vector<float>>> LlamaModel::embed(std::span<const std::string> texts,
-                                                          bool normalize) {
+Result<std::vector<std::vector<float>>> LlamaModel::embed(std::span<const std::string> texts, bool normalize,
+                                                          const backend::CancelCheck& cancelled) {
   auto guard = enter();
   if (!guard.ok()) return guard.status();
   if (!text_info_.embeds) {
@@ -426,19 +437,24 @@ Result<std::vector<std::vector<float>>> LlamaModel::embed(std::span<const std::s
         "model '" + meta_.name + "' gives no embeddings: its pooling is " + text_info_.pooling +
         (reranker ? " (a reranker: it scores documents against a query)" : " (no vector per text)"));
   }
+  if (texts.size() > backend::kMaxEmbedInputs) {
+    return InvalidArgument("at most " + std::to_string(backend::kMaxEmbedInputs) +
+                           " texts to embed in one request, got " + std::to_string(texts.size()));
+  }
   std::lock_guard lock(embed_mu_);
   auto e = embedder();
   if (!e.ok()) {
     count_failure();
     return e.status();
   }
-  auto r = (*e)->embed(texts, normalize);
+  auto r = (*e)->embed(texts, normalize, cancelled);
   if (!r.ok()) count_failure();
   return r;
 }
 
 Result<backend::RerankResult> LlamaModel::rerank(std::string_view query,
-                                                 std::span<const std::string> documents) {
+                                                 std::span<const std::string> documents,
+                                                 const backend::CancelCheck& cancelled) {
   auto guard = enter();
   if (!guard.ok()) return guard.status();
   if (text_info_.pooling != "rank") {
@@ -446,13 +462,17 @@ Result<backend::RerankResult> LlamaModel::rerank(std::string_view query,
                        text_info_.pooling);
   }
   if (documents.empty()) return backend::RerankResult{};
+  if (documents.size() > backend::kMaxRerankDocuments) {
+    return InvalidArgument("at most " + std::to_string(backend::kMaxRerankDocuments) +
+                           " documents to rank in one request, got " + std::to_string(documents.size()));
+  }
   std::lock_guard lock(embed_mu_);
   auto e = embedder();
   if (!e.ok()) {
     count_failure();
     return e.status();
   }
-  auto r = (*e)->rerank(query, documents);
+  auto r = (*e)->rerank(query, documents, cancelled);
   if (!r.ok()) {
     count_failure();
     return r.status();

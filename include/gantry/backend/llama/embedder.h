@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gantry/backend/generation.h"
 #include "gantry/backend/llama/context.h"
 #include "gantry/backend/llama/options.h"
 #include "gantry/core/status.h"
@@ -40,7 +41,9 @@ class LlamaEmbedder {
 
   // One vector of n_embd() floats per text, L2-normalised when `normalize`. Unsupported when the
   // pooling is kRank (a reranker's output is a score, not an embedding).
-  Result<std::vector<std::vector<float>>> embed(std::span<const std::string> texts, bool normalize = true);
+  // `cancelled` is asked before each text is tokenized and each decode: Cancelled when it says so.
+  Result<std::vector<std::vector<float>>> embed(std::span<const std::string> texts, bool normalize = true,
+                                                const backend::CancelCheck& cancelled = {});
 
   struct Scores {
     std::vector<float> scores;  // one per document, in order
@@ -50,7 +53,8 @@ class LlamaEmbedder {
   // kRank only (else Unsupported). A pair longer than the context is InvalidArgument with
   // backend::context_length_exceeded, naming "documents[i]". The same call gives the same scores; the
   // same pair in another batch, the same up to float rounding.
-  Result<Scores> rerank(std::string_view query, std::span<const std::string> documents);
+  Result<Scores> rerank(std::string_view query, std::span<const std::string> documents,
+                        const backend::CancelCheck& cancelled = {});
 
   int n_embd() const;
   Pooling pooling() const { return pooling_; }
@@ -60,7 +64,7 @@ class LlamaEmbedder {
   // Decodes the sequences, as many per llama_decode as fit, and hands each one's pooled output
   // (llama_get_embeddings_seq) to `take(index, data)`.
   Status run(const std::vector<std::vector<int32_t>>& seqs,
-             const std::function<void(size_t, const float*)>& take);
+             const std::function<void(size_t, const float*)>& take, const backend::CancelCheck& cancelled);
   // InvalidArgument (context_length_exceeded) when a sequence cannot fit one decode; `what(i)` names it.
   Status check_lengths(const std::vector<std::vector<int32_t>>& seqs,
                        const std::function<std::string(size_t)>& what) const;

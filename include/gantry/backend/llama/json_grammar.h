@@ -44,6 +44,9 @@ inline constexpr size_t kMaxSchemaEnumValues = 1024;
 // have at most kMaxSchemaNodes. The schema is parsed as ordered_json (to keep `properties` in order),
 // whose parse is quadratic in an object's members: 20,000 properties took half a second just to parse.
 inline constexpr size_t kMaxSchemaMembers = 16384;
+// minLength and maxLength: llama.cpp's grammar repeats an item at most 2000 times (MAX_REPETITION_THRESHOLD;
+// a larger minimum is an error there, a larger maximum silently becomes unbounded).
+inline constexpr int64_t kMaxSchemaRepetition = 2000;
 // The grammar text (long names, enum values and consts make it large).
 inline constexpr size_t kMaxGrammarBytes = size_t{256} << 10;
 

@@ -53,11 +53,11 @@ class LlamaModel final : public backend::Model, public backend::TextModel {
   // Pooled (the model's pooling, else mean) embeddings from a second context over the same weights,
   // created on first use with the generation context's size; one call at a time. Unsupported for
   // a model whose pooling is none or rank.
-  Result<std::vector<std::vector<float>>> embed(std::span<const std::string> texts,
-                                                bool normalize = true) override;
+  Result<std::vector<std::vector<float>>> embed(std::span<const std::string> texts, bool normalize = true,
+                                                const backend::CancelCheck& cancelled = {}) override;
   // Scores from that same second context, which a reranker's pooling (rank) makes a classifier context.
-  Result<backend::RerankResult> rerank(std::string_view query,
-                                       std::span<const std::string> documents) override;
+  Result<backend::RerankResult> rerank(std::string_view query, std::span<const std::string> documents,
+                                       const backend::CancelCheck& cancelled = {}) override;
 
   // llama-bench's pp/tg measurement on this model's weights, with its KV type and flash attention
   // (contexts of the benchmark's own size, next to the model's).
