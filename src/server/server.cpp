@@ -553,7 +553,14 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   }
   state->watchdog = std::make_unique<Watchdog>(
       o.liveness_timeout, [s](std::function<void()> done) { boost::asio::post(s->control, std::move(done)); },
-      [s] { (void)s->runtime.manager().list(); });
+      [s, loops = std::make_shared<LoopMonitor>(o.liveness_timeout)] {
+        Status verdict;
+        for (const auto& m : s->runtime.manager().list()) {
+          Status st = loops->observe(m.name, m.stats.loop_work, m.stats.loop_steps, Clock::now());
+          if (verdict.ok()) verdict = st;
+        }
+        return verdict;
+      });
   return std::unique_ptr<Server>(new Server(std::move(state)));
 }
 

@@ -19,7 +19,7 @@ int64_t now_ns() {
 
 Watchdog::Watchdog(std::chrono::milliseconds timeout,
                    std::function<void(std::function<void()>)> probe_control,
-                   std::function<void()> probe_models)
+                   std::function<Status()> probe_models)
     : timeout_(timeout), probe_control_(std::move(probe_control)), probe_models_(std::move(probe_models)) {
   if (timeout_.count() > 0) thread_ = std::thread([this] { loop(); });
 }
@@ -61,10 +61,16 @@ void Watchdog::loop() {
     // The model probe blocks on locks: it runs on this thread, and alive() reads how long it has.
     since_ns_.store(now_ns());
     part_.store("the model manager or a model's engine (their locks)");
+    Status verdict;
     try {
-      probe_models_();
+      verdict = probe_models_();
     } catch (const std::exception& e) {
       GANTRY_LOG_WARN("watchdog: the model probe threw: {}", e.what());
+    }
+    {
+      std::lock_guard v(verdict_mu_);
+      if (!verdict.ok() && verdict_.ok()) GANTRY_LOG_ERROR("watchdog: {}", verdict.message());
+      verdict_ = verdict;
     }
     part_.store(nullptr);
     std::unique_lock lock(mu_);
@@ -73,14 +79,33 @@ void Watchdog::loop() {
 }
 
 Status Watchdog::alive() const {
+  if (timeout_.count() <= 0) return Status::Ok();
+  {
+    std::lock_guard v(verdict_mu_);
+    if (!verdict_.ok()) return verdict_;
+  }
   const char* part = part_.load();
-  if (part == nullptr || timeout_.count() <= 0) return Status::Ok();
+  if (part == nullptr) return Status::Ok();
   const double stuck_s = static_cast<double>(now_ns() - since_ns_.load()) / 1e9;
   if (stuck_s * 1000 <= static_cast<double>(timeout_.count())) return Status::Ok();
   return Unavailable(
       fmt::format("{} has not answered for {:.0f} s (--liveness-timeout {:.0f} s): the server "
                   "can no longer serve; restart it",
                   part, stuck_s, static_cast<double>(timeout_.count()) / 1000));
+}
+
+Status LoopMonitor::observe(const std::string& name, uint64_t work, uint64_t steps, Clock::time_point now) {
+  auto it = seen_.find(name);
+  if (work == 0 || it == seen_.end() || it->second.steps != steps) {
+    seen_[name] = Seen{steps, now};  // idle, new, or it stepped: the clock starts again
+    return Status::Ok();
+  }
+  const auto stuck = now - it->second.since;
+  if (stuck <= timeout_) return Status::Ok();
+  return Unavailable(
+      fmt::format("model '{}': its decoding loop has taken no step for {:.0f} s with {} request(s) in it "
+                  "(--liveness-timeout); restart the server",
+                  name, std::chrono::duration<double>(stuck).count(), work));
 }
 
 }  // namespace gantry::server

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -23,10 +24,10 @@ namespace gantry::server {
 
 class Watchdog {
  public:
-  // `probe_control` posts its argument to the control pool; `probe_models` reads every model's state.
-  // timeout 0: no watchdog (alive() is always Ok).
+  // `probe_control` posts its argument to the control pool; `probe_models` reads every model's state and
+  // says whether one is stuck (a LoopMonitor's verdict). timeout 0: no watchdog (alive() is always Ok).
   Watchdog(std::chrono::milliseconds timeout, std::function<void(std::function<void()>)> probe_control,
-           std::function<void()> probe_models);
+           std::function<Status()> probe_models);
   ~Watchdog();  // stops the thread (a probe stuck forever is left behind: the process is going down)
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -41,7 +42,9 @@ class Watchdog {
 
   const std::chrono::milliseconds timeout_;
   std::function<void(std::function<void()>)> probe_control_;
-  std::function<void()> probe_models_;
+  std::function<Status()> probe_models_;
+  mutable std::mutex verdict_mu_;
+  Status verdict_;  // the last model probe's (a stuck loop), Ok when none
   // The probe in progress: which part, since when (steady clock, ns; 0 while none runs).
   std::atomic<const char*> part_{nullptr};
   std::atomic<int64_t> since_ns_{0};
@@ -49,6 +52,24 @@ class Watchdog {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::thread thread_;
+};
+
+// Whether models' own scheduling loops still step: a model whose loop has work (ModelStats::loop_work)
+// but has taken no step (loop_steps) for longer than the timeout is stuck. Fed by the watchdog's thread.
+class LoopMonitor {
+ public:
+  explicit LoopMonitor(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+  // One observation of model `name` at `now`; Unavailable naming it once it is stuck.
+  Status observe(const std::string& name, uint64_t work, uint64_t steps,
+                 std::chrono::steady_clock::time_point now);
+
+ private:
+  struct Seen {
+    uint64_t steps = 0;
+    std::chrono::steady_clock::time_point since;  // when steps last changed, or work began
+  };
+  std::chrono::milliseconds timeout_;
+  std::map<std::string, Seen, std::less<>> seen_;
 };
 
 }  // namespace gantry::server

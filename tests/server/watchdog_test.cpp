@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -35,6 +36,7 @@ TEST(Watchdog, AliveWhileProbesAnswerAndFailsNamingTheHungPart) {
         std::lock_guard lock(mu);
         ++probes;
         cv.notify_all();
+        return Status::Ok();
       });
   {
     std::unique_lock lock(mu);
@@ -62,7 +64,7 @@ TEST(Watchdog, AStuckControlPoolFailsLivenessAndShutdownDoesNotHang) {
           parked = std::move(done);
           cv.notify_all();
         },
-        [] {});
+        [] { return Status::Ok(); });
     ASSERT_TRUE(eventually([&] { return !w.alive().ok(); }));
     EXPECT_NE(w.alive().message().find("the control pool"), std::string::npos) << w.alive().message();
   }  // the destructor returns although the probe never came back
@@ -72,8 +74,38 @@ TEST(Watchdog, AStuckControlPoolFailsLivenessAndShutdownDoesNotHang) {
 
 TEST(Watchdog, ATimeoutOfZeroIsNoWatchdog) {
   Watchdog w(
-      0ms, [](std::function<void()>) {}, [] {});
+      0ms, [](std::function<void()>) {}, [] { return Status::Ok(); });
   EXPECT_TRUE(w.alive().ok());
+}
+
+TEST(Watchdog, AModelProbeVerdictFailsLivenessUntilItClears) {
+  std::atomic<bool> stuck{true};
+  Watchdog w(
+      50ms, [](std::function<void()> done) { done(); },
+      [&] { return stuck.load() ? Unavailable("model 'm': stuck") : Status::Ok(); });
+  ASSERT_TRUE(eventually([&] { return !w.alive().ok(); }));
+  EXPECT_NE(w.alive().message().find("model 'm'"), std::string::npos);
+  stuck.store(false);
+  EXPECT_TRUE(eventually([&] { return w.alive().ok(); }));
+}
+
+// A loop with work and no step for longer than the timeout is stuck; stepping, or having no work, is not.
+TEST(LoopMonitor, WorkWithoutStepsPastTheTimeoutIsStuck) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0{};
+  LoopMonitor m(10s);
+  EXPECT_TRUE(m.observe("a", 2, 7, t0).ok());
+  EXPECT_TRUE(m.observe("a", 2, 7, t0 + 10s).ok());
+  const Status st = m.observe("a", 2, 7, t0 + 11s);
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_NE(st.message().find("model 'a'"), std::string::npos) << st.message();
+  EXPECT_TRUE(m.observe("a", 2, 8, t0 + 12s).ok());  // it stepped
+  EXPECT_TRUE(m.observe("a", 2, 8, t0 + 21s).ok());  // within the timeout of that step
+  EXPECT_TRUE(m.observe("a", 0, 8, t0 + 60s).ok());  // idle: the clock starts again
+  EXPECT_TRUE(m.observe("a", 1, 8, t0 + 61s).ok());  // work again
+  EXPECT_TRUE(m.observe("a", 1, 8, t0 + 70s).ok());
+  EXPECT_FALSE(m.observe("a", 1, 8, t0 + 72s).ok());
+  EXPECT_TRUE(m.observe("b", 5, 0, t0 + 72s).ok());  // another model is its own
 }
 
 }  // namespace

@@ -97,6 +97,11 @@ struct ModelStats {
   // budget takes it back first under memory pressure.
   uint64_t cache_bytes = 0;
   uint64_t prompt_tokens_pending = 0;  // admitted prompt tokens not yet evaluated (a prefill in progress)
+  // A model with a scheduling loop of its own (a text model's engine): requests queued or running in it,
+  // and the steps it has taken so far. Work waiting while the steps stand still is a stuck loop (the
+  // server's liveness watchdog); 0 and 0 for models without one.
+  uint64_t loop_work = 0;
+  uint64_t loop_steps = 0;
 };
 
 class Model {

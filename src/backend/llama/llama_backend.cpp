@@ -371,6 +371,8 @@ backend::ModelStats LlamaModel::stats() const {
     s.speculative = engine_->speculative();
     s.draft_tokens = e.draft_tokens;
     s.draft_accepted = e.draft_accepted;
+    s.loop_work = e.pending + e.active;
+    s.loop_steps = e.steps;
   }
   return s;
 }
