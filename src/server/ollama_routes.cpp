@@ -547,6 +547,7 @@ void pull(Server::State& s, Reply& reply, const HttpRequest& request) {
     if (auto entry = s.repository.find(name)) {
       auto loaded = s.runtime.load(entry->source.string(), s.load_options(*entry));
       if (!loaded.ok()) st = loaded.status().with_context("pulled '" + name + "', but loading it failed");
+      if (loaded.ok()) s.clear_failure(entry->runtime_name);  // a pull over a file that failed at start
     }
   }
   if (!st.ok()) {
