@@ -392,6 +392,7 @@ ServerGauges Server::State::gauges(size_t own_requests) {
   const size_t n = inflight.load();
   g.inflight_requests = n > own_requests ? n - own_requests : 0;
   g.ready = ready();
+  g.header_reads = headers.reads();
   return g;
 }
 

@@ -22,6 +22,7 @@
 #include "gantry/server/model_repository.h"
 #include "gantry/server/response_store.h"
 #include "gantry/server/server.h"
+#include "gguf_header_cache.h"
 #include "grpc_service.h"
 
 namespace gantry::server {
@@ -107,6 +108,8 @@ struct Server::State {
   // The runtime names of the models asked for at start (unless loaded on demand): readiness waits for
   // each that the repository still lists.
   std::vector<std::string> required_models;
+  // What /api/tags, /api/ps and /api/show read from GGUF headers, once per version of each file.
+  GgufHeaderCache headers;
   std::atomic<size_t> inflight{0};
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
   std::mutex mu;  // guards outstanding, batchers
