@@ -238,6 +238,9 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--provider-policy", a->policy, "fastest|manifest|measured");
   cmd->add_option("--max-queue", o.max_queue, "Requests waiting per model before 429 (default 64)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-model-copies", o.max_model_copies,
+                  "Names Ollama's /api/copy may add to the repository; one more is a 400 (default 256)")
+      ->check(CLI::Range(static_cast<size_t>(0), static_cast<size_t>(1) << 20));
   cmd->add_option(
       "--max-body-size", a->max_body,
       "Largest request body of routes that take one (default 64MiB; larger: 413; other routes: 4KiB)");

@@ -156,6 +156,8 @@ void kserve_model_ready(Server::State& s, std::shared_ptr<Reply> reply, std::str
   if (ready) {
     reply->json(200,
                 json{{"name", name}, {"ready", true}}.dump(-1, ' ', false, json::error_handler_t::replace));
+  } else if (auto failed = s.failure(entry->runtime_name)) {
+    reply->error(503, "model '" + name + "' failed to load when gantry serve started: " + *failed);
   } else {
     std::string state = info ? std::string(runtime::model_state_name(info->state)) : "not loaded";
     reply->error(503, "model '" + name + "' is " + state);
@@ -166,9 +168,15 @@ std::vector<RepositoryModel> repository_index(Server::State& s) {
   std::vector<RepositoryModel> out;
   for (const auto& e : s.repository.entries()) {
     auto info = s.runtime.manager().info(e.runtime_name);
-    out.push_back({e.name, kVersions[0], std::string(info ? repository_state(info->state) : "UNAVAILABLE"),
-                   info ? info->reason : "not loaded"});
+    RepositoryModel m{e.name, kVersions[0], std::string(info ? repository_state(info->state) : "UNAVAILABLE"),
+                      info ? info->reason : "not loaded"};
+    if (!info || info->state != runtime::ModelState::kReady) {
+      if (auto failed = s.failure(e.runtime_name)) m.reason = "failed to load: " + *failed;
+    }
+    out.push_back(std::move(m));
   }
+  // Entries of --model-repository that could not even be listed (no readable manifest, a taken name).
+  for (const auto& p : s.unlisted) out.push_back({p.name, kVersions[0], "UNAVAILABLE", p.reason});
   return out;
 }
 
@@ -179,6 +187,7 @@ Status repository_load(Server::State& s, const std::string& name, bool load) {
     auto h = s.runtime.load(entry->source.string(), s.load_options(*entry));
     if (!h.ok() && h.status().code() == StatusCode::kResourceExhausted)
       return Unavailable(h.status().message());  // memory, not a full queue
+    if (h.ok()) s.clear_failure(entry->runtime_name);
     return h.ok() ? Status::Ok() : h.status();
   }
   {
@@ -226,10 +235,14 @@ void live(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const Ro
 
 void ready(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {
   std::string why;
-  if (s.ready(&why))
-    reply->json(200, R"({"ready":true})");
-  else
-    reply->error(503, why);
+  if (!s.ready(&why)) return reply->error(503, why);
+  // Ready: every model that could load serves; those of --model-repository that could not are named.
+  const auto failed = s.failures();
+  if (failed.empty()) return reply->json(200, R"({"ready":true})");
+  json models = json::array();
+  for (const auto& f : failed) models.push_back({{"name", f.name}, {"reason", f.reason}});
+  reply->json(200, json{{"ready", true}, {"failed_models", std::move(models)}}.dump(
+                       -1, ' ', false, json::error_handler_t::replace));
 }
 
 void server_metadata(Server::State&, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {

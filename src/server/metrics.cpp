@@ -155,6 +155,12 @@ std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauge
       .Register(now)
       .Add({})
       .Set(gauges.ready ? 1 : 0);
+  BuildCounter()
+      .Name("gantry_model_header_reads_total")
+      .Help("GGUF headers read for Ollama's /api/tags, /api/ps and /api/show (once per version of a file)")
+      .Register(now)
+      .Add({})
+      .Increment(static_cast<double>(gauges.header_reads));
   auto& loaded =
       BuildGauge().Name("gantry_models_loaded").Help("Models loaded and ready").Register(now).Add({});
   auto& model_mem = BuildGauge()

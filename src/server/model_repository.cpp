@@ -76,7 +76,7 @@ Status ModelRepository::add_locked(RepositoryEntry entry) {
   return Status();
 }
 
-Status ModelRepository::copy(std::string_view existing, const std::string& name) {
+Status ModelRepository::copy(std::string_view existing, const std::string& name, size_t max_copies) {
   std::lock_guard lock(mu_);
   auto from = entries_.find(existing);
   if (from == entries_.end()) return NotFound("model '" + std::string(existing) + "' is not served here");
@@ -85,6 +85,11 @@ Status ModelRepository::copy(std::string_view existing, const std::string& name)
     if (to->second->runtime_name == from->second->runtime_name) return Status();
     return InvalidArgument("the name '" + name + "' is taken by another model (" +
                            to->second->source.string() + "): delete it first");
+  }
+  if (const size_t n = copies_locked(); n >= max_copies) {
+    return ResourceExhausted("the repository already holds " + std::to_string(n) +
+                             " names given by copy (at most " + std::to_string(max_copies) +
+                             ", --max-model-copies): delete one first");
   }
   RepositoryEntry e = *from->second;
   e.name = name;
@@ -117,6 +122,17 @@ std::shared_ptr<const RepositoryEntry> ModelRepository::remove(std::string_view 
   return e;
 }
 
+size_t ModelRepository::copies_locked() const {
+  size_t n = 0;
+  for (const auto& [name, e] : entries_) n += e->runtime_name != name;
+  return n;
+}
+
+size_t ModelRepository::copies() const {
+  std::lock_guard lock(mu_);
+  return copies_locked();
+}
+
 bool ModelRepository::in_use(std::string_view runtime_name) const {
   std::lock_guard lock(mu_);
   for (const auto& [_, e] : entries_) {
@@ -130,7 +146,7 @@ bool ModelRepository::empty() const {
   return entries_.empty();
 }
 
-Status ModelRepository::add_directory(const fs::path& dir) {
+Status ModelRepository::add_directory(const fs::path& dir, std::vector<RepositoryProblem>* problems) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return NotFound("--model-repository " + dir.string() + ": not a directory");
   // The directory is one package itself (KServe's storage initializer unpacks a package's directory
@@ -139,6 +155,8 @@ Status ModelRepository::add_directory(const fs::path& dir) {
   std::vector<fs::path> found;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const auto& p = e.path();
+    // Hidden: an unfinished download (/api/pull's .NAME.gguf.partial-PID-N), a swap file, ..data.
+    if (p.filename().string().starts_with(".")) continue;
     if (e.is_directory(ec)) {
       if (fs::exists(p / std::string(model::kManifestFileName), ec)) found.push_back(p);
     } else if (e.is_regular_file(ec) && servable_file(p)) {
@@ -147,7 +165,12 @@ Status ModelRepository::add_directory(const fs::path& dir) {
   }
   if (ec) return IoError("--model-repository " + dir.string() + ": " + ec.message());
   std::sort(found.begin(), found.end());
-  for (const auto& p : found) GANTRY_RETURN_IF_ERROR(add(p));
+  for (const auto& p : found) {
+    Status st = add(p);
+    if (st.ok()) continue;
+    if (!problems) return st;
+    problems->push_back({p.filename().string(), p, st.message()});
+  }
   return Status();
 }
 

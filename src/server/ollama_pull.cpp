@@ -1,9 +1,14 @@
 #include "ollama_pull.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <system_error>
 #include <vector>
 
@@ -37,24 +42,110 @@ std::string blob_location(std::string_view source, const ollama::ModelPath& p, s
   return (fs::path(source) / "blobs" / file).string();
 }
 
-// A temporary file beside the destination, removed unless released.
+constexpr std::string_view kPartialMarker = ".gguf.partial-";
+
+// A download's temporary file beside its destination: hidden (".NAME.gguf.partial-PID-N", so
+// ModelRepository never lists it) and write-locked (flock) by this process for as long as it exists, so
+// that remove_stale_partials() in any server sharing the directory can tell it from one a killed process
+// left. Removed unless released.
 class PartialFile {
  public:
-  explicit PartialFile(fs::path path) : path_(std::move(path)) {}
   ~PartialFile() {
     if (!path_.empty()) {
       std::error_code ec;
       fs::remove(path_, ec);
     }
+    if (fd_ >= 0) ::close(fd_);  // drops the lock
+  }
+  // Creates and locks a new file in `dir` for the model `served`.
+  Status create(const fs::path& dir, const std::string& served) {
+    static std::atomic<uint64_t> counter{0};
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      const fs::path p = dir / ("." + served + std::string(kPartialMarker) + std::to_string(::getpid()) +
+                                "-" + std::to_string(counter.fetch_add(1)));
+      const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        if (errno == EEXIST) continue;
+        return IoError("pull: cannot write " + p.string() + ": " + std::strerror(errno));
+      }
+      // Locked, and still the file at `p`: a cleaner that took the lock between open and flock (it saw an
+      // unlocked partial) has unlinked it; then start over with a new name.
+      struct stat held {
+      }, named{};
+      if (::flock(fd, LOCK_EX) == 0 && ::fstat(fd, &held) == 0 && ::stat(p.c_str(), &named) == 0 &&
+          held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+        fd_ = fd;
+        path_ = p;
+        return Status();
+      }
+      ::close(fd);
+    }
+    return IoError("pull: cannot create a temporary file in " + dir.string());
   }
   const fs::path& path() const { return path_; }
+  Status write(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return IoError("pull: writing " + path_.string() + " failed: " + std::strerror(errno));
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return Status();
+  }
+  // Flushed to the disk, so that the rename publishes a whole file even across a power cut.
+  Status sync() {
+    if (::fsync(fd_) != 0)
+      return IoError("pull: writing " + path_.string() + " failed: " + std::strerror(errno));
+    return Status();
+  }
   void release() { path_.clear(); }
 
  private:
+  int fd_ = -1;
   fs::path path_;
 };
 
+// The process id in a partial download's name (".NAME.gguf.partial-PID-N"), or 0.
+pid_t partial_owner(const std::string& file) {
+  if (!file.starts_with(".")) return 0;
+  const size_t at = file.rfind(kPartialMarker);
+  if (at == std::string::npos) return 0;
+  const std::string rest = file.substr(at + kPartialMarker.size());  // "PID-N"
+  const size_t dash = rest.find('-');
+  if (dash == 0 || dash == std::string::npos) return 0;
+  pid_t pid = 0;
+  for (size_t i = 0; i < dash; ++i) {
+    if (rest[i] < '0' || rest[i] > '9' || pid > 100'000'000) return 0;
+    pid = pid * 10 + (rest[i] - '0');
+  }
+  return pid;
+}
+
 }  // namespace
+
+std::vector<fs::path> remove_stale_partials(const fs::path& dir) {
+  std::vector<fs::path> removed;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string file = e.path().filename().string();
+    const pid_t pid = partial_owner(file);
+    if (pid <= 0 || !e.is_regular_file(ec)) continue;
+    // Its process lives (here, or a reused id): kept. A process of another PID namespace sharing the
+    // directory holds its file's lock, which the test below sees.
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM) continue;
+    const int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    struct stat held {
+    }, named{};
+    // Unlocked (its writer is gone) and still the file of that name: removed while holding the lock.
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &held) == 0 &&
+        ::stat(e.path().c_str(), &named) == 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino &&
+        ::unlink(e.path().c_str()) == 0)
+      removed.push_back(e.path());
+    ::close(fd);
+  }
+  return removed;
+}
 
 Result<fs::path> pull_model(std::string_view source, const ollama::ModelPath& path, const fs::path& dir,
                             const std::function<bool(std::string)>& progress) {
@@ -88,11 +179,8 @@ Result<fs::path> pull_model(std::string_view source, const ollama::ModelPath& pa
   }
   std::error_code ec;
   fs::create_directories(dir, ec);
-  static std::atomic<uint64_t> counter{0};
-  PartialFile partial(dir / ("." + served + ".gguf.partial-" + std::to_string(::getpid()) + "-" +
-                             std::to_string(counter.fetch_add(1))));
-  std::ofstream out(partial.path(), std::ios::binary | std::ios::trunc);
-  if (!out) return IoError("pull: cannot write " + partial.path().string());
+  PartialFile partial;
+  GANTRY_RETURN_IF_ERROR(partial.create(dir, served));
   model::Sha256 hash;
   std::vector<std::byte> buf(
       static_cast<size_t>(std::min<uint64_t>(kChunkBytes, std::max<uint64_t>(1, layer->size))));
@@ -105,14 +193,12 @@ Result<fs::path> pull_model(std::string_view source, const ollama::ModelPath& pa
     const std::string_view view(reinterpret_cast<const char*>(chunk.data()), chunk.size());
     if (done == 0) gguf = view.starts_with("GGUF");
     GANTRY_RETURN_IF_ERROR(hash.update(view));
-    out.write(view.data(), static_cast<std::streamsize>(view.size()));
-    if (!out) return IoError("pull: writing " + partial.path().string() + " failed");
+    GANTRY_RETURN_IF_ERROR(partial.write(view));
     done += n;
     if (!progress(ollama::pull_progress(layer->digest, layer->size, done)))
       return Cancelled("pull " + layer->digest + ": the client went away");
   }
-  out.close();
-  if (!out) return IoError("pull: writing " + partial.path().string() + " failed");
+  GANTRY_RETURN_IF_ERROR(partial.sync());
   progress(ollama::pull_status("verifying sha256 digest"));
   GANTRY_ASSIGN_OR_RETURN(std::string hex, hash.hex());
   if ("sha256:" + hex != layer->digest) {

@@ -15,6 +15,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gantry/core/status.h"
 #include "gantry/server/ollama_codec.h"
@@ -24,9 +25,17 @@ namespace gantry::server {
 // Downloads the model `path` names from `source` into `dir` as "<served_name(path)>.gguf" and returns
 // that file. `progress` gets each NDJSON progress line (pulling manifest, pulling <digest> with
 // total/completed, verifying sha256 digest, writing manifest) and returns false to stop (the client
-// left: Cancelled). Nothing is left in `dir` on failure: NotFound when the source has no such model,
-// Corrupt when the blob's size, digest or format is not what the manifest says, IoError when `dir`
-// cannot be written.
+// left: Cancelled). The download goes to a hidden, locked temporary file beside the target, renamed
+// over it once verified (see remove_stale_partials). Nothing is left in `dir` on failure: NotFound when the
+// source has no such model, Corrupt when the blob's size, digest or format is not what the manifest says,
+// IoError when `dir` cannot be written. Removes from `dir` the unfinished downloads
+// (".NAME.gguf.partial-PID-N", written by pull_model) that no live process is writing: the process PID is
+// gone and nobody holds the file's lock (a writer holds it from creating the file until it is renamed or
+// removed, so a server sharing the directory, even from another PID namespace, keeps its own). Returns the
+// files removed. ModelRepository never lists them (hidden files), so a crash mid-download never keeps a
+// server from starting; this only frees the space.
+std::vector<std::filesystem::path> remove_stale_partials(const std::filesystem::path& dir);
+
 Result<std::filesystem::path> pull_model(std::string_view source, const ollama::ModelPath& path,
                                          const std::filesystem::path& dir,
                                          const std::function<bool(std::string)>& progress);

@@ -17,6 +17,7 @@
 #include "gantry/model/sha256.h"
 #include "gantry/server/ollama_codec.h"
 #include "generation_call.h"
+#include "gguf_header_cache.h"
 #include "ollama_pull.h"
 #include "route_table.h"
 #include "server_state.h"
@@ -86,37 +87,53 @@ bool is_text(Server::State& s, const RepositoryEntry& e) {
   return loaded_text_info(s, e).has_value();
 }
 
-// What /api/tags and /api/show say about an entry's file.
+// What /api/tags and /api/show say about an entry's file: its header's facts come from the server's
+// GgufHeaderCache (read once per version of the file, whatever the number of names serving it).
 struct FileFacts {
-  ollama::ModelEntry entry;
-  std::optional<model::GgufFile> gguf;
+  ollama::ModelEntry entry;                 // name and digest are the entry's own (set by with_name)
+  std::shared_ptr<const GgufFacts> header;  // null: not a GGUF known without loading (a .tar package)
 };
 
-std::optional<FileFacts> file_facts(Server::State& s, const RepositoryEntry& e) {
+// The facts of a source (shared by every name that serves it), nullopt when it is not a text model.
+std::optional<FileFacts> source_facts(Server::State& s, const RepositoryEntry& e) {
   auto path = gguf_file(e);
   if (!path && !is_text(s, e)) return std::nullopt;  // not a text model
   FileFacts f;
-  f.entry.name = ollama::tagged_name(e.name);
   f.entry.details.format = "gguf";
   const fs::path file = path.value_or(e.source);
-  std::error_code ec;
-  const uint64_t size = fs::file_size(file, ec);
-  f.entry.size = ec ? 0 : size;
-  const auto mtime = fs::last_write_time(file, ec);
-  const auto modified = ec ? SysClock::time_point{} : std::chrono::file_clock::to_sys(mtime);
-  f.entry.modified_at = ollama::rfc3339(std::chrono::time_point_cast<SysClock::duration>(modified));
+  std::optional<FileStamp> stamp;
+  if (path) {
+    if (auto found = s.headers.get(*path)) {
+      stamp = found->stamp;
+      f.header = std::move(found->facts);
+      if (f.header->readable) f.entry.details = f.header->details;
+    }
+  } else {
+    stamp = file_stamp(file);
+  }
+  f.entry.size = stamp ? stamp->size : 0;
+  const auto modified = stamp ? SysClock::time_point(std::chrono::duration_cast<SysClock::duration>(
+                                    std::chrono::nanoseconds(stamp->mtime_ns)))
+                              : SysClock::time_point{};
+  f.entry.modified_at = ollama::rfc3339(modified);
+  f.entry.digest = file.string();  // with_name() turns it into the entry's digest
+  return f;
+}
+
+// `f` (a source's facts) as the entry `e` names it.
+FileFacts with_name(FileFacts f, const RepositoryEntry& e) {
+  f.entry.name = ollama::tagged_name(e.name);
   // Identifies this version of the file (name, path, size, modification time) without reading gigabytes
   // on every listing; it is not the file's content hash.
-  f.entry.digest = model::sha256_hex(e.name + '\n' + file.string() + '\n' + std::to_string(f.entry.size) +
+  f.entry.digest = model::sha256_hex(e.name + '\n' + f.entry.digest + '\n' + std::to_string(f.entry.size) +
                                      '\n' + f.entry.modified_at);
-  if (path) {
-    auto g = model::GgufFile::open(*path);
-    if (g.ok()) {
-      f.entry.details = ollama::gguf_details(*g);
-      f.gguf.emplace(std::move(*g));
-    }
-  }
   return f;
+}
+
+std::optional<FileFacts> file_facts(Server::State& s, const RepositoryEntry& e) {
+  auto f = source_facts(s, e);
+  if (!f) return std::nullopt;
+  return with_name(std::move(*f), e);
 }
 
 // The context the model runs with, when the server fixed it (--ctx-size); 0 when the backend chose.
@@ -124,8 +141,12 @@ int64_t configured_context(const Server::State& s) { return s.options.load.facto
 
 void tags(Server::State& s, Reply& reply) {
   std::vector<ollama::ModelEntry> models;
+  // Each source once per listing, however many names (copies) serve it.
+  std::map<fs::path, std::optional<FileFacts>> sources;
   for (const auto& e : s.repository.entries()) {
-    if (auto f = file_facts(s, e)) models.push_back(std::move(f->entry));
+    auto it = sources.find(e.source);
+    if (it == sources.end()) it = sources.emplace(e.source, source_facts(s, e)).first;
+    if (it->second) models.push_back(with_name(*it->second, e).entry);
   }
   reply.json(200, ollama::tags_response(models));
 }
@@ -196,9 +217,10 @@ void show(Server::State& s, Reply& reply, const HttpRequest& request) {
   if (text && text->chat.tools) info.capabilities.push_back("tools");
   if (!text || text->embeds) info.capabilities.push_back("embedding");
   if (text && text->chat.thinking) info.capabilities.push_back("thinking");
-  if (!text && f->gguf) {
+  const bool header = f->header && f->header->readable;
+  if (!text && header) {
     // Not loaded: the template decides (Ollama's own test is whether it mentions tools / thinking).
-    const std::string tmpl = f->gguf->get_string("tokenizer.chat_template").value_or("");
+    const std::string& tmpl = f->header->chat_template;
     if (tmpl.find("tools") != std::string::npos)
       info.capabilities.insert(info.capabilities.begin() + 1, "tools");
     if (tmpl.find("enable_thinking") != std::string::npos || tmpl.find("<think>") != std::string::npos)
@@ -215,13 +237,20 @@ void show(Server::State& s, Reply& reply, const HttpRequest& request) {
     info.modelfile += "PARAMETER " + parameters.substr(start, end - start) + "\n";
     start = end + 1;
   }
-  if (f->gguf) {
-    info.model_info_json = ollama::gguf_model_info(*f->gguf, req.verbose);
-    info.template_text = f->gguf->get_string("tokenizer.chat_template").value_or("");
+  if (header) {
+    info.model_info_json = f->header->model_info;
+    if (req.verbose) {
+      // The arrays (the vocabulary) are asked for: read from the file for this request, never cached.
+      if (auto path = gguf_file(*entry)) {
+        if (auto g = model::GgufFile::open(*path); g.ok())
+          info.model_info_json = ollama::gguf_model_info(*g, true);
+      }
+    }
+    info.template_text = f->header->chat_template;
     // "<arch>.context_length": the context the model was trained with (the file's, else the facet's).
-    if (text && text->trained_context > 0 && !f->gguf->architecture().empty()) {
+    if (text && text->trained_context > 0 && !f->header->architecture.empty()) {
       auto mi = nlohmann::json::parse(info.model_info_json, nullptr, false);
-      const std::string key = f->gguf->architecture() + ".context_length";
+      const std::string key = f->header->architecture + ".context_length";
       if (mi.is_object() && !mi.contains(key)) {
         mi[key] = text->trained_context;
         info.model_info_json = mi.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -478,7 +507,8 @@ void copy(Server::State& s, Reply& reply, const HttpRequest& request) {
                       "'destination': '" + req.destination.substr(0, 200) +
                           "' is not a model name (letters, digits, '_', '-', '.', and an optional ':tag')");
   }
-  Status st = s.repository.copy(from->name, to);
+  // Bounded (--max-model-copies): every name is listed by /api/tags and /v1/models.
+  Status st = s.repository.copy(from->name, to, s.options.max_model_copies);
   if (!st.ok()) return send_error(reply, st.code() == StatusCode::kNotFound ? 404 : 400, st.message());
   GANTRY_LOG_INFO("model '{}' is also served as '{}'", from->name, to);
   reply.send(HttpResponse{});  // Ollama answers 200 with no body
@@ -547,6 +577,7 @@ void pull(Server::State& s, Reply& reply, const HttpRequest& request) {
     if (auto entry = s.repository.find(name)) {
       auto loaded = s.runtime.load(entry->source.string(), s.load_options(*entry));
       if (!loaded.ok()) st = loaded.status().with_context("pulled '" + name + "', but loading it failed");
+      if (loaded.ok()) s.clear_failure(entry->runtime_name);  // a pull over a file that failed at start
     }
   }
   if (!st.ok()) {

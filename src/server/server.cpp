@@ -1,6 +1,7 @@
 #include "gantry/server/server.h"
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "gantry/build_info.h"
@@ -10,6 +11,7 @@
 #include "gantry/server/kserve_codec.h"
 #include "gantry/server/ollama_codec.h"
 #include "gantry/server/openai_codec.h"
+#include "ollama_pull.h"
 #include "route_table.h"
 #include "server_state.h"
 
@@ -277,6 +279,11 @@ Result<runtime::ModelHandle> Server::State::model(std::string_view name) {
   if (!options.load_on_demand) {
     std::string state = info ? std::string(runtime::model_state_name(info->state)) : "not loaded";
     std::string why = info && !info->reason.empty() ? " (" + info->reason + ")" : "";
+    if (auto f = failure(entry->runtime_name)) {
+      return Unavailable("model '" + std::string(name) + "' failed to load when gantry serve started: " + *f +
+                         "; replace its file and load it with POST /v2/repository/models/" +
+                         std::string(name) + "/load");
+    }
     return Unavailable("model '" + std::string(name) + "' is " + state + why +
                        "; load it with POST /v2/repository/models/" + std::string(name) +
                        "/load, or start gantry serve with --load-on-demand");
@@ -339,7 +346,9 @@ bool Server::State::ready(std::string* why) const {
   for (const auto& name : required_models) {
     if (!repository.in_use(name)) continue;  // deleted since: no longer asked for
     auto info = runtime.manager().info(name);
-    if (!info || info->state != runtime::ModelState::kReady)
+    const bool is_ready = info && info->state == runtime::ModelState::kReady;
+    if (!is_ready && failure(name)) continue;  // failed at start: reported, never waited for
+    if (!is_ready)
       missing.push_back(name + " (" +
                         (info ? std::string(runtime::model_state_name(info->state)) : "not loaded") + ")");
   }
@@ -349,6 +358,35 @@ bool Server::State::ready(std::string* why) const {
     for (const auto& m : missing) *why += " " + m;
   }
   return false;
+}
+
+void Server::State::record_failure(const std::string& runtime_name, std::string reason) {
+  std::lock_guard lock(failures_mu);
+  load_failures[runtime_name] = std::move(reason);
+}
+
+void Server::State::clear_failure(std::string_view runtime_name) {
+  std::lock_guard lock(failures_mu);
+  if (auto it = load_failures.find(runtime_name); it != load_failures.end()) load_failures.erase(it);
+}
+
+std::optional<std::string> Server::State::failure(std::string_view runtime_name) const {
+  std::lock_guard lock(failures_mu);
+  auto it = load_failures.find(runtime_name);
+  if (it == load_failures.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<Server::State::Failure> Server::State::failures() const {
+  std::vector<Failure> out;
+  {
+    std::lock_guard lock(failures_mu);
+    for (const auto& [name, reason] : load_failures) {
+      if (repository.in_use(name)) out.push_back({name, reason});
+    }
+  }
+  for (const auto& p : unlisted) out.push_back({p.name, p.reason});
+  return out;
 }
 
 boost::asio::thread_pool& Server::State::metadata_pool() {
@@ -366,6 +404,7 @@ ServerGauges Server::State::gauges(size_t own_requests) {
   const size_t n = inflight.load();
   g.inflight_requests = n > own_requests ? n - own_requests : 0;
   g.ready = ready();
+  g.header_reads = headers.reads();
   return g;
 }
 
@@ -442,10 +481,21 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   const ServeOptions& o = state->options;
   GANTRY_ASSIGN_OR_RETURN(state->keys, ApiKeys::from_files(o.api_key_files));
   for (const auto& m : o.models) GANTRY_RETURN_IF_ERROR(state->repository.add(m));
-  if (!o.model_repository.empty())
-    GANTRY_RETURN_IF_ERROR(state->repository.add_directory(o.model_repository));
+  // The models named on the command line must load; those of --model-repository may fail one by one.
+  std::set<std::string, std::less<>> named;
+  for (const auto& e : state->repository.entries()) named.insert(e.name);
+  if (!o.model_repository.empty()) {
+    // Downloads a killed server left behind (never a live server's: ollama_pull.h says how it tells).
+    for (const auto& p : remove_stale_partials(o.model_repository))
+      GANTRY_LOG_WARN("removed {}: an unfinished download of a server that is gone", p.string());
+    GANTRY_RETURN_IF_ERROR(state->repository.add_directory(o.model_repository, &state->unlisted));
+    for (const auto& p : state->unlisted)
+      GANTRY_LOG_ERROR("--model-repository: {} is not served: {}", p.source.string(), p.reason);
+  }
   if (state->repository.empty()) {
-    return InvalidArgument("no models to serve: name model files or packages, or --model-repository DIR");
+    std::string why = state->unlisted.empty() ? "" : " (" + state->unlisted.front().reason + ")";
+    return InvalidArgument("no models to serve: name model files or packages, or --model-repository DIR" +
+                           why);
   }
   if (!o.model_name.empty()) {
     const auto entries = state->repository.entries();
@@ -467,14 +517,29 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
     state->metrics.set_model_names(std::move(names));
   }
   if (!o.load_on_demand) {
+    size_t loaded = 0;
+    Status first_failure;
     for (const auto& e : state->repository.entries()) {
       const auto t0 = Clock::now();
       auto h = runtime.load(e.source.string(), state->load_options(e));
-      if (!h.ok()) return h.status().with_context("loading '" + e.name + "' from " + e.source.string());
+      if (!h.ok()) {
+        Status st = h.status().with_context("loading '" + e.name + "' from " + e.source.string());
+        if (named.contains(e.name)) return st;
+        // A bad file in the repository keeps only itself from serving: reported, the others serve.
+        GANTRY_LOG_ERROR(
+            "{}; serving the other models without it (readiness and the repository index "
+            "report it)",
+            st.message());
+        state->record_failure(e.runtime_name, h.status().message());
+        if (first_failure.ok()) first_failure = st;
+        continue;
+      }
+      ++loaded;
       GANTRY_LOG_INFO("loaded '{}' ({}, {}) in {:.0f} ms", e.name, h->model().metadata().backend,
                       h->model().metadata().provider,
                       std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
+    if (loaded == 0 && !first_failure.ok()) return first_failure.with_context("no model could be loaded");
   }
 
   State* s = state.get();

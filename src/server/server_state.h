@@ -22,6 +22,7 @@
 #include "gantry/server/model_repository.h"
 #include "gantry/server/response_store.h"
 #include "gantry/server/server.h"
+#include "gguf_header_cache.h"
 #include "grpc_service.h"
 #include "watchdog.h"
 
@@ -115,11 +116,15 @@ struct Server::State {
   // The runtime names of the models asked for at start (unless loaded on demand): readiness waits for
   // each that the repository still lists.
   std::vector<std::string> required_models;
+  // What /api/tags, /api/ps and /api/show read from GGUF headers, once per version of each file.
+  GgufHeaderCache headers;
   std::atomic<size_t> inflight{0};
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
   std::mutex mu;  // guards outstanding, batchers
   std::map<std::string, size_t, std::less<>> outstanding;
   std::map<std::string, std::shared_ptr<runtime::DynamicBatcher>, std::less<>> batchers;
+  mutable std::mutex failures_mu;  // guards load_failures
+  std::map<std::string, std::string, std::less<>> load_failures;
   // Declared after everything a queued task touches: tasks abandoned at stop() are destroyed with them.
   // `workers` parse, run and encode inference (and load models); `control` answers what must never wait
   // behind inference: metadata, model lists, readiness of a model, /metrics, the dashboard's status.
@@ -143,8 +148,21 @@ struct Server::State {
   void release(const std::string& model);
 
   // Readiness (/v2/health/ready, gRPC ServerReady, gantry_ready): not draining nor set unready, and
-  // every required model loaded. Otherwise false, with the reason in `why` when given.
+  // every required model loaded, except those of --model-repository that failed to load at start (they
+  // are reported, the others serve). Otherwise false, with the reason in `why` when given.
   bool ready(std::string* why = nullptr) const;
+
+  // Models of --model-repository that failed to load at start (by runtime name), and entries of it that
+  // could not be listed at all: what readiness, the repository index and requests for them report. A
+  // later successful load (repository load, a pull) clears the model's failure.
+  struct Failure {
+    std::string name, reason;
+  };
+  void record_failure(const std::string& runtime_name, std::string reason);
+  void clear_failure(std::string_view runtime_name);
+  std::optional<std::string> failure(std::string_view runtime_name) const;
+  std::vector<Failure> failures() const;    // by name
+  std::vector<RepositoryProblem> unlisted;  // set once at start, read-only afterwards
 
   // The pool for a request about one model's metadata: `control`, unless answering may load the model
   // (--load-on-demand), which is slow work for `workers`.

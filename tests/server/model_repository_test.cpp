@@ -130,5 +130,62 @@ TEST(ModelRepository, CopyGivesASecondNameForTheSameModel) {
   EXPECT_EQ(repo.entries().size(), 1u);
 }
 
+TEST(ModelRepository, HiddenFilesAreNeverListed) {
+  TempDir d;
+  std::ofstream(d.path / "good.gguf") << "GGUF";
+  // What a pull killed mid-download leaves: it starts with the magic, but is not a whole model.
+  std::ofstream(d.path / ".good2.gguf.partial-12345-0") << "GGUF";
+  std::ofstream(d.path / ".swap.gguf") << "GGUF";
+  fs::create_directories(d.path / "..data");
+  std::ofstream(d.path / "..data" / "gantry.json") << "{}";
+  ModelRepository repo;
+  ASSERT_TRUE(repo.add_directory(d.path).ok());
+  auto entries = repo.entries();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].name, "good");
+}
+
+TEST(ModelRepository, AnEntryThatCannotBeListedIsReportedAndTheOthersAre) {
+  TempDir d;
+  std::ofstream(d.path / "good.gguf") << "GGUF";
+  fs::create_directories(d.path / "badpkg");
+  std::ofstream(d.path / "badpkg" / "gantry.json") << "{ not json";
+  ModelRepository strict;
+  EXPECT_FALSE(strict.add_directory(d.path).ok()) << "without a problem list the first one is the error";
+  ModelRepository repo;
+  std::vector<RepositoryProblem> problems;
+  ASSERT_TRUE(repo.add_directory(d.path, &problems).ok());
+  ASSERT_EQ(repo.entries().size(), 1u);
+  EXPECT_EQ(repo.entries()[0].name, "good");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].name, "badpkg");
+  EXPECT_EQ(problems[0].source, d.path / "badpkg");
+  EXPECT_FALSE(problems[0].reason.empty());
+}
+
+TEST(ModelRepository, CopiesAreBounded) {
+  TempDir d;
+  std::ofstream(d.path / "m.gguf") << "GGUF";
+  std::ofstream(d.path / "n.gguf") << "GGUF";
+  ModelRepository repo;
+  ASSERT_TRUE(repo.add_directory(d.path).ok());
+  EXPECT_EQ(repo.copies(), 0u);
+  ASSERT_TRUE(repo.copy("m", "m1", 2).ok());
+  ASSERT_TRUE(repo.copy("n", "n1", 2).ok());
+  EXPECT_EQ(repo.copies(), 2u);
+  Status full = repo.copy("m", "m2", 2);
+  EXPECT_EQ(full.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(full.message().find("at most 2"), std::string::npos) << full.message();
+  EXPECT_EQ(repo.find("m2"), nullptr);
+  EXPECT_TRUE(repo.copy("m", "m1", 2).ok()) << "a copy that exists already is no new name";
+  ASSERT_TRUE(repo.copy("m1", "m1b", 3).ok()) << "a copy of a copy counts too";
+  EXPECT_EQ(repo.copies(), 3u);
+  ASSERT_NE(repo.remove("m1"), nullptr);
+  EXPECT_EQ(repo.copies(), 2u);
+  EXPECT_TRUE(repo.copy("m", "m2", 3).ok()) << "a deleted copy frees its place";
+  ASSERT_TRUE(repo.rename("n", "renamed").ok());
+  EXPECT_EQ(repo.copies(), 3u) << "a rename is no copy";
+}
+
 }  // namespace
 }  // namespace gantry::server

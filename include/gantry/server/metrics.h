@@ -31,6 +31,7 @@ struct ServerGauges {
   size_t open_connections = 0;
   size_t inflight_requests = 0;
   bool ready = true;
+  uint64_t header_reads = 0;  // GGUF headers read for Ollama's model lists (GgufHeaderCache)
 };
 
 class Metrics {

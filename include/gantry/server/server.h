@@ -30,6 +30,8 @@ inline constexpr int kKserveDefaultGrpcPort = 8081;  // KServe's (its runtimes' 
 // (one port per container, as Knative allows).
 inline constexpr int kGrpcSamePort = -2;
 
+inline constexpr size_t kDefaultMaxModelCopies = 256;  // --max-model-copies
+
 struct ServeOptions {
   std::vector<std::string> models;  // MODEL|PKG arguments
   std::string model_repository;     // a directory of models and packages (where /api/pull puts models)
@@ -50,6 +52,8 @@ struct ServeOptions {
   std::vector<std::filesystem::path> api_key_files;
   bool insecure_no_auth = false;  // allow a non-loopback --host without a key
   size_t max_queue = 64;          // requests waiting per model before 429
+  // Names Ollama's /api/copy may add to the repository (all at once; a deleted one frees its place).
+  size_t max_model_copies = kDefaultMaxModelCopies;
   // Bodies of routes that take one (inference, repository); the others take a few KiB at most.
   uint64_t max_body_bytes = 64ull << 20;
   // Open HTTP connections; 0: from the open-file limit (default_max_connections() in http_server.h).
