@@ -2,11 +2,15 @@
 
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/server_posix.h>
 #include <unistd.h>
 
 #include <climits>
+#include <functional>
 #include <mutex>
+#include <optional>
+#include <utility>
 
 #include "gantry/build_info.h"
 #include "gantry/core/log.h"
@@ -18,7 +22,6 @@ namespace gantry::server {
 namespace {
 using Clock = std::chrono::steady_clock;
 using grpc::CallbackServerContext;
-using grpc::ServerUnaryReactor;
 
 // One accepted call. It counts as in flight from creation (so Server::drain waits for it) until
 // finish(), which answers it once and records the request metrics with protocol "grpc" and the HTTP
@@ -26,32 +29,77 @@ using grpc::ServerUnaryReactor;
 // unanswered (a bug) answers INTERNAL rather than hanging the client and the server's shutdown.
 class Call {
  public:
-  Call(Server::State& s, CallbackServerContext* ctx, std::string model)
-      : s_(s), reactor_(ctx->DefaultReactor()), model_(model.empty() ? "-" : std::move(model)) {
-    s_.inflight.fetch_add(1);
-  }
+  using Answer = std::function<void(const grpc::Status&)>;
+  Call(Server::State& s, Answer answer) : s_(s), answer_(std::move(answer)) { s_.inflight.fetch_add(1); }
   ~Call() { finish(grpc::Status(grpc::StatusCode::INTERNAL, "internal error: the call ended unanswered")); }
   Call(const Call&) = delete;
   Call& operator=(const Call&) = delete;
 
-  ServerUnaryReactor* reactor() const { return reactor_; }
+  // The model the request names, the metrics label ("-" for none); set before the call is shared.
+  void set_model(std::string_view model) { model_ = model.empty() ? "-" : std::string(model); }
   Clock::time_point received() const { return received_; }
   void finish(const grpc::Status& status) {
     if (done_.exchange(true)) return;
     s_.metrics.request(model_, protocol_name(Protocol::kGrpc),
                        grpc_codec::http_status_for_grpc(status.error_code()),
                        std::chrono::duration<double>(Clock::now() - received_));
-    reactor_->Finish(status);
+    answer_(status);
     s_.inflight.fetch_sub(1);
   }
   void finish(const Status& status) { finish(grpc_codec::to_grpc(status)); }
 
  private:
   Server::State& s_;
-  ServerUnaryReactor* reactor_;
-  std::string model_;
+  Answer answer_;
+  std::string model_ = "-";
   Clock::time_point received_ = Clock::now();
   std::atomic<bool> done_{false};
+};
+
+class Service;
+
+// What an RPC does with its request: answers `call` once (at once, or later from any thread), having
+// filled `response`. `request` and `response` live until the call is answered.
+template <class Req, class Resp>
+struct Rpc {
+  void (Service::*handler)(std::shared_ptr<Call> call, const Req& request, Resp& response);
+  bool needs_key = true;      // false: ServerLive, ServerReady (health probes)
+  bool reads_request = true;  // false: the request has no fields; it is never read
+};
+
+// The model a request names (for the metrics label).
+template <class Req>
+std::string_view model_of(const Req&) {
+  return {};
+}
+std::string_view model_of(const inference::ModelInferRequest& r) { return r.model_name(); }
+std::string_view model_of(const inference::ModelReadyRequest& r) { return r.name(); }
+std::string_view model_of(const inference::ModelMetadataRequest& r) { return r.name(); }
+std::string_view model_of(const inference::RepositoryModelLoadRequest& r) { return r.model_name(); }
+std::string_view model_of(const inference::RepositoryModelUnloadRequest& r) { return r.model_name(); }
+
+// The reactor of one call. Every RPC is registered as client-streaming, which a unary RPC is on the
+// wire too (one message each way, then the status), so that gRPC hands the call over as soon as its
+// headers have arrived: a unary registration makes gRPC's core read the whole request message first
+// (whatever its size, from anyone) and only then show the call, metadata and all. Here a call without a
+// valid key, or while draining, is answered from its metadata before any of its message is read (gRPC
+// drops what arrives of it afterwards), and ServerLive / ServerReady never read theirs.
+template <class Req, class Resp>
+class OneRequest final : public grpc::ServerReadReactor<Req> {
+ public:
+  OneRequest(Service& service, CallbackServerContext* ctx, Resp* response, Rpc<Req, Resp> rpc);
+  void OnReadDone(bool ok) override;
+  void OnDone() override { delete this; }
+
+ private:
+  void dispatch();
+
+  Service& service_;
+  CallbackServerContext* ctx_;
+  Resp* response_;
+  Rpc<Req, Resp> rpc_;
+  Req request_;
+  std::shared_ptr<Call> call_;  // until dispatched: then the handler holds it (and answers it)
 };
 
 // Why the callback API: ModelInfer waits on a DynamicBatcher that completes on its own thread. With
@@ -60,125 +108,19 @@ class Call {
 // streams hold no thread while they wait. The synchronous API would park one gRPC thread per waiting
 // call (its pool then caps concurrency, or grows without bound); the completion-queue API would do the
 // same as this with far more code.
-class Service final : public inference::GRPCInferenceService::CallbackService {
+//
+// The service is registered by hand rather than through the generated CallbackService, whose methods
+// are unary (see OneRequest); the messages and the method names are those of proto/grpc_predict_v2.proto.
+class Service final : public grpc::Service {
  public:
-  Service(Server::State& s, size_t global_limit) : s_(s), global_limit_(global_limit) {}
+  Service(Server::State& s, size_t global_limit);
 
-  ServerUnaryReactor* ServerLive(CallbackServerContext* ctx, const inference::ServerLiveRequest*,
-                                 inference::ServerLiveResponse* response) override {
-    Call call(s_, ctx, "");
-    response->set_live(!s_.watchdog || s_.watchdog->alive().ok());  // the watchdog's verdict, as HTTP's
-    call.finish(grpc::Status::OK);
-    return call.reactor();
-  }
+  Server::State& state() { return s_; }
 
-  ServerUnaryReactor* ServerReady(CallbackServerContext* ctx, const inference::ServerReadyRequest*,
-                                  inference::ServerReadyResponse* response) override {
-    Call call(s_, ctx, "");
-    response->set_ready(s_.ready());
-    call.finish(grpc::Status::OK);
-    return call.reactor();
-  }
-
-  ServerUnaryReactor* ServerMetadata(CallbackServerContext* ctx, const inference::ServerMetadataRequest*,
-                                     inference::ServerMetadataResponse* response) override {
-    Call call(s_, ctx, "");
-    if (refused(call, ctx)) return call.reactor();
-    response->set_name("gantry");
-    response->set_version(GANTRY_VERSION_STRING);
-    response->add_extensions("binary_tensor_data");
-    response->add_extensions("model_repository");
-    call.finish(grpc::Status::OK);
-    return call.reactor();
-  }
-
-  ServerUnaryReactor* ModelReady(CallbackServerContext* ctx, const inference::ModelReadyRequest* request,
-                                 inference::ModelReadyResponse* response) override {
-    Call call(s_, ctx, request->name());
-    if (refused(call, ctx) || unknown_version(call, request->name(), request->version()))
-      return call.reactor();
-    auto entry = s_.repository.find(request->name());
-    if (!entry) {
-      call.finish(
-          grpc::Status(grpc::StatusCode::NOT_FOUND, "model '" + request->name() + "' is not served here"));
-      return call.reactor();
-    }
-    auto info = s_.runtime.manager().info(entry->runtime_name);
-    response->set_ready(info && info->state == runtime::ModelState::kReady);
-    call.finish(grpc::Status::OK);
-    return call.reactor();
-  }
-
-  ServerUnaryReactor* ModelMetadata(CallbackServerContext* ctx,
-                                    const inference::ModelMetadataRequest* request,
-                                    inference::ModelMetadataResponse* response) override {
-    auto call = std::make_shared<Call>(s_, ctx, request->name());
-    if (refused(*call, ctx) || unknown_version(*call, request->name(), request->version()))
-      return call->reactor();
-    // State::model may load the model (on demand): not on a gRPC thread.
-    post_task(s_.metadata_pool(), "grpc ModelMetadata", [this, call, request, response] {
-      auto handle = s_.model(request->name());
-      if (!handle.ok()) return call->finish(handle.status());
-      grpc_codec::model_metadata(request->name(), handle->model().metadata(), *response);
-      call->finish(grpc::Status::OK);
-    });
-    return call->reactor();
-  }
-
-  ServerUnaryReactor* ModelInfer(CallbackServerContext* ctx, const inference::ModelInferRequest* request,
-                                 inference::ModelInferResponse* response) override {
-    auto call = std::make_shared<Call>(s_, ctx, request->model_name());
-    if (refused(*call, ctx, request->model_name()) ||
-        unknown_version(*call, request->model_name(), request->model_version()))
-      return call->reactor();
-    // A loaded batchable model: validating and queueing is cheap (raw contents are not even copied),
-    // so it happens here, saving the hop to a worker; the batcher's answer is encoded on a worker.
-    // Anything that may take long (a load on demand, an unbatched inference) goes to a worker.
-    if (s_.options.dynamic_batching) {
-      auto loaded = s_.runtime.get(request->model_name());
-      if (loaded.ok() && loaded->model().metadata().batchable) {
-        infer(call, *request, *response);
-        return call->reactor();
-      }
-    }
-    post_task(s_.workers, "grpc ModelInfer",
-              [this, call, request, response] { infer(call, *request, *response); });
-    return call->reactor();
-  }
-
-  ServerUnaryReactor* RepositoryIndex(CallbackServerContext* ctx,
-                                      const inference::RepositoryIndexRequest* request,
-                                      inference::RepositoryIndexResponse* response) override {
-    Call call(s_, ctx, "");
-    if (refused(call, ctx)) return call.reactor();
-    for (const RepositoryModel& m : repository_index(s_)) {
-      if (request->ready() && m.state != "READY") continue;
-      auto* out = response->add_models();
-      out->set_name(m.name);
-      out->set_version(m.version);
-      out->set_state(m.state);
-      out->set_reason(m.reason);
-    }
-    call.finish(grpc::Status::OK);
-    return call.reactor();
-  }
-
-  ServerUnaryReactor* RepositoryModelLoad(CallbackServerContext* ctx,
-                                          const inference::RepositoryModelLoadRequest* request,
-                                          inference::RepositoryModelLoadResponse*) override {
-    return load(ctx, request->model_name(), true);
-  }
-
-  ServerUnaryReactor* RepositoryModelUnload(CallbackServerContext* ctx,
-                                            const inference::RepositoryModelUnloadRequest* request,
-                                            inference::RepositoryModelUnloadResponse*) override {
-    return load(ctx, request->model_name(), false);
-  }
-
- private:
-  // Answers the call when it may not go on (no key, draining, full) and says so: the checks the HTTP
-  // front end makes from the header alone. `model` is set for inference (capacity is checked).
-  bool refused(Call& call, CallbackServerContext* ctx, const std::string* model = nullptr) {
+  // The checks the HTTP front end makes from the header alone, made from the metadata before any of the
+  // message is read: the API key (where the RPC needs one), draining. An answer when the call may not go on.
+  std::optional<grpc::Status> refused_before_body(CallbackServerContext* ctx, bool needs_key) const {
+    if (!needs_key) return std::nullopt;
     const auto& metadata = ctx->client_metadata();
     const bool allowed =
         s_.keys.allows([&metadata](std::string_view name) -> std::optional<std::string_view> {
@@ -186,35 +128,143 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
           if (it == metadata.end()) return std::nullopt;
           return std::string_view(it->second.data(), it->second.size());
         });
-    if (!allowed) {
-      call.finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                               "missing or wrong API key: send metadata 'authorization: Bearer <key>' (or "
-                               "'api-key' / 'x-api-key')"));
-      return true;
-    }
-    if (s_.draining.load()) {
-      call.finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
-      return true;
-    }
-    if (model) {
-      // This call is already counted in inflight, an HTTP request not yet: hence '>'.
-      bool full = s_.inflight.load() > global_limit_;
-      if (!full) {
-        std::lock_guard lock(s_.mu);
-        auto b = s_.batchers.find(*model);
-        full = b != s_.batchers.end() && b->second->depth() >= s_.options.max_queue;
-      }
-      if (full) {
-        call.finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                 "the server is at capacity (--max-queue " +
-                                     std::to_string(s_.options.max_queue) + "); retry later"));
-        return true;
-      }
-    }
-    return false;
+    if (!allowed)
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "missing or wrong API key: send metadata 'authorization: Bearer <key>' (or "
+                          "'api-key' / 'x-api-key')");
+    if (s_.draining.load()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+    return std::nullopt;
   }
-  bool refused(Call& call, CallbackServerContext* ctx, const std::string& model) {
-    return refused(call, ctx, &model);
+
+  // Why a call's request message did not arrive (OnReadDone(false)). A message over the receive limit
+  // (--max-body-size) makes gRPC's core cancel the call itself, answering RESOURCE_EXHAUSTED "Received
+  // message larger than max (N vs. LIMIT)" before this answer could; to the reactor that looks like a call
+  // the client cancelled or reset, which is what this answer (for the metrics) says. A message that does
+  // not parse as the request type (which a unary registration answered UNIMPLEMENTED with no text) fails
+  // the read without a cancel.
+  grpc::Status no_request(CallbackServerContext* ctx) const {
+    if (ctx->IsCancelled())
+      return grpc::Status(grpc::StatusCode::CANCELLED,
+                          "no request message: the call was cancelled before it arrived (by the client, or "
+                          "by gRPC for a message over the limit of " +
+                              std::to_string(max_message()) + " bytes, --max-body-size)");
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "no request message: the call ended without one, or it is not a valid message of "
+                        "the RPC's request type");
+  }
+
+  // The largest request message gRPC accepts (the HTTP body limit).
+  int max_message() const { return static_cast<int>(std::min<uint64_t>(s_.options.max_body_bytes, INT_MAX)); }
+
+  void server_live(std::shared_ptr<Call> call, const inference::ServerLiveRequest&,
+                   inference::ServerLiveResponse& response) {
+    response.set_live(!s_.watchdog || s_.watchdog->alive().ok());  // the watchdog's verdict, as HTTP's
+    call->finish(grpc::Status::OK);
+  }
+
+  void server_ready(std::shared_ptr<Call> call, const inference::ServerReadyRequest&,
+                    inference::ServerReadyResponse& response) {
+    response.set_ready(s_.ready());
+    call->finish(grpc::Status::OK);
+  }
+
+  void server_metadata(std::shared_ptr<Call> call, const inference::ServerMetadataRequest&,
+                       inference::ServerMetadataResponse& response) {
+    response.set_name("gantry");
+    response.set_version(GANTRY_VERSION_STRING);
+    response.add_extensions("binary_tensor_data");
+    response.add_extensions("model_repository");
+    call->finish(grpc::Status::OK);
+  }
+
+  void model_ready(std::shared_ptr<Call> call, const inference::ModelReadyRequest& request,
+                   inference::ModelReadyResponse& response) {
+    if (unknown_version(*call, request.name(), request.version())) return;
+    auto entry = s_.repository.find(request.name());
+    if (!entry)
+      return call->finish(
+          grpc::Status(grpc::StatusCode::NOT_FOUND, "model '" + request.name() + "' is not served here"));
+    auto info = s_.runtime.manager().info(entry->runtime_name);
+    response.set_ready(info && info->state == runtime::ModelState::kReady);
+    call->finish(grpc::Status::OK);
+  }
+
+  void model_metadata(std::shared_ptr<Call> call, const inference::ModelMetadataRequest& request,
+                      inference::ModelMetadataResponse& response) {
+    if (unknown_version(*call, request.name(), request.version())) return;
+    // State::model may load the model (on demand): not on a gRPC thread.
+    post_task(s_.metadata_pool(), "grpc ModelMetadata", [this, call, &request, &response] {
+      auto handle = s_.model(request.name());
+      if (!handle.ok()) return call->finish(handle.status());
+      grpc_codec::model_metadata(request.name(), handle->model().metadata(), response);
+      call->finish(grpc::Status::OK);
+    });
+  }
+
+  void model_infer(std::shared_ptr<Call> call, const inference::ModelInferRequest& request,
+                   inference::ModelInferResponse& response) {
+    if (at_capacity(*call, request.model_name()) ||
+        unknown_version(*call, request.model_name(), request.model_version()))
+      return;
+    // A loaded batchable model: validating and queueing is cheap (raw contents are not even copied),
+    // so it happens here, saving the hop to a worker; the batcher's answer is encoded on a worker.
+    // Anything that may take long (a load on demand, an unbatched inference) goes to a worker.
+    if (s_.options.dynamic_batching) {
+      auto loaded = s_.runtime.get(request.model_name());
+      if (loaded.ok() && loaded->model().metadata().batchable) return infer(call, request, response);
+    }
+    post_task(s_.workers, "grpc ModelInfer",
+              [this, call, &request, &response] { infer(call, request, response); });
+  }
+
+  void repository_index(std::shared_ptr<Call> call, const inference::RepositoryIndexRequest& request,
+                        inference::RepositoryIndexResponse& response) {
+    for (const RepositoryModel& m : server::repository_index(s_)) {
+      if (request.ready() && m.state != "READY") continue;
+      auto* out = response.add_models();
+      out->set_name(m.name);
+      out->set_version(m.version);
+      out->set_state(m.state);
+      out->set_reason(m.reason);
+    }
+    call->finish(grpc::Status::OK);
+  }
+
+  void repository_load(std::shared_ptr<Call> call, const inference::RepositoryModelLoadRequest& request,
+                       inference::RepositoryModelLoadResponse&) {
+    load(std::move(call), request.model_name(), true);
+  }
+
+  void repository_unload(std::shared_ptr<Call> call, const inference::RepositoryModelUnloadRequest& request,
+                         inference::RepositoryModelUnloadResponse&) {
+    load(std::move(call), request.model_name(), false);
+  }
+
+ private:
+  template <class Req, class Resp>
+  void add(const char* path, Rpc<Req, Resp> rpc) {
+    AddMethod(
+        new grpc::internal::RpcServiceMethod(path, grpc::internal::RpcMethod::CLIENT_STREAMING, nullptr));
+    MarkMethodCallback(methods_++, new grpc::internal::CallbackClientStreamingHandler<Req, Resp>(
+                                       [this, rpc](CallbackServerContext* ctx, Resp* response) {
+                                         return new OneRequest<Req, Resp>(*this, ctx, response, rpc);
+                                       }));
+  }
+
+  // Inference answers RESOURCE_EXHAUSTED when the server or the model's queue is full.
+  bool at_capacity(Call& call, const std::string& model) {
+    // This call is already counted in inflight, an HTTP request not yet: hence '>'.
+    bool full = s_.inflight.load() > global_limit_;
+    if (!full) {
+      std::lock_guard lock(s_.mu);
+      auto b = s_.batchers.find(model);
+      full = b != s_.batchers.end() && b->second->depth() >= s_.options.max_queue;
+    }
+    if (!full) return false;
+    call.finish(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        "the server is at capacity (--max-queue " + std::to_string(s_.options.max_queue) + "); retry later"));
+    return true;
   }
 
   bool unknown_version(Call& call, const std::string& model, const std::string& version) {
@@ -224,14 +274,14 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     return true;
   }
 
-  // Runs on a worker, like the HTTP route: look up (or load) the model, parse against its metadata,
-  // run through the batcher or alone, encode.
+  // Like the HTTP route: look up (or load) the model, parse against its metadata, run through the
+  // batcher or alone, encode.
   void infer(std::shared_ptr<Call> call, const inference::ModelInferRequest& request,
              inference::ModelInferResponse& response) {
     const std::string& name = request.model_name();
     auto handle = s_.model(name);
     if (!handle.ok()) return call->finish(handle.status());
-    // Aligned raw inputs point into `request` and hold `call`: gRPC keeps `request` until the call is
+    // Aligned raw inputs point into `request` and hold `call`: the request lives until the call is
     // finished, which happens only in the done callback below, after the model has read its inputs.
     auto parsed = grpc_codec::parse_infer_request(request, handle->model().metadata(), call);
     if (!parsed.ok()) return call->finish(parsed.status());
@@ -246,19 +296,71 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
                   });
   }
 
-  ServerUnaryReactor* load(CallbackServerContext* ctx, const std::string& name, bool load) {
-    auto call = std::make_shared<Call>(s_, ctx, name);
-    if (refused(*call, ctx)) return call->reactor();
+  void load(std::shared_ptr<Call> call, const std::string& name, bool load) {
     post_task(s_.workers, "grpc repository load", [this, call, name, load] {
-      Status st = repository_load(s_, name, load);
+      Status st = server::repository_load(s_, name, load);
       call->finish(st);
     });
-    return call->reactor();
   }
 
   Server::State& s_;
   size_t global_limit_;
+  int methods_ = 0;
 };
+
+Service::Service(Server::State& s, size_t global_limit) : s_(s), global_limit_(global_limit) {
+  using namespace inference;
+  // The order and names of proto/grpc_predict_v2.proto's service GRPCInferenceService.
+  add<ServerLiveRequest, ServerLiveResponse>("/inference.GRPCInferenceService/ServerLive",
+                                             {&Service::server_live, false, false});
+  add<ServerReadyRequest, ServerReadyResponse>("/inference.GRPCInferenceService/ServerReady",
+                                               {&Service::server_ready, false, false});
+  add<ModelReadyRequest, ModelReadyResponse>("/inference.GRPCInferenceService/ModelReady",
+                                             {&Service::model_ready});
+  add<ServerMetadataRequest, ServerMetadataResponse>("/inference.GRPCInferenceService/ServerMetadata",
+                                                     {&Service::server_metadata});
+  add<ModelMetadataRequest, ModelMetadataResponse>("/inference.GRPCInferenceService/ModelMetadata",
+                                                   {&Service::model_metadata});
+  add<ModelInferRequest, ModelInferResponse>("/inference.GRPCInferenceService/ModelInfer",
+                                             {&Service::model_infer});
+  add<RepositoryIndexRequest, RepositoryIndexResponse>("/inference.GRPCInferenceService/RepositoryIndex",
+                                                       {&Service::repository_index});
+  add<RepositoryModelLoadRequest, RepositoryModelLoadResponse>(
+      "/inference.GRPCInferenceService/RepositoryModelLoad", {&Service::repository_load});
+  add<RepositoryModelUnloadRequest, RepositoryModelUnloadResponse>(
+      "/inference.GRPCInferenceService/RepositoryModelUnload", {&Service::repository_unload});
+}
+
+template <class Req, class Resp>
+OneRequest<Req, Resp>::OneRequest(Service& service, CallbackServerContext* ctx, Resp* response,
+                                  Rpc<Req, Resp> rpc)
+    : service_(service),
+      ctx_(ctx),
+      response_(response),
+      rpc_(rpc),
+      call_(std::make_shared<Call>(service.state(), [this](const grpc::Status& st) { this->Finish(st); })) {
+  if (auto refusal = service_.refused_before_body(ctx_, rpc_.needs_key)) {
+    std::exchange(call_, nullptr)->finish(*refusal);
+    return;
+  }
+  if (rpc_.reads_request)
+    this->StartRead(&request_);
+  else
+    dispatch();
+}
+
+template <class Req, class Resp>
+void OneRequest<Req, Resp>::OnReadDone(bool ok) {
+  if (ok) return dispatch();
+  std::exchange(call_, nullptr)->finish(service_.no_request(ctx_));
+}
+
+template <class Req, class Resp>
+void OneRequest<Req, Resp>::dispatch() {
+  std::shared_ptr<Call> call = std::exchange(call_, nullptr);
+  call->set_model(model_of(request_));
+  (service_.*rpc_.handler)(std::move(call), request_, *response_);
+}
 
 std::string listen_address(const std::string& host, int port) {
   std::string h = host == "localhost" ? "127.0.0.1" : host;
@@ -320,7 +422,15 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::start(Server::State& state, int 
   if (!same) builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl->port);
   builder.RegisterService(&impl->service);
   // The request size limit is the HTTP body limit.
-  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(o.max_body_bytes, INT_MAX)));
+  builder.SetMaxReceiveMessageSize(impl->service.max_message());
+  // What gRPC's transport may hold of requests being received, on all connections together: it buffers
+  // each message whole before the service sees it, and 8 calls with the key each sending 59 MiB took the
+  // peak RSS from 61 MB to 1.1 GB without a bound (340 MB with it). Over the bound gRPC resets streams
+  // (RST_STREAM ENHANCE_YOUR_CALM, which gRPC maps to RESOURCE_EXHAUSTED) until it is back under; one
+  // message of the largest size fits.
+  grpc::ResourceQuota quota("gantry gRPC");
+  quota.Resize(static_cast<size_t>(std::min<uint64_t>(grpc_memory_bound(o.max_body_bytes), SIZE_MAX)));
+  builder.SetResourceQuota(quota);
   // gRPC sets SO_REUSEPORT by default: a second server would share the port silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   impl->server = builder.BuildAndStart();

@@ -10,13 +10,23 @@
 // answers UNAVAILABLE.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 
 #include "gantry/core/status.h"
 #include "gantry/server/server.h"
 
 namespace gantry::server {
+
+// The bytes gRPC's transport may hold of requests being received, on all connections together (a
+// grpc::ResourceQuota): twice the largest request message (--max-body-size), at least 64 MiB.
+constexpr uint64_t grpc_memory_bound(uint64_t max_body_bytes) {
+  constexpr uint64_t kFloor = 64ull << 20;
+  if (max_body_bytes > std::numeric_limits<uint64_t>::max() / 2) return std::numeric_limits<uint64_t>::max();
+  return std::max(2 * max_body_bytes, kFloor);
+}
 
 class GrpcServer {
  public:
