@@ -12,11 +12,7 @@ namespace gantry::server {
 namespace {
 
 void send_error(Reply& reply, const anthropic::ApiError& e) {
-  HttpResponse r;
-  r.status = e.http_status;
-  r.body = anthropic::error_body(e);
-  if (e.http_status == 429 || e.http_status == 503) r.headers.emplace_back("Retry-After", "1");
-  reply.send(std::move(r));
+  reply.send(error_answer(e.http_status, anthropic::error_body(e)));
 }
 
 }  // namespace
@@ -94,7 +90,7 @@ void anthropic_messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequ
   g.stop.insert(g.stop.end(), prompt->stop.begin(), prompt->stop.end());
   g.render_tokens = std::move(prompt->keep_tokens);
   g.render_special = false;
-  if (!admit_generation(s, *reply, name, md)) return;
+  if (!admit_generation(s, *reply, name, md, start)) return;
 
   const std::string id = anthropic::new_message_id();
   auto writer = std::make_shared<anthropic::EventWriter>(id, name);

@@ -13,6 +13,7 @@ struct GenerationCall {
   Server::State& server;
   std::shared_ptr<Reply> reply;
   std::string model;
+  runtime::Admission::Ticket ticket;
   bool stream = false;
   std::string stream_content_type;
   std::once_flag stream_begun;
@@ -60,7 +61,7 @@ struct GenerationCall {
   void finish() {
     auto result = generation->wait();
     if (deadline) deadline->cancel();
-    server.release(model);
+    ticket.release();
     if (!result.ok()) {
       hooks.failed(*reply, result.status(), false);
       return;
@@ -76,18 +77,21 @@ struct GenerationCall {
 }  // namespace
 
 bool admit_generation(Server::State& s, Reply& reply, const std::string& name,
-                      const backend::ModelMetadata& md) {
-  if (s.admit(name, static_cast<size_t>(std::max<int64_t>(1, md.max_batch)))) return true;
-  reply.error(429, "model '" + name + "' is at capacity (" + std::to_string(md.max_batch) + " generating, " +
-                       std::to_string(s.options.max_queue) +
-                       " waiting; --parallel / --max-queue); retry later");
-  return false;
+                      const backend::ModelMetadata& md, GenerationStart& start) {
+  auto ticket = s.runtime.admission().admit(name, static_cast<size_t>(std::max<int64_t>(1, md.max_batch)));
+  if (!ticket.ok()) {
+    reply.error(ticket.status());
+    return false;
+  }
+  start.ticket = std::move(*ticket);
+  return true;
 }
 
 void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, backend::Model& model,
                            GenerationStart start, GenerationHooks hooks) {
   auto call = std::make_shared<GenerationCall>(s, reply);
   call->model = std::move(start.model);
+  call->ticket = std::move(start.ticket);
   call->stream = start.stream;
   call->stream_content_type = std::move(start.stream_content_type);
   call->hooks = std::move(hooks);
@@ -121,7 +125,7 @@ void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, backe
   // once (a prompt longer than the context, a schema too large) is a plain 400 on streams too.
   auto gen = model.start_generation(std::move(g));
   if (!gen.ok()) {
-    s.release(call->model);
+    call->ticket.release();
     call->hooks.failed(*reply, gen.status(), true);
     return;
   }

@@ -40,16 +40,17 @@ struct GenerationHooks {
 
 struct GenerationStart {
   std::string model;                   // the served name: admission, metrics
+  runtime::Admission::Ticket ticket;   // admit_generation's; held until the generation has ended
   backend::GenerationRequest request;  // on_piece and on_done are set by start_generation_call
   bool stream = false;                 // stream the text as it comes
   std::string stream_content_type = "text/event-stream";
 };
 
 // Admits one generation on model `name` (capacity: its parallel sequences, plus --max-queue
-// waiting). False: `reply` was answered 429. An admitted generation is released by
-// start_generation_call when it ends; a caller that does not get that far calls State::release.
+// waiting) into `start.ticket`. False: `reply` was answered 429. The ticket goes back when the
+// generation ends, or when `start` is dropped by a route that does not get that far.
 bool admit_generation(Server::State& s, Reply& reply, const std::string& name,
-                      const backend::ModelMetadata& md);
+                      const backend::ModelMetadata& md, GenerationStart& start);
 
 // Starts an admitted generation on `model` and answers `reply` through `hooks` when it ends (or at
 // once when it cannot start). Streaming begins as soon as the backend accepted (queued) the

@@ -124,14 +124,11 @@ void run_inference(Server::State& s, const std::string& name, runtime::ModelHand
     if (!st.ok()) (*shared_done)(st);  // not queued: the item's done is never called
     return;
   }
-  if (!s.admit(name, 1)) {
-    done(ResourceExhausted("model '" + name + "' has " + std::to_string(s.options.max_queue) +
-                           " requests waiting (--max-queue); retry later"));
-    return;
-  }
+  auto ticket = s.runtime.admission().admit(name, 1);
+  if (!ticket.ok()) return done(ticket.status());
   s.metrics.queue_time(name, Clock::now() - received);
   auto out = handle.model().infer_one(inputs);
-  s.release(name);
+  ticket->release();
   done(std::move(out));
 }
 

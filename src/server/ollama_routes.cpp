@@ -418,7 +418,7 @@ void text(Server::State& s, std::shared_ptr<Reply> reply, const HttpRequest& req
   }
   g.max_tokens = max_tokens_for(s, *text, *req, g.prompt);
   g.render_special = false;
-  if (!admit_generation(s, *reply, name, md)) return;
+  if (!admit_generation(s, *reply, name, md, start)) return;
 
   auto stream = parser ? std::make_shared<ChatStream>(parser, req->model) : nullptr;
   GenerationHooks hooks;
@@ -471,10 +471,11 @@ void embed(Server::State& s, Reply& reply, const HttpRequest& request, bool lega
   std::vector<std::vector<float>> vectors;
   int tokens = 0;
   if (!req.input.empty()) {
-    if (!s.admit(name, 1)) return send_error(reply, 429, "model '" + name + "' is at capacity; retry later");
+    auto ticket = s.runtime.admission().admit(name, 1);
+    if (!ticket.ok()) return send_error(reply, 429, ticket.status().message());
     // Ollama's /api/embed answers unit vectors; the older /api/embeddings the raw pooled ones.
     auto v = handle->model().embed(req.input, !legacy, work_cancel(s, reply));
-    s.release(name);
+    ticket->release();
     if (!v.ok()) return send_error(reply, status_for(v.status()), v.status().message());
     vectors = std::move(*v);
     for (const auto& text : req.input) {

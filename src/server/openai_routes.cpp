@@ -25,14 +25,6 @@ int64_t unix_now() {
       .count();
 }
 
-void send_api_error(Reply& reply, const openai::ApiError& e) {
-  HttpResponse r;
-  r.status = e.http_status;
-  r.body = openai::error_body(e);
-  if (e.http_status == 429 || e.http_status == 503) r.headers.emplace_back("Retry-After", "1");
-  reply.send(std::move(r));
-}
-
 // A failed generation: the error body, or (once a stream began) a final error event, then [DONE].
 void send_generation_error(Reply& reply, bool streaming, const openai::ApiError& e) {
   if (!streaming) {
@@ -131,7 +123,8 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
     auto prompt = text->apply_chat(req->chat);
     if (!prompt.ok()) {
       const std::string& m = prompt.status().message();
-      reply->error(http_status_for(prompt.status()), m, m.rfind("tools[", 0) == 0 ? "tools" : "messages");
+      send_api_error(*reply,
+                     openai::api_error(prompt.status(), m.rfind("tools[", 0) == 0 ? "tools" : "messages"));
       return;
     }
     for (int i = 0; i < n; ++i) {
@@ -154,7 +147,7 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
   stream->text_offset.resize(static_cast<size_t>(n));
   if (g.max_tokens <= 0) g.max_tokens = s.options.max_tokens_default;
   g.render_special = false;
-  if (!admit_generation(s, *reply, name, md)) return;
+  if (!admit_generation(s, *reply, name, md, start)) return;
 
   GenerationHooks hooks;
   if (chat) {
@@ -275,12 +268,10 @@ void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpReque
                  "model", "model_not_embedding");
     return;
   }
-  if (!s.admit(req.model, 1)) {
-    reply->error(429, "model '" + req.model + "' is at capacity; retry later");
-    return;
-  }
+  auto ticket = s.runtime.admission().admit(req.model, 1);
+  if (!ticket.ok()) return reply->error(ticket.status());
   auto vectors = handle->model().embed(req.input, true, work_cancel(s, *reply));
-  s.release(req.model);
+  ticket->release();
   if (!vectors.ok()) {
     if (vectors.status().code() == StatusCode::kCancelled)
       GANTRY_LOG_INFO("embeddings on '{}' cancelled after its client left or the server stopped ({} inputs)",

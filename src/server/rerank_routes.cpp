@@ -5,17 +5,7 @@
 #include "server_state.h"
 
 namespace gantry::server {
-namespace {
-
-void send_api_error(Reply& reply, const openai::ApiError& e) {
-  HttpResponse r;
-  r.status = e.http_status;
-  r.body = openai::error_body(e);
-  if (e.http_status == 429 || e.http_status == 503) r.headers.emplace_back("Retry-After", "1");
-  reply.send(std::move(r));
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void rerank_documents(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request) {
   auto parsed = rerank::parse_rerank_request(request.body);
@@ -38,12 +28,10 @@ void rerank_documents(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
         "model", "model_not_reranker");
     return;
   }
-  if (!s.admit(req.model, 1)) {
-    reply->error(429, "model '" + req.model + "' is at capacity; retry later");
-    return;
-  }
+  auto ticket = s.runtime.admission().admit(req.model, 1);
+  if (!ticket.ok()) return reply->error(ticket.status());
   auto ranked = text->rerank(req.query, req.documents, work_cancel(s, *reply));
-  s.release(req.model);
+  ticket->release();
   if (!ranked.ok()) {
     if (ranked.status().code() == StatusCode::kCancelled)
       GANTRY_LOG_INFO("rerank on '{}' cancelled after its client left or the server stopped ({} documents)",

@@ -14,14 +14,6 @@ namespace gantry::server {
 namespace {
 using json = nlohmann::json;
 
-void send_api_error(Reply& reply, const openai::ApiError& e) {
-  HttpResponse r;
-  r.status = e.http_status;
-  r.body = openai::error_body(e);
-  if (e.http_status == 429 || e.http_status == 503) r.headers.emplace_back("Retry-After", "1");
-  reply.send(std::move(r));
-}
-
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -120,7 +112,7 @@ void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
   auto prompt = text->apply_chat(chat);
   if (!prompt.ok()) {
     const std::string& m = prompt.status().message();
-    reply->error(http_status_for(prompt.status()), m, m.rfind("tools[", 0) == 0 ? "tools" : "input");
+    send_api_error(*reply, openai::api_error(prompt.status(), m.rfind("tools[", 0) == 0 ? "tools" : "input"));
     return;
   }
   auto parser = text->chat_parser(*prompt);
@@ -148,7 +140,7 @@ void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
   call->head.created_at = unix_now();
   call->head.echo = req.echo;
   if (req.stream) call->encoder = std::make_unique<responses::StreamEncoder>(call->head);
-  if (!admit_generation(s, *reply, name, md)) return;
+  if (!admit_generation(s, *reply, name, md, start)) return;
 
   GenerationHooks hooks;
   hooks.stream_begun = [call](Reply& r) { r.event(call->encoder->begin()); };

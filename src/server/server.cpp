@@ -144,10 +144,22 @@ bool is_loopback_host(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-HttpResponse error_response(Protocol protocol, int status, std::string_view message, std::string_view param,
-                            std::string_view code) {
+HttpResponse error_answer(int status, std::string body) {
   HttpResponse r;
   r.status = status;
+  r.body = std::move(body);
+  if (status == 429 || status == 503)
+    r.headers.emplace_back("Retry-After", std::to_string(runtime::kRetryAfterSeconds));
+  return r;
+}
+
+void send_api_error(Reply& reply, const openai::ApiError& e) {
+  reply.send(error_answer(e.http_status, openai::error_body(e)));
+}
+
+HttpResponse error_response(Protocol protocol, int status, std::string_view message, std::string_view param,
+                            std::string_view code) {
+  std::string body;
   if (protocol == Protocol::kOpenai) {
     openai::ApiError e;
     e.http_status = status;
@@ -156,19 +168,18 @@ HttpResponse error_response(Protocol protocol, int status, std::string_view mess
     e.code = std::string(code);
     if (status == 429) e.type = "rate_limit_error";
     if (status >= 500) e.type = "server_error";
-    r.body = openai::error_body(e);
+    body = openai::error_body(e);
   } else if (protocol == Protocol::kAnthropic) {
     anthropic::ApiError e = anthropic::bad_request(std::string(param), message);
     e.http_status = status;
     e.type = std::string(anthropic::error_type(status));
-    r.body = anthropic::error_body(e);
+    body = anthropic::error_body(e);
   } else if (protocol == Protocol::kOllama) {
-    r.body = ollama::error_body(message);
+    body = ollama::error_body(message);
   } else {
-    r.body = kserve::error_body(message);
+    body = kserve::error_body(message);
   }
-  if (status == 429 || status == 503) r.headers.emplace_back("Retry-After", "1");
-  return r;
+  return error_answer(status, std::move(body));
 }
 
 int http_status_for(const Status& st) {
@@ -303,20 +314,6 @@ Result<runtime::ModelHandle> Server::State::model(std::string_view name) {
   return loaded;
 }
 
-bool Server::State::admit(const std::string& model, size_t capacity) {
-  std::lock_guard lock(mu);
-  size_t& n = outstanding[model];
-  if (n >= capacity + options.max_queue) return false;
-  ++n;
-  return true;
-}
-
-void Server::State::release(const std::string& model) {
-  std::lock_guard lock(mu);
-  auto it = outstanding.find(model);
-  if (it != outstanding.end() && it->second > 0) --it->second;
-}
-
 std::shared_ptr<runtime::DynamicBatcher> Server::State::batcher(const std::string& name,
                                                                 runtime::ModelHandle& handle) {
   std::lock_guard lock(mu);
@@ -395,9 +392,9 @@ boost::asio::thread_pool& Server::State::metadata_pool() {
 
 ServerGauges Server::State::gauges(size_t own_requests) {
   ServerGauges g;
+  for (const auto& [name, n] : runtime.admission().outstanding()) g.queue_depth[name] = n;
   {
     std::lock_guard lock(mu);
-    for (const auto& [name, n] : outstanding) g.queue_depth[name] = n;
     for (const auto& [name, b] : batchers) g.queue_depth[name] += b->depth();
   }
   g.open_connections = http ? http->open_connections() : 0;
@@ -479,6 +476,7 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
       options.workers > 0 ? static_cast<size_t>(options.workers) : std::max<size_t>(4, 2 * cores);
   auto state = std::make_unique<State>(runtime, std::move(options), workers);
   const ServeOptions& o = state->options;
+  runtime.admission().set_max_queue(o.max_queue);
   GANTRY_ASSIGN_OR_RETURN(state->keys, ApiKeys::from_files(o.api_key_files));
   for (const auto& m : o.models) GANTRY_RETURN_IF_ERROR(state->repository.add(m));
   // The models named on the command line must load; those of --model-repository may fail one by one.

@@ -20,6 +20,7 @@
 #include "gantry/server/http_server.h"
 #include "gantry/server/metrics.h"
 #include "gantry/server/model_repository.h"
+#include "gantry/server/openai_codec.h"
 #include "gantry/server/response_store.h"
 #include "gantry/server/server.h"
 #include "gguf_header_cache.h"
@@ -92,6 +93,12 @@ class Reply {
   bool done_ = false;
 };
 
+// An error answer whose body is already in the protocol's shape, with the one Retry-After rule: 429 (a
+// model at capacity) and 503 (not ready, draining) say when to come back (runtime::kRetryAfterSeconds).
+HttpResponse error_answer(int status, std::string body);
+// OpenAI's error shape, for the OpenAI family of routes (chat, completions, embeddings, Responses, rerank).
+void send_api_error(Reply& reply, const openai::ApiError& e);
+
 // An error in the protocol's shape (KServe and Ollama {"error": m}; OpenAI {"error": {message, type,
 // param, code}}), with Retry-After on 429 and 503.
 HttpResponse error_response(Protocol protocol, int status, std::string_view message,
@@ -120,8 +127,7 @@ struct Server::State {
   GgufHeaderCache headers;
   std::atomic<size_t> inflight{0};
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
-  std::mutex mu;  // guards outstanding, batchers
-  std::map<std::string, size_t, std::less<>> outstanding;
+  std::mutex mu;  // guards batchers
   std::map<std::string, std::shared_ptr<runtime::DynamicBatcher>, std::less<>> batchers;
   mutable std::mutex failures_mu;  // guards load_failures
   std::map<std::string, std::string, std::less<>> load_failures;
@@ -141,11 +147,6 @@ struct Server::State {
   // for a name the repository does not know; Unavailable (503) for a known model that is not ready.
   Result<runtime::ModelHandle> model(std::string_view name);
   runtime::LoadOptions load_options(const RepositoryEntry& entry) const;
-
-  // Per-model admission of requests that do not go through a DynamicBatcher: at most capacity +
-  // max_queue at once. False: answer 429.
-  bool admit(const std::string& model, size_t capacity);
-  void release(const std::string& model);
 
   // Readiness (/v2/health/ready, gRPC ServerReady, gantry_ready): not draining nor set unready, and
   // every required model loaded, except those of --model-repository that failed to load at start (they

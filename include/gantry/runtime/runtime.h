@@ -32,6 +32,7 @@
 #include "gantry/memory/block_pool.h"
 #include "gantry/model/model_source.h"
 #include "gantry/model/package.h"
+#include "gantry/runtime/admission.h"
 #include "gantry/runtime/model_manager.h"
 
 namespace gantry::runtime {
@@ -123,6 +124,8 @@ class Runtime {
   Status unload(std::string_view name);
   std::vector<ModelInfo> models() const;
   ModelManager& manager() { return *manager_; }
+  // Per-model admission of requests (gantry/runtime/admission.h): the one capacity rule every front end uses.
+  Admission& admission() { return admission_; }
 
   // The provider choice (and memory estimate) for `source`, without keeping anything loaded.
   Result<Explanation> explain(const std::string& source, const LoadOptions& options = {},
@@ -162,6 +165,7 @@ class Runtime {
       pools_;  // the backends borrow them: they outlive the models
   backend::BackendRegistry backends_;
   std::unique_ptr<backend::VerdictCache> verdicts_;
+  Admission admission_;
   std::unique_ptr<ModelManager> manager_;  // declared last: destroyed first (models before backends)
 };
 
