@@ -1,10 +1,10 @@
 #include "gantry/server/responses_codec.h"
 
 #include <map>
-#include <random>
 
 #include "gantry/core/json.h"
 #include "gantry/core/json_reader.h"
+#include "gantry/core/random_id.h"
 
 namespace gantry::server::responses {
 
@@ -477,14 +477,7 @@ std::string map_chat_field(std::string_view f) {
   return out;
 }
 
-std::string new_id(std::string_view prefix) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id(prefix);
-  id += '_';
-  for (int i = 0; i < 32; ++i) id += kHex[rng() & 15];
-  return id;
-}
+std::string new_id(std::string_view prefix) { return random_hex_id(std::string(prefix) + "_"); }
 
 json response_object(const ResponseHead& head, const backend::ChatOutput& output,
                      backend::FinishReason finish, const Usage& usage) {
