@@ -435,7 +435,7 @@ ApiError api_error(const Status& status, std::string field) {
 }
 
 std::variant<MessagesRequest, ApiError> parse_messages_request(std::string_view body, Endpoint endpoint) {
-  auto parsed = parse_json_unique_keys(body, "the request body");
+  auto parsed = parse_json_unique_keys(body, "the request body", client_json_limits(body));
   if (!parsed.ok()) return bad_request("", parsed.status().message());
   const json& j = *parsed;
   if (!j.is_object()) return bad_request("", "the request body must be a JSON object, got " + type_of(j));

@@ -95,7 +95,7 @@ Err read_arguments(const json& item, const std::string& p, std::string& out) {
     out = "{}";  // no arguments: templates that parse them get an empty object
     return std::nullopt;
   }
-  auto parsed = parse_json(out, p);
+  auto parsed = parse_json(out, p, client_json_limits(out));
   if (!parsed.ok() || !parsed->is_object()) {
     return bad(p, "'" + p + "' must hold a JSON object, got: " + out.substr(0, 80));
   }
@@ -364,7 +364,7 @@ json call_item(const std::string& id, const backend::ToolCall& c, std::string_vi
 }  // namespace
 
 std::variant<ResponsesRequest, ApiError> parse_request(std::string_view body) {
-  auto parsed = parse_json_unique_keys(body, "the request body");
+  auto parsed = parse_json_unique_keys(body, "the request body", client_json_limits(body));
   if (!parsed.ok()) return bad("", parsed.status().message());
   const json& j = *parsed;
   if (!j.is_object())
