@@ -1,9 +1,9 @@
 #include "gantry/backend/chat.h"
 
-#include <random>
 #include <set>
 
 #include "gantry/core/enum_names.h"
+#include "gantry/core/random_id.h"
 
 namespace gantry::backend {
 
@@ -98,13 +98,7 @@ std::optional<ChatRequestError> check_chat_request(const ChatRequest& r) {
   return std::nullopt;
 }
 
-std::string new_tool_call_id() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  std::string id = "call_";
-  for (int i = 0; i < 24; ++i) id += kChars[rng() % 62];
-  return id;
-}
+std::string new_tool_call_id() { return random_base62_id("call_"); }
 
 std::vector<ChatOutputDelta> ChatDeltaTracker::update(const ChatOutput& now, bool final) {
   std::vector<ChatOutputDelta> out;

@@ -2,10 +2,10 @@
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "gantry/core/json.h"
 #include "gantry/core/json_reader.h"
+#include "gantry/core/random_id.h"
 
 namespace gantry::server::anthropic {
 
@@ -337,13 +337,6 @@ json usage_json(int input_tokens, int output_tokens, int cached_tokens = 0) {
           {"cache_read_input_tokens", cached_tokens}};
 }
 
-std::string random_id(std::string prefix) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  for (int i = 0; i < 24; ++i) prefix += kChars[rng() % 62];
-  return prefix;
-}
-
 // The translated name of a chat-layer field: "tools[N].function.X" -> "tools[N].X" (parameters ->
 // input_schema); "messages[N]..." -> the request path the message came from.
 std::string map_field(const MessagesRequest& r, std::string_view f) {
@@ -442,7 +435,7 @@ ApiError api_error(const Status& status, std::string field) {
 }
 
 std::variant<MessagesRequest, ApiError> parse_messages_request(std::string_view body, Endpoint endpoint) {
-  auto parsed = parse_json_unique_keys(body, "the request body");
+  auto parsed = parse_json_unique_keys(body, "the request body", client_json_limits(body));
   if (!parsed.ok()) return bad_request("", parsed.status().message());
   const json& j = *parsed;
   if (!j.is_object()) return bad_request("", "the request body must be a JSON object, got " + type_of(j));
@@ -506,10 +499,10 @@ ApiError chat_error(const MessagesRequest& request, const Status& status) {
   return e;
 }
 
-std::string new_message_id() { return random_id("msg_"); }
+std::string new_message_id() { return random_base62_id("msg_"); }
 
 std::string tool_use_id(std::string_view call_id) {
-  if (call_id.empty()) return random_id("toolu_");
+  if (call_id.empty()) return random_base62_id("toolu_");
   if (call_id.rfind("toolu_", 0) == 0) return std::string(call_id);
   if (call_id.rfind("call_", 0) == 0) return "toolu_" + std::string(call_id.substr(5));
   return "toolu_" + std::string(call_id);

@@ -50,8 +50,15 @@ bool ApiKeys::allows(const HttpRequest& request) const {
   return allows([&request](std::string_view name) { return request.header(name); });
 }
 
-bool ApiKeys::allows(const HeaderLookup& header) const {
-  if (keys_.empty()) return true;
+bool ApiKeys::allows(const HeaderLookup& header) const { return keys_.empty() || match(header) != 0; }
+
+size_t ApiKeys::owner(const HttpRequest& request) const {
+  return owner([&request](std::string_view name) { return request.header(name); });
+}
+
+size_t ApiKeys::owner(const HeaderLookup& header) const { return keys_.empty() ? 0 : match(header); }
+
+size_t ApiKeys::match(const HeaderLookup& header) const {
   std::string_view offered;
   if (auto auth = header("authorization")) {
     std::string_view v = *auth;
@@ -70,10 +77,15 @@ bool ApiKeys::allows(const HeaderLookup& header) const {
   if (offered.empty()) {
     if (auto k = header("x-api-key")) offered = *k;
   }
-  if (offered.empty()) return false;
-  bool ok = false;
-  for (const auto& key : keys_) ok |= constant_time_equal(offered, key);  // no early exit
-  return ok;
+  if (offered.empty()) return 0;
+  // No early exit, and the first match is selected with masks rather than a branch on it.
+  size_t found = 0;
+  for (size_t i = 0; i < keys_.size(); ++i) {
+    const size_t equal = constant_time_equal(offered, keys_[i]) ? 1 : 0;
+    const size_t take = static_cast<size_t>(0) - (equal & static_cast<size_t>(found == 0));  // all ones or 0
+    found = (found & ~take) | ((i + 1) & take);
+  }
+  return found;
 }
 
 }  // namespace gantry::server

@@ -405,7 +405,8 @@ Result<InferRequest> parse_infer_request(std::string_view body, std::optional<si
   // The depth limit holds for the text the client sent, "data" arrays the pre-scan takes out included.
   GANTRY_RETURN_IF_ERROR(check_json_depth(header, "inference request"));
   Prescan prescan = prescan_numeric_data(header);
-  auto parsed = parse_json(prescan.rewritten ? std::string_view(prescan.text) : header, "inference request");
+  const std::string_view text = prescan.rewritten ? std::string_view(prescan.text) : header;
+  auto parsed = parse_json(text, "inference request", client_json_limits(text));
   if (!parsed.ok()) {
     // Report positions in the text the client sent, not in the rewritten one.
     if (!prescan.rewritten) return parsed.status();

@@ -192,7 +192,8 @@ Err read_tool_calls(const json& msg, const std::string& where, size_t message_in
     } else if (args->is_string()) {
       // Some clients send the OpenAI form (a JSON text); accepted when it holds an object.
       // parse_json: the string's own nesting is bounded like a body's (kMaxJsonDepth).
-      auto parsed = parse_json(args->get_ref<const std::string&>(), p + ".function.arguments");
+      const std::string& text = args->get_ref<const std::string&>();
+      auto parsed = parse_json(text, p + ".function.arguments", client_json_limits(text));
       if (!parsed.ok() || !parsed->is_object())
         return bad("'" + p + ".function.arguments' must be an object, got a string that is not one");
       call.arguments = dump_json(*parsed);
@@ -321,7 +322,7 @@ Err read_think(const json& obj, std::optional<bool>& out) {
 }
 
 std::variant<json, ApiError> parse_object(std::string_view body) {
-  auto parsed = parse_json_unique_keys(body, "the request body");
+  auto parsed = parse_json_unique_keys(body, "the request body", client_json_limits(body));
   if (!parsed.ok()) return bad(parsed.status().message());
   json& j = *parsed;
   if (!j.is_object()) return bad("the request body must be a JSON object, got " + type_of(j));
@@ -885,7 +886,8 @@ bool valid_model_name(std::string_view name) {
 }
 
 Result<ModelLayer> model_layer(std::string_view manifest_json) {
-  auto parsed = parse_json(manifest_json, "the manifest");  // from a pull source: untrusted bytes
+  // From a pull source: untrusted bytes, bounded as a request body.
+  auto parsed = parse_json(manifest_json, "the manifest", client_json_limits(manifest_json));
   if (!parsed.ok() || !parsed->is_object()) return Corrupt("the manifest is not a JSON object");
   const json& m = *parsed;
   const json* layers = json_field(m, "layers");

@@ -118,7 +118,8 @@ Err read_tool_calls(const json& msg, const std::string& p, std::vector<backend::
       }
     }
     if (!call.arguments.empty()) {
-      auto parsed = parse_json(call.arguments, cp + ".function.arguments");
+      auto parsed =
+          parse_json(call.arguments, cp + ".function.arguments", client_json_limits(call.arguments));
       if (!parsed.ok() || !parsed->is_object()) {
         return bad(
             cp + ".function.arguments",
@@ -360,7 +361,7 @@ Err read_logit_bias(const json& obj, std::vector<std::pair<int32_t, float>>& out
 }
 
 std::variant<json, ApiError> parse_object(std::string_view body) {
-  auto parsed = parse_json_unique_keys(body, "the request body");
+  auto parsed = parse_json_unique_keys(body, "the request body", client_json_limits(body));
   if (!parsed.ok()) return bad("", parsed.status().message());
   json& j = *parsed;
   if (!j.is_object()) return bad("", "the request body must be a JSON object, got " + type_of(j));

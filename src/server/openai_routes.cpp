@@ -1,8 +1,8 @@
 // OpenAI-compatible routes: /v1/models, /v1/chat/completions and /v1/completions (plain or streamed
 // as server-sent events, on the model's continuous-batching engine), /v1/embeddings.
 #include <nlohmann/json.hpp>
-#include <random>
 
+#include "gantry/core/random_id.h"
 #include "gantry/server/openai_codec.h"
 #include "generation_call.h"
 #include "route_table.h"
@@ -12,13 +12,7 @@ namespace gantry::server {
 namespace {
 using json = nlohmann::json;
 
-std::string completion_id(bool chat) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id = chat ? "chatcmpl-" : "cmpl-";
-  for (int i = 0; i < 24; ++i) id += kHex[rng() & 15];
-  return id;
-}
+std::string completion_id(bool chat) { return random_hex_id(chat ? "chatcmpl-" : "cmpl-"); }
 
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())

@@ -22,7 +22,7 @@ openai::ApiError bad(std::string param, std::string message) {
 }  // namespace
 
 std::variant<RerankRequest, openai::ApiError> parse_rerank_request(std::string_view body) {
-  auto parsed = parse_json_unique_keys(body, "the request body");
+  auto parsed = parse_json_unique_keys(body, "the request body", client_json_limits(body));
   if (!parsed.ok()) return bad("", parsed.status().message());
   const json& j = *parsed;
   if (!j.is_object())

@@ -33,18 +33,18 @@ void ResponseStore::put(std::shared_ptr<const StoredResponse> response) {
   bytes_ += size;
 }
 
-std::shared_ptr<const StoredResponse> ResponseStore::get(std::string_view id) {
+std::shared_ptr<const StoredResponse> ResponseStore::get(std::string_view id, size_t owner) {
   std::lock_guard lock(mu_);
   auto it = index_.find(std::string(id));
-  if (it == index_.end()) return nullptr;
+  if (it == index_.end() || (*it->second)->owner != owner) return nullptr;
   order_.splice(order_.begin(), order_, it->second);  // iterators stay valid
   return order_.front();
 }
 
-bool ResponseStore::erase(std::string_view id) {
+bool ResponseStore::erase(std::string_view id, size_t owner) {
   std::lock_guard lock(mu_);
   auto it = index_.find(std::string(id));
-  if (it == index_.end()) return false;
+  if (it == index_.end() || (*it->second)->owner != owner) return false;
   erase_locked(it->second);
   return true;
 }

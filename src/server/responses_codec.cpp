@@ -1,10 +1,10 @@
 #include "gantry/server/responses_codec.h"
 
 #include <map>
-#include <random>
 
 #include "gantry/core/json.h"
 #include "gantry/core/json_reader.h"
+#include "gantry/core/random_id.h"
 
 namespace gantry::server::responses {
 
@@ -95,7 +95,7 @@ Err read_arguments(const json& item, const std::string& p, std::string& out) {
     out = "{}";  // no arguments: templates that parse them get an empty object
     return std::nullopt;
   }
-  auto parsed = parse_json(out, p);
+  auto parsed = parse_json(out, p, client_json_limits(out));
   if (!parsed.ok() || !parsed->is_object()) {
     return bad(p, "'" + p + "' must hold a JSON object, got: " + out.substr(0, 80));
   }
@@ -364,7 +364,7 @@ json call_item(const std::string& id, const backend::ToolCall& c, std::string_vi
 }  // namespace
 
 std::variant<ResponsesRequest, ApiError> parse_request(std::string_view body) {
-  auto parsed = parse_json_unique_keys(body, "the request body");
+  auto parsed = parse_json_unique_keys(body, "the request body", client_json_limits(body));
   if (!parsed.ok()) return bad("", parsed.status().message());
   const json& j = *parsed;
   if (!j.is_object())
@@ -477,14 +477,7 @@ std::string map_chat_field(std::string_view f) {
   return out;
 }
 
-std::string new_id(std::string_view prefix) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id(prefix);
-  id += '_';
-  for (int i = 0; i < 32; ++i) id += kHex[rng() & 15];
-  return id;
-}
+std::string new_id(std::string_view prefix) { return random_hex_id(std::string(prefix) + "_"); }
 
 json response_object(const ResponseHead& head, const backend::ChatOutput& output,
                      backend::FinishReason finish, const Usage& usage) {

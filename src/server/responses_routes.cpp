@@ -26,6 +26,7 @@ struct ResponseCall {
   std::vector<backend::ChatMessage> conversation;  // the history + input, without the instructions
   std::shared_ptr<backend::ChatOutputParser> parser;
   std::unique_ptr<responses::StreamEncoder> encoder;
+  size_t owner = 0;                    // ApiKeys::owner() of the request: who may read what is kept
   runtime::ModelHandle handle;         // holds the model (its text facet counts reasoning tokens at the end)
   backend::TextModel* text = nullptr;  // handle's facet
 };
@@ -47,6 +48,7 @@ void keep(Server::State& s, const ResponseCall& c, const json& response, const b
   if (!c.request.store) return;
   auto stored = std::make_shared<StoredResponse>();
   stored->id = c.head.id;
+  stored->owner = c.owner;
   stored->body = dump_json(response);
   stored->conversation = c.conversation;
   stored->conversation.push_back(responses::assistant_message(out));
@@ -63,13 +65,15 @@ void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
   }
   auto call = std::make_shared<ResponseCall>();
   call->request = std::move(std::get<responses::ResponsesRequest>(parsed));
+  call->owner = s.keys.owner(request);
   const responses::ResponsesRequest& req = call->request;
   const std::string& name = req.model;
   reply->set_model(name);
 
-  // The conversation: the history previous_response_id continues, then this input.
+  // The conversation: the history previous_response_id continues, then this input. Another key's
+  // response is not found, as if it did not exist.
   if (!req.previous_response_id.empty()) {
-    auto previous = s.responses.get(req.previous_response_id);
+    auto previous = s.responses.get(req.previous_response_id, call->owner);
     if (!previous) {
       reply->error(404,
                    "previous response '" + req.previous_response_id.substr(0, 80) +
@@ -187,17 +191,19 @@ void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
   start_generation_call(s, reply, model, std::move(start), std::move(hooks));
 }
 
-void responses_stored(Server::State& s, std::shared_ptr<Reply> reply, std::string id, bool erase) {
+// Another key's response answers exactly as one never made.
+void responses_stored(Server::State& s, std::shared_ptr<Reply> reply, std::string id, size_t owner,
+                      bool erase) {
   const std::string shown = id.substr(0, 80);
   if (erase) {
-    if (!s.responses.erase(id)) {
+    if (!s.responses.erase(id, owner)) {
       reply->error(404, "response '" + shown + "' not found", "response_id", "response_not_found");
       return;
     }
     reply->json(200, responses::deleted_body(id));
     return;
   }
-  auto stored = s.responses.get(id);
+  auto stored = s.responses.get(id, owner);
   if (!stored) {
     reply->error(
         404, "response '" + shown + "' not found (never made, made with store: false, deleted, or evicted)",
@@ -213,12 +219,12 @@ void create(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request
   responses_create(s, std::move(reply), std::move(request));
 }
 
-void get(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams& p) {
-  responses_stored(s, std::move(reply), p.id, false);
+void get(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams& p) {
+  responses_stored(s, std::move(reply), p.id, s.keys.owner(request), false);
 }
 
-void erase(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams& p) {
-  responses_stored(s, std::move(reply), p.id, true);
+void erase(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams& p) {
+  responses_stored(s, std::move(reply), p.id, s.keys.owner(request), true);
 }
 
 constexpr Protocol kOpenai = Protocol::kOpenai;

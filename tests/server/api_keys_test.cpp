@@ -27,6 +27,16 @@ TEST(ApiKeys, AcceptsBearerAndKeyHeadersOnlyWithARightKey) {
   EXPECT_TRUE(ApiKeys{}.allows(HttpRequest{})) << "no key configured: open";
 }
 
+TEST(ApiKeys, OwnerNamesTheKeyByItsPosition) {
+  auto keys = ApiKeys::from_keys({"alpha-key", "beta-key", "alpha-key"});
+  EXPECT_EQ(keys.owner(with("authorization", "Bearer alpha-key")), 1u);
+  EXPECT_EQ(keys.owner(with("x-api-key", "alpha-key")), 1u) << "any header, the same owner";
+  EXPECT_EQ(keys.owner(with("api-key", "beta-key")), 2u);
+  EXPECT_EQ(keys.owner(with("authorization", "Bearer beta-ke")), 0u);
+  EXPECT_EQ(keys.owner(HttpRequest{}), 0u);
+  EXPECT_EQ(ApiKeys{}.owner(with("authorization", "Bearer alpha-key")), 0u) << "no key configured: one owner";
+}
+
 TEST(ApiKeys, ConstantTimeEqualIsEquality) {
   EXPECT_TRUE(constant_time_equal("abc", "abc"));
   EXPECT_FALSE(constant_time_equal("abc", "abd"));

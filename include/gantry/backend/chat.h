@@ -123,7 +123,7 @@ struct ChatRequestError {
 };
 std::optional<ChatRequestError> check_chat_request(const ChatRequest& request);
 
-// A fresh id for a tool call the model made ("call_" and 24 letters and digits).
+// A fresh id for a tool call the model made ("call_" and 24 random letters and digits: core/random_id.h).
 std::string new_tool_call_id();
 
 // Turns successive parses of one growing answer into deltas (what ChatOutputParser::add returns). A

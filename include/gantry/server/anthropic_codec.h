@@ -97,7 +97,7 @@ std::string request_field(const MessagesRequest& request, std::string_view chat_
 // An apply_chat failure as an ApiError whose message names the request's field.
 ApiError chat_error(const MessagesRequest& request, const Status& status);
 
-// "msg_" and 24 letters and digits.
+// "msg_" and 24 random letters and digits (142 bits from getrandom; core/random_id.h).
 std::string new_message_id();
 // The Anthropic id of a tool call the model made: "call_X" -> "toolu_X"; an id already "toolu_..." is
 // kept; "" gets a fresh one; any other id is prefixed with "toolu_".

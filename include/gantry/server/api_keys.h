@@ -1,6 +1,8 @@
 // API keys for `gantry serve`: read from files (one key per non-empty line, '#' starts a comment),
 // accepted as `Authorization: Bearer <key>`, `api-key: <key>` or `x-api-key: <key>`, compared in
 // constant time against every configured key (so timing tells nothing about how much matched).
+// A request's owner (owner()) names the key it carries by its position, so what a key's requests make
+// (stored responses) can be kept apart without the key itself ever being stored or logged.
 #pragma once
 
 #include <filesystem>
@@ -32,7 +34,16 @@ class ApiKeys {
   using HeaderLookup = std::function<std::optional<std::string_view>(std::string_view name)>;
   bool allows(const HeaderLookup& header) const;
 
+  // Whose the request is: 1 + the position of the first configured key equal to the one it carries
+  // (keys repeated across files are one owner); 0 when no key is configured (every client is the same
+  // owner) or it carries no configured key. Every key is compared, in constant time, as by allows().
+  size_t owner(const HttpRequest& request) const;
+  size_t owner(const HeaderLookup& header) const;
+
  private:
+  // 1 + the position of the key `header` offers, 0 when none matches.
+  size_t match(const HeaderLookup& header) const;
+
   std::vector<std::string> keys_;
 };
 

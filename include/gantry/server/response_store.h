@@ -9,6 +9,9 @@
 // - Each entry is immutable once put and shared: get() returns a pointer that stays valid however
 //   the store changes afterwards.
 // - put() of an id already held replaces it. erase() says whether the id was held.
+// - Each response has an owner (ApiKeys::owner(): which API key made it, never the key itself): get()
+//   and erase() with another owner act as if the id were not held (a miss, nothing erased, no use
+//   counted), so one key cannot read, delete or continue another key's responses even with the id.
 // - Thread-safe: every method may be called from many threads at once.
 // - Nothing survives the process (a restarted server answers 404 for earlier ids).
 #pragma once
@@ -28,6 +31,7 @@ namespace gantry::server {
 
 struct StoredResponse {
   std::string id;
+  size_t owner = 0;  // ApiKeys::owner() of the request that made it
   std::string body;  // the Response object as GET /v1/responses/{id} returns it (JSON)
   // The conversation up to and including this response's answer (its input items after the
   // history it continued, then the assistant turn), without its instructions: what a request with
@@ -44,8 +48,9 @@ class ResponseStore {
       : capacity_(capacity), max_bytes_(max_bytes) {}
 
   void put(std::shared_ptr<const StoredResponse> response);
-  std::shared_ptr<const StoredResponse> get(std::string_view id);  // nullptr: not held
-  bool erase(std::string_view id);
+  // nullptr: not held, or held for another owner.
+  std::shared_ptr<const StoredResponse> get(std::string_view id, size_t owner);
+  bool erase(std::string_view id, size_t owner);  // false: not held, or held for another owner
   size_t size() const;
   size_t capacity() const { return capacity_; }
   size_t bytes() const;  // of the responses held

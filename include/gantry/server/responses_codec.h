@@ -73,7 +73,8 @@ void resolve_tool_names(std::vector<backend::ChatMessage>& messages);
 // ("tools[1].function.name" -> "tools[1].name"; "messages[..]" -> "input").
 std::string map_chat_field(std::string_view chat_field);
 
-// A fresh id: prefix + "_" + 32 hex digits ("resp", "msg", "fc", "rs").
+// A fresh id: prefix + "_" + 32 random hex digits, 128 bits from getrandom ("resp", "msg", "fc", "rs";
+// core/random_id.h). A response id is the capability to read or delete it, together with its owner.
 std::string new_id(std::string_view prefix);
 
 // The parts of a Response that do not depend on the answer.
