@@ -171,7 +171,13 @@ class VanishingClients(Base):
 class StopSequences(Base):
     def test_too_many_or_too_long_stops_are_refused_at_once(self):
         srv = servers["llama"]
-        many = [f"s{i}" for i in range(300_000)]
+        # The finding's 300,000 stops: refused (today by the JSON body's memory bound, before any parse).
+        huge = [f"s{i}" for i in range(300_000)]
+        self.assertEqual(srv.request("POST", "/v1/messages", {
+            "model": "tiny-llama", "max_tokens": 4, "stop_sequences": huge,
+            "messages": [{"role": "user", "content": "hi"}]})[0], 400)
+        # One over the engine's own bound, on two protocols.
+        many = [f"s{i}" for i in range(65)]
         self.assert_error(srv.request("POST", "/v1/messages", {
             "model": "tiny-llama", "max_tokens": 4, "stop_sequences": many,
             "messages": [{"role": "user", "content": "hi"}]}), 400, "at most 64 stop sequences")
@@ -204,10 +210,16 @@ class AbandonedWork(Base):
 
     def test_too_many_documents_or_inputs_are_refused_before_any_work(self):
         srv = servers["rerank"]
+        # The finding's 200,000 documents and 100,000 inputs: refused at once.
+        self.assertEqual(srv.request("POST", "/v1/rerank", {
+            "model": "tiny-reranker", "query": "q", "documents": ["d"] * 200_000})[0], 400)
+        self.assertEqual(srv.request("POST", "/v1/embeddings", {"model": "tiny-llama", "input": ["x"] * 100_000})[0],
+                         400)
+        # One over the backend's own bounds.
         self.assert_error(srv.request("POST", "/v1/rerank", {
-            "model": "tiny-reranker", "query": "q", "documents": ["d"] * 200_000}), 400, "at most 10000 documents")
+            "model": "tiny-reranker", "query": "q", "documents": ["d"] * 10_001}), 400, "at most 10000 documents")
         self.assert_error(srv.request("POST", "/v1/embeddings", {
-            "model": "tiny-llama", "input": ["x"] * 100_000}), 400, "at most 2048 texts")
+            "model": "tiny-llama", "input": ["x"] * 2049}), 400, "at most 2048 texts")
         self.assert_alive(srv)
 
     def test_a_rerank_whose_client_left_is_cancelled_and_the_model_serves_the_next(self):
