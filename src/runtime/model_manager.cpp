@@ -301,7 +301,7 @@ void ModelManager::retire(std::unique_lock<std::mutex>& lock, Entry& e, ModelSta
     model.reset();  // the last reference: frees the model's memory before the budget forgets it
   }
   lock.lock();
-  // A reader's copy of the model (stats_outside_lock) may have been the last: wait until it is gone.
+  // A reader's copy of the model (add_stats) may have been the last: wait until it is gone.
   cv_.wait(lock, [&] { return e.readers == 0; });
   release_memory_locked(e);
   e.state = final_state;
@@ -465,20 +465,17 @@ void ModelManager::add_stats(std::unique_lock<std::mutex>& lock, std::vector<Ent
 std::vector<ModelInfo> ModelManager::list() const {
   std::unique_lock lock(mu_);
   std::vector<ModelInfo> out;
-  std::vector<Entry*> read;
+  out.reserve(entries_.size());  // the pointers below stay valid
+  std::vector<Entry*> loaded;
+  std::vector<ModelInfo*> infos;
   for (const auto& [name, e] : entries_) {
     check_health(*e);
     out.push_back(snapshot_locked(*e));
-  }
-  std::vector<ModelInfo*> infos;
-  size_t k = 0;
-  for (const auto& [name, e] : entries_) {
-    ModelInfo* info = &out[k++];
     if (!e->model) continue;
-    read.push_back(e.get());
-    infos.push_back(info);
+    loaded.push_back(e.get());
+    infos.push_back(&out.back());
   }
-  add_stats(lock, std::move(read), std::move(infos));
+  add_stats(lock, std::move(loaded), std::move(infos));
   return out;
 }
 
