@@ -11,6 +11,8 @@ namespace gantry::server {
 namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kProbeInterval = std::chrono::seconds(1);
+constexpr const char* kControlPart = "the control pool (metadata, /metrics, readiness)";
+constexpr const char* kModelPart = "the model manager or a model's engine (their locks)";
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
@@ -20,78 +22,83 @@ int64_t now_ns() {
 Watchdog::Watchdog(std::chrono::milliseconds timeout,
                    std::function<void(std::function<void()>)> probe_control,
                    std::function<Status()> probe_models)
-    : timeout_(timeout), probe_control_(std::move(probe_control)), probe_models_(std::move(probe_models)) {
-  if (timeout_.count() > 0) thread_ = std::thread([this] { loop(); });
+    : s_(std::make_shared<Shared>()) {
+  s_->timeout = timeout;
+  s_->probe_control = std::move(probe_control);
+  s_->probe_models = std::move(probe_models);
+  if (timeout.count() > 0) thread_ = std::thread([s = s_] { loop(s); });
 }
 
 Watchdog::~Watchdog() {
   {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
+    std::lock_guard lock(s_->mu);
+    s_->stopping = true;
   }
-  cv_.notify_all();
+  s_->cv.notify_all();
   if (!thread_.joinable()) return;
-  if (part_.load() != nullptr && now_ns() - since_ns_.load() > timeout_.count() * 1'000'000) {
-    // The probe hangs (the deadlock it found): joining would hang the shutdown too.
-    GANTRY_LOG_ERROR("watchdog: {} still hangs at shutdown; leaving its probe behind", part_.load());
+  if (s_->in_model_probe.load() && now_ns() - s_->since_ns.load() > s_->timeout.count() * 1'000'000) {
+    // The model probe hangs (the deadlock it found): joining would hang the shutdown too.
+    GANTRY_LOG_ERROR("watchdog: {} still hangs at shutdown; leaving its probe behind", kModelPart);
     thread_.detach();
     return;
   }
   thread_.join();
 }
 
-bool Watchdog::await(const char* part, const std::function<void(std::function<void()>)>& run) {
+bool Watchdog::await_control(Shared& s) {
   auto done = std::make_shared<std::promise<void>>();
-  auto finished = done->get_future();
-  since_ns_.store(now_ns());
-  part_.store(part);
-  run([done] { done->set_value(); });
-  // Wait in slices so that a stop is seen even when the probe never comes back.
-  while (finished.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
-    std::lock_guard lock(mu_);
-    if (stopping_) return false;
+  auto answered = done->get_future();
+  s.since_ns.store(now_ns());
+  s.part.store(kControlPart);
+  s.probe_control([done] { done->set_value(); });
+  // Waited for in slices, so that a stop is seen even when the pool never runs the task.
+  while (answered.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+    std::lock_guard lock(s.mu);
+    if (s.stopping) return false;
   }
-  part_.store(nullptr);
+  s.part.store(nullptr);
   return true;
 }
 
-void Watchdog::loop() {
+void Watchdog::loop(const std::shared_ptr<Shared>& s) {
   for (;;) {
-    if (!await("the control pool (metadata, /metrics, readiness)", probe_control_)) return;
+    if (!await_control(*s)) return;
     // The model probe blocks on locks: it runs on this thread, and alive() reads how long it has.
-    since_ns_.store(now_ns());
-    part_.store("the model manager or a model's engine (their locks)");
+    s->since_ns.store(now_ns());
+    s->in_model_probe.store(true);
+    s->part.store(kModelPart);
     Status verdict;
     try {
-      verdict = probe_models_();
+      verdict = s->probe_models();
     } catch (const std::exception& e) {
       GANTRY_LOG_WARN("watchdog: the model probe threw: {}", e.what());
     }
+    s->part.store(nullptr);
+    s->in_model_probe.store(false);
     {
-      std::lock_guard v(verdict_mu_);
-      if (!verdict.ok() && verdict_.ok()) GANTRY_LOG_ERROR("watchdog: {}", verdict.message());
-      verdict_ = verdict;
+      std::lock_guard v(s->verdict_mu);
+      if (!verdict.ok() && s->verdict.ok()) GANTRY_LOG_ERROR("watchdog: {}", verdict.message());
+      s->verdict = verdict;
     }
-    part_.store(nullptr);
-    std::unique_lock lock(mu_);
-    if (cv_.wait_for(lock, kProbeInterval, [this] { return stopping_; })) return;
+    std::unique_lock lock(s->mu);
+    if (s->cv.wait_for(lock, kProbeInterval, [&] { return s->stopping; })) return;
   }
 }
 
 Status Watchdog::alive() const {
-  if (timeout_.count() <= 0) return Status::Ok();
+  if (s_->timeout.count() <= 0) return Status::Ok();
   {
-    std::lock_guard v(verdict_mu_);
-    if (!verdict_.ok()) return verdict_;
+    std::lock_guard v(s_->verdict_mu);
+    if (!s_->verdict.ok()) return s_->verdict;
   }
-  const char* part = part_.load();
+  const char* part = s_->part.load();
   if (part == nullptr) return Status::Ok();
-  const double stuck_s = static_cast<double>(now_ns() - since_ns_.load()) / 1e9;
-  if (stuck_s * 1000 <= static_cast<double>(timeout_.count())) return Status::Ok();
+  const double stuck_s = static_cast<double>(now_ns() - s_->since_ns.load()) / 1e9;
+  if (stuck_s * 1000 <= static_cast<double>(s_->timeout.count())) return Status::Ok();
   return Unavailable(
       fmt::format("{} has not answered for {:.0f} s (--liveness-timeout {:.0f} s): the server "
                   "can no longer serve; restart it",
-                  part, stuck_s, static_cast<double>(timeout_.count()) / 1000));
+                  part, stuck_s, static_cast<double>(s_->timeout.count()) / 1000));
 }
 
 Status LoopMonitor::observe(const std::string& name, uint64_t work, uint64_t steps, Clock::time_point now) {

@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -28,7 +29,9 @@ class Watchdog {
   // says whether one is stuck (a LoopMonitor's verdict). timeout 0: no watchdog (alive() is always Ok).
   Watchdog(std::chrono::milliseconds timeout, std::function<void(std::function<void()>)> probe_control,
            std::function<Status()> probe_models);
-  ~Watchdog();  // stops the thread (a probe stuck forever is left behind: the process is going down)
+  // Stops the thread. A model probe stuck past the timeout (the deadlock it found) is left behind,
+  // holding only the watchdog's shared state: the process is going down.
+  ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
@@ -36,21 +39,27 @@ class Watchdog {
   Status alive() const;
 
  private:
-  void loop();
-  // Runs `what` until it returns or the watchdog stops; false when stopped.
-  bool await(const char* part, const std::function<void(std::function<void()>)>& run);
+  // What the thread touches, shared with it so that a thread left behind never reads freed memory.
+  struct Shared {
+    std::chrono::milliseconds timeout;
+    std::function<void(std::function<void()>)> probe_control;
+    std::function<Status()> probe_models;
+    mutable std::mutex verdict_mu;
+    Status verdict;  // the last model probe's (a stuck loop), Ok when none
+    // The probe in progress: which part, since when (steady clock, ns); whether it is the model probe,
+    // which blocks (the control probe is waited for in slices and sees a stop).
+    std::atomic<const char*> part{nullptr};
+    std::atomic<int64_t> since_ns{0};
+    std::atomic<bool> in_model_probe{false};
+    std::mutex mu;
+    std::condition_variable cv;
+    bool stopping = false;
+  };
+  static void loop(const std::shared_ptr<Shared>& s);
+  // Runs the control probe until it answers or the watchdog stops; false when stopped.
+  static bool await_control(Shared& s);
 
-  const std::chrono::milliseconds timeout_;
-  std::function<void(std::function<void()>)> probe_control_;
-  std::function<Status()> probe_models_;
-  mutable std::mutex verdict_mu_;
-  Status verdict_;  // the last model probe's (a stuck loop), Ok when none
-  // The probe in progress: which part, since when (steady clock, ns; 0 while none runs).
-  std::atomic<const char*> part_{nullptr};
-  std::atomic<int64_t> since_ns_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
+  std::shared_ptr<Shared> s_;
   std::thread thread_;
 };
 
