@@ -397,7 +397,8 @@ ServerGauges Server::State::gauges(size_t own_requests) {
     std::lock_guard lock(mu);
     for (const auto& [name, b] : batchers) g.queue_depth[name] += b->depth();
   }
-  g.open_connections = http ? http->open_connections() : 0;
+  const HttpServer* serving = serving_http.load(std::memory_order_acquire);
+  g.open_connections = serving ? serving->open_connections() : 0;
   const size_t n = inflight.load();
   g.inflight_requests = n > own_requests ? n - own_requests : 0;
   g.ready = ready();
@@ -446,10 +447,10 @@ bool Server::drain(std::chrono::milliseconds timeout) {
 
 void Server::stop() {
   if (!state_->http) return;
-  state_->watchdog.reset();  // its probe needs the control pool
   state_->stopping.store(true);
   if (state_->grpc) state_->grpc->stop();  // first: its calls in progress need the workers
   state_->http->stop();
+  state_->watchdog.reset();  // after the front ends (they read it), before the control pool its probe needs
   // After a drain that timed out, work may still be queued (a long generation's answer): abandon it
   // rather than wait; its clients are already disconnected.
   state_->workers.stop();
@@ -460,6 +461,7 @@ void Server::stop() {
     std::lock_guard lock(state_->mu);
     state_->batchers.clear();
   }
+  state_->serving_http.store(nullptr, std::memory_order_release);
   state_->http.reset();
 }
 
@@ -597,12 +599,24 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   http.limits.max_body_bytes = o.max_body_bytes;
   http.limits.header_timeout = o.header_timeout;
   http.limits.body_timeout = o.body_timeout;
+  // Before any front end starts: their liveness routes read it from their own threads.
+  state->watchdog = std::make_unique<Watchdog>(
+      o.liveness_timeout, [s](std::function<void()> done) { boost::asio::post(s->control, std::move(done)); },
+      [s, loops = std::make_shared<LoopMonitor>(o.liveness_timeout)] {
+        Status verdict;
+        for (const auto& m : s->runtime.manager().list()) {
+          Status st = loops->observe(m.name, m.stats.loop_work, m.stats.loop_steps, Clock::now());
+          if (verdict.ok()) verdict = st;
+        }
+        return verdict;
+      });
   if (o.grpc_port == kGrpcSamePort) {
     // gRPC first: the HTTP port hands it the connections that open with HTTP/2's preface.
     GANTRY_ASSIGN_OR_RETURN(state->grpc, GrpcServer::start(*state, kGrpcSamePort, global_limit));
     hooks.on_http2 = [s](int fd) { s->grpc->adopt(fd); };
   }
   GANTRY_ASSIGN_OR_RETURN(state->http, HttpServer::start(http, std::move(hooks)));
+  state->serving_http.store(state->http.get(), std::memory_order_release);
   if (o.grpc_port == kGrpcSamePort) {
     GANTRY_LOG_INFO("KServe v2 gRPC (h2c) on the HTTP port {}", state->http->port());
   } else if (const int grpc_port = o.grpc_port.value_or(o.default_grpc_port); grpc_port >= 0) {
@@ -614,16 +628,6 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
     else  // the default port, taken (e.g. by another server on this machine)
       GANTRY_LOG_WARN("{}; serving without gRPC", grpc.status().message());
   }
-  state->watchdog = std::make_unique<Watchdog>(
-      o.liveness_timeout, [s](std::function<void()> done) { boost::asio::post(s->control, std::move(done)); },
-      [s, loops = std::make_shared<LoopMonitor>(o.liveness_timeout)] {
-        Status verdict;
-        for (const auto& m : s->runtime.manager().list()) {
-          Status st = loops->observe(m.name, m.stats.loop_work, m.stats.loop_steps, Clock::now());
-          if (verdict.ok()) verdict = st;
-        }
-        return verdict;
-      });
   return std::unique_ptr<Server>(new Server(std::move(state)));
 }
 

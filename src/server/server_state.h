@@ -137,6 +137,8 @@ struct Server::State {
   boost::asio::thread_pool workers;
   boost::asio::thread_pool control{kControlThreads};
   std::unique_ptr<HttpServer> http;
+  // `http` for the workers (gauges): its I/O threads serve before start() has assigned `http`.
+  std::atomic<const HttpServer*> serving_http{nullptr};
   std::unique_ptr<GrpcServer> grpc;    // null with --grpc-port -1
   std::unique_ptr<Watchdog> watchdog;  // liveness (--liveness-timeout); stopped first
 
