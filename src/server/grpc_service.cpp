@@ -63,8 +63,7 @@ class Service;
 template <class Req, class Resp>
 struct Rpc {
   void (Service::*handler)(std::shared_ptr<Call> call, const Req& request, Resp& response);
-  bool needs_key = true;      // false: ServerLive, ServerReady (health probes)
-  bool reads_request = true;  // false: the request has no fields; it is never read
+  bool needs_key = true;  // false: ServerLive, ServerReady (health probes)
 };
 
 // The model a request names (for the metrics label).
@@ -83,7 +82,7 @@ std::string_view model_of(const inference::RepositoryModelUnloadRequest& r) { re
 // headers have arrived: a unary registration makes gRPC's core read the whole request message first
 // (whatever its size, from anyone) and only then show the call, metadata and all. Here a call without a
 // valid key, or while draining, is answered from its metadata before any of its message is read (gRPC
-// drops what arrives of it afterwards), and ServerLive / ServerReady never read theirs.
+// drops what arrives of it afterwards).
 template <class Req, class Resp>
 class OneRequest final : public grpc::ServerReadReactor<Req> {
  public:
@@ -312,9 +311,9 @@ Service::Service(Server::State& s, size_t global_limit) : s_(s), global_limit_(g
   using namespace inference;
   // The order and names of proto/grpc_predict_v2.proto's service GRPCInferenceService.
   add<ServerLiveRequest, ServerLiveResponse>("/inference.GRPCInferenceService/ServerLive",
-                                             {&Service::server_live, false, false});
+                                             {&Service::server_live, false});
   add<ServerReadyRequest, ServerReadyResponse>("/inference.GRPCInferenceService/ServerReady",
-                                               {&Service::server_ready, false, false});
+                                               {&Service::server_ready, false});
   add<ModelReadyRequest, ModelReadyResponse>("/inference.GRPCInferenceService/ModelReady",
                                              {&Service::model_ready});
   add<ServerMetadataRequest, ServerMetadataResponse>("/inference.GRPCInferenceService/ServerMetadata",
@@ -343,10 +342,9 @@ OneRequest<Req, Resp>::OneRequest(Service& service, CallbackServerContext* ctx, 
     std::exchange(call_, nullptr)->finish(*refusal);
     return;
   }
-  if (rpc_.reads_request)
-    this->StartRead(&request_);
-  else
-    dispatch();
+  // Even the health probes' empty requests are read before the answer: finishing a call whose client
+  // is still sending resets its stream, which some clients (curl) report as a failed probe.
+  this->StartRead(&request_);
 }
 
 template <class Req, class Resp>
