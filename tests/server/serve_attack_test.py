@@ -44,9 +44,7 @@ def tearDownModule():
 
 
 def connect(srv):
-    s = socket.create_connection((srv.host, srv.port), timeout=TIMEOUT)
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return s
+    return srv.raw_socket(TIMEOUT)
 
 
 def http_request(srv, method, path, body):

@@ -58,9 +58,7 @@ def tearDownModule():
 
 # ------------------------------------------------------------------------------------------ raw HTTP
 def connect(srv):
-    s = socket.create_connection((srv.host, srv.port), timeout=TIMEOUT)
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return s
+    return srv.raw_socket(TIMEOUT)
 
 
 def read_head(sock, buf=b""):

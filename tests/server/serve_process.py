@@ -3,6 +3,7 @@ import atexit
 import http.client
 import json
 import os
+import socket
 import subprocess
 import tempfile
 import threading
@@ -69,6 +70,12 @@ class Server:
 
     def alive(self):
         return self.proc.poll() is None
+
+    def raw_socket(self, timeout=SOCKET_TIMEOUT):
+        """A TCP connection to the server (TCP_NODELAY), for tests that speak HTTP by hand."""
+        s = socket.create_connection((self.host, self.port), timeout=timeout)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return s
 
     def conn(self):
         return http.client.HTTPConnection(self.host, self.port, timeout=SOCKET_TIMEOUT)
