@@ -55,7 +55,7 @@ double throughput(gantry::runtime::ModelHandle& h, bool batched, int per_client)
         gantry::runtime::DynamicBatcher::Item item;
         item.inputs = std::move(in);
         item.done = [&](gantry::Result<std::vector<gantry::NamedTensor>> out,
-                        const gantry::runtime::BatchTiming&) {
+                        const gantry::runtime::BatchTiming&, gantry::runtime::ModelHandle) {
           if (!out.ok()) ++failures;
           std::lock_guard lock(mu);
           done = true;

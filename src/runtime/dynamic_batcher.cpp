@@ -18,10 +18,11 @@ DynamicBatcher::DynamicBatcher(std::string model_name, backend::Model& model, Ba
     : name_(std::move(model_name)), model_(model), config_(std::move(config)) {
   max_rows_ = std::max<int64_t>(1, config_.max_batch_size);
   if (model_.metadata().max_batch > 0) max_rows_ = std::min(max_rows_, model_.metadata().max_batch);
-  start_rows_ = max_rows_;
+  rule_.start_rows = max_rows_;
+  rule_.max_queue_delay = config_.max_queue_delay;
   if (!config_.preferred_batch_sizes.empty()) {
-    start_rows_ = std::min(max_rows_, *std::max_element(config_.preferred_batch_sizes.begin(),
-                                                        config_.preferred_batch_sizes.end()));
+    rule_.start_rows = std::min(max_rows_, *std::max_element(config_.preferred_batch_sizes.begin(),
+                                                             config_.preferred_batch_sizes.end()));
   }
   const int threads = std::max(1, model_.metadata().instances);
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { loop(); });
@@ -36,9 +37,8 @@ DynamicBatcher::~DynamicBatcher() {
   }
   cv_.notify_all();
   for (auto& t : threads_) t.join();
-  for (auto& q : left) {
-    q.item.done(Unavailable("model '" + name_ + "': the server is shutting down"), BatchTiming{});
-  }
+  for (auto& q : left)
+    finish(q, Unavailable("model '" + name_ + "': the server is shutting down"), BatchTiming{});
 }
 
 Status DynamicBatcher::submit(Item item) {
@@ -47,11 +47,6 @@ Status DynamicBatcher::submit(Item item) {
   {
     std::lock_guard lock(mu_);
     if (stop_) return Unavailable("model '" + name_ + "': the server is shutting down");
-    if (queue_.size() >= config_.max_queue) {
-      return ResourceExhausted("model '" + name_ + "': " + std::to_string(queue_.size()) +
-                               " requests are already waiting (--max-queue " +
-                               std::to_string(config_.max_queue) + "); retry later");
-    }
     queue_.push_back(std::move(q));
   }
   cv_.notify_one();
@@ -80,8 +75,23 @@ bool DynamicBatcher::compatible(const Queued& a, const Queued& b) const {
   return true;
 }
 
+void DynamicBatcher::finish(Queued& q, Result<std::vector<NamedTensor>> out, const BatchTiming& timing) {
+  if (!q.item.done) return;  // answered already
+  Done done = std::move(q.item.done);
+  q.item.done = nullptr;
+  q.item.keep_alive.reset();  // the request's ticket: its place goes back before the answer is sent
+  try {
+    done(std::move(out), timing, std::move(q.item.handle));
+  } catch (const std::exception& e) {
+    GANTRY_LOG_ERROR("model '{}': a batched request's answer threw: {}", name_, e.what());
+  } catch (...) {
+    GANTRY_LOG_ERROR("model '{}': a batched request's answer threw", name_);
+  }
+}
+
 void DynamicBatcher::loop() {
   std::unique_lock lock(mu_);
+  Clock::time_point free_since = Clock::now();  // when this thread last finished a batch
   while (true) {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (stop_) return;
@@ -89,13 +99,13 @@ void DynamicBatcher::loop() {
     // batch thread (one per instance) may take the queue meanwhile: look at the front afresh each time.
     bool ready = false;
     while (!stop_ && !queue_.empty()) {
-      const auto deadline = queue_.front().at + config_.max_queue_delay;
       int64_t rows = 0;
       for (const auto& q : queue_) {
         if (compatible(queue_.front(), q)) rows += q.rows;
-        if (rows >= start_rows_) break;
+        if (rows >= rule_.start_rows) break;
       }
-      if (rows >= start_rows_ || Clock::now() >= deadline) {
+      const auto deadline = rule_.start_at(rows, queue_.front().at, free_since);
+      if (Clock::now() >= deadline) {
         ready = true;
         break;
       }
@@ -119,11 +129,27 @@ void DynamicBatcher::loop() {
     if (!queue_.empty()) cv_.notify_one();  // what is left is another batch thread's
     lock.unlock();
     run(std::move(batch));
+    free_since = Clock::now();
     lock.lock();
   }
 }
 
 void DynamicBatcher::run(std::vector<Queued> batch) {
+  // Nothing the model throws leaves the batch thread: every request not answered yet gets the error.
+  std::string what;
+  try {
+    run_batch(batch);
+    return;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "an exception of unknown type";
+  }
+  GANTRY_LOG_ERROR("model '{}': a batch of {} threw: {}", name_, batch.size(), what);
+  for (auto& q : batch) finish(q, Internal("model '" + name_ + "' failed the batch: " + what), BatchTiming{});
+}
+
+void DynamicBatcher::run_batch(std::vector<Queued>& batch) {
   const auto start = Clock::now();
   BatchTiming timing;
   timing.batch_requests = batch.size();
@@ -131,7 +157,7 @@ void DynamicBatcher::run(std::vector<Queued> batch) {
   if (batch.size() == 1) {
     auto out = model_.infer_one(batch[0].item.inputs);
     timing.queued = start - batch[0].at;
-    batch[0].item.done(std::move(out), timing);
+    finish(batch[0], std::move(out), timing);
     return;
   }
   std::vector<std::vector<NamedTensor>> requests;
@@ -143,16 +169,16 @@ void DynamicBatcher::run(std::vector<Queued> batch) {
     // each alone, so only the culprit gets the error and the others their outputs.
     for (size_t i = 0; i < batch.size(); ++i) {
       timing.queued = start - batch[i].at;
-      batch[i].item.done(model_.infer_one(requests[i]), timing);
+      finish(batch[i], model_.infer_one(requests[i]), timing);
     }
     return;
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     timing.queued = start - batch[i].at;
     if (out.ok()) {
-      batch[i].item.done(std::move((*out)[i]), timing);
+      finish(batch[i], std::move((*out)[i]), timing);
     } else {
-      batch[i].item.done(out.status(), timing);
+      finish(batch[i], out.status(), timing);
     }
   }
 }

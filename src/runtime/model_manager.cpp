@@ -6,6 +6,7 @@
 
 #include "gantry/core/enum_names.h"
 #include "gantry/core/log.h"
+#include "gantry/runtime/model_queue.h"
 
 namespace gantry::runtime {
 
@@ -30,6 +31,8 @@ struct ModelManager::Entry {
   std::string backend;
   std::string provider;
   std::shared_ptr<backend::Model> model;
+  std::shared_ptr<ModelQueue> queue;  // made with the model, destroyed before it
+  QueueOptions queue_options;
   std::map<std::string, uint64_t> reserved;
   std::string basis;
   bool pinned = false;
@@ -44,7 +47,10 @@ struct ModelManager::Entry {
 // ---- ModelHandle ----------------------------------------------------------------------------------
 
 ModelHandle::ModelHandle(ModelHandle&& o) noexcept
-    : manager_(o.manager_), name_(std::move(o.name_)), model_(std::move(o.model_)) {
+    : manager_(o.manager_),
+      name_(std::move(o.name_)),
+      model_(std::move(o.model_)),
+      queue_(std::move(o.queue_)) {
   o.manager_ = nullptr;
 }
 
@@ -54,6 +60,7 @@ ModelHandle& ModelHandle::operator=(ModelHandle&& o) noexcept {
     manager_ = o.manager_;
     name_ = std::move(o.name_);
     model_ = std::move(o.model_);
+    queue_ = std::move(o.queue_);
     o.manager_ = nullptr;
   }
   return *this;
@@ -63,6 +70,7 @@ ModelHandle::~ModelHandle() { release(); }
 
 void ModelHandle::release() {
   if (manager_ == nullptr) return;
+  queue_.reset();
   model_.reset();
   manager_->on_handle_released(name_);
   manager_ = nullptr;
@@ -101,6 +109,7 @@ Result<ModelHandle> ModelManager::Admission::finish(std::unique_ptr<backend::Mod
   Entry& e = *manager_->entries_.at(name_);
   // The model goes first, then what it used (a package's extracted files).
   e.model = std::shared_ptr<backend::Model>(model.release(), [resources](backend::Model* m) { delete m; });
+  e.queue = std::make_shared<ModelQueue>(e.name, *e.model, e.queue_options);
   e.backend = std::move(backend_name);
   e.provider = std::move(provider);
   e.state = ModelState::kReady;
@@ -157,6 +166,7 @@ ModelHandle ModelManager::make_handle_locked(Entry& e) {
   h.manager_ = this;
   h.name_ = e.name;
   h.model_ = e.model;
+  h.queue_ = e.queue;
   ++e.handles;
   e.last_used = Clock::now();
   return h;
@@ -203,7 +213,15 @@ Result<ModelManager::Begin> ModelManager::begin_load(const std::string& name,
       it->second->state = ModelState::kUnloaded;  // never loaded: ours to load
     }
     Entry& e = *it->second;
-    if (e.state == ModelState::kReady) return Begin(make_handle_locked(e));
+    if (e.state == ModelState::kReady) {
+      // Loaded again with other queue options (a server started on a model loaded before it): new
+      // requests go through a queue made with them; those in the old one finish there.
+      if (!(options.queue == e.queue_options)) {
+        e.queue_options = options.queue;
+        e.queue = std::make_shared<ModelQueue>(e.name, *e.model, e.queue_options);
+      }
+      return Begin(make_handle_locked(e));
+    }
     check_health(e);
     // A model that broke while ready is still alive until its last call ends: wait for that too.
     if (e.state == ModelState::kLoading || e.state == ModelState::kDraining ||
@@ -222,6 +240,7 @@ Result<ModelManager::Begin> ModelManager::begin_load(const std::string& name,
     e.load_failed = false;
     e.pinned = options.pinned;
     e.keep_alive = options.keep_alive;
+    e.queue_options = options.queue;
     e.reserved.clear();
     e.basis.clear();
     return Begin(Admission(this, name));
@@ -294,8 +313,10 @@ Status ModelManager::reserve_locked(std::unique_lock<std::mutex>& lock, Entry& e
 void ModelManager::retire(std::unique_lock<std::mutex>& lock, Entry& e, ModelState final_state,
                           std::string reason) {
   e.state = ModelState::kDraining;
+  std::shared_ptr<ModelQueue> queue = std::move(e.queue);
   std::shared_ptr<backend::Model> model = std::move(e.model);
   lock.unlock();
+  queue.reset();  // its batcher's threads use the model: they go first
   if (model) {
     (void)model->drain();
     model.reset();  // the last reference: frees the model's memory before the budget forgets it
@@ -438,6 +459,7 @@ ModelInfo ModelManager::snapshot_locked(const Entry& e) const {
   i.pinned = e.pinned;
   i.keep_alive = e.keep_alive;
   i.handles = e.handles;
+  i.requests = e.queue ? e.queue->outstanding() : 0;
   i.last_used = e.last_used;
   return i;
 }

@@ -11,6 +11,7 @@
 #include "gantry/hw/detect.h"
 #include "gantry/runtime/instance_group.h"
 #include "gantry/runtime/instance_layout.h"
+#include "gantry/runtime/model_queue.h"
 #include "gantry/runtime/onnx_measure.h"
 
 namespace gantry::runtime {
@@ -193,6 +194,8 @@ Result<ModelHandle> Runtime::load_package(std::shared_ptr<const model::Package> 
   mo.keep_alive = options.keep_alive.value_or(options_.default_keep_alive);
   mo.pinned = options.pinned;
   mo.source = source;
+  mo.queue = options.queue;
+  mo.queue.batching = batching_for(options.queue.batching, package->manifest().dynamic_batching);
   GANTRY_ASSIGN_OR_RETURN(ModelManager::Begin begin, manager_->begin_load(name, mo));
   if (auto* handle = std::get_if<ModelHandle>(&begin)) return std::move(*handle);
   ModelManager::Admission admission = std::get<ModelManager::Admission>(std::move(begin));

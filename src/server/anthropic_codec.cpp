@@ -484,21 +484,6 @@ std::string request_field(const MessagesRequest& request, std::string_view chat_
   return map_field(request, chat_field);
 }
 
-ApiError chat_error(const MessagesRequest& request, const Status& status) {
-  const std::string& m = status.message();
-  // apply_chat names the part it refused first: "tools[0].function.parameters: ...", "messages: ...".
-  const size_t colon = m.find(": ");
-  std::string field = "messages";
-  std::string rest = m;
-  if (colon != std::string::npos && colon < 80 && m.find(' ') >= colon &&
-      (m.rfind("tools", 0) == 0 || m.rfind("messages", 0) == 0 || m.rfind("tool_choice", 0) == 0)) {
-    field = map_field(request, std::string_view(m).substr(0, colon));
-    rest = m.substr(colon + 2);
-  }
-  ApiError e = api_error(Status(status.code(), rest), field);
-  return e;
-}
-
 std::string new_message_id() { return random_base62_id("msg_"); }
 
 std::string tool_use_id(std::string_view call_id) {

@@ -1,8 +1,9 @@
 // Anthropic Messages routes: POST /v1/messages (plain or streamed as named server-sent events, on the
 // model's continuous-batching engine) and POST /v1/messages/count_tokens. The conversation goes
-// through the model's own chat layer (TextModel::apply_chat), as on the OpenAI chat route.
+// through the one chat entry (backend::prepare_chat), as on every chat route.
 #include <nlohmann/json.hpp>
 
+#include "gantry/backend/chat_generation.h"
 #include "gantry/server/anthropic_codec.h"
 #include "generation_call.h"
 #include "route_table.h"
@@ -36,29 +37,17 @@ void anthropic_messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequ
     send_error(*reply, anthropic::api_error(handle.status(), "model"));
     return;
   }
-  backend::Model& model = handle->model();
-  const backend::ModelMetadata& md = model.metadata();
-  backend::TextModel* text = model.text();
-  if (!text || !text->text_info().generates) {
-    send_error(*reply,
-               anthropic::bad_request("model", "model '" + name + "' does not generate text (" + md.backend +
-                                                   "); use /v2/models/" + name + "/infer"));
+  auto made = backend::prepare_chat(handle->model(), name, req->chat, req->generation);
+  if (auto* refused = std::get_if<backend::ChatRefusal>(&made)) {
+    send_error(*reply, anthropic::api_error(refused->status, anthropic::request_field(*req, refused->field)));
     return;
   }
-  if (auto e = backend::check_chat_request(req->chat)) {
-    send_error(*reply, anthropic::bad_request(anthropic::request_field(*req, e->field), e->message));
-    return;
-  }
-  auto prompt = text->apply_chat(req->chat);
-  if (!prompt.ok()) {
-    send_error(*reply, anthropic::chat_error(*req, prompt.status()));
-    return;
-  }
+  auto& prepared = std::get<backend::ChatGeneration>(made);
   // count_tokens answers with it; a stream's message_start carries it (the prompt is tokenized again
   // when it is evaluated; message_delta then gives the engine's own count).
   int prompt_tokens = 0;
   if (count_tokens || req->stream) {
-    auto n = text->token_count(prompt->prompt);
+    auto n = handle->model().text()->token_count(prepared.request.prompt);
     if (!n.ok()) {
       send_error(*reply, anthropic::api_error(n.status(), "messages"));
       return;
@@ -69,28 +58,11 @@ void anthropic_messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequ
     }
     prompt_tokens = *n;
   }
-  std::shared_ptr<backend::ChatOutputParser> parser;
-  {
-    auto p = text->chat_parser(*prompt);
-    if (!p.ok()) {
-      send_error(*reply, anthropic::api_error(p.status()));
-      return;
-    }
-    parser = std::move(*p);
-  }
-
+  std::shared_ptr<backend::ChatOutputParser> parser = std::move(prepared.parsers.front());
   GenerationStart start;
   start.model = name;
   start.stream = req->stream;
-  backend::GenerationRequest& g = start.request;
-  g = req->generation;
-  g.prompt = std::move(prompt->prompt);
-  if (prompt->constraint.kind != backend::OutputConstraint::Kind::kNone)
-    g.constraint = std::move(prompt->constraint);
-  g.stop.insert(g.stop.end(), prompt->stop.begin(), prompt->stop.end());
-  g.render_tokens = std::move(prompt->keep_tokens);
-  g.render_special = false;
-  if (!admit_generation(s, *reply, name, md, start)) return;
+  start.request = std::move(prepared.request);
 
   const std::string id = anthropic::new_message_id();
   auto writer = std::make_shared<anthropic::EventWriter>(id, name);
@@ -121,7 +93,9 @@ void anthropic_messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequ
     // Refused at start (no stream has begun): a prompt longer than the context, or a tool schema the
     // backend cannot enforce.
     std::string field;
-    if (at_start && backend::is_context_length_exceeded(st)) {
+    if (st.code() == StatusCode::kResourceExhausted) {
+      // the model at capacity: nothing in the request is at fault
+    } else if (at_start && backend::is_context_length_exceeded(st)) {
       field = "messages";
     } else if (at_start && !req->chat.tools.empty()) {
       field = "tools";
@@ -134,7 +108,7 @@ void anthropic_messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequ
     reply.event(anthropic::sse_error(e));
     reply.end_stream(e.http_status);
   };
-  start_generation_call(s, reply, model, std::move(start), std::move(hooks));
+  start_generation_call(s, reply, handle->queue(), std::move(start), std::move(hooks));
 }
 
 // Anthropic's Messages API.

@@ -13,7 +13,6 @@ struct GenerationCall {
   Server::State& server;
   std::shared_ptr<Reply> reply;
   std::string model;
-  runtime::Admission::Ticket ticket;
   bool stream = false;
   std::string stream_content_type;
   std::once_flag stream_begun;
@@ -61,7 +60,6 @@ struct GenerationCall {
   void finish() {
     auto result = generation->wait();
     if (deadline) deadline->cancel();
-    ticket.release();
     if (!result.ok()) {
       hooks.failed(*reply, result.status(), false);
       return;
@@ -76,22 +74,10 @@ struct GenerationCall {
 
 }  // namespace
 
-bool admit_generation(Server::State& s, Reply& reply, const std::string& name,
-                      const backend::ModelMetadata& md, GenerationStart& start) {
-  auto ticket = s.runtime.admission().admit(name, static_cast<size_t>(std::max<int64_t>(1, md.max_batch)));
-  if (!ticket.ok()) {
-    reply.error(ticket.status());
-    return false;
-  }
-  start.ticket = std::move(*ticket);
-  return true;
-}
-
-void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, backend::Model& model,
+void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, runtime::ModelQueue& model,
                            GenerationStart start, GenerationHooks hooks) {
   auto call = std::make_shared<GenerationCall>(s, reply);
   call->model = std::move(start.model);
-  call->ticket = std::move(start.ticket);
   call->stream = start.stream;
   call->stream_content_type = std::move(start.stream_content_type);
   call->hooks = std::move(hooks);
@@ -123,9 +109,8 @@ void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, backe
   });
   // The stream's header goes out only once the backend accepted the request, so what it refuses at
   // once (a prompt longer than the context, a schema too large) is a plain 400 on streams too.
-  auto gen = model.start_generation(std::move(g));
+  auto gen = model.generate(std::move(g));
   if (!gen.ok()) {
-    call->ticket.release();
     call->hooks.failed(*reply, gen.status(), true);
     return;
   }

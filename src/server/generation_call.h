@@ -1,6 +1,7 @@
 // One text generation in flight for an HTTP route (OpenAI, Ollama), private to src/server/.
 //
-// The shared part of every generating route: admission per model, streaming the text as it comes,
+// The shared part of every generating route: starting it through the model's queue (which admits it),
+// streaming the text as it comes,
 // cancelling when the client goes away or the deadline (--max-generation-time) passes, and answering
 // once the engine is done, on a worker thread, without a thread per request. What the bytes look
 // like (SSE chunks, NDJSON lines, the final body) is the protocol's, given as GenerationHooks.
@@ -13,6 +14,7 @@
 
 #include "gantry/backend/generation.h"
 #include "gantry/backend/model.h"
+#include "gantry/runtime/model_queue.h"
 #include "server_state.h"
 
 namespace gantry::server {
@@ -39,24 +41,18 @@ struct GenerationHooks {
 };
 
 struct GenerationStart {
-  std::string model;                   // the served name: admission, metrics
-  runtime::Admission::Ticket ticket;   // admit_generation's; held until the generation has ended
+  std::string model;                   // the served name: metrics
   backend::GenerationRequest request;  // on_piece and on_done are set by start_generation_call
   bool stream = false;                 // stream the text as it comes
   std::string stream_content_type = "text/event-stream";
 };
 
-// Admits one generation on model `name` (capacity: its parallel sequences, plus --max-queue
-// waiting) into `start.ticket`. False: `reply` was answered 429. The ticket goes back when the
-// generation ends, or when `start` is dropped by a route that does not get that far.
-bool admit_generation(Server::State& s, Reply& reply, const std::string& name,
-                      const backend::ModelMetadata& md, GenerationStart& start);
-
-// Starts an admitted generation on `model` and answers `reply` through `hooks` when it ends (or at
-// once when it cannot start). Streaming begins as soon as the backend accepted (queued) the
+// Starts a generation through `model`'s queue (runtime::ModelQueue::generate, which admits it: a model
+// at capacity fails it at start with ResourceExhausted, 429) and answers `reply` through `hooks` when
+// it ends (or at once when it cannot start). Streaming begins as soon as the backend accepted (queued) the
 // generation, so a client sees the header at once even when the model is busy, and a request refused
 // at once gets its error status (400) rather than a 200 stream holding an error.
-void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, backend::Model& model,
+void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, runtime::ModelQueue& model,
                            GenerationStart start, GenerationHooks hooks);
 
 }  // namespace gantry::server

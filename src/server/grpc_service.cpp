@@ -14,6 +14,7 @@
 
 #include "gantry/build_info.h"
 #include "gantry/core/log.h"
+#include "gantry/runtime/model_queue.h"
 #include "grpc_codec.h"
 #include "grpc_predict_v2.grpc.pb.h"
 #include "server_state.h"
@@ -208,10 +209,8 @@ class Service final : public grpc::Service {
     // A loaded batchable model: validating and queueing is cheap (raw contents are not even copied),
     // so it happens here, saving the hop to a worker; the batcher's answer is encoded on a worker.
     // Anything that may take long (a load on demand, an unbatched inference) goes to a worker.
-    if (s_.options.dynamic_batching) {
-      auto loaded = s_.runtime.get(request.model_name());
-      if (loaded.ok() && loaded->model().metadata().batchable) return infer(call, request, response);
-    }
+    if (auto loaded = s_.runtime.get(request.model_name()); loaded.ok() && loaded->queue().batched())
+      return infer(call, request, response);
     post_task(s_.workers, "grpc ModelInfer",
               [this, call, &request, &response] { infer(call, request, response); });
   }
@@ -254,11 +253,7 @@ class Service final : public grpc::Service {
   bool at_capacity(Call& call, const std::string& model) {
     // This call is already counted in inflight, an HTTP request not yet: hence '>'.
     bool full = s_.inflight.load() > global_limit_;
-    if (!full) {
-      std::lock_guard lock(s_.mu);
-      auto b = s_.batchers.find(model);
-      full = b != s_.batchers.end() && b->second->depth() >= s_.options.max_queue;
-    }
+    if (!full) full = s_.model_full(model);
     if (!full) return false;
     call.finish(grpc::Status(
         grpc::StatusCode::RESOURCE_EXHAUSTED,

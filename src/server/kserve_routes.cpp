@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gantry/build_info.h"
+#include "gantry/runtime/model_queue.h"
 #include "gantry/server/kserve_codec.h"
 #include "route_table.h"
 #include "server_state.h"
@@ -104,32 +105,28 @@ void kserve_infer(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest re
 void run_inference(Server::State& s, const std::string& name, runtime::ModelHandle handle,
                    std::vector<NamedTensor> inputs, std::shared_ptr<const void> keep_alive,
                    Clock::time_point received, InferenceDone done) {
-  if (s.options.dynamic_batching && handle.model().metadata().batchable) {
-    auto batcher = s.batcher(name, handle);
-    runtime::DynamicBatcher::Item item;
-    item.inputs = std::move(inputs);  // tensors share their bytes
-    item.handle = std::move(handle);
-    item.keep_alive = std::move(keep_alive);
-    auto shared_done = std::make_shared<InferenceDone>(std::move(done));
-    item.done = [&s, name, shared_done](Result<std::vector<NamedTensor>> out,
-                                        const runtime::BatchTiming& timing) {
-      s.metrics.queue_time(name, timing.queued);
-      if (timing.batch_requests > 0) s.metrics.batch(name, timing.batch_requests);
-      auto result = std::make_shared<Result<std::vector<NamedTensor>>>(std::move(out));
-      // Encoding runs on a worker so the batcher goes straight on to its next batch.
-      post_task(s.workers, "kserve infer answer",
-                [shared_done, result] { (*shared_done)(std::move(*result)); });
-    };
-    Status st = batcher->submit(std::move(item));
-    if (!st.ok()) (*shared_done)(st);  // not queued: the item's done is never called
-    return;
-  }
-  auto ticket = s.runtime.admission().admit(name, 1);
-  if (!ticket.ok()) return done(ticket.status());
-  s.metrics.queue_time(name, Clock::now() - received);
-  auto out = handle.model().infer_one(inputs);
-  ticket->release();
-  done(std::move(out));
+  runtime::ModelQueue& queue = handle.queue();
+  const bool batched = queue.batched();
+  if (batched) s.batched.add();
+  queue.infer(std::move(handle), std::move(inputs), std::move(keep_alive),
+              [&s, name, received, batched, done = std::move(done)](Result<std::vector<NamedTensor>> out,
+                                                                    const runtime::BatchTiming& timing,
+                                                                    runtime::ModelHandle used) mutable {
+                if (!batched) {  // ran alone, on this (a worker) thread
+                  s.metrics.queue_time(name, Clock::now() - received);
+                  return done(std::move(out));
+                }
+                s.metrics.queue_time(name,
+                                     timing.batch_requests > 0 ? timing.queued : Clock::now() - received);
+                if (timing.batch_requests > 0) s.metrics.batch(name, timing.batch_requests);
+                // Maybe on the batcher's thread: the answer is encoded, and the model's use ends, on a
+                // worker, so the batcher goes straight on to its next batch.
+                auto result = std::make_shared<Result<std::vector<NamedTensor>>>(std::move(out));
+                auto held = std::make_shared<runtime::ModelHandle>(std::move(used));
+                post_task(s.workers, "kserve infer answer",
+                          [done = std::move(done), result, held]() mutable { done(std::move(*result)); });
+                s.batched.done();  // the last use of `s` on this thread
+              });
 }
 
 void kserve_model_metadata(Server::State& s, std::shared_ptr<Reply> reply, std::string name) {
@@ -186,10 +183,6 @@ Status repository_load(Server::State& s, const std::string& name, bool load) {
       return Unavailable(h.status().message());  // memory, not a full queue
     if (h.ok()) s.clear_failure(entry->runtime_name);
     return h.ok() ? Status::Ok() : h.status();
-  }
-  {
-    std::lock_guard lock(s.mu);
-    s.batchers.erase(name);  // its queued requests hold the model; unload waits for them
   }
   Status st = s.runtime.unload(entry->runtime_name);
   if (st.code() == StatusCode::kNotFound) return InvalidArgument(st.message());  // known, not loaded

@@ -11,10 +11,12 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "gantry/backend/chat_generation.h"
 #include "gantry/model/gguf.h"
 #include "gantry/model/manifest.h"
 #include "gantry/model/package.h"
 #include "gantry/model/sha256.h"
+#include "gantry/runtime/model_queue.h"
 #include "gantry/server/ollama_codec.h"
 #include "generation_call.h"
 #include "gguf_header_cache.h"
@@ -40,6 +42,15 @@ int64_t ns_since(Clock::time_point t0) {
 int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * 1e6); }
 
 void send_error(Reply& reply, int status, std::string_view message) { reply.error(status, message); }
+
+// A chat the model cannot generate: 400 naming the part at fault (a model without a chat template
+// too: /api/generate with raw takes the prompt as it is).
+void send_refusal(Reply& reply, const backend::ChatRefusal& r) {
+  const Status& st = r.status;
+  const int code = st.code() == StatusCode::kFailedPrecondition ? 400 : http_status_for(st);
+  reply.error(code,
+              r.field.empty() || r.field == "model" ? st.message() : "'" + r.field + "': " + st.message());
+}
 
 // The served model a requested name means: the name itself, or "x" for "x:latest".
 std::shared_ptr<const RepositoryEntry> find_model(Server::State& s, std::string_view requested) {
@@ -368,14 +379,9 @@ void text(Server::State& s, std::shared_ptr<Reply> reply, const HttpRequest& req
   // The hooks hold the handle until the generation ends: the model is in use (never evicted or
   // expired) meanwhile, and keep_alive counts from the answer, as Ollama's does.
   auto held = std::make_shared<runtime::ModelHandle>(std::move(*handle));
-  backend::Model& model = held->model();
-  const backend::ModelMetadata& md = model.metadata();
+  const backend::Model& model = held->model();
+  if (auto refused = backend::check_generates(model, name)) return send_refusal(*reply, *refused);
   const backend::TextModel* text = model.text();
-  if (!text || !text->text_info().generates) {
-    return send_error(*reply, 400,
-                      "model '" + name + "' does not generate text (" + md.backend + "); use /v2/models/" +
-                          name + "/infer");
-  }
   if (load_only) {
     return reply->json(200,
                        ollama::load_response(endpoint, req->model, ollama::rfc3339(SysClock::now()), "load"));
@@ -388,37 +394,21 @@ void text(Server::State& s, std::shared_ptr<Reply> reply, const HttpRequest& req
   start.stream = req->stream;
   start.stream_content_type = "application/x-ndjson";
   backend::GenerationRequest& g = start.request;
-  g = req->generation;
   const bool chat = endpoint == ollama::Endpoint::kChat;
   // A chat's answer is parsed back (content, thinking, tool calls) by the model's chat layer.
   std::shared_ptr<backend::ChatOutputParser> parser;
   if (auto conversation = chat_for(*text, *req)) {
-    if (auto e = backend::check_chat_request(*conversation)) {
-      return send_error(*reply, 400, "'" + e->field + "': " + e->message);
-    }
-    auto prompt = text->apply_chat(*conversation);
-    if (!prompt.ok()) {
-      // No chat template (FailedPrecondition) is the request's problem too: use /api/generate with raw.
-      const Status& st = prompt.status();
-      return send_error(*reply, st.code() == StatusCode::kFailedPrecondition ? 400 : http_status_for(st),
-                        st.message());
-    }
-    if (chat) {
-      auto p = text->chat_parser(*prompt);
-      if (!p.ok()) return send_error(*reply, 500, p.status().message());
-      parser = std::move(*p);
-      g.render_tokens = std::move(prompt->keep_tokens);
-    }
-    g.prompt = std::move(prompt->prompt);
-    if (prompt->constraint.kind != backend::OutputConstraint::Kind::kNone)
-      g.constraint = std::move(prompt->constraint);
-    g.stop.insert(g.stop.end(), prompt->stop.begin(), prompt->stop.end());
+    auto made = backend::prepare_chat(model, name, *conversation, req->generation, chat ? 1 : 0);
+    if (auto* refused = std::get_if<backend::ChatRefusal>(&made)) return send_refusal(*reply, *refused);
+    auto& prepared = std::get<backend::ChatGeneration>(made);
+    g = std::move(prepared.request);
+    if (chat) parser = std::move(prepared.parsers.front());
   } else {
+    g = req->generation;
     g.prompt = req->system.empty() ? req->prompt : req->system + "\n\n" + req->prompt;
+    g.render_special = false;
   }
   g.max_tokens = max_tokens_for(s, *text, *req, g.prompt);
-  g.render_special = false;
-  if (!admit_generation(s, *reply, name, md, start)) return;
 
   auto stream = parser ? std::make_shared<ChatStream>(parser, req->model) : nullptr;
   GenerationHooks hooks;
@@ -452,7 +442,7 @@ void text(Server::State& s, std::shared_ptr<Reply> reply, const HttpRequest& req
     reply.event(ollama::stream_error_line(st.message()));
     reply.end_stream(code);
   };
-  start_generation_call(s, reply, model, std::move(start), std::move(hooks));
+  start_generation_call(s, reply, held->queue(), std::move(start), std::move(hooks));
 }
 
 void embed(Server::State& s, Reply& reply, const HttpRequest& request, bool legacy) {
@@ -471,11 +461,8 @@ void embed(Server::State& s, Reply& reply, const HttpRequest& request, bool lega
   std::vector<std::vector<float>> vectors;
   int tokens = 0;
   if (!req.input.empty()) {
-    auto ticket = s.runtime.admission().admit(name, 1);
-    if (!ticket.ok()) return send_error(reply, 429, ticket.status().message());
     // Ollama's /api/embed answers unit vectors; the older /api/embeddings the raw pooled ones.
-    auto v = handle->model().embed(req.input, !legacy, work_cancel(s, reply));
-    ticket->release();
+    auto v = handle->queue().embed(req.input, !legacy, work_cancel(s, reply));
     if (!v.ok()) return send_error(reply, status_for(v.status()), v.status().message());
     vectors = std::move(*v);
     for (const auto& text : req.input) {
@@ -526,10 +513,6 @@ void remove(Server::State& s, Reply& reply, const HttpRequest& request) {
   reply.set_model(entry->name);
   s.repository.remove(entry->name);
   if (!s.repository.in_use(entry->runtime_name)) {
-    {
-      std::lock_guard lock(s.mu);
-      s.batchers.erase(entry->name);
-    }
     Status st = s.runtime.unload(entry->runtime_name);
     if (!st.ok() && st.code() != StatusCode::kNotFound)
       GANTRY_LOG_WARN("deleted model '{}' could not be unloaded: {}", entry->name, st.message());

@@ -2,7 +2,9 @@
 // as server-sent events, on the model's continuous-batching engine), /v1/embeddings.
 #include <nlohmann/json.hpp>
 
+#include "gantry/backend/chat_generation.h"
 #include "gantry/core/random_id.h"
+#include "gantry/runtime/model_queue.h"
 #include "gantry/server/openai_codec.h"
 #include "generation_call.h"
 #include "route_table.h"
@@ -17,6 +19,13 @@ std::string completion_id(bool chat) { return random_hex_id(chat ? "chatcmpl-" :
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// A chat the model cannot generate, as OpenAI's error (the refused part of the chat as its param).
+openai::ApiError chat_error(const backend::ChatRefusal& r) {
+  openai::ApiError e = openai::api_error(r.status, r.field);
+  if (r.field == "model") e.code = "model_not_text_generation";
+  return e;
 }
 
 // A failed generation: the error body, or (once a stream began) a final error event, then [DONE].
@@ -82,18 +91,13 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
     reply->error(code, handle.status().message(), "model", code == 404 ? "model_not_found" : "");
     return;
   }
-  backend::Model& model = handle->model();
-  const backend::ModelMetadata& md = model.metadata();
-  backend::TextModel* text = model.text();
-  if (!text || !text->text_info().generates) {
-    reply->error(
-        400,
-        "model '" + name + "' does not generate text (" + md.backend + "); use /v2/models/" + name + "/infer",
-        "model", "model_not_text_generation");
+  const backend::Model& model = handle->model();
+  if (auto refused = backend::check_generates(model, name)) {
+    send_api_error(*reply, chat_error(*refused));
     return;
   }
   const int n = std::max(1, req->generation.n_choices);
-  const int sequences = text->text_info().sequences;
+  const int sequences = model.text()->text_info().sequences;
   if (n > sequences) {
     reply->error(400,
                  "'n' is " + std::to_string(n) + " but model '" + name + "' generates at most " +
@@ -105,43 +109,26 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
   start.model = name;
   start.stream = req->stream;
   backend::GenerationRequest& g = start.request;
-  g = req->generation;
   // A chat's answer is parsed back (content, reasoning, tool calls) by the model's chat layer, each
   // choice by its own parser.
   auto stream = std::make_shared<TextStreamState>();
   if (chat) {
-    if (auto e = backend::check_chat_request(req->chat)) {
-      reply->error(400, e->message, e->field);
+    auto made = backend::prepare_chat(model, name, req->chat, req->generation, n);
+    if (auto* refused = std::get_if<backend::ChatRefusal>(&made)) {
+      send_api_error(*reply, chat_error(*refused));
       return;
     }
-    auto prompt = text->apply_chat(req->chat);
-    if (!prompt.ok()) {
-      const std::string& m = prompt.status().message();
-      send_api_error(*reply,
-                     openai::api_error(prompt.status(), m.rfind("tools[", 0) == 0 ? "tools" : "messages"));
-      return;
-    }
-    for (int i = 0; i < n; ++i) {
-      auto p = text->chat_parser(*prompt);
-      if (!p.ok()) {
-        reply->error(500, p.status().message());
-        return;
-      }
-      stream->parsers.push_back(std::move(*p));
-    }
-    g.prompt = std::move(prompt->prompt);
-    if (prompt->constraint.kind != backend::OutputConstraint::Kind::kNone)
-      g.constraint = std::move(prompt->constraint);
-    g.stop.insert(g.stop.end(), prompt->stop.begin(), prompt->stop.end());
-    g.render_tokens = std::move(prompt->keep_tokens);
+    auto& prepared = std::get<backend::ChatGeneration>(made);
+    g = std::move(prepared.request);
+    stream->parsers = std::move(prepared.parsers);
   } else {
+    g = req->generation;
     g.prompt = req->prompt;
+    g.render_special = false;
   }
   stream->logprobs.resize(static_cast<size_t>(n));
   stream->text_offset.resize(static_cast<size_t>(n));
   if (g.max_tokens <= 0) g.max_tokens = s.options.max_tokens_default;
-  g.render_special = false;
-  if (!admit_generation(s, *reply, name, md, start)) return;
 
   GenerationHooks hooks;
   if (chat) {
@@ -221,7 +208,9 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
     // Refused at start (no stream has begun): a prompt longer than the context (400 with both numbers
     // and code "context_length_exceeded"), or an output constraint the backend refuses.
     std::string param;
-    if (at_start && backend::is_context_length_exceeded(st)) {
+    if (st.code() == StatusCode::kResourceExhausted) {
+      // the model at capacity: nothing in the request is at fault
+    } else if (at_start && backend::is_context_length_exceeded(st)) {
       param = chat ? "messages" : "prompt";
     } else if (at_start && st.message().find("logit_bias") != std::string::npos) {
       param = "logit_bias";
@@ -234,7 +223,7 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
     }
     send_generation_error(reply, req->stream && !at_start, openai::api_error(st, std::move(param)));
   };
-  start_generation_call(s, reply, model, std::move(start), std::move(hooks));
+  start_generation_call(s, reply, handle->queue(), std::move(start), std::move(hooks));
 }
 
 void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request) {
@@ -262,10 +251,7 @@ void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpReque
                  "model", "model_not_embedding");
     return;
   }
-  auto ticket = s.runtime.admission().admit(req.model, 1);
-  if (!ticket.ok()) return reply->error(ticket.status());
-  auto vectors = handle->model().embed(req.input, true, work_cancel(s, *reply));
-  ticket->release();
+  auto vectors = handle->queue().embed(req.input, true, work_cancel(s, *reply));
   if (!vectors.ok()) {
     if (vectors.status().code() == StatusCode::kCancelled)
       GANTRY_LOG_INFO("embeddings on '{}' cancelled after its client left or the server stopped ({} inputs)",

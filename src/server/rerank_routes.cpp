@@ -1,5 +1,6 @@
 // POST /v1/rerank and /rerank: a reranking model's (pooling "rank") relevance scores for documents
 // against a query, in llama-server's shape (gantry/server/rerank_codec.h).
+#include "gantry/runtime/model_queue.h"
 #include "gantry/server/rerank_codec.h"
 #include "route_table.h"
 #include "server_state.h"
@@ -28,10 +29,7 @@ void rerank_documents(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
         "model", "model_not_reranker");
     return;
   }
-  auto ticket = s.runtime.admission().admit(req.model, 1);
-  if (!ticket.ok()) return reply->error(ticket.status());
-  auto ranked = text->rerank(req.query, req.documents, work_cancel(s, *reply));
-  ticket->release();
+  auto ranked = handle->queue().rerank(req.query, req.documents, work_cancel(s, *reply));
   if (!ranked.ok()) {
     if (ranked.status().code() == StatusCode::kCancelled)
       GANTRY_LOG_INFO("rerank on '{}' cancelled after its client left or the server stopped ({} documents)",

@@ -1,9 +1,10 @@
 // The OpenAI Responses API: POST /v1/responses (whole or streamed as typed server-sent events, on the
-// model's continuous-batching engine, through its chat layer like /v1/chat/completions), and
+// model's continuous-batching engine, through the one chat entry like /v1/chat/completions), and
 // GET / DELETE /v1/responses/{id} over the server's ResponseStore.
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "gantry/backend/chat_generation.h"
 #include "gantry/core/json.h"
 #include "gantry/server/responses_codec.h"
 #include "generation_call.h"
@@ -94,57 +95,33 @@ void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
     return;
   }
   call->handle = std::move(*handle);
-  backend::Model& model = call->handle.model();
-  const backend::ModelMetadata& md = model.metadata();
-  backend::TextModel* text = model.text();
-  if (!text || !text->text_info().generates) {
-    reply->error(400, "model '" + name + "' does not generate text (" + md.backend + ")", "model",
-                 "model_not_text_generation");
-    return;
-  }
-  call->text = text;
+  call->text = call->handle.model().text();
 
   backend::ChatRequest chat = req.chat;
   chat.messages.clear();
   if (!req.instructions.empty()) chat.messages.emplace_back("system", req.instructions);
   chat.messages.insert(chat.messages.end(), call->conversation.begin(), call->conversation.end());
   responses::resolve_tool_names(chat.messages);
-  if (auto e = backend::check_chat_request(chat)) {
-    reply->error(400, e->message, responses::map_chat_field(e->field));
+  auto made = backend::prepare_chat(call->handle.model(), name, chat, req.generation);
+  if (auto* refused = std::get_if<backend::ChatRefusal>(&made)) {
+    openai::ApiError e = openai::api_error(refused->status, responses::map_chat_field(refused->field));
+    if (refused->field == "model") e.code = "model_not_text_generation";
+    send_api_error(*reply, e);
     return;
   }
-  auto prompt = text->apply_chat(chat);
-  if (!prompt.ok()) {
-    const std::string& m = prompt.status().message();
-    send_api_error(*reply, openai::api_error(prompt.status(), m.rfind("tools[", 0) == 0 ? "tools" : "input"));
-    return;
-  }
-  auto parser = text->chat_parser(*prompt);
-  if (!parser.ok()) {
-    reply->error(500, parser.status().message());
-    return;
-  }
-  call->parser = std::move(*parser);
-
+  auto& prepared = std::get<backend::ChatGeneration>(made);
+  call->parser = std::move(prepared.parsers.front());
   GenerationStart start;
   start.model = name;
   start.stream = req.stream;
-  backend::GenerationRequest& g = start.request;
-  g = req.generation;
-  g.prompt = std::move(prompt->prompt);
-  if (prompt->constraint.kind != backend::OutputConstraint::Kind::kNone)
-    g.constraint = std::move(prompt->constraint);
-  g.stop.insert(g.stop.end(), prompt->stop.begin(), prompt->stop.end());
-  g.render_tokens = std::move(prompt->keep_tokens);
-  if (g.max_tokens <= 0) g.max_tokens = s.options.max_tokens_default;
-  g.render_special = false;
+  start.request = std::move(prepared.request);
+  if (start.request.max_tokens <= 0) start.request.max_tokens = s.options.max_tokens_default;
 
   call->head.id = responses::new_id("resp");
   call->head.model = name;
   call->head.created_at = unix_now();
   call->head.echo = req.echo;
   if (req.stream) call->encoder = std::make_unique<responses::StreamEncoder>(call->head);
-  if (!admit_generation(s, *reply, name, md, start)) return;
 
   GenerationHooks hooks;
   hooks.stream_begun = [call](Reply& r) { r.event(call->encoder->begin()); };
@@ -173,7 +150,9 @@ void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
     // constraint (tool grammar, text.format schema) the backend refuses.
     std::string param;
     const auto& req = call->request;
-    if (at_start && backend::is_context_length_exceeded(st)) {
+    if (st.code() == StatusCode::kResourceExhausted) {
+      // the model at capacity: nothing in the request is at fault
+    } else if (at_start && backend::is_context_length_exceeded(st)) {
       param = "input";
     } else if (at_start && !req.chat.tools.empty()) {
       param = "tools";
@@ -188,7 +167,7 @@ void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
     reply.event(call->encoder->fail(e));
     reply.end_stream(e.http_status);
   };
-  start_generation_call(s, reply, model, std::move(start), std::move(hooks));
+  start_generation_call(s, reply, call->handle.queue(), std::move(start), std::move(hooks));
 }
 
 // Another key's response answers exactly as one never made.

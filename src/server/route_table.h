@@ -45,7 +45,8 @@ struct Route {
   Handler handle;  // null: not a route (answered 404) though the pattern captured labels
   Access access = Access::kKey;
   bool inference = false;       // bounded by the server's queue: 429 when it is full
-  bool batched = false;         // 429 also when the model's DynamicBatcher queue is full
+  bool batched = false;         // 429 also when the model's queue is full; a small request for a loaded
+                                // model that batches runs on the I/O thread (parse and queue)
   bool versioned = false;       // a {version} other than "1" is answered 404
   bool while_draining = false;  // answered while draining (others: 503)
 };

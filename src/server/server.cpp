@@ -7,6 +7,7 @@
 #include "gantry/build_info.h"
 #include "gantry/core/log.h"
 #include "gantry/core/utf8.h"
+#include "gantry/runtime/model_queue.h"
 #include "gantry/server/anthropic_codec.h"
 #include "gantry/server/kserve_codec.h"
 #include "gantry/server/ollama_codec.h"
@@ -96,11 +97,7 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
   }
   if (route->inference) {
     bool full = s.inflight.load() >= global_limit;
-    if (!full && route->batched) {
-      std::lock_guard lock(s.mu);
-      auto b = s.batchers.find(r.params.model);
-      full = b != s.batchers.end() && b->second->depth() >= s.options.max_queue;
-    }
+    if (!full && route->batched) full = s.model_full(r.params.model);
     if (full) {
       return error_response(
           r.protocol, 429,
@@ -267,6 +264,9 @@ backend::CancelCheck work_cancel(Server::State& s, Reply& reply) {
 runtime::LoadOptions Server::State::load_options(const RepositoryEntry& entry) const {
   runtime::LoadOptions o = options.load;
   o.name = entry.runtime_name;
+  o.queue.max_queue = options.max_queue;
+  o.queue.dynamic_batching = options.dynamic_batching;
+  o.queue.batching = options.batching;
   // Models loaded at start stay until evicted or unloaded; on-demand ones follow keep-alive.
   if (!options.load_on_demand && !o.keep_alive) o.keep_alive = std::chrono::milliseconds(-1);
   return o;
@@ -314,24 +314,18 @@ Result<runtime::ModelHandle> Server::State::model(std::string_view name) {
   return loaded;
 }
 
-std::shared_ptr<runtime::DynamicBatcher> Server::State::batcher(const std::string& name,
-                                                                runtime::ModelHandle& handle) {
-  std::lock_guard lock(mu);
-  auto it = batchers.find(name);
-  if (it != batchers.end() && it->second->model() == &handle.model()) return it->second;
-  runtime::BatchingConfig config = options.batching;
-  config.max_queue = options.max_queue;
-  // The package's own dynamic_batching (Triton's knobs) wins over the server-wide defaults.
-  if (auto entry = repository.find(name); entry && entry->batching) {
-    const model::DynamicBatching& d = *entry->batching;
-    if (d.max_batch_size) config.max_batch_size = *d.max_batch_size;
-    if (!d.preferred_batch_size.empty()) config.preferred_batch_sizes = d.preferred_batch_size;
-    if (d.max_queue_delay_microseconds)
-      config.max_queue_delay = std::chrono::microseconds(*d.max_queue_delay_microseconds);
-  }
-  auto b = std::make_shared<runtime::DynamicBatcher>(name, handle.model(), config);
-  batchers[name] = b;  // a reloaded model gets a new batcher; the old one ends with its last request
-  return b;
+bool Server::State::model_full(std::string_view name) {
+  auto entry = repository.find(name);
+  if (!entry) return false;
+  auto h = runtime.get(entry->runtime_name);
+  return h.ok() && h->queue().full();
+}
+
+bool Server::State::model_batched(std::string_view name) {
+  auto entry = repository.find(name);
+  if (!entry) return false;
+  auto h = runtime.get(entry->runtime_name);
+  return h.ok() && h->queue().batched();
 }
 
 bool Server::State::ready(std::string* why) const {
@@ -392,10 +386,8 @@ boost::asio::thread_pool& Server::State::metadata_pool() {
 
 ServerGauges Server::State::gauges(size_t own_requests) {
   ServerGauges g;
-  for (const auto& [name, n] : runtime.admission().outstanding()) g.queue_depth[name] = n;
-  {
-    std::lock_guard lock(mu);
-    for (const auto& [name, b] : batchers) g.queue_depth[name] += b->depth();
+  for (const auto& m : runtime.manager().list()) {
+    if (m.requests > 0) g.queue_depth[m.name] = m.requests;
   }
   const HttpServer* serving = serving_http.load(std::memory_order_acquire);
   g.open_connections = serving ? serving->open_connections() : 0;
@@ -453,14 +445,14 @@ void Server::stop() {
   state_->watchdog.reset();  // after the front ends (they read it), before the control pool its probe needs
   // After a drain that timed out, work may still be queued (a long generation's answer): abandon it
   // rather than wait; its clients are already disconnected.
+  // Batched inferences queued in the runtime call back into this state: wait until each has (a batch
+  // runs in milliseconds; the bound only guards against a model that never returns).
+  if (!state_->batched.wait_idle(std::chrono::seconds(30)))
+    GANTRY_LOG_ERROR("a model's batches did not finish within 30 s of stopping");
   state_->workers.stop();
   state_->control.stop();
   state_->workers.join();
   state_->control.join();
-  {
-    std::lock_guard lock(state_->mu);
-    state_->batchers.clear();
-  }
   state_->serving_http.store(nullptr, std::memory_order_release);
   state_->http.reset();
 }
@@ -478,7 +470,6 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
       options.workers > 0 ? static_cast<size_t>(options.workers) : std::max<size_t>(4, 2 * cores);
   auto state = std::make_unique<State>(runtime, std::move(options), workers);
   const ServeOptions& o = state->options;
-  runtime.admission().set_max_queue(o.max_queue);
   GANTRY_ASSIGN_OR_RETURN(state->keys, ApiKeys::from_files(o.api_key_files));
   for (const auto& m : o.models) GANTRY_RETURN_IF_ERROR(state->repository.add(m));
   // The models named on the command line must load; those of --model-repository may fail one by one.
@@ -582,7 +573,12 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
           404, "model '" + r.params.model + "' has no version '" + r.params.version + "' (its versions: 1)");
       return;
     }
-    if (r.route->runs == Route::Runs::kInline) {
+    // A small request for a loaded model that batches is parsed and queued right here: both are cheap,
+    // and the batch's answer goes to a worker anyway (run_inference), so a hop to a worker and back
+    // is saved on every request (as the gRPC front end does).
+    constexpr size_t kInlineBodyBytes = 64 << 10;
+    if (r.route->runs == Route::Runs::kInline ||
+        (r.route->batched && req.body.size() <= kInlineBodyBytes && s->model_batched(r.params.model))) {
       r.route->handle(*s, reply, req, r.params);
       return;
     }

@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -14,7 +15,6 @@
 #include <utility>
 
 #include "gantry/core/log.h"
-#include "gantry/runtime/dynamic_batcher.h"
 #include "gantry/runtime/runtime.h"
 #include "gantry/server/api_keys.h"
 #include "gantry/server/http_server.h"
@@ -108,6 +108,29 @@ HttpResponse error_response(Protocol protocol, int status, std::string_view mess
 // (queue full) or 400, Unavailable 503, Unsupported 400, Cancelled 499, otherwise 500.
 int http_status_for(const Status& status);
 
+// Requests of this server handed to a model's batcher whose callback has not run yet: stop() waits for
+// them, since the callbacks use the State, and the runtime (and its batchers) outlive the server.
+class PendingCallbacks {
+ public:
+  void add() {
+    std::lock_guard lock(mu_);
+    ++n_;
+  }
+  void done() {
+    std::lock_guard lock(mu_);
+    if (--n_ == 0) cv_.notify_all();
+  }
+  bool wait_idle(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return n_ == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t n_ = 0;
+};
+
 struct Server::State {
   static constexpr size_t kControlThreads = 2;
 
@@ -127,8 +150,7 @@ struct Server::State {
   GgufHeaderCache headers;
   std::atomic<size_t> inflight{0};
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
-  std::mutex mu;  // guards batchers
-  std::map<std::string, std::shared_ptr<runtime::DynamicBatcher>, std::less<>> batchers;
+  PendingCallbacks batched;        // run_inference's requests in a model's batcher
   mutable std::mutex failures_mu;  // guards load_failures
   std::map<std::string, std::string, std::less<>> load_failures;
   // Declared after everything a queued task touches: tasks abandoned at stop() are destroyed with them.
@@ -171,15 +193,19 @@ struct Server::State {
   // (--load-on-demand), which is slow work for `workers`.
   boost::asio::thread_pool& metadata_pool();
 
-  std::shared_ptr<runtime::DynamicBatcher> batcher(const std::string& name, runtime::ModelHandle& handle);
+  // Whether the loaded model serving `name` admits no more requests now (its ModelQueue is full): 429
+  // before the body is read.
+  bool model_full(std::string_view name);
+  // Whether the loaded model serving `name` batches its tensor requests (its ModelQueue has a batcher).
+  bool model_batched(std::string_view name);
   // Figures for /metrics and the dashboard; `own_requests` (the scrape itself) are not counted in flight.
   ServerGauges gauges(size_t own_requests);
 };
 
-// Inference shared by KServe over HTTP and gRPC: runs the validated `inputs` on model `name` through
-// its DynamicBatcher when it has one (and batching is on), else alone under admit(). `done` is called
-// exactly once, on a worker thread: ResourceExhausted when the queue is full, else the outputs.
-// `keep_alive` holds whatever the inputs borrow from until then.
+// Inference shared by KServe over HTTP and gRPC: runs the validated `inputs` through the model's queue
+// (runtime::ModelQueue::infer: admitted, batched or alone) and records its queue time and batch size.
+// `done` is called exactly once, on a worker thread: ResourceExhausted when the model is at capacity,
+// else the outputs. `keep_alive` holds whatever the inputs borrow from until then.
 using InferenceDone = std::function<void(Result<std::vector<NamedTensor>>)>;
 void run_inference(Server::State& s, const std::string& name, runtime::ModelHandle handle,
                    std::vector<NamedTensor> inputs, std::shared_ptr<const void> keep_alive,

@@ -215,13 +215,14 @@ TEST(AnthropicCodec, ChatLayerFieldsMapToTheRequestsOwn) {
   ASSERT_TRUE(e2.has_value());
   EXPECT_EQ(request_field(bad_name, e2->field), "tools[0].name");
 
-  ApiError schema =
-      chat_error(r, InvalidArgument("tools[0].function.parameters: keyword 'pattern' is not supported"));
+  // A refusal of the one chat entry (backend::prepare_chat: the field split off the template's message).
+  ApiError schema = api_error(InvalidArgument("keyword 'pattern' is not supported"),
+                              request_field(r, "tools[0].function.parameters"));
   EXPECT_EQ(schema.http_status, 400);
   EXPECT_EQ(schema.field, "tools[0].input_schema");
   EXPECT_EQ(schema.message, "tools[0].input_schema: keyword 'pattern' is not supported");
-  ApiError refused =
-      chat_error(r, InvalidArgument("messages: the model's chat template refused the conversation"));
+  ApiError refused = api_error(InvalidArgument("the model's chat template refused the conversation"),
+                               request_field(r, "messages"));
   EXPECT_EQ(refused.field, "messages");
 }
 

@@ -5,6 +5,7 @@
 //   text->text_info().context_length;            // tokens per sequence
 //   auto prompt = text->apply_chat(request);     // the model's own chat template, tools included
 //   auto parser = text->chat_parser(*prompt);    // its answer back as content/reasoning/tool calls
+//   (a protocol goes through backend::prepare_chat, gantry/backend/chat_generation.h, which does both)
 //   auto ranked = text->rerank(query, documents); // a reranker's (pooling "rank") relevance scores
 //
 // Contract: the facet is borrowed from its Model and lives as long as it; every method is safe to call
@@ -47,10 +48,11 @@ class TextModel {
 
   virtual const TextModelInfo& text_info() const = 0;
 
-  // Renders `request` with the model's chat template (the GGUF's own Jinja template, a package's or a
-  // --chat-template-file override). InvalidArgument names the offending part ("tools[1].parameters",
-  // "tool_choice", "messages[3]") when the request cannot be rendered; FailedPrecondition when the
-  // model has no chat template at all.
+  // Renders `request`, which check_chat_request() has passed (prepare_chat checks it, once), with the
+  // model's chat template (the GGUF's own Jinja template, a package's or a --chat-template-file
+  // override). InvalidArgument names the offending part first ("tools[1].function.parameters: ...",
+  // "messages: ...") when the request cannot be rendered; FailedPrecondition when the model has no chat
+  // template at all.
   virtual Result<ChatPrompt> apply_chat(const ChatRequest& request) const = 0;
 
   // A parser for the text generated from `prompt` (which must come from this model's apply_chat).

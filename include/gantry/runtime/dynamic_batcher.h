@@ -1,15 +1,15 @@
 // DynamicBatcher: Triton-style dynamic batching for one model whose inputs and outputs all have a
-// dynamic leading (batch) dimension. Concurrent requests wait in a bounded queue; one thread takes
-// the oldest request plus every queued request with the same per-row shapes, up to max_batch_size
-// rows, runs them as ONE Model::infer_batch (concatenate, run, split) and hands each its own rows.
-// A batch starts when it is full (or reaches the largest preferred size), or when its oldest request
-// has waited max_queue_delay. Results equal unbatched ones: rows never influence each other. When the
+// dynamic leading (batch) dimension. Requests its ModelQueue admitted wait here; one thread takes the
+// oldest request plus every queued request with the same per-row shapes, up to max_batch_size rows, runs
+// them as ONE Model::infer_batch (concatenate, run, split) and hands each its own rows. When a batch
+// starts is BatchRule's to say. Results equal unbatched ones: rows never influence each other. When the
 // batch fails with InvalidArgument (some request's inputs are at fault), each request runs alone, so a
 // bad request cannot fail the good ones it was batched with. A model with several instances
 // (ModelMetadata::instances) gets that many batch threads, so that many batches run at once, each on the
-// least busy instance.
+// least busy instance. The queue is bounded by the ModelQueue's admission, not here.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -24,15 +24,26 @@
 #include "gantry/backend/model.h"
 #include "gantry/core/status.h"
 #include "gantry/runtime/model_manager.h"
+#include "gantry/runtime/queue_options.h"
 
 namespace gantry::runtime {
 
-// Triton's knobs (model config `dynamic_batching`); a package's gantry.json may set them.
-struct BatchingConfig {
-  int64_t max_batch_size = 32;                 // rows per batch (capped by the model's own max_batch)
-  std::vector<int64_t> preferred_batch_sizes;  // a batch this large starts without waiting
+// When a batch starts: at once when it holds start_rows rows (max_batch_size, or the largest preferred
+// size); otherwise once max_queue_delay has passed since the later of its oldest request's arrival and
+// the moment its batch thread was last free. Counting from arrival alone (Triton's rule) starts a batch
+// the moment the previous one ends whenever requests came while it ran: closed-loop clients answered by
+// that batch come back just after it left, miss the next one and keep the batches half full; counting
+// from the moment the thread is free again gives them the delay to join it.
+struct BatchRule {
+  int64_t start_rows = 32;
   std::chrono::microseconds max_queue_delay{1000};
-  size_t max_queue = 64;  // requests waiting; beyond it submit() refuses (the server answers 429)
+  using Clock = std::chrono::steady_clock;
+  // Clock::time_point::min() when a batch of `rows` rows starts at once.
+  Clock::time_point start_at(int64_t rows, Clock::time_point oldest_arrival,
+                             Clock::time_point free_since) const {
+    if (rows >= start_rows) return Clock::time_point::min();
+    return std::max(oldest_arrival, free_since) + max_queue_delay;
+  }
 };
 
 struct BatchTiming {
@@ -43,12 +54,15 @@ struct BatchTiming {
 
 class DynamicBatcher {
  public:
-  using Done = std::function<void(Result<std::vector<NamedTensor>> outputs, const BatchTiming& timing)>;
+  // Called once, on the batcher's thread: keep it short. It gets the item's handle back, to drop on
+  // another thread: the last handle of a failed model destroys the model, and its batcher with it.
+  using Done = std::function<void(Result<std::vector<NamedTensor>> outputs, const BatchTiming& timing,
+                                  ModelHandle handle)>;
   struct Item {
-    std::vector<NamedTensor> inputs;         // validated against the model; batch dim first
-    Done done;                               // called once, on the batcher's thread: keep it short
+    std::vector<NamedTensor> inputs;  // validated against the model; batch dim first
+    Done done;
     ModelHandle handle;                      // keeps the model loaded while the request waits
-    std::shared_ptr<const void> keep_alive;  // whatever the inputs borrow from (a request body)
+    std::shared_ptr<const void> keep_alive;  // whatever the inputs borrow from (a request body), its ticket
   };
 
   DynamicBatcher(std::string model_name, backend::Model& model, BatchingConfig config);
@@ -56,7 +70,7 @@ class DynamicBatcher {
   DynamicBatcher(const DynamicBatcher&) = delete;
   DynamicBatcher& operator=(const DynamicBatcher&) = delete;
 
-  // ResourceExhausted when the queue is full (nothing was queued; `item.done` is not called).
+  // Unavailable once the batcher is stopping (nothing was queued; `item.done` is not called).
   Status submit(Item item);
   size_t depth() const;
   const backend::Model* model() const { return &model_; }
@@ -69,14 +83,16 @@ class DynamicBatcher {
     int64_t rows = 0;
   };
   void loop();
+  void finish(Queued& q, Result<std::vector<NamedTensor>> out, const BatchTiming& timing);
   bool compatible(const Queued& a, const Queued& b) const;
   void run(std::vector<Queued> batch);
+  void run_batch(std::vector<Queued>& batch);
 
   std::string name_;
   backend::Model& model_;
   BatchingConfig config_;
   int64_t max_rows_ = 32;
-  int64_t start_rows_ = 32;  // rows that start a batch without waiting
+  BatchRule rule_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Queued> queue_;

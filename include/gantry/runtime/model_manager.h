@@ -38,6 +38,7 @@
 #include "gantry/backend/model.h"
 #include "gantry/core/status.h"
 #include "gantry/memory/budget.h"
+#include "gantry/runtime/queue_options.h"
 
 namespace gantry::runtime {
 
@@ -62,15 +63,19 @@ struct ModelInfo {
   std::string memory_basis;                        // how the reservation was computed
   bool pinned = false;
   std::chrono::milliseconds keep_alive = kDefaultKeepAlive;
-  int handles = 0;  // live ModelHandles
+  int handles = 0;      // live ModelHandles
+  size_t requests = 0;  // requests admitted by its ModelQueue now (running and waiting)
   Clock::time_point last_used{};
   backend::ModelStats stats;
 };
 
 class ModelManager;
+class ModelQueue;
 
-// A counted reference to a loaded model. Calls go to model(); the model stays alive while any handle
-// does. Moving is cheap; destroying releases the use.
+// A counted reference to a loaded model. Requests go in through queue() (the one way in: admission,
+// batching; gantry/runtime/model_queue.h); model() is for what is not a request (metadata, the text
+// facet's template and token counts). The model stays alive while any handle does. Moving is cheap;
+// destroying releases the use.
 class ModelHandle {
  public:
   ModelHandle() = default;
@@ -83,6 +88,7 @@ class ModelHandle {
   explicit operator bool() const { return model_ != nullptr; }
   backend::Model& model() const { return *model_; }
   backend::Model* operator->() const { return model_.get(); }
+  ModelQueue& queue() const { return *queue_; }
   const std::string& name() const { return name_; }
 
  private:
@@ -91,12 +97,14 @@ class ModelHandle {
   ModelManager* manager_ = nullptr;
   std::string name_;
   std::shared_ptr<backend::Model> model_;
+  std::shared_ptr<ModelQueue> queue_;
 };
 
 struct ManagedLoadOptions {
   std::chrono::milliseconds keep_alive = kDefaultKeepAlive;
   bool pinned = false;
   std::string source;
+  QueueOptions queue;  // the model's ModelQueue, made when it is published
 };
 
 // The devices' budgets, by device id ("cpu", "cuda:0"). Devices without a budget are not accounted.
@@ -141,8 +149,9 @@ class ModelManager {
     bool done_ = false;
   };
 
-  // Starts loading `name`. When it is already ready, returns a handle to it instead (second variant);
-  // when another caller is loading it, waits for that load and returns its outcome.
+  // Starts loading `name`. When it is already ready, returns a handle to it instead (second variant),
+  // its queue made anew when options.queue differs from the one it was made with; when another caller
+  // is loading it, waits for that load and returns its outcome.
   using Begin = std::variant<Admission, ModelHandle>;
   Result<Begin> begin_load(const std::string& name, const ManagedLoadOptions& options);
 

@@ -32,8 +32,8 @@
 #include "gantry/memory/block_pool.h"
 #include "gantry/model/model_source.h"
 #include "gantry/model/package.h"
-#include "gantry/runtime/admission.h"
 #include "gantry/runtime/model_manager.h"
+#include "gantry/runtime/queue_options.h"
 
 namespace gantry::runtime {
 
@@ -82,6 +82,8 @@ struct LoadOptions {
   int instances = 0;
   bool pinned = false;
   bool verify_checksums = true;
+  // How its requests are admitted and batched (the package's dynamic_batching over `queue.batching`).
+  QueueOptions queue;
 };
 
 // What a provider choice looks like for one model, without loading it (`gantry plan --explain`).
@@ -124,8 +126,6 @@ class Runtime {
   Status unload(std::string_view name);
   std::vector<ModelInfo> models() const;
   ModelManager& manager() { return *manager_; }
-  // Per-model admission of requests (gantry/runtime/admission.h): the one capacity rule every front end uses.
-  Admission& admission() { return admission_; }
 
   // The provider choice (and memory estimate) for `source`, without keeping anything loaded.
   Result<Explanation> explain(const std::string& source, const LoadOptions& options = {},
@@ -165,7 +165,6 @@ class Runtime {
       pools_;  // the backends borrow them: they outlive the models
   backend::BackendRegistry backends_;
   std::unique_ptr<backend::VerdictCache> verdicts_;
-  Admission admission_;
   std::unique_ptr<ModelManager> manager_;  // declared last: destroyed first (models before backends)
 };
 

@@ -94,8 +94,6 @@ std::variant<MessagesRequest, ApiError> parse_messages_request(std::string_view 
 // leading field of an apply_chat error message ("tools[0].function.parameters: ..." ->
 // "tools[0].input_schema").
 std::string request_field(const MessagesRequest& request, std::string_view chat_field);
-// An apply_chat failure as an ApiError whose message names the request's field.
-ApiError chat_error(const MessagesRequest& request, const Status& status);
 
 // "msg_" and 24 random letters and digits (142 bits from getrandom; core/random_id.h).
 std::string new_message_id();

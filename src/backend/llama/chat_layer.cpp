@@ -201,7 +201,6 @@ Result<std::unique_ptr<LlamaChatLayer>> LlamaChatLayer::create(std::shared_ptr<c
 LlamaChatLayer::~LlamaChatLayer() { common_chat_templates_free(templates_); }
 
 Result<backend::ChatPrompt> LlamaChatLayer::apply(const backend::ChatRequest& request) const {
-  if (auto e = backend::check_chat_request(request)) return InvalidArgument(e->field + ": " + e->message);
   common_chat_templates_inputs in;
   in.messages.reserve(request.messages.size());
   for (const auto& m : request.messages) in.messages.push_back(to_common(m));

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <variant>
 
 #include "backend/llama/llama_test_util.h"
+#include "gantry/backend/chat_generation.h"
 #include "gantry/backend/llama/llama_backend.h"
 #include "gantry/core/file_io.h"
 
@@ -214,11 +216,25 @@ TEST(ChatLayer, BadRequestsNameThePart) {
   EXPECT_EQ(bad_schema.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(bad_schema.status().message().rfind("tools[0].function.parameters: ", 0), 0u)
       << bad_schema.status().message();
+  // Through the one chat entry: the template's refusal with its field split off, and the request's own
+  // checks (done there once, not again in the template).
+  auto schema = backend::prepare_chat(*m, "m", r, {});
+  ASSERT_TRUE(std::holds_alternative<backend::ChatRefusal>(schema));
+  EXPECT_EQ(std::get<backend::ChatRefusal>(schema).field, "tools[0].function.parameters");
   ChatRequest undeclared = weather_request(ToolChoice::kAuto);
   undeclared.forced_tool = "get_time";
-  auto refused = t.apply_chat(undeclared);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.status().message().rfind("tool_choice: ", 0), 0u) << refused.status().message();
+  auto refused = backend::prepare_chat(*m, "m", undeclared, {});
+  ASSERT_TRUE(std::holds_alternative<backend::ChatRefusal>(refused));
+  EXPECT_EQ(std::get<backend::ChatRefusal>(refused).field, "tool_choice");
+  EXPECT_EQ(std::get<backend::ChatRefusal>(refused).status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(std::get<backend::ChatRefusal>(refused).status.message().find("get_time"), std::string::npos);
+  auto fine = backend::prepare_chat(*m, "m", weather_request(ToolChoice::kRequired), {}, 2);
+  ASSERT_TRUE(std::holds_alternative<backend::ChatGeneration>(fine));
+  const auto& g = std::get<backend::ChatGeneration>(fine);
+  EXPECT_EQ(g.parsers.size(), 2u);
+  EXPECT_FALSE(g.request.prompt.empty());
+  EXPECT_EQ(g.request.constraint.kind, backend::OutputConstraint::Kind::kGrammar)
+      << "a required call is constrained";
 }
 
 TEST(ChatLayer, AChatTemplateFileReplacesTheGgufs) {
