@@ -387,7 +387,7 @@ boost::asio::thread_pool& Server::State::metadata_pool() {
 ServerGauges Server::State::gauges(size_t own_requests) {
   ServerGauges g;
   for (const auto& m : runtime.manager().list()) {
-    if (m.requests > 0) g.queue_depth[m.name] = m.requests;
+    if (m.state == runtime::ModelState::kReady) g.queue_depth[m.name] = m.requests;
   }
   const HttpServer* serving = serving_http.load(std::memory_order_acquire);
   g.open_connections = serving ? serving->open_connections() : 0;

@@ -244,7 +244,7 @@ for (const model of MODELS) {
       messages,
       tools: [{ type: 'function', function: { description: 'nameless' } }],
     });
-    await expect400('a schema keyword the grammar cannot enforce', 'tools', {
+    await expect400('a schema keyword the grammar cannot enforce', 'tools[0].function.parameters', {
       model,
       messages,
       tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { s: { type: 'string', pattern: '^a+$' } } } } }],
