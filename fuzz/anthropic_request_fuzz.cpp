@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "gantry/server/anthropic_codec.h"
+#include "gantry/protocol/anthropic_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace gantry::server::anthropic;
+  using namespace gantry::protocol::anthropic;
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   for (Endpoint e : {Endpoint::kMessages, Endpoint::kCountTokens}) {
     auto r = parse_messages_request(body, e);

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gantry/server/kserve_codec.h"
+#include "gantry/protocol/kserve_codec.h"
 #include "kserve_fuzz_common.h"
 
 namespace {
@@ -44,7 +44,7 @@ const gantry::backend::ModelMetadata& model() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  namespace ks = gantry::server::kserve;
+  namespace ks = gantry::protocol::kserve;
   if (size < 3) return 0;
   const uint8_t mode = data[0] % 3;
   const size_t length = static_cast<size_t>(data[1]) | static_cast<size_t>(data[2]) << 8;

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "gantry/server/kserve_codec.h"
+#include "gantry/protocol/kserve_codec.h"
 #include "kserve_fuzz_common.h"
 
 namespace {
@@ -47,7 +47,7 @@ bool same_tensor(const gantry::Tensor& a, const gantry::Tensor& b) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  namespace ks = gantry::server::kserve;
+  namespace ks = gantry::protocol::kserve;
   const std::string body(reinterpret_cast<const char*>(data), size);
   std::string dom;
   dom.reserve(size + size / 2);

@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "gantry/server/ollama_codec.h"
+#include "gantry/protocol/ollama_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace gantry::server::ollama;
+  using namespace gantry::protocol::ollama;
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   auto check = [](const ApiError& e) {
     if (e.http_status < 400 || e.http_status >= 500 || e.message.empty()) std::abort();

@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "gantry/server/openai_codec.h"
+#include "gantry/protocol/openai_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace gantry::server::openai;
+  using namespace gantry::protocol::openai;
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   for (Endpoint e : {Endpoint::kChat, Endpoint::kCompletion}) {
     auto r = parse_text_request(body, e);

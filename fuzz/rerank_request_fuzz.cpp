@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "gantry/server/rerank_codec.h"
+#include "gantry/protocol/rerank_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace gantry::server;
+  using namespace gantry::protocol;
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   auto r = rerank::parse_rerank_request(body);
   if (auto* err = std::get_if<openai::ApiError>(&r)) {

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gantry/backend/chat_generation.h"
-#include "gantry/server/anthropic_codec.h"
+#include "gantry/protocol/anthropic_codec.h"
 #include "generation_call.h"
 #include "route_table.h"
 #include "server_state.h"

@@ -16,7 +16,8 @@
 #include <optional>
 #include <string>
 
-#include "gantry/server/ollama_codec.h"
+#include "gantry/protocol/ollama_codec.h"
+#include "protocols.h"
 
 namespace gantry::server {
 

@@ -24,8 +24,9 @@
 
 #include "gantry/backend/model.h"
 #include "gantry/core/status.h"
-#include "gantry/server/kserve_codec.h"
+#include "gantry/protocol/kserve_codec.h"
 #include "grpc_predict_v2.pb.h"
+#include "protocols.h"
 
 namespace gantry::server::grpc_codec {
 

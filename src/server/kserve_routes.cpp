@@ -6,7 +6,7 @@
 
 #include "gantry/build_info.h"
 #include "gantry/runtime/model_queue.h"
-#include "gantry/server/kserve_codec.h"
+#include "gantry/protocol/kserve_codec.h"
 #include "route_table.h"
 #include "server_state.h"
 

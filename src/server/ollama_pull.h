@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "gantry/core/status.h"
-#include "gantry/server/ollama_codec.h"
+#include "gantry/protocol/ollama_codec.h"
+#include "protocols.h"
 
 namespace gantry::server {
 

@@ -17,7 +17,7 @@
 #include "gantry/model/package.h"
 #include "gantry/model/sha256.h"
 #include "gantry/runtime/model_queue.h"
-#include "gantry/server/ollama_codec.h"
+#include "gantry/protocol/ollama_codec.h"
 #include "generation_call.h"
 #include "gguf_header_cache.h"
 #include "ollama_pull.h"

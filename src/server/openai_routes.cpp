@@ -5,7 +5,7 @@
 #include "gantry/backend/chat_generation.h"
 #include "gantry/core/random_id.h"
 #include "gantry/runtime/model_queue.h"
-#include "gantry/server/openai_codec.h"
+#include "gantry/protocol/openai_codec.h"
 #include "generation_call.h"
 #include "route_table.h"
 #include "server_state.h"

@@ -6,7 +6,7 @@
 
 #include "gantry/backend/chat_generation.h"
 #include "gantry/core/json.h"
-#include "gantry/server/responses_codec.h"
+#include "gantry/protocol/responses_codec.h"
 #include "generation_call.h"
 #include "route_table.h"
 #include "server_state.h"

@@ -15,16 +15,17 @@
 #include <utility>
 
 #include "gantry/core/log.h"
+#include "gantry/protocol/openai_codec.h"
 #include "gantry/runtime/runtime.h"
 #include "gantry/server/api_keys.h"
 #include "gantry/server/http_server.h"
 #include "gantry/server/metrics.h"
 #include "gantry/server/model_repository.h"
-#include "gantry/server/openai_codec.h"
 #include "gantry/server/response_store.h"
 #include "gantry/server/server.h"
 #include "gguf_header_cache.h"
 #include "grpc_service.h"
+#include "protocols.h"
 #include "watchdog.h"
 
 namespace gantry::server {

@@ -37,9 +37,9 @@
 #include "gantry/backend/chat.h"
 #include "gantry/backend/generation.h"
 #include "gantry/core/json.h"
-#include "gantry/server/openai_codec.h"
+#include "gantry/protocol/openai_codec.h"
 
-namespace gantry::server::responses {
+namespace gantry::protocol::responses {
 
 using openai::ApiError;
 
@@ -146,4 +146,4 @@ class StreamEncoder {
   backend::ToolCall call_;  // the open call
 };
 
-}  // namespace gantry::server::responses
+}  // namespace gantry::protocol::responses

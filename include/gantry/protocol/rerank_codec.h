@@ -14,9 +14,9 @@
 #include <variant>
 #include <vector>
 
-#include "gantry/server/openai_codec.h"
+#include "gantry/protocol/openai_codec.h"
 
-namespace gantry::server::rerank {
+namespace gantry::protocol::rerank {
 
 struct RerankRequest {
   std::string model;                   // required
@@ -33,4 +33,4 @@ std::variant<RerankRequest, openai::ApiError> parse_rerank_request(std::string_v
 std::string rerank_response(const RerankRequest& request, const std::vector<float>& scores,
                             int prompt_tokens);
 
-}  // namespace gantry::server::rerank
+}  // namespace gantry::protocol::rerank

@@ -6,10 +6,10 @@
 #include <new>
 #include <nlohmann/json.hpp>
 
-#include "gantry/server/kserve_codec.h"
+#include "gantry/protocol/kserve_codec.h"
 #include "kserve_elements.h"
 
-namespace gantry::server::kserve::internal {
+namespace gantry::protocol::kserve::internal {
 namespace {
 
 // The element count of the "shape" array at h[pos] == '[', when it is a flat list of non-negative
@@ -265,4 +265,4 @@ std::optional<std::string> json_syntax_error(std::string_view text) {
   return checker.error;
 }
 
-}  // namespace gantry::server::kserve::internal
+}  // namespace gantry::protocol::kserve::internal

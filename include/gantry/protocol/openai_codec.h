@@ -30,7 +30,7 @@
 #include "gantry/backend/chat.h"
 #include "gantry/backend/generation.h"
 
-namespace gantry::server::openai {
+namespace gantry::protocol::openai {
 
 // An error as OpenAI reports it: HTTP status plus {"error":{message,type,param,code}}.
 struct ApiError {
@@ -176,4 +176,4 @@ std::string models_response(std::span<const ModelEntry> models);
 // Standard base64 (with padding); exposed for tests and clients of the codec.
 std::string base64_encode(std::string_view bytes);
 
-}  // namespace gantry::server::openai
+}  // namespace gantry::protocol::openai

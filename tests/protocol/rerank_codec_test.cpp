@@ -1,12 +1,12 @@
 // The rerank codec (POST /v1/rerank, /rerank): request fields and their errors, the answer's shape,
 // sorting, top_n and return_documents.
-#include "gantry/server/rerank_codec.h"
+#include "gantry/protocol/rerank_codec.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-namespace gantry::server::rerank {
+namespace gantry::protocol::rerank {
 namespace {
 
 using nlohmann::json;
@@ -101,4 +101,4 @@ TEST(RerankCodec, AnswerIsSortedCutAndCarriesDocumentsWhenAsked) {
 }
 
 }  // namespace
-}  // namespace gantry::server::rerank
+}  // namespace gantry::protocol::rerank

@@ -1,4 +1,4 @@
-#include "gantry/server/ollama_codec.h"
+#include "gantry/protocol/ollama_codec.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include "gantry/core/json.h"
 #include "gantry/core/json_reader.h"
 
-namespace gantry::server::ollama {
+namespace gantry::protocol::ollama {
 
 namespace {
 
@@ -926,4 +926,4 @@ std::string pull_progress(std::string_view digest, uint64_t total, uint64_t comp
          "\n";
 }
 
-}  // namespace gantry::server::ollama
+}  // namespace gantry::protocol::ollama

@@ -1,6 +1,6 @@
 // The OpenAI codec: every request field and its errors, response and chunk shapes, SSE framing,
 // base64 embeddings.
-#include "gantry/server/openai_codec.h"
+#include "gantry/protocol/openai_codec.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 
 #include "gantry/core/json.h"
 
-namespace gantry::server::openai {
+namespace gantry::protocol::openai {
 namespace {
 
 using backend::FinishReason;
@@ -827,4 +827,4 @@ TEST(ChatDeltaTracker, AnnouncesACallOnceItsNameIsCompleteThenStreamsArguments) 
 }
 
 }  // namespace
-}  // namespace gantry::server::openai
+}  // namespace gantry::protocol::openai

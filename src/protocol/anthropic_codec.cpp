@@ -1,4 +1,4 @@
-#include "gantry/server/anthropic_codec.h"
+#include "gantry/protocol/anthropic_codec.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -7,7 +7,7 @@
 #include "gantry/core/json_reader.h"
 #include "gantry/core/random_id.h"
 
-namespace gantry::server::anthropic {
+namespace gantry::protocol::anthropic {
 
 namespace {
 
@@ -648,4 +648,4 @@ std::string EventWriter::finish(const StopReason& stop, int input_tokens, int ou
   return out;
 }
 
-}  // namespace gantry::server::anthropic
+}  // namespace gantry::protocol::anthropic

@@ -1,4 +1,4 @@
-#include "gantry/server/kserve_codec.h"
+#include "gantry/protocol/kserve_codec.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 
 #include "gantry/core/json.h"
 
-namespace gantry::server::kserve {
+namespace gantry::protocol::kserve {
 namespace {
 
 using nlohmann::json;
@@ -1144,4 +1144,4 @@ TEST(KServeError, BodyIsAnErrorObjectEvenForBadUtf8) {
 }
 
 }  // namespace
-}  // namespace gantry::server::kserve
+}  // namespace gantry::protocol::kserve

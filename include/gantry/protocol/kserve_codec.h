@@ -34,7 +34,7 @@
 #include "gantry/core/status.h"
 #include "gantry/core/tensor.h"
 
-namespace gantry::server::kserve {
+namespace gantry::protocol::kserve {
 
 // Protocol datatype name: "FP32", "FP16", "BF16", "FP64", "INT8".."INT64", "UINT8".."UINT64", "BOOL",
 // "BYTES" (DType::kString).
@@ -114,4 +114,4 @@ nlohmann::json model_metadata(std::string_view name, std::span<const std::string
 // {"error": message}; invalid UTF-8 in the message is replaced, never thrown on.
 std::string error_body(std::string_view message);
 
-}  // namespace gantry::server::kserve
+}  // namespace gantry::protocol::kserve

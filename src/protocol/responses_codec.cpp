@@ -1,4 +1,4 @@
-#include "gantry/server/responses_codec.h"
+#include "gantry/protocol/responses_codec.h"
 
 #include <map>
 
@@ -6,7 +6,7 @@
 #include "gantry/core/json_reader.h"
 #include "gantry/core/random_id.h"
 
-namespace gantry::server::responses {
+namespace gantry::protocol::responses {
 
 namespace {
 
@@ -676,4 +676,4 @@ std::string StreamEncoder::fail(const ApiError& error) {
   return out;
 }
 
-}  // namespace gantry::server::responses
+}  // namespace gantry::protocol::responses

@@ -1,4 +1,4 @@
-#include "gantry/server/rerank_codec.h"
+#include "gantry/protocol/rerank_codec.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -7,7 +7,7 @@
 #include "gantry/core/json.h"
 #include "gantry/core/json_reader.h"
 
-namespace gantry::server::rerank {
+namespace gantry::protocol::rerank {
 namespace {
 
 using nlohmann::json;
@@ -78,4 +78,4 @@ std::string rerank_response(const RerankRequest& request, const std::vector<floa
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-}  // namespace gantry::server::rerank
+}  // namespace gantry::protocol::rerank

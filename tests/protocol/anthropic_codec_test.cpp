@@ -1,12 +1,12 @@
 // The Anthropic Messages codec: request fields and their errors, block translation into a ChatRequest,
 // the answer's shape, and the streamed event sequence.
-#include "gantry/server/anthropic_codec.h"
+#include "gantry/protocol/anthropic_codec.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-namespace gantry::server::anthropic {
+namespace gantry::protocol::anthropic {
 namespace {
 
 using backend::FinishReason;
@@ -442,4 +442,4 @@ TEST(AnthropicCodec, EventSequenceTwoCallsAndAnEmptyAnswer) {
 }
 
 }  // namespace
-}  // namespace gantry::server::anthropic
+}  // namespace gantry::protocol::anthropic

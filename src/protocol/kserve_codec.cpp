@@ -1,4 +1,4 @@
-#include "gantry/server/kserve_codec.h"
+#include "gantry/protocol/kserve_codec.h"
 
 #include <algorithm>
 #include <array>
@@ -13,7 +13,7 @@
 #include "kserve_elements.h"
 #include "kserve_json_scan.h"
 
-namespace gantry::server::kserve {
+namespace gantry::protocol::kserve {
 namespace {
 using namespace internal;  // the pre-scan and the element converters
 
@@ -650,4 +650,4 @@ std::string error_body(std::string_view message) {
   return json{{"error", std::string(message)}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-}  // namespace gantry::server::kserve
+}  // namespace gantry::protocol::kserve

@@ -41,7 +41,7 @@
 #include "gantry/core/status.h"
 #include "gantry/model/gguf.h"
 
-namespace gantry::server::ollama {
+namespace gantry::protocol::ollama {
 
 // An error as Ollama reports it: HTTP status plus {"error": message}.
 struct ApiError {
@@ -262,4 +262,4 @@ std::string human_count(uint64_t n);
 // llama.cpp's file type (general.file_type) by number: 2 -> "Q4_0", 15 -> "Q4_K_M"; "" for unknown.
 std::string_view file_type_name(uint64_t file_type);
 
-}  // namespace gantry::server::ollama
+}  // namespace gantry::protocol::ollama

@@ -1,6 +1,6 @@
 // The Ollama codec: request fields and their errors (options, format, keep_alive, refused fields),
 // durations, model names, NDJSON lines and response shapes, and what a GGUF file says about a model.
-#include "gantry/server/ollama_codec.h"
+#include "gantry/protocol/ollama_codec.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "gantry/core/json.h"
 
-namespace gantry::server::ollama {
+namespace gantry::protocol::ollama {
 namespace {
 
 using backend::FinishReason;
@@ -690,4 +690,4 @@ TEST(OllamaCodec, ManifestLayers) {
 }
 
 }  // namespace
-}  // namespace gantry::server::ollama
+}  // namespace gantry::protocol::ollama

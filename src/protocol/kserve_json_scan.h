@@ -36,7 +36,7 @@
 #include "gantry/core/dtype.h"
 #include "gantry/core/status.h"
 
-namespace gantry::server::kserve::internal {
+namespace gantry::protocol::kserve::internal {
 
 // One element of a pre-scanned array, with nlohmann's number typing (unsigned / negative integer /
 // float). It mirrors the json calls the element converters use (kserve_elements.h), so both kinds of
@@ -222,4 +222,4 @@ Prescan prescan_numeric_data(std::string_view header);
 // text may be a large body whose numbers the pre-scan already took.
 std::optional<std::string> json_syntax_error(std::string_view text);
 
-}  // namespace gantry::server::kserve::internal
+}  // namespace gantry::protocol::kserve::internal

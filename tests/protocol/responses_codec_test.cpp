@@ -1,12 +1,12 @@
 // The Responses API codec: request fields and their errors, input items as chat messages, the Response
 // object, and the event sequence of a stream built from ChatOutputDeltas.
-#include "gantry/server/responses_codec.h"
+#include "gantry/protocol/responses_codec.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-namespace gantry::server::responses {
+namespace gantry::protocol::responses {
 namespace {
 
 using backend::ChatOutputDelta;
@@ -499,4 +499,4 @@ TEST(ResponsesStream, FailureClosesTheItemThenFailedAndError) {
 }
 
 }  // namespace
-}  // namespace gantry::server::responses
+}  // namespace gantry::protocol::responses

@@ -1,4 +1,4 @@
-#include "gantry/server/openai_codec.h"
+#include "gantry/protocol/openai_codec.h"
 
 #include <bit>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include "gantry/core/json.h"
 #include "gantry/core/json_reader.h"
 
-namespace gantry::server::openai {
+namespace gantry::protocol::openai {
 
 namespace {
 
@@ -812,4 +812,4 @@ std::string models_response(std::span<const ModelEntry> models) {
   return dump_json(json{{"object", "list"}, {"data", std::move(data)}});
 }
 
-}  // namespace gantry::server::openai
+}  // namespace gantry::protocol::openai

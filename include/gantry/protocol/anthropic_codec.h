@@ -40,7 +40,7 @@
 #include "gantry/backend/generation.h"
 #include "gantry/core/status.h"
 
-namespace gantry::server::anthropic {
+namespace gantry::protocol::anthropic {
 
 // An error as Anthropic reports it: HTTP status plus {"type":"error","error":{"type","message"}}.
 struct ApiError {
@@ -152,4 +152,4 @@ class EventWriter {
   std::vector<size_t> tool_blocks_;  // per tool call (by its index): its block's index
 };
 
-}  // namespace gantry::server::anthropic
+}  // namespace gantry::protocol::anthropic

@@ -18,7 +18,7 @@
 #include "gantry/core/status.h"
 #include "kserve_json_scan.h"
 
-namespace gantry::server::kserve::internal {
+namespace gantry::protocol::kserve::internal {
 
 // A short, printable description of a JSON value for error messages.
 inline std::string describe(const nlohmann::json& v) {
@@ -162,4 +162,4 @@ Status with_converter(DType dtype, Body&& body) {
   });
 }
 
-}  // namespace gantry::server::kserve::internal
+}  // namespace gantry::protocol::kserve::internal
