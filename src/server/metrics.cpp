@@ -7,6 +7,7 @@
 #include <prometheus/text_serializer.h>
 
 #include <algorithm>
+#include <map>
 
 #include "gantry/core/utf8.h"
 #include "gantry/runtime/runtime.h"
@@ -167,58 +168,32 @@ std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauge
                         .Name("gantry_model_memory_bytes")
                         .Help("Memory reserved for a model, per device")
                         .Register(now);
-  auto& kv_used = BuildGauge()
-                      .Name("gantry_kv_cache_used_cells")
-                      .Help("KV cache cells held by running requests (prompt and max_tokens each), per model")
-                      .Register(now);
-  auto& kv_cells = BuildGauge().Name("gantry_kv_cache_cells").Help("KV cache cells per model").Register(now);
-  auto& kv_ratio = BuildGauge()
-                       .Name("gantry_kv_cache_usage_ratio")
-                       .Help("KV cache cells held by running requests / cells, per model (0..1)")
-                       .Register(now);
-  // Speculative decoding, per model that does it: cumulative engine counters (a model loaded again
-  // starts from 0, which Prometheus reads as a counter reset).
-  auto& drafted = BuildCounter()
-                      .Name("gantry_draft_tokens_total")
-                      .Help("Tokens drafted for speculative decoding and verified by the model")
-                      .Register(now);
-  auto& accepted = BuildCounter()
-                       .Name("gantry_draft_tokens_accepted_total")
-                       .Help("Drafted tokens the model accepted (its own choice at that position)")
-                       .Register(now);
-  auto& cache_mem = BuildGauge()
-                        .Name("gantry_prompt_cache_bytes")
-                        .Help(
-                            "Host memory a text model's host prompt cache holds (charged to the model in the "
-                            "cpu budget, given back first under memory pressure)")
-                        .Register(now);
-  auto& prefill = BuildGauge()
-                      .Name("gantry_prompt_tokens_pending")
-                      .Help("Prompt tokens of running requests not yet evaluated (a prefill in progress)")
-                      .Register(now);
+  // What only some backends have (a KV cache, speculative decoding), as each names it: one family per name.
+  std::map<std::string, prometheus::Family<prometheus::Gauge>*> figure_gauges;
+  std::map<std::string, prometheus::Family<prometheus::Counter>*> figure_counters;
+  auto export_figure = [&](const backend::BackendFigure& f, const std::string& model) {
+    const std::string name = "gantry_" + f.name;
+    if (f.counter) {
+      auto it = figure_counters.find(name);
+      if (it == figure_counters.end())
+        it = figure_counters.emplace(name, &BuildCounter().Name(name).Help(f.help).Register(now)).first;
+      it->second->Add({{"model", model}}).Increment(std::max(0.0, f.value));
+    } else {
+      auto it = figure_gauges.find(name);
+      if (it == figure_gauges.end())
+        it = figure_gauges.emplace(name, &BuildGauge().Name(name).Help(f.help).Register(now)).first;
+      it->second->Add({{"model", model}}).Set(f.value);
+    }
+  };
   int ready = 0;
   for (const auto& m : runtime.models()) {
     if (m.state != runtime::ModelState::kReady) continue;
     ++ready;
-    if (m.stats.kv_cells > 0) {
-      const auto used = std::min(m.stats.kv_cells_used, m.stats.kv_cells);
-      kv_used.Add({{"model", label(m.name)}}).Set(static_cast<double>(used));
-      kv_cells.Add({{"model", label(m.name)}}).Set(static_cast<double>(m.stats.kv_cells));
-      kv_ratio.Add({{"model", label(m.name)}})
-          .Set(static_cast<double>(used) / static_cast<double>(m.stats.kv_cells));
-    }
-    if (m.stats.speculative) {
-      drafted.Add({{"model", label(m.name)}}).Increment(static_cast<double>(m.stats.draft_tokens));
-      accepted.Add({{"model", label(m.name)}}).Increment(static_cast<double>(m.stats.draft_accepted));
-    }
     for (const auto& [device, bytes] : m.reserved_bytes) {
       model_mem.Add({{"model", label(m.name)}, {"device", to_valid_utf8(device)}})
           .Set(static_cast<double>(bytes));
     }
-    if (m.format == "gguf") {
-      cache_mem.Add({{"model", label(m.name)}}).Set(static_cast<double>(m.stats.cache_bytes));
-      prefill.Add({{"model", label(m.name)}}).Set(static_cast<double>(m.stats.prompt_tokens_pending));
-    }
+    for (const auto& f : m.stats.figures) export_figure(f, label(m.name));
   }
   loaded.Set(ready);
   auto& cap = BuildGauge().Name("gantry_memory_budget_bytes").Help("Memory budget per device").Register(now);

@@ -77,31 +77,33 @@ struct ModelMetadata {
 // the input and the numbers. Inputs the model does not declare are left to the model's own validation.
 Status check_admission(const ModelMetadata& md, std::span<const NamedTensor> inputs);
 
+// A figure only some backends have (a KV cache's cells, speculative decoding's drafts), named and
+// explained by the backend itself: a server exports it as `gantry_<name>{model}` without knowing what it is
+// (as ggml's backends offer their own extensions by name, ggml_backend_reg_get_proc_address).
+struct BackendFigure {
+  std::string name;  // the metric's name after "gantry_": [a-z0-9_]+, counters end in "_total"
+  std::string help;
+  double value = 0;
+  bool counter = false;  // cumulative since the model was loaded (else a gauge)
+};
+
 // Counters a server shows per model; kept by Model itself (calls, failures, in flight) and by
-// generating backends (tokens).
+// generating backends (tokens); anything backend-specific is one of its `figures`.
 struct ModelStats {
   uint64_t calls = 0;     // infer/generate/embed calls admitted
   uint64_t failures = 0;  // of those, how many returned an error
   int in_flight = 0;      // calls running now
   uint64_t prompt_tokens = 0;
   uint64_t generated_tokens = 0;
-  // Generating backends with a KV cache: cells held by running requests, of kv_cells (0: no cache).
-  uint64_t kv_cells_used = 0;
-  uint64_t kv_cells = 0;
-  // Speculative decoding (backends that do it): whether it is on, tokens drafted and verified, and of
-  // those the ones accepted.
-  bool speculative = false;
-  uint64_t draft_tokens = 0;
-  uint64_t draft_accepted = 0;
   // Host memory held by caches the model can rebuild (a llama.cpp model's host prompt cache); the
   // budget takes it back first under memory pressure.
   uint64_t cache_bytes = 0;
-  uint64_t prompt_tokens_pending = 0;  // admitted prompt tokens not yet evaluated (a prefill in progress)
   // A model with a scheduling loop of its own (a text model's engine): requests queued or running in it,
   // and the steps it has taken so far. Work waiting while the steps stand still is a stuck loop (the
   // server's liveness watchdog); 0 and 0 for models without one.
   uint64_t loop_work = 0;
   uint64_t loop_steps = 0;
+  std::vector<BackendFigure> figures;
 };
 
 class Model {

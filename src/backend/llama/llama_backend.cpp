@@ -364,15 +364,38 @@ backend::ModelStats LlamaModel::stats() const {
   backend::ModelStats s = Model::stats();
   if (engine_) {
     const EngineStats e = engine_->stats();
-    s.kv_cells_used = e.kv_cells_reserved;
-    s.kv_cells = e.kv_cells;
     s.cache_bytes = e.host_cache_bytes;
-    s.prompt_tokens_pending = e.prompt_tokens_pending;
-    s.speculative = engine_->speculative();
-    s.draft_tokens = e.draft_tokens;
-    s.draft_accepted = e.draft_accepted;
     s.loop_work = e.pending + e.active;
     s.loop_steps = e.steps;
+    auto figure = [&s](std::string name, std::string help, double value, bool counter = false) {
+      s.figures.push_back({std::move(name), std::move(help), value, counter});
+    };
+    if (e.kv_cells > 0) {
+      const auto used = static_cast<double>(std::min<uint64_t>(e.kv_cells_reserved, e.kv_cells));
+      const auto cells = static_cast<double>(e.kv_cells);
+      figure("kv_cache_used_cells",
+             "KV cache cells held by running requests (prompt and max_tokens each), per model", used);
+      figure("kv_cache_cells", "KV cache cells per model", cells);
+      figure("kv_cache_usage_ratio", "KV cache cells held by running requests / cells, per model (0..1)",
+             used / cells);
+    }
+    // Speculative decoding: cumulative engine counters (a model loaded again starts from 0, which
+    // Prometheus reads as a counter reset).
+    if (engine_->speculative()) {
+      figure("draft_tokens_total", "Tokens drafted for speculative decoding and verified by the model",
+             static_cast<double>(e.draft_tokens), true);
+      figure("draft_tokens_accepted_total",
+             "Drafted tokens the model accepted (its own choice at that position)",
+             static_cast<double>(e.draft_accepted), true);
+    }
+    figure(
+        "prompt_cache_bytes",
+        "Host memory a text model's host prompt cache holds (charged to the model in the cpu budget, given "
+        "back first under memory pressure)",
+        static_cast<double>(e.host_cache_bytes));
+    figure("prompt_tokens_pending",
+           "Prompt tokens of running requests not yet evaluated (a prefill in progress)",
+           static_cast<double>(e.prompt_tokens_pending));
   }
   return s;
 }
