@@ -1,6 +1,7 @@
 // JSON schema -> grammar at the size limits (json_grammar.h), on the tiny model: how long the largest
-// accepted schemas take to compile (our converter, then llama.cpp's grammar init; both run on the
-// request's thread, in BatchEngine::submit), and what the widest accepted one costs the OTHER sequences of
+// accepted schemas take to compile (our checks and llama.cpp's json_schema_to_grammar, then llama.cpp's
+// grammar init; all run on the request's thread, in BatchEngine::submit), and what the widest accepted
+// one costs the OTHER sequences of
 // the engine, whose decode steps it shares (llama.cpp applies a sequence's grammar to the whole vocabulary
 // at each of its tokens, on the decoding thread). Prints the times, and
 //   BENCH schema-grammar-neighbour ratio=  a free greedy sequence's ms/token next to a sequence constrained
@@ -86,12 +87,24 @@ int main(int argc, char** argv) {
     nlohmann::ordered_json o = {{"type", "object"}, {"properties", nlohmann::ordered_json::object()}};
     nlohmann::ordered_json req = nlohmann::ordered_json::array();
     for (size_t i = 0; i < 1000; ++i) {
-      const std::string name = std::to_string(i) + std::string(200, 'n');
+      const std::string name = std::to_string(i) + std::string(60, 'n');
       o["properties"][name] = {{"type", "null"}};
       req.push_back(name);
     }
     o["required"] = req;
     long_names = o.dump();
+  }
+  std::string
+      long_optional;  // the most optional properties with the longest names kMaxSchemaOptionalWork allows
+  {
+    nlohmann::ordered_json o = {{"type", "object"}, {"properties", nlohmann::ordered_json::object()}};
+    const size_t n = gl::kMaxSchemaAlternatives;
+    const size_t len = gl::kMaxSchemaOptionalWork / (n * n) - 32;  // 32: kOptionalWorkPerRule
+    for (size_t i = 0; i < n; ++i) {
+      std::string name = std::to_string(1000 + i);
+      o["properties"][name + std::string(len - name.size(), '!')] = {{"type", "null"}};
+    }
+    long_optional = o.dump();
   }
   std::string enums;  // the most enum values, in enums of the most values each
   {
@@ -105,7 +118,10 @@ int main(int argc, char** argv) {
       {"most subschemas: " + std::to_string(gl::kMaxSchemaNodes - 1) + " required properties",
        wide_object(gl::kMaxSchemaNodes - 1, true)},
       {"most enum values: " + std::to_string(gl::kMaxSchemaEnumValues), enums},
-      {"longest grammar: 1000 properties with 200-byte names", long_names}};
+      {"longest grammar: 1000 properties with 60-byte names", long_names},
+      {"slowest optional properties: " + std::to_string(gl::kMaxSchemaAlternatives) +
+           " with the longest names allowed",
+       long_optional}};
   for (const auto& s : schemas) {
     double convert = 1e30, init = 1e30;
     size_t bytes = 0;
