@@ -28,15 +28,13 @@ bool servable_file(const fs::path& p) {
 
 Result<RepositoryEntry> repository_entry(const fs::path& source) {
   std::error_code ec;
-  auto from = [&](const model::Manifest& m) {
-    return RepositoryEntry{m.name, source, m.dynamic_batching, m.name};
-  };
+  auto from = [&](const model::Manifest& m) { return RepositoryEntry{m.name, source, m.name}; };
   if (model::is_model_url(source.string())) {
     // A bare model fetched into memory when it loads (Runtime::load): named by its file's stem.
     const std::string stem = fs::path(model::source_file_name(source.string())).stem().string();
     if (stem.empty() || stem == ".")
       return InvalidArgument(source.string() + ": the URL names no model file (http://host/path/NAME.gguf)");
-    return RepositoryEntry{stem, source, std::nullopt, stem};
+    return RepositoryEntry{stem, source, stem};
   }
   if (fs::is_directory(source, ec)) {
     auto m = model::read_manifest(source / std::string(model::kManifestFileName));
@@ -50,7 +48,7 @@ Result<RepositoryEntry> repository_entry(const fs::path& source) {
     if (!p.ok()) return p.status();
     return from(p->manifest());
   }
-  return RepositoryEntry{source.stem().string(), source, std::nullopt, source.stem().string()};
+  return RepositoryEntry{source.stem().string(), source, source.stem().string()};
 }
 
 Status ModelRepository::add(const fs::path& source) {

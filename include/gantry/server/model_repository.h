@@ -26,8 +26,7 @@ namespace gantry::server {
 
 struct RepositoryEntry {
   std::string name;
-  std::filesystem::path source;                    // what Runtime::load gets (a path, or an http(s) URL)
-  std::optional<model::DynamicBatching> batching;  // the package manifest's dynamic_batching
+  std::filesystem::path source;  // what Runtime::load gets (a path, or an http(s) URL)
   // The name the runtime loads it under: `name`, or for a second name given by copy() the first one's
   // (both names then share one loaded model).
   std::string runtime_name;
