@@ -47,11 +47,13 @@ const SizeClasses& classes() {
 
 std::atomic<uint64_t> g_pool_ids{1};
 
-// The last owner a thread resolved, per pool: saves a string lookup per allocation.
+// The last owner a thread resolved, per pool: saves two string lookups per allocation (the pool's owner
+// id and the owner's account in the ledger).
 struct OwnerCache {
   uint64_t pool = 0;
   uint64_t serial = UINT64_MAX;
   uint32_t id = 0;
+  Budget::Account* account = nullptr;
 };
 thread_local OwnerCache t_owner_cache;
 
@@ -85,7 +87,7 @@ struct BlockPool::Impl {
   };
   // Bytes and peaks are the ledger's (self->ledger_); the pool counts only its live allocations.
   struct Owner {
-    const std::string* name;  // the key in owner_ids: stable, owners are never forgotten
+    Budget::Account* account;  // its line in the ledger; the account's owner() is the name
     uint64_t allocations = 0;
   };
 
@@ -120,12 +122,13 @@ struct BlockPool::Impl {
   explicit Impl(BlockPool* s) : self(s), partial(classes().sizes.size()) {}
 
   // --- owners ---
-  uint32_t owner_id_locked(std::string_view name) {
+  // `account` is the ledger's for `name` (looked up before the pool's lock was taken).
+  uint32_t owner_id_locked(std::string_view name, Budget::Account& account) {
     auto it = owner_ids.find(name);
     if (it != owner_ids.end()) return it->second;
     const auto oid = static_cast<uint32_t>(owners.size());
-    it = owner_ids.emplace(std::string(name), oid).first;
-    owners.push_back(Owner{&it->first});
+    owner_ids.emplace(std::string(name), oid);
+    owners.push_back(Owner{&account});
     return oid;
   }
   void account_alloc(uint32_t oid, uint64_t bytes) {
@@ -409,7 +412,8 @@ BlockPool::BlockPool(std::unique_ptr<Backing> backing, BlockPoolOptions options)
   size_t a = kMinAlignment;  // a power of two, at least 64
   while (a < options_.min_alignment) a *= 2;
   options_.min_alignment = a;
-  if (!options_.budget) own_budget_ = std::make_unique<Budget>(backing_->device(), UINT64_MAX);
+  // The pool's own ledger is guarded by the pool's lock: charging it takes no second lock.
+  if (!options_.budget) own_budget_ = std::make_unique<Budget>(backing_->device(), UINT64_MAX, impl_->mu);
   ledger_ = options_.budget ? options_.budget : own_budget_.get();
 }
 
@@ -446,36 +450,48 @@ Result<void*> BlockPool::allocate_for(std::string_view owner, uint64_t bytes, si
     return ResourceExhausted("allocation of " + format_bytes(bytes) + " is larger than the memory pool on " +
                              device() + " (capacity " + format_bytes(options_.capacity) + ")");
   }
+  // The owner's account: from this thread's cache when the caller passed the current scope's name, else
+  // looked up (before the pool's lock: the pool's and a shared budget's locks never nest).
+  OwnerCache& cache = t_owner_cache;
+  const uint64_t serial = OwnerScope::current_serial();
+  const bool scoped = owner.data() == OwnerScope::current().data();
+  const bool cached = scoped && cache.pool == impl_->id && cache.serial == serial;
+  Budget::Account& account = cached ? *cache.account : ledger_->account(owner);
+  // A shared budget is charged before the pool's lock is taken (it may ask reclaimers, which free into
+  // pools); the pool's own ledger under it.
+  const bool own = own_budget_ != nullptr;
   Budget::Receipt receipt;
-  if (Status s = ledger_->charge(owner, charged, receipt); !s.ok()) {
-    std::lock_guard lock(impl_->mu);
-    ++impl_->st.failed;
-    return s;
+  if (!own) {
+    if (Status s = ledger_->charge(account, charged, receipt); !s.ok()) {
+      std::lock_guard lock(impl_->mu);
+      ++impl_->st.failed;
+      return s;
+    }
   }
   Result<void*> r = static_cast<void*>(nullptr);
   {
     std::lock_guard lock(impl_->mu);
-    // The owner id: from this thread's cache when the caller passed the current scope's name.
-    uint32_t oid;
-    OwnerCache& cache = t_owner_cache;
-    const uint64_t serial = OwnerScope::current_serial();
-    const bool scoped = owner.data() == OwnerScope::current().data();
-    if (scoped && cache.pool == impl_->id && cache.serial == serial) {
-      oid = cache.id;
-    } else {
-      oid = impl_->owner_id_locked(owner);
-      if (scoped) cache = {impl_->id, serial, oid};
+    const uint32_t oid = cached ? cache.id : impl_->owner_id_locked(owner, account);
+    if (scoped && !cached) cache = {impl_->id, serial, oid, &account};
+    if (own) {
+      if (Status s = ledger_->charge_held(account, charged, receipt); !s.ok()) {
+        ++impl_->st.failed;
+        return s;
+      }
     }
     r = impl_->allocate_locked(bytes, alignment, oid);
-    if (!r.ok()) ++impl_->st.failed;
+    if (!r.ok()) {
+      ++impl_->st.failed;
+      if (own) ledger_->refund_held(account, charged, receipt);
+    }
   }
-  if (!r.ok()) ledger_->refund(owner, charged, receipt);
+  if (!r.ok() && !own) ledger_->refund(account, charged, receipt);
   return r;
 }
 
 Status BlockPool::free(void* p) {
   if (!p) return Status::Ok();
-  const std::string* owner = nullptr;
+  Budget::Account* account = nullptr;
   uint64_t size = 0;
   {
     std::lock_guard lock(impl_->mu);
@@ -495,9 +511,13 @@ Status BlockPool::free(void* p) {
     auto [bytes, oid] = impl_->free_locked(b, run, slot);
     if (impl_->st.bytes_in_use == 0) impl_->flush_cache();  // nothing allocated: everything coalesces
     size = bytes;
-    owner = impl_->owners[oid].name;
+    account = impl_->owners[oid].account;
+    if (own_budget_) {
+      ledger_->credit_held(*account, size);
+      return Status::Ok();
+    }
   }
-  ledger_->credit(*owner, size);
+  ledger_->credit(*account, size);
   return Status::Ok();
 }
 
