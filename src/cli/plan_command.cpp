@@ -26,6 +26,7 @@
 #include "gantry/hw/rpc.h"
 #include "gantry/model/onnx_info.h"
 #include "gantry/model/package.h"
+#include "gantry/plan/checkpoint_source.h"
 #include "gantry/plan/gguf_profile.h"
 #include "gantry/plan/plan_json.h"
 #include "gantry/plan/planner.h"
@@ -52,8 +53,8 @@ struct PlanArgs {
   bool speed = false;
   std::string what_if;
   std::string catalogue;
-  std::string quant;  // checkpoints: a llama-quantize type or "all"
-  ParamsSpec params;  // --params 70B [--layers ...]
+  std::string quant;        // checkpoints: a llama-quantize type or "all"
+  plan::ParamsSpec params;  // --params 70B [--layers ...]
 };
 
 // This machine as a what-if target: the registry's devices, its CPU's ISA-derived FLOP/s with a measured
@@ -222,7 +223,7 @@ int run_plan(const PlanArgs& a) {
   if (a.explain) return run_plan_explain(a.model, a.json, a.provider_policy, std::cout);
   const fs::path path(a.model);
   std::error_code ec;
-  const bool checkpoint = !a.params.params.empty() || (!a.model.empty() && is_checkpoint_spec(a.model));
+  const bool checkpoint = !a.params.params.empty() || (!a.model.empty() && plan::is_checkpoint_spec(a.model));
   if (a.model.empty() == a.params.params.empty()) {
     std::cerr
         << "gantry: plan: name a model (a .gguf/.onnx file, a checkpoint directory, index, .safetensors "
