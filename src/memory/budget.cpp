@@ -93,23 +93,6 @@ void Budget::unreserve(std::string_view owner, uint64_t bytes) {
   set_locked(a, a.usage_.reserved - std::min(bytes, a.usage_.reserved), a.usage_.in_use);
 }
 
-Budget::Attempt Budget::try_charge_locked(Account& a, uint64_t bytes, Receipt& receipt) {
-  OwnerUsage& u = a.usage_;
-  receipt = {u.peak, peak_};
-  const uint64_t in_use = u.in_use + bytes;
-  const uint64_t before = u.footprint();
-  const uint64_t after = footprint_of(u.reserved, in_use);
-  if (after > before) {
-    const uint64_t new_used = used_ - before + after;
-    if (new_used > capacity_) return {after - before, new_used - capacity_};
-    peak_ = std::max(peak_, new_used);
-  }
-  set_locked(a, u.reserved, in_use);
-  u.peak = std::max(u.peak, in_use);
-  a.listed_ = true;
-  return {};
-}
-
 Status Budget::charge(std::string_view owner, uint64_t bytes) {
   Receipt unused;
   return charge(owner, bytes, unused);
@@ -132,11 +115,6 @@ Status Budget::charge(Account& account, uint64_t bytes, Receipt& receipt) {
   a = try_charge_locked(account, bytes, receipt);
   if (a.fits()) return Status::Ok();
   return ResourceExhausted(shortfall_locked(a.growth));
-}
-
-Status Budget::charge_held(Account& account, uint64_t bytes, Receipt& receipt) {
-  const Attempt a = try_charge_locked(account, bytes, receipt);
-  return a.fits() ? Status::Ok() : ResourceExhausted(shortfall_locked(a.growth));
 }
 
 void Budget::refund_locked(Account& a, uint64_t bytes, const Receipt& receipt) {
@@ -167,14 +145,6 @@ void Budget::credit(std::string_view owner, uint64_t bytes) {
 void Budget::credit(Account& account, uint64_t bytes) {
   std::lock_guard lock(mu_);
   credit_locked(account, bytes);
-}
-
-void Budget::credit_held(Account& account, uint64_t bytes) { credit_locked(account, bytes); }
-
-void Budget::credit_locked(Account& a, uint64_t bytes) {
-  const uint64_t have = a.usage_.in_use;
-  if (bytes > have) over_credits_ += bytes - have;
-  set_locked(a, a.usage_.reserved, have - std::min(bytes, have));
 }
 
 void Budget::release(std::string_view owner) {

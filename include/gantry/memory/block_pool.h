@@ -134,6 +134,10 @@ class BlockPool {
   std::vector<BlockInfo> blocks() const;  // in address order
 
  private:
+  // allocate() and allocate_for(): `scoped` when `owner` is the current OwnerScope's (then the owner's
+  // account comes from this thread's cache).
+  Result<void*> allocate_as(std::string_view owner, bool scoped, uint64_t bytes, size_t alignment);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<Backing> backing_;

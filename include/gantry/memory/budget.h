@@ -108,6 +108,7 @@ class Budget {
   void refund(Account& account, uint64_t bytes, const Receipt& receipt);
   // As those three, for a budget made over its user's `guard`, which the caller holds. charge_held()
   // asks no reclaimer (that would run one under the guard): what does not fit is refused at once.
+  // Inline (below): an allocator's hot path.
   Status charge_held(Account& account, uint64_t bytes, Receipt& receipt);
   void credit_held(Account& account, uint64_t bytes);
   void refund_held(Account& account, uint64_t bytes, const Receipt& receipt);
@@ -145,8 +146,8 @@ class Budget {
     bool fits() const { return over == 0; }
   };
   Attempt try_reserve_locked(Account& a, uint64_t bytes);
-  Attempt try_charge_locked(Account& a, uint64_t bytes, Receipt& receipt);
-  void credit_locked(Account& a, uint64_t bytes);
+  Attempt try_charge_locked(Account& a, uint64_t bytes, Receipt& receipt);  // inline
+  void credit_locked(Account& a, uint64_t bytes);                           // inline
   void refund_locked(Account& a, uint64_t bytes, const Receipt& receipt);
   // Sets `a`'s numbers, keeping used_ the sum of every footprint.
   void set_locked(Account& a, uint64_t reserved, uint64_t in_use);
@@ -175,6 +176,44 @@ class Budget {
   uint64_t peak_ = 0;
   uint64_t over_credits_ = 0;
 };
+
+// The ledger's arithmetic that every charge and credit runs, inline so that an allocator's hot path
+// (BlockPool: charge_held/credit_held under its own lock) makes no call for it.
+inline Budget::Attempt Budget::try_charge_locked(Account& a, uint64_t bytes, Receipt& receipt) {
+  OwnerUsage& u = a.usage_;
+  receipt = {u.peak, peak_};
+  const uint64_t in_use = u.in_use + bytes;
+  const uint64_t before = u.footprint();
+  const uint64_t after = u.reserved > in_use ? u.reserved : in_use;
+  if (after > before) {  // beyond the reservation: it counts
+    const uint64_t new_used = used_ - before + after;
+    if (new_used > capacity_) return {after - before, new_used - capacity_};
+    used_ = new_used;
+    if (new_used > peak_) peak_ = new_used;
+  }
+  u.in_use = in_use;
+  if (in_use > u.peak) u.peak = in_use;
+  a.listed_ = true;
+  return {};
+}
+
+inline void Budget::credit_locked(Account& a, uint64_t bytes) {
+  OwnerUsage& u = a.usage_;
+  if (bytes > u.in_use) {
+    over_credits_ += bytes - u.in_use;
+    bytes = u.in_use;
+  }
+  const uint64_t before = u.footprint();
+  u.in_use -= bytes;
+  used_ = used_ - before + u.footprint();
+}
+
+inline Status Budget::charge_held(Account& account, uint64_t bytes, Receipt& receipt) {
+  const Attempt a = try_charge_locked(account, bytes, receipt);
+  return a.fits() ? Status::Ok() : ResourceExhausted(shortfall_locked(a.growth));
+}
+
+inline void Budget::credit_held(Account& account, uint64_t bytes) { credit_locked(account, bytes); }
 
 // "1.5 GiB", "640.0 MiB", "12 B": for messages.
 std::string format_bytes(uint64_t bytes);
