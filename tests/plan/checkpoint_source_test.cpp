@@ -98,7 +98,7 @@ TEST_F(CheckpointDir, AnotherWeightFormatIsRefused) {
   // A .npy file (1-D, two floats): weights the reader knows, but not a checkpoint.
   const fs::path npy = dir_ / "w.npy";
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
-  header.resize(64 - 10 - 1, ' ');
+  header.resize(128 - 10 - 1, ' ');  // magic, version and length (10 bytes), then 64-byte aligned
   header += '\n';
   std::ofstream f(npy, std::ios::binary);
   f << "\x93NUMPY" << '\x01' << '\x00' << static_cast<char>(header.size()) << '\x00' << header
