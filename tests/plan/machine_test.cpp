@@ -163,9 +163,9 @@ TEST(ThisMachine, GpusGetTheCatalogueWithTheRegistrysBandwidth) {
                              "test.json");
   ASSERT_TRUE(cat.ok()) << cat.status().to_string();
   TestMachine s({memory_target("cpu", "CPU", false, 8 * kGiB, 8 * kGiB),
-             memory_target("cuda:0", "Big GPU", true, 80 * kGiB, 80 * kGiB),
-             memory_target("cuda:1", "Big GPU", true, 80 * kGiB, 80 * kGiB),
-             memory_target("cuda:2", "Unknown GPU", true, 8 * kGiB, 8 * kGiB)});
+                 memory_target("cuda:0", "Big GPU", true, 80 * kGiB, 80 * kGiB),
+                 memory_target("cuda:1", "Big GPU", true, 80 * kGiB, 80 * kGiB),
+                 memory_target("cuda:2", "Unknown GPU", true, 8 * kGiB, 8 * kGiB)});
   s.request.catalogue = &*cat;
   hw::Device known;
   known.id = "cuda:1";
