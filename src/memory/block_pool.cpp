@@ -1,9 +1,12 @@
 #include "gantry/memory/block_pool.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <map>
 #include <mutex>
+#include <new>
 #include <set>
 #include <unordered_map>
 
@@ -22,38 +25,109 @@ uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 uintptr_t align_up(uintptr_t v, uintptr_t a) { return (v + a - 1) & ~(a - 1); }
 
 // Size classes for small requests: multiples of 64 up to 512, then four steps per power of two up
-// to kSmallLimit (so a slot wastes at most ~25 %). Every class is a multiple of 64.
+// to kSmallLimit (so a slot wastes at most ~25 %). Every class is a multiple of 64. A constant table
+// (built at compile time): the hot path reads it without a guard.
 struct SizeClasses {
-  std::vector<uint32_t> sizes;
-  std::vector<uint8_t> by_quanta;  // (size + 63) / 64 -> class index
-  SizeClasses() {
-    for (uint32_t s = 64; s <= 512; s += 64) sizes.push_back(s);
+  std::array<uint32_t, 8 + 4 * 6> sizes{};
+  std::array<uint8_t, BlockPool::kSmallLimit / kQuantum + 1> by_quanta{};  // (size + 63) / 64 -> class
+  constexpr SizeClasses() {
+    size_t n = 0;
+    for (uint32_t s = 64; s <= 512; s += 64) sizes[n++] = s;
     for (uint32_t base = 512; base < BlockPool::kSmallLimit; base *= 2)
-      for (uint32_t step = 1; step <= 4; ++step) sizes.push_back(base + base / 4 * step);
-    by_quanta.resize(BlockPool::kSmallLimit / kQuantum + 1);
+      for (uint32_t step = 1; step <= 4; ++step) sizes[n++] = base + base / 4 * step;
     size_t c = 0;
     for (size_t q = 0; q < by_quanta.size(); ++q) {
       while (sizes[c] < q * kQuantum) ++c;
       by_quanta[q] = static_cast<uint8_t>(c);
     }
   }
-  size_t index(uint64_t bytes) const { return by_quanta[(bytes + kQuantum - 1) / kQuantum]; }
+  constexpr size_t index(uint64_t bytes) const { return by_quanta[(bytes + kQuantum - 1) / kQuantum]; }
 };
 
-const SizeClasses& classes() {
-  static const SizeClasses c;
-  return c;
-}
+constexpr SizeClasses kClasses;
+static_assert(kClasses.sizes.back() == BlockPool::kSmallLimit, "the last class is the small limit");
 
 std::atomic<uint64_t> g_pool_ids{1};
 
-// The last owner a thread resolved, per pool: saves a string lookup per allocation.
+// The last owner a thread resolved, per pool: saves two string lookups per allocation (the pool's owner
+// id and the owner's account in the ledger).
 struct OwnerCache {
   uint64_t pool = 0;
   uint64_t serial = UINT64_MAX;
   uint32_t id = 0;
+  Budget::Account* account = nullptr;
 };
 thread_local OwnerCache t_owner_cache;
+
+// The nodes of a pool's trees (each block's runs, the free runs), kept for reuse once freed: splitting
+// and merging runs is the allocator's hot path, and a malloc and a free per tree node were a large part
+// of it. One free list per node size; the nodes go back to the heap with the cache. Not thread-safe:
+// the trees change only under the pool's lock.
+class NodeCache {
+ public:
+  NodeCache() = default;
+  NodeCache(const NodeCache&) = delete;
+  NodeCache& operator=(const NodeCache&) = delete;
+  ~NodeCache() {
+    for (List& l : lists_)
+      while (Free* n = l.head) {
+        l.head = n->next;
+        ::operator delete(n);
+      }
+  }
+  void* take(size_t bytes) {
+    for (List& l : lists_)
+      if (l.bytes == bytes && l.head) {
+        Free* n = l.head;
+        l.head = n->next;
+        return n;
+      }
+    return ::operator new(bytes);
+  }
+  void give(void* p, size_t bytes) {
+    for (List& l : lists_)
+      if (l.bytes == bytes || l.bytes == 0) {
+        l.bytes = bytes;
+        l.head = new (p) Free{l.head};
+        return;
+      }
+    ::operator delete(p);  // more node sizes than lists: not kept
+  }
+
+ private:
+  struct Free {
+    Free* next;
+  };
+  struct List {
+    size_t bytes = 0;
+    Free* head = nullptr;
+  };
+  std::array<List, 4> lists_;
+};
+
+// A tree's allocator over a NodeCache (single nodes; anything else from the heap).
+template <class T>
+struct NodeAllocator {
+  using value_type = T;
+  NodeCache* nodes;
+  explicit NodeAllocator(NodeCache* n) : nodes(n) {}
+  template <class U>
+  NodeAllocator(const NodeAllocator<U>& o) : nodes(o.nodes) {}  // rebinding, as containers do
+  T* allocate(size_t n) {
+    static_assert(sizeof(T) >= sizeof(void*) && alignof(T) <= alignof(std::max_align_t));
+    return static_cast<T*>(n == 1 ? nodes->take(sizeof(T)) : ::operator new(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t n) {
+    if (n == 1)
+      nodes->give(p, sizeof(T));
+    else
+      ::operator delete(p);
+  }
+  template <class U>
+  bool operator==(const NodeAllocator<U>& o) const {
+    return nodes == o.nodes;
+  }
+};
 
 }  // namespace
 
@@ -66,11 +140,13 @@ struct BlockPool::Impl {
     uint32_t owner = kNoOwner;
     std::unique_ptr<Slab> slab;
   };
+  using Runs = std::map<uint64_t, Run, std::less<uint64_t>, NodeAllocator<std::pair<const uint64_t, Run>>>;
   struct Block {
+    explicit Block(NodeCache* nodes) : runs(Runs::allocator_type(nodes)) {}
     BackingBlock mapping;
     uintptr_t base = 0;
-    std::map<uint64_t, Run> runs;  // by offset; covers the block exactly
-    size_t used_runs = 0;          // runs not free
+    Runs runs;             // by offset; covers the block exactly
+    size_t used_runs = 0;  // runs not free
   };
   struct Slab {
     Block* block = nullptr;
@@ -79,22 +155,28 @@ struct BlockPool::Impl {
     uint32_t cls = 0;
     uint32_t slot = 0;
     uint32_t slots = 0;
-    std::vector<uint32_t> owners;  // per slot, kNoOwner when free
-    std::vector<uint32_t> free_slots;
-    bool listed = false;  // in partial[cls]
+    // Slots [0, used) have been handed out; the rest never were (so a fresh slab costs no pass over
+    // its slots). owners[i] is slot i's owner, kNoOwner when free; set only below `used`.
+    std::unique_ptr<uint32_t[]> owners;
+    uint32_t used = 0;
+    std::vector<uint32_t> free_slots;  // freed slots below `used`, reused first (last freed first)
+    bool listed = false;               // in partial[cls]
   };
   // Bytes and peaks are the ledger's (self->ledger_); the pool counts only its live allocations.
   struct Owner {
-    const std::string* name;  // the key in owner_ids: stable, owners are never forgotten
+    Budget::Account* account;  // its line in the ledger; the account's owner() is the name
     uint64_t allocations = 0;
   };
+
+  using FreeRun = std::pair<uint64_t, uintptr_t>;  // (size, address)
 
   BlockPool* self;
   uint64_t id = g_pool_ids.fetch_add(1);
   mutable std::mutex mu;
+  NodeCache nodes;                                     // before the trees: it outlives them
   std::map<uintptr_t, std::unique_ptr<Block>> blocks;  // by base
-  std::set<std::pair<uint64_t, uintptr_t>> free_runs;  // (size, address) of every free run
-  std::vector<std::vector<Slab*>> partial;             // per class: slabs with a free slot
+  std::set<FreeRun, std::less<FreeRun>, NodeAllocator<FreeRun>> free_runs{NodeAllocator<FreeRun>(&nodes)};
+  std::vector<std::vector<Slab*>> partial;  // per class: slabs with a free slot
   std::vector<Owner> owners;
   std::map<std::string, uint32_t, std::less<>> owner_ids;
   size_t empty_blocks = 0;
@@ -117,15 +199,16 @@ struct BlockPool::Impl {
     st.cached_bytes = 0;
   }
 
-  explicit Impl(BlockPool* s) : self(s), partial(classes().sizes.size()) {}
+  explicit Impl(BlockPool* s) : self(s), partial(kClasses.sizes.size()) {}
 
   // --- owners ---
-  uint32_t owner_id_locked(std::string_view name) {
+  // `account` is the ledger's for `name` (looked up before the pool's lock was taken).
+  uint32_t owner_id_locked(std::string_view name, Budget::Account& account) {
     auto it = owner_ids.find(name);
     if (it != owner_ids.end()) return it->second;
     const auto oid = static_cast<uint32_t>(owners.size());
-    it = owner_ids.emplace(std::string(name), oid).first;
-    owners.push_back(Owner{&it->first});
+    owner_ids.emplace(std::string(name), oid);
+    owners.push_back(Owner{&account});
     return oid;
   }
   void account_alloc(uint32_t oid, uint64_t bytes) {
@@ -187,7 +270,7 @@ struct BlockPool::Impl {
       mapped = self->backing_->map(size);
       if (!mapped.ok()) return mapped.status();
     }
-    auto b = std::make_unique<Block>();
+    auto b = std::make_unique<Block>(&nodes);
     b->mapping = *mapped;
     b->base = reinterpret_cast<uintptr_t>(mapped->base);
     b->runs.emplace(0, Run{size, State::kFree, kNoOwner, nullptr});
@@ -286,11 +369,11 @@ struct BlockPool::Impl {
   }
 
   Result<void*> allocate_small(uint64_t bytes, uint32_t oid) {
-    const size_t c = classes().index(bytes);
+    const size_t c = kClasses.index(bytes);
     auto& list = partial[c];
     Slab* s = list.empty() ? nullptr : list.back();
     if (!s) {
-      const uint32_t slot = classes().sizes[c];
+      const uint32_t slot = kClasses.sizes[c];
       const uint64_t slab_bytes = std::max<uint64_t>(64 * 1024, uint64_t{slot} * 16);
       GANTRY_ASSIGN_OR_RETURN(auto where, take_run(slab_bytes, kQuantum, State::kSlab, kNoOwner));
       auto slab = std::make_unique<Slab>();
@@ -300,18 +383,21 @@ struct BlockPool::Impl {
       slab->cls = static_cast<uint32_t>(c);
       slab->slot = slot;
       slab->slots = static_cast<uint32_t>(slab_bytes / slot);
-      slab->owners.assign(slab->slots, kNoOwner);
-      slab->free_slots.resize(slab->slots);
-      for (uint32_t i = 0; i < slab->slots; ++i) slab->free_slots[i] = slab->slots - 1 - i;
+      slab->owners.reset(new uint32_t[slab->slots]);
       s = slab.get();
       where.first->runs.find(where.second)->second.slab = std::move(slab);
       list.push_back(s);
       s->listed = true;
     }
-    const uint32_t i = s->free_slots.back();
-    s->free_slots.pop_back();
-    s->owners[i] = oid;
+    uint32_t i;
     if (s->free_slots.empty()) {
+      i = s->used++;
+    } else {
+      i = s->free_slots.back();
+      s->free_slots.pop_back();
+    }
+    s->owners[i] = oid;
+    if (s->free_slots.empty() && s->used == s->slots) {  // full
       list.pop_back();
       s->listed = false;
     }
@@ -346,7 +432,7 @@ struct BlockPool::Impl {
   }
 
   // The rounded size and owner of live allocation `p`; false when `p` is not one.
-  bool lookup(uintptr_t p, Block*& b, std::map<uint64_t, Run>::iterator& run, uint32_t& slot) const {
+  bool lookup(uintptr_t p, Block*& b, Runs::iterator& run, uint32_t& slot) const {
     b = block_of(p);
     if (!b) return false;
     const uint64_t off = p - b->base;
@@ -359,11 +445,11 @@ struct BlockPool::Impl {
     const uint64_t rel = p - s->start;
     if (rel % s->slot != 0 || rel / s->slot >= s->slots) return false;
     slot = static_cast<uint32_t>(rel / s->slot);
-    return s->owners[slot] != kNoOwner;
+    return slot < s->used && s->owners[slot] != kNoOwner;
   }
 
   // Frees a live allocation; returns its size and owner.
-  std::pair<uint64_t, uint32_t> free_locked(Block* b, std::map<uint64_t, Run>::iterator run, uint32_t slot) {
+  std::pair<uint64_t, uint32_t> free_locked(Block* b, Runs::iterator run, uint32_t slot) {
     if (run->second.state == State::kUsed) {
       const uint64_t size = run->second.size;
       const uint32_t oid = run->second.owner;
@@ -390,7 +476,7 @@ struct BlockPool::Impl {
     s->owners[slot] = kNoOwner;
     s->free_slots.push_back(slot);
     account_free(oid, size);
-    if (s->free_slots.size() == s->slots) {  // empty: give the run back to the block
+    if (s->free_slots.size() == s->used) {  // empty: give the run back to the block
       if (s->listed) {
         auto& list = partial[s->cls];
         list.erase(std::find(list.begin(), list.end(), s));
@@ -409,7 +495,8 @@ BlockPool::BlockPool(std::unique_ptr<Backing> backing, BlockPoolOptions options)
   size_t a = kMinAlignment;  // a power of two, at least 64
   while (a < options_.min_alignment) a *= 2;
   options_.min_alignment = a;
-  if (!options_.budget) own_budget_ = std::make_unique<Budget>(backing_->device(), UINT64_MAX);
+  // The pool's own ledger is guarded by the pool's lock: charging it takes no second lock.
+  if (!options_.budget) own_budget_ = std::make_unique<Budget>(backing_->device(), UINT64_MAX, impl_->mu);
   ledger_ = options_.budget ? options_.budget : own_budget_.get();
 }
 
@@ -423,10 +510,14 @@ BlockPool::~BlockPool() {
 }
 
 Result<void*> BlockPool::allocate(uint64_t bytes, size_t alignment) {
-  return allocate_for(OwnerScope::current(), bytes, alignment);
+  return allocate_as(OwnerScope::current(), true, bytes, alignment);
 }
 
 Result<void*> BlockPool::allocate_for(std::string_view owner, uint64_t bytes, size_t alignment) {
+  return allocate_as(owner, owner.data() == OwnerScope::current().data(), bytes, alignment);
+}
+
+Result<void*> BlockPool::allocate_as(std::string_view owner, bool scoped, uint64_t bytes, size_t alignment) {
   if (bytes == 0) return static_cast<void*>(nullptr);
   if (alignment == 0) alignment = kMinAlignment;
   if ((alignment & (alignment - 1)) != 0) {
@@ -438,7 +529,7 @@ Result<void*> BlockPool::allocate_for(std::string_view owner, uint64_t bytes, si
   // A pool with a stricter minimum rounds every size to it too, so that runs stay on its boundaries.
   if (options_.min_alignment > kMinAlignment) bytes = round_up(bytes, options_.min_alignment);
   const uint64_t charged = bytes <= kSmallLimit && alignment <= kMinAlignment
-                               ? classes().sizes[classes().index(bytes)]
+                               ? kClasses.sizes[kClasses.index(bytes)]
                                : round_up(bytes, kMinAlignment);
   if (options_.capacity && charged > options_.capacity) {
     std::lock_guard lock(impl_->mu);
@@ -446,41 +537,50 @@ Result<void*> BlockPool::allocate_for(std::string_view owner, uint64_t bytes, si
     return ResourceExhausted("allocation of " + format_bytes(bytes) + " is larger than the memory pool on " +
                              device() + " (capacity " + format_bytes(options_.capacity) + ")");
   }
+  // The owner's account: from this thread's cache when the caller passed the current scope's name, else
+  // looked up (before the pool's lock: the pool's and a shared budget's locks never nest).
+  OwnerCache& cache = t_owner_cache;
+  const uint64_t serial = OwnerScope::current_serial();
+  const bool cached = scoped && cache.pool == impl_->id && cache.serial == serial;
+  Budget::Account& account = cached ? *cache.account : ledger_->account(owner);
+  // A shared budget is charged before the pool's lock is taken (it may ask reclaimers, which free into
+  // pools); the pool's own ledger under it.
+  const bool own = own_budget_ != nullptr;
   Budget::Receipt receipt;
-  if (Status s = ledger_->charge(owner, charged, receipt); !s.ok()) {
-    std::lock_guard lock(impl_->mu);
-    ++impl_->st.failed;
-    return s;
-  }
-  Result<void*> r = static_cast<void*>(nullptr);
-  {
-    std::lock_guard lock(impl_->mu);
-    // The owner id: from this thread's cache when the caller passed the current scope's name.
-    uint32_t oid;
-    OwnerCache& cache = t_owner_cache;
-    const uint64_t serial = OwnerScope::current_serial();
-    const bool scoped = owner.data() == OwnerScope::current().data();
-    if (scoped && cache.pool == impl_->id && cache.serial == serial) {
-      oid = cache.id;
-    } else {
-      oid = impl_->owner_id_locked(owner);
-      if (scoped) cache = {impl_->id, serial, oid};
+  if (!own) {
+    if (Status s = ledger_->charge(account, charged, receipt); !s.ok()) {
+      std::lock_guard lock(impl_->mu);
+      ++impl_->st.failed;
+      return s;
     }
-    r = impl_->allocate_locked(bytes, alignment, oid);
-    if (!r.ok()) ++impl_->st.failed;
   }
-  if (!r.ok()) ledger_->refund(owner, charged, receipt);
+  std::unique_lock lock(impl_->mu);
+  const uint32_t oid = cached ? cache.id : impl_->owner_id_locked(owner, account);
+  if (scoped && !cached) cache = {impl_->id, serial, oid, &account};
+  if (own) {
+    if (Status s = ledger_->charge_held(account, charged, receipt); !s.ok()) {
+      ++impl_->st.failed;
+      return s;
+    }
+  }
+  Result<void*> r = impl_->allocate_locked(bytes, alignment, oid);
+  if (!r.ok()) {
+    ++impl_->st.failed;
+    if (own) ledger_->refund_held(account, charged, receipt);
+    lock.unlock();
+    if (!own) ledger_->refund(account, charged, receipt);  // the pool's lock let go: they never nest
+  }
   return r;
 }
 
 Status BlockPool::free(void* p) {
   if (!p) return Status::Ok();
-  const std::string* owner = nullptr;
+  Budget::Account* account = nullptr;
   uint64_t size = 0;
   {
     std::lock_guard lock(impl_->mu);
     Impl::Block* b = nullptr;
-    std::map<uint64_t, Impl::Run>::iterator run;
+    Impl::Runs::iterator run;
     uint32_t slot = 0;
     if (!impl_->lookup(reinterpret_cast<uintptr_t>(p), b, run, slot)) {
       const uint64_t n = ++impl_->st.bad_frees;
@@ -495,16 +595,20 @@ Status BlockPool::free(void* p) {
     auto [bytes, oid] = impl_->free_locked(b, run, slot);
     if (impl_->st.bytes_in_use == 0) impl_->flush_cache();  // nothing allocated: everything coalesces
     size = bytes;
-    owner = impl_->owners[oid].name;
+    account = impl_->owners[oid].account;
+    if (own_budget_) {
+      ledger_->credit_held(*account, size);
+      return Status::Ok();
+    }
   }
-  ledger_->credit(*owner, size);
+  ledger_->credit(*account, size);
   return Status::Ok();
 }
 
 uint64_t BlockPool::allocation_size(const void* p) const {
   std::lock_guard lock(impl_->mu);
   Impl::Block* b = nullptr;
-  std::map<uint64_t, Impl::Run>::iterator run;
+  Impl::Runs::iterator run;
   uint32_t slot = 0;
   if (!p || !impl_->lookup(reinterpret_cast<uintptr_t>(p), b, run, slot)) return 0;
   return run->second.state == Impl::State::kUsed ? run->second.size : run->second.slab->slot;

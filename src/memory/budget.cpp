@@ -8,23 +8,19 @@
 namespace gantry::memory {
 
 Budget::Budget(std::string device, uint64_t capacity_bytes)
-    : device_(std::move(device)), capacity_(capacity_bytes) {}
+    : device_(std::move(device)), capacity_(capacity_bytes), mu_(own_mu_) {}
 
-uint64_t Budget::used_locked() const {
-  uint64_t total = 0;
-  for (const auto& [name, u] : owners_) total += u.footprint();
-  return total;
-}
+Budget::Budget(std::string device, uint64_t capacity_bytes, std::mutex& guard)
+    : device_(std::move(device)), capacity_(capacity_bytes), mu_(guard) {}
 
 uint64_t Budget::used() const {
   std::lock_guard lock(mu_);
-  return used_locked();
+  return used_;
 }
 
 uint64_t Budget::available() const {
   std::lock_guard lock(mu_);
-  const uint64_t u = used_locked();
-  return u >= capacity_ ? 0 : capacity_ - u;
+  return used_ >= capacity_ ? 0 : capacity_ - used_;
 }
 
 uint64_t Budget::peak() const {
@@ -34,24 +30,42 @@ uint64_t Budget::peak() const {
 
 namespace {
 
-// The footprint change when `u` goes from its current state to (reserved, in_use).
 uint64_t footprint_of(uint64_t reserved, uint64_t in_use) { return reserved > in_use ? reserved : in_use; }
 
 }  // namespace
 
-Budget::Attempt Budget::try_reserve_locked(std::string_view owner, uint64_t bytes) {
-  const uint64_t used = used_locked();
-  auto it = owners_.find(owner);
-  const uint64_t before = it == owners_.end() ? 0 : it->second.footprint();
-  const uint64_t reserved = (it == owners_.end() ? 0 : it->second.reserved) + bytes;
-  const uint64_t after = footprint_of(reserved, it == owners_.end() ? 0 : it->second.in_use);
-  const uint64_t new_used = used - before + after;
+Budget::Account& Budget::account_locked(std::string_view owner) {
+  auto it = accounts_.find(owner);
+  if (it == accounts_.end())
+    it = accounts_.emplace(std::string(owner), std::unique_ptr<Account>(new Account(std::string(owner))))
+             .first;
+  return *it->second;
+}
+
+const Budget::Account* Budget::listed_locked(std::string_view owner) const {
+  auto it = accounts_.find(owner);
+  return it != accounts_.end() && it->second->listed_ ? it->second.get() : nullptr;
+}
+
+void Budget::set_locked(Account& a, uint64_t reserved, uint64_t in_use) {
+  used_ = used_ - a.usage_.footprint() + footprint_of(reserved, in_use);
+  a.usage_.reserved = reserved;
+  a.usage_.in_use = in_use;
+}
+
+Budget::Account& Budget::account(std::string_view owner) {
+  std::lock_guard lock(mu_);
+  return account_locked(owner);
+}
+
+Budget::Attempt Budget::try_reserve_locked(Account& a, uint64_t bytes) {
+  const uint64_t before = a.usage_.footprint();
+  const uint64_t reserved = a.usage_.reserved + bytes;
+  const uint64_t after = footprint_of(reserved, a.usage_.in_use);
+  const uint64_t new_used = used_ - before + after;
   if (after > before && new_used > capacity_) return {after - before, new_used - capacity_};
-  if (it == owners_.end()) {
-    it = owners_.emplace(std::string(owner), OwnerUsage{}).first;
-    it->second.owner = std::string(owner);
-  }
-  it->second.reserved = reserved;
+  set_locked(a, reserved, a.usage_.in_use);
+  a.listed_ = true;
   peak_ = std::max(peak_, new_used);
   return {};
 }
@@ -60,43 +74,23 @@ Status Budget::reserve(std::string_view owner, uint64_t bytes) {
   Attempt a;
   {
     std::lock_guard lock(mu_);
-    a = try_reserve_locked(owner, bytes);
+    a = try_reserve_locked(account_locked(owner), bytes);
     if (a.fits()) return Status::Ok();
     if (!has_reclaimers_except(owner)) return ResourceExhausted(shortfall_locked(a.growth));
   }
   reclaim(a.over, owner);  // caches other owners can rebuild go first; then one more try
   std::lock_guard lock(mu_);
-  a = try_reserve_locked(owner, bytes);
+  a = try_reserve_locked(account_locked(owner), bytes);
   if (a.fits()) return Status::Ok();
   return ResourceExhausted(shortfall_locked(a.growth));
 }
 
 void Budget::unreserve(std::string_view owner, uint64_t bytes) {
   std::lock_guard lock(mu_);
-  auto it = owners_.find(owner);
-  if (it == owners_.end()) return;
-  it->second.reserved -= std::min(bytes, it->second.reserved);
-}
-
-Budget::Attempt Budget::try_charge_locked(std::string_view owner, uint64_t bytes, Receipt& receipt) {
-  auto it = owners_.find(owner);
-  receipt = {it == owners_.end() ? 0 : it->second.peak, peak_};
-  const uint64_t reserved = it == owners_.end() ? 0 : it->second.reserved;
-  const uint64_t in_use = (it == owners_.end() ? 0 : it->second.in_use) + bytes;
-  const uint64_t before = it == owners_.end() ? 0 : it->second.footprint();
-  const uint64_t after = footprint_of(reserved, in_use);
-  if (after > before) {
-    const uint64_t new_used = used_locked() - before + after;
-    if (new_used > capacity_) return {after - before, new_used - capacity_};
-    peak_ = std::max(peak_, new_used);
-  }
-  if (it == owners_.end()) {
-    it = owners_.emplace(std::string(owner), OwnerUsage{}).first;
-    it->second.owner = std::string(owner);
-  }
-  it->second.in_use = in_use;
-  it->second.peak = std::max(it->second.peak, in_use);
-  return {};
+  auto it = accounts_.find(owner);
+  if (it == accounts_.end()) return;
+  Account& a = *it->second;
+  set_locked(a, a.usage_.reserved - std::min(bytes, a.usage_.reserved), a.usage_.in_use);
 }
 
 Status Budget::charge(std::string_view owner, uint64_t bytes) {
@@ -105,43 +99,62 @@ Status Budget::charge(std::string_view owner, uint64_t bytes) {
 }
 
 Status Budget::charge(std::string_view owner, uint64_t bytes, Receipt& receipt) {
+  return charge(account(owner), bytes, receipt);
+}
+
+Status Budget::charge(Account& account, uint64_t bytes, Receipt& receipt) {
   Attempt a;
   {
     std::lock_guard lock(mu_);
-    a = try_charge_locked(owner, bytes, receipt);
+    a = try_charge_locked(account, bytes, receipt);
     if (a.fits()) return Status::Ok();
-    if (!has_reclaimers_except(owner)) return ResourceExhausted(shortfall_locked(a.growth));
+    if (!has_reclaimers_except(account.owner())) return ResourceExhausted(shortfall_locked(a.growth));
   }
-  reclaim(a.over, owner);  // caches other owners can rebuild go first; then one more try
+  reclaim(a.over, account.owner());  // caches other owners can rebuild go first; then one more try
   std::lock_guard lock(mu_);
-  a = try_charge_locked(owner, bytes, receipt);
+  a = try_charge_locked(account, bytes, receipt);
   if (a.fits()) return Status::Ok();
   return ResourceExhausted(shortfall_locked(a.growth));
 }
 
+void Budget::refund_locked(Account& a, uint64_t bytes, const Receipt& receipt) {
+  credit_locked(a, bytes);
+  a.usage_.peak = std::min(a.usage_.peak, std::max(receipt.owner_peak, a.usage_.in_use));
+  peak_ = std::min(peak_, std::max(receipt.peak, used_));
+}
+
 void Budget::refund(std::string_view owner, uint64_t bytes, const Receipt& receipt) {
   std::lock_guard lock(mu_);
-  credit_locked(owner, bytes);
-  if (auto it = owners_.find(owner); it != owners_.end())
-    it->second.peak = std::min(it->second.peak, std::max(receipt.owner_peak, it->second.in_use));
-  peak_ = std::min(peak_, std::max(receipt.peak, used_locked()));
+  refund_locked(account_locked(owner), bytes, receipt);
+}
+
+void Budget::refund(Account& account, uint64_t bytes, const Receipt& receipt) {
+  std::lock_guard lock(mu_);
+  refund_locked(account, bytes, receipt);
+}
+
+void Budget::refund_held(Account& account, uint64_t bytes, const Receipt& receipt) {
+  refund_locked(account, bytes, receipt);
 }
 
 void Budget::credit(std::string_view owner, uint64_t bytes) {
   std::lock_guard lock(mu_);
-  credit_locked(owner, bytes);
+  credit_locked(account_locked(owner), bytes);
 }
 
-void Budget::credit_locked(std::string_view owner, uint64_t bytes) {
-  auto it = owners_.find(owner);
-  const uint64_t have = it == owners_.end() ? 0 : it->second.in_use;
-  if (bytes > have) over_credits_ += bytes - have;
-  if (it != owners_.end()) it->second.in_use = have - std::min(bytes, have);
+void Budget::credit(Account& account, uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  credit_locked(account, bytes);
 }
 
 void Budget::release(std::string_view owner) {
   std::lock_guard lock(mu_);
-  if (auto it = owners_.find(owner); it != owners_.end()) owners_.erase(it);
+  auto it = accounts_.find(owner);
+  if (it == accounts_.end()) return;
+  Account& a = *it->second;
+  set_locked(a, 0, 0);
+  a.usage_.peak = 0;
+  a.listed_ = false;
 }
 
 bool Budget::has_reclaimers_except(std::string_view owner) const {
@@ -185,22 +198,22 @@ uint64_t Budget::reclaimed() const {
 
 std::optional<OwnerUsage> Budget::usage(std::string_view owner) const {
   std::lock_guard lock(mu_);
-  auto it = owners_.find(owner);
-  if (it == owners_.end()) return std::nullopt;
-  return it->second;
+  const Account* a = listed_locked(owner);
+  if (a == nullptr) return std::nullopt;
+  return a->usage_;
 }
 
 std::vector<OwnerUsage> Budget::ledger() const {
   std::lock_guard lock(mu_);
   std::vector<OwnerUsage> out;
-  out.reserve(owners_.size());
-  for (const auto& [name, u] : owners_) out.push_back(u);
+  for (const auto& [name, a] : accounts_)
+    if (a->listed_) out.push_back(a->usage_);
   return out;
 }
 
 void Budget::reset_owner_peaks() {
   std::lock_guard lock(mu_);
-  for (auto& [name, u] : owners_) u.peak = u.in_use;
+  for (auto& [name, a] : accounts_) a->usage_.peak = a->usage_.in_use;
 }
 
 uint64_t Budget::over_credits() const {
@@ -215,11 +228,10 @@ std::string Budget::shortfall_message(uint64_t asked) const {
 
 std::string Budget::shortfall_locked(uint64_t asked) const {
   size_t holders = 0;
-  for (const auto& [name, u] : owners_)
-    if (u.footprint() > 0) ++holders;
+  for (const auto& [name, a] : accounts_)
+    if (a->usage_.footprint() > 0) ++holders;
   return "needs " + format_bytes(asked) + " on " + device_ + ", budget " + format_bytes(capacity_) + ", " +
-         format_bytes(used_locked()) + " used by " + std::to_string(holders) +
-         (holders == 1 ? " model" : " models");
+         format_bytes(used_) + " used by " + std::to_string(holders) + (holders == 1 ? " model" : " models");
 }
 
 std::string format_bytes(uint64_t bytes) {

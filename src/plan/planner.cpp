@@ -322,6 +322,11 @@ uint64_t device_free_bytes(const Device& d) { return d.memory_free_bytes.value_o
 
 bool is_gpu(const Device& d) { return d.kind != hw::DeviceKind::kCpu; }
 
+bool cpu_should_take_share(const std::vector<Device>& devices) {
+  return std::any_of(devices.begin(), devices.end(), [](const Device& d) { return d.remote.has_value(); }) &&
+         std::none_of(devices.begin(), devices.end(), [](const Device& d) { return is_gpu(d) && !d.remote; });
+}
+
 Device memory_target(std::string_view id, std::string name, bool gpu, uint64_t free_bytes,
                      uint64_t total_bytes) {
   Device d;

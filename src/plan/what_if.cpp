@@ -140,6 +140,12 @@ ModelProfile requantised(const ModelProfile& m, double bpw) {
   return q;
 }
 
+bool names_this_machine(std::string_view spec) {
+  std::string s(spec);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s.find("this") != std::string::npos || s.find("all") != std::string::npos;
+}
+
 Result<std::vector<WhatIfTarget>> resolve_targets(const Catalogue& c, std::string_view spec,
                                                   const std::optional<WhatIfTarget>& this_machine) {
   std::vector<WhatIfTarget> out;

@@ -9,6 +9,7 @@
 #include "gantry/backend/llama/measure.h"
 #include "gantry/backend/llama/settings.h"
 #include "gantry/plan/checkpoint.h"
+#include "gantry/plan/checkpoint_source.h"
 #include "gantry/plan/planner.h"
 #include "gantry/weights/loader.h"
 #include "gantry/weights/source.h"
@@ -36,14 +37,7 @@ inline Result<Checkpoint> read_checkpoint_at(const std::string& spec) {
   GANTRY_ASSIGN_OR_RETURN(auto meta, weights::metadata(src));
   Checkpoint c;
   c.config_json = meta.config_json;
-  for (const auto& t : meta.tensors) {
-    CheckpointTensor ct;
-    ct.name = t.name;
-    if (const auto* d = std::get_if<DType>(&t.type)) ct.dtype = *d;
-    for (int64_t d : t.shape.dims()) ct.shape.push_back(static_cast<uint64_t>(d));
-    ct.bytes = t.bytes;
-    c.tensors.push_back(std::move(ct));
-  }
+  c.tensors = checkpoint_tensors(meta);
   return c;
 }
 inline Result<Checkpoint> read_checkpoint(const std::string& arch) {

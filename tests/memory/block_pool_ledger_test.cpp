@@ -2,8 +2,10 @@
 // whether the budget is given (the runtime's) or the pool's own unlimited one.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "gantry/memory/block_pool.h"
@@ -131,6 +133,78 @@ TEST(BlockPoolLedger, ResetPeaksResetsTheLedgersOwnerPeaks) {
   EXPECT_EQ(pool.owner("m")->peak_in_use, 2 * MiB);
   EXPECT_EQ(budget.peak(), 10 * MiB);  // the budget's own peak of used() is not the pool's to reset
   ASSERT_TRUE(pool.free(weights).ok());
+}
+
+// Owners allocating on several threads while another reads the ledger and resets the peaks: with the
+// pool's own ledger (guarded by the pool's lock) and with a given budget (its own lock, never nested).
+void race_readers_and_owners(BlockPool& pool) {
+  constexpr int kThreads = 4;
+  constexpr int kMaxLive = 16;
+  constexpr uint64_t kMaxSize = 96 * KiB;  // a multiple of 64: the rounded size is at most this
+  std::atomic<bool> done{false};
+  std::atomic<int> errors{0};
+  std::thread reader([&] {
+    while (!done.load()) {
+      for (const OwnerStats& o : pool.owners())
+        if (o.bytes_in_use > kMaxLive * kMaxSize) ++errors;  // no thread ever holds more
+      uint64_t sum = 0;                                      // one snapshot of the ledger
+      for (const OwnerUsage& u : pool.budget().ledger()) sum += u.footprint();
+      if (sum > kThreads * kMaxLive * kMaxSize) ++errors;
+      pool.reset_peaks();
+    }
+  });
+  std::vector<std::thread> owners;
+  for (int t = 0; t < kThreads; ++t)
+    owners.emplace_back([&, t] {
+      const std::string name = "owner" + std::to_string(t);
+      OwnerScope scope(name);
+      std::mt19937 rng(t);
+      std::vector<void*> mine;
+      for (int i = 0; i < 4000; ++i) {
+        if (mine.size() >= kMaxLive || (!mine.empty() && rng() % 2)) {
+          if (!pool.free(mine.back()).ok()) ++errors;
+          mine.pop_back();
+        } else {
+          // Through the scope (the thread's cached account) and by name (looked up).
+          auto p =
+              i % 5 ? pool.allocate(rng() % kMaxSize + 1) : pool.allocate_for(name, rng() % kMaxSize + 1);
+          if (!p.ok()) {
+            ++errors;
+            continue;
+          }
+          mine.push_back(*p);
+        }
+      }
+      for (void* p : mine)
+        if (!pool.free(p).ok()) ++errors;
+    });
+  for (auto& th : owners) th.join();
+  done = true;
+  reader.join();
+  EXPECT_EQ(errors.load(), 0);
+  ASSERT_EQ(pool.owners().size(), static_cast<size_t>(kThreads));
+  for (const OwnerStats& o : pool.owners()) {
+    EXPECT_EQ(o.bytes_in_use, 0u) << o.owner;
+    EXPECT_EQ(o.allocations, 0u) << o.owner;
+    EXPECT_EQ(pool.budget().usage(o.owner)->in_use, 0u) << o.owner;
+  }
+  EXPECT_EQ(pool.budget().used(), 0u);
+  EXPECT_EQ(pool.budget().over_credits(), 0u);
+  EXPECT_EQ(pool.stats().bytes_in_use, 0u);
+}
+
+TEST(BlockPoolLedger, OwnLedgerUnderConcurrentOwnersAndReaders) {
+  BlockPool pool(make_host_backing());
+  race_readers_and_owners(pool);
+}
+
+TEST(BlockPoolLedger, GivenBudgetUnderConcurrentOwnersAndReaders) {
+  Budget budget("cpu", 1024 * MiB);
+  BlockPoolOptions o;
+  o.budget = &budget;
+  BlockPool pool(make_host_backing(), o);
+  race_readers_and_owners(pool);
+  EXPECT_EQ(budget.ledger().size(), 4u);
 }
 
 TEST(BudgetRefund, TakesBackTheChargeAndItsPeaks) {

@@ -24,6 +24,10 @@
 //   So a budget shared by several pools shows each owner's bytes over all of them, and an owner the
 //   budget release()d shows 0 bytes. What only the pool knows stays the pool's: blocks, reservations,
 //   allocation sizes, the pool-wide totals (stats()) and each owner's live allocation count.
+// - Locks: the pool keeps each owner's Budget::Account (no lookup by name per allocation). Its own
+//   unlimited budget is guarded by the pool's lock, so an allocation or free there takes one lock. A
+//   given budget is charged under its own lock before the pool's is taken, and credited after it is let
+//   go: the two never nest (a charge may ask the budget's reclaimers, which free into pools).
 // - free() of a pointer the pool did not return, or returned and already took back, is an error that
 //   is counted (stats().bad_frees) and logged; the pool's state is unchanged.
 // - allocate(0) returns nullptr (success, nothing charged); free(nullptr) does nothing.
@@ -130,6 +134,10 @@ class BlockPool {
   std::vector<BlockInfo> blocks() const;  // in address order
 
  private:
+  // allocate() and allocate_for(): `scoped` when `owner` is the current OwnerScope's (then the owner's
+  // account comes from this thread's cache).
+  Result<void*> allocate_as(std::string_view owner, bool scoped, uint64_t bytes, size_t alignment);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<Backing> backing_;

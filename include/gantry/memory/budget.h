@@ -16,12 +16,19 @@
 // a BlockPool charges every allocation here and reads its per-owner numbers back from here
 // (BlockPool::owners()); it keeps no count of its own that could disagree. A pool created without a
 // budget makes an unlimited one of its own for this, so every per-owner byte count is a Budget's.
+//
+// Cost on an allocator's hot path: a caller that charges the same owner often holds its Account (the
+// owner's line: no lookup by name), and used() is kept as a running sum, so a charge or credit is O(1)
+// under the budget's mutex. A budget can be made over a mutex of its one user's (the pool without a
+// budget of its own: its lock guards both); that user calls the *_held operations with it held, so a
+// charge takes no second lock.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -44,6 +51,9 @@ struct OwnerUsage {
 class Budget {
  public:
   Budget(std::string device, uint64_t capacity_bytes);
+  // A budget guarded by `guard` instead of a mutex of its own: every operation below takes `guard`,
+  // except the *_held ones, which its user calls with `guard` held. `guard` must outlive the budget.
+  Budget(std::string device, uint64_t capacity_bytes, std::mutex& guard);
   Budget(const Budget&) = delete;
   Budget& operator=(const Budget&) = delete;
 
@@ -75,6 +85,34 @@ class Budget {
   // Forgets `owner` (its reservation and in_use): on unload.
   void release(std::string_view owner);
 
+  // One owner's line of the ledger, for a caller that charges that owner often (a BlockPool keeps one
+  // per owner): the operations below are those above without looking the owner up by name. An account
+  // is the budget's and lives as long as it; account() makes the line when there is none, but the owner
+  // is listed (usage(), ledger()) only once reserved or charged. release() of the owner empties its
+  // account, and a later charge through it lists the owner again, as a charge by name would.
+  class Account {
+   public:
+    Account(const Account&) = delete;
+    Account& operator=(const Account&) = delete;
+    const std::string& owner() const { return usage_.owner; }
+
+   private:
+    friend class Budget;
+    explicit Account(std::string owner) { usage_.owner = std::move(owner); }
+    OwnerUsage usage_;
+    bool listed_ = false;
+  };
+  Account& account(std::string_view owner);
+  Status charge(Account& account, uint64_t bytes, Receipt& receipt);
+  void credit(Account& account, uint64_t bytes);
+  void refund(Account& account, uint64_t bytes, const Receipt& receipt);
+  // As those three, for a budget made over its user's `guard`, which the caller holds. charge_held()
+  // asks no reclaimer (that would run one under the guard): what does not fit is refused at once.
+  // Inline (below): an allocator's hot path.
+  Status charge_held(Account& account, uint64_t bytes, Receipt& receipt);
+  void credit_held(Account& account, uint64_t bytes);
+  void refund_held(Account& account, uint64_t bytes, const Receipt& receipt);
+
   // A cache `owner` holds in this budget and can give back: asked for `wanted` bytes, it frees what it
   // can (returning those bytes through unreserve()/credit()) and returns how many it gave back. The
   // budget calls it when another owner's reserve() or charge() does not fit, on that caller's thread,
@@ -100,7 +138,6 @@ class Budget {
 
  private:
   std::string shortfall_locked(uint64_t asked) const;
-  uint64_t used_locked() const;
   // One attempt each, with mu_ held: done, or how much the footprint would grow and by how much that
   // would overshoot the capacity.
   struct Attempt {
@@ -108,9 +145,14 @@ class Budget {
     uint64_t over = 0;
     bool fits() const { return over == 0; }
   };
-  Attempt try_reserve_locked(std::string_view owner, uint64_t bytes);
-  Attempt try_charge_locked(std::string_view owner, uint64_t bytes, Receipt& receipt);
-  void credit_locked(std::string_view owner, uint64_t bytes);
+  Attempt try_reserve_locked(Account& a, uint64_t bytes);
+  Attempt try_charge_locked(Account& a, uint64_t bytes, Receipt& receipt);  // inline
+  void credit_locked(Account& a, uint64_t bytes);                           // inline
+  void refund_locked(Account& a, uint64_t bytes, const Receipt& receipt);
+  // Sets `a`'s numbers, keeping used_ the sum of every footprint.
+  void set_locked(Account& a, uint64_t reserved, uint64_t in_use);
+  Account& account_locked(std::string_view owner);
+  const Account* listed_locked(std::string_view owner) const;  // nullptr when not listed
   bool has_reclaimers_except(std::string_view owner) const;
 
   struct ReclaimerEntry {
@@ -125,11 +167,53 @@ class Budget {
 
   std::string device_;
   uint64_t capacity_;
-  mutable std::mutex mu_;
-  std::map<std::string, OwnerUsage, std::less<>> owners_;
+  std::mutex own_mu_;  // mu_, unless the budget was made over its user's guard
+  std::mutex& mu_;
+  // Every account ever made, by owner (never erased: accounts are handed out); those not listed
+  // (never reserved or charged, or released since) are all zero.
+  std::map<std::string, std::unique_ptr<Account>, std::less<>> accounts_;
+  uint64_t used_ = 0;  // the sum of every footprint
   uint64_t peak_ = 0;
   uint64_t over_credits_ = 0;
 };
+
+// The ledger's arithmetic that every charge and credit runs, inline so that an allocator's hot path
+// (BlockPool: charge_held/credit_held under its own lock) makes no call for it.
+inline Budget::Attempt Budget::try_charge_locked(Account& a, uint64_t bytes, Receipt& receipt) {
+  OwnerUsage& u = a.usage_;
+  receipt = {u.peak, peak_};
+  const uint64_t in_use = u.in_use + bytes;
+  const uint64_t before = u.footprint();
+  const uint64_t after = u.reserved > in_use ? u.reserved : in_use;
+  if (after > before) {  // beyond the reservation: it counts
+    const uint64_t new_used = used_ - before + after;
+    if (new_used > capacity_) return {after - before, new_used - capacity_};
+    used_ = new_used;
+    if (new_used > peak_) peak_ = new_used;
+  }
+  u.in_use = in_use;
+  if (in_use > u.peak) u.peak = in_use;
+  a.listed_ = true;
+  return {};
+}
+
+inline void Budget::credit_locked(Account& a, uint64_t bytes) {
+  OwnerUsage& u = a.usage_;
+  if (bytes > u.in_use) {
+    over_credits_ += bytes - u.in_use;
+    bytes = u.in_use;
+  }
+  const uint64_t before = u.footprint();
+  u.in_use -= bytes;
+  used_ = used_ - before + u.footprint();
+}
+
+inline Status Budget::charge_held(Account& account, uint64_t bytes, Receipt& receipt) {
+  const Attempt a = try_charge_locked(account, bytes, receipt);
+  return a.fits() ? Status::Ok() : ResourceExhausted(shortfall_locked(a.growth));
+}
+
+inline void Budget::credit_held(Account& account, uint64_t bytes) { credit_locked(account, bytes); }
 
 // "1.5 GiB", "640.0 MiB", "12 B": for messages.
 std::string format_bytes(uint64_t bytes);

@@ -52,6 +52,10 @@ struct PlanOptions {
   bool cpu_takes_share = false;
 };
 
+// Whether a GGUF plan over `devices` sets PlanOptions::cpu_takes_share: there are remote devices and no local
+// GPU (this CPU then holds its share of the layers next to them).
+bool cpu_should_take_share(const std::vector<hw::Device>& devices);
+
 // The planner places layers on hw::Device (the one device identity) and reads only its memory: in bytes,
 // 0 when unknown; free memory is the total when only that is known. A device's id in a plan is
 // hw::memory_device_id ("cpu", "cuda:0").

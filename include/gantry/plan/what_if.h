@@ -1,7 +1,7 @@
 // `gantry plan MODEL --what-if TARGETS`: the exact planner and the speed model run against catalogue
 // hardware (gantry/plan/catalogue.h) and this machine. For each target: whether the model fits at the
 // requested context/parallelism, the quantisation it needs to fit, the layer split, predicted tokens/s and
-// $ per million generated tokens. Plain functions over plain data; the CLI supplies "this" machine.
+// $ per million generated tokens. Plain functions over plain data; "this" machine is gantry/plan/machine.h's.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -38,6 +38,9 @@ struct WhatIfTarget {
 // accelerator (said so in its price note). Unknown ids are an error listing the known ones.
 Result<std::vector<WhatIfTarget>> resolve_targets(const Catalogue& catalogue, std::string_view spec,
                                                   const std::optional<WhatIfTarget>& this_machine);
+// Whether `spec` may name this machine ("this" or "all" anywhere in it, any case): whether to time it
+// (gantry/plan/machine.h) before resolving.
+bool names_this_machine(std::string_view spec);
 
 // Nominal bits per weight of llama.cpp's quantisations, largest first (as the planner's suggestion uses).
 struct Quantisation {
