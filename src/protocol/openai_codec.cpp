@@ -451,6 +451,12 @@ std::string error_body(const ApiError& e) {
   return dump_json(json{{"error", std::move(err)}});
 }
 
+ApiError chat_refusal_error(const backend::ChatRefusal& refusal, std::string param) {
+  ApiError e = api_error(refusal.status, std::move(param));
+  if (refusal.field == "model") e.code = "model_not_text_generation";
+  return e;
+}
+
 ApiError api_error(const Status& status, std::string param) {
   ApiError e;
   e.message = status.message();

@@ -73,11 +73,6 @@ std::shared_ptr<DynamicBatcher> ModelQueue::batcher() {
   return batcher_;
 }
 
-size_t ModelQueue::batch_depth() const {
-  std::lock_guard lock(mu_);
-  return batcher_ ? batcher_->depth() : 0;
-}
-
 namespace {
 // What a batched request keeps until its answer: the inputs' storage and its place in the queue.
 struct Held {

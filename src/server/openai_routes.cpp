@@ -4,8 +4,8 @@
 
 #include "gantry/backend/chat_generation.h"
 #include "gantry/core/random_id.h"
-#include "gantry/runtime/model_queue.h"
 #include "gantry/protocol/openai_codec.h"
+#include "gantry/runtime/model_queue.h"
 #include "generation_call.h"
 #include "route_table.h"
 #include "server_state.h"
@@ -19,13 +19,6 @@ std::string completion_id(bool chat) { return random_hex_id(chat ? "chatcmpl-" :
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// A chat the model cannot generate, as OpenAI's error (the refused part of the chat as its param).
-openai::ApiError chat_error(const backend::ChatRefusal& r) {
-  openai::ApiError e = openai::api_error(r.status, r.field);
-  if (r.field == "model") e.code = "model_not_text_generation";
-  return e;
 }
 
 // A failed generation: the error body, or (once a stream began) a final error event, then [DONE].
@@ -93,7 +86,7 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
   }
   const backend::Model& model = handle->model();
   if (auto refused = backend::check_generates(model, name)) {
-    send_api_error(*reply, chat_error(*refused));
+    send_api_error(*reply, openai::chat_refusal_error(*refused, refused->field));
     return;
   }
   const int n = std::max(1, req->generation.n_choices);
@@ -115,7 +108,7 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
   if (chat) {
     auto made = backend::prepare_chat(model, name, req->chat, req->generation, n);
     if (auto* refused = std::get_if<backend::ChatRefusal>(&made)) {
-      send_api_error(*reply, chat_error(*refused));
+      send_api_error(*reply, openai::chat_refusal_error(*refused, refused->field));
       return;
     }
     auto& prepared = std::get<backend::ChatGeneration>(made);

@@ -104,9 +104,7 @@ void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
   responses::resolve_tool_names(chat.messages);
   auto made = backend::prepare_chat(call->handle.model(), name, chat, req.generation);
   if (auto* refused = std::get_if<backend::ChatRefusal>(&made)) {
-    openai::ApiError e = openai::api_error(refused->status, responses::map_chat_field(refused->field));
-    if (refused->field == "model") e.code = "model_not_text_generation";
-    send_api_error(*reply, e);
+    send_api_error(*reply, openai::chat_refusal_error(*refused, responses::map_chat_field(refused->field)));
     return;
   }
   auto& prepared = std::get<backend::ChatGeneration>(made);

@@ -7,11 +7,11 @@
 #include "gantry/build_info.h"
 #include "gantry/core/log.h"
 #include "gantry/core/utf8.h"
-#include "gantry/runtime/model_queue.h"
 #include "gantry/protocol/anthropic_codec.h"
 #include "gantry/protocol/kserve_codec.h"
 #include "gantry/protocol/ollama_codec.h"
 #include "gantry/protocol/openai_codec.h"
+#include "gantry/runtime/model_queue.h"
 #include "ollama_pull.h"
 #include "route_table.h"
 #include "server_state.h"
@@ -314,17 +314,20 @@ Result<runtime::ModelHandle> Server::State::model(std::string_view name) {
   return loaded;
 }
 
-bool Server::State::model_full(std::string_view name) {
+// The loaded model serving `name`, without loading it (NotFound when there is none).
+Result<runtime::ModelHandle> Server::State::loaded(std::string_view name) {
   auto entry = repository.find(name);
-  if (!entry) return false;
-  auto h = runtime.get(entry->runtime_name);
+  if (!entry) return NotFound("model '" + std::string(name) + "' is not served here");
+  return runtime.get(entry->runtime_name);
+}
+
+bool Server::State::model_full(std::string_view name) {
+  auto h = loaded(name);
   return h.ok() && h->queue().full();
 }
 
 bool Server::State::model_batched(std::string_view name) {
-  auto entry = repository.find(name);
-  if (!entry) return false;
-  auto h = runtime.get(entry->runtime_name);
+  auto h = loaded(name);
   return h.ok() && h->queue().batched();
 }
 

@@ -194,6 +194,8 @@ struct Server::State {
   // (--load-on-demand), which is slow work for `workers`.
   boost::asio::thread_pool& metadata_pool();
 
+  // The loaded model serving `name` (a copy's name: its original's), never loading it.
+  Result<runtime::ModelHandle> loaded(std::string_view name);
   // Whether the loaded model serving `name` admits no more requests now (its ModelQueue is full): 429
   // before the body is read.
   bool model_full(std::string_view name);

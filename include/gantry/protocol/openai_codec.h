@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "gantry/backend/chat.h"
+#include "gantry/backend/chat_generation.h"
 #include "gantry/backend/generation.h"
 
 namespace gantry::protocol::openai {
@@ -51,6 +52,10 @@ std::string error_body(const ApiError& e);
 // anything else -> 500 server_error. `param` names the request field when the caller knows it (e.g.
 // "response_format" for a refused schema).
 ApiError api_error(const Status& status, std::string param = "");
+// A chat backend::prepare_chat refused, for the OpenAI family (chat, Responses): api_error with `param`
+// (the refused part in the request's own spelling), and code "model_not_text_generation" when the
+// model generates no text (field "model").
+ApiError chat_refusal_error(const backend::ChatRefusal& refusal, std::string param);
 
 enum class Endpoint { kChat, kCompletion };
 

@@ -99,9 +99,6 @@ class ModelQueue {
   Result<backend::RerankResult> rerank(std::string_view query, std::span<const std::string> documents,
                                        const backend::CancelCheck& cancelled = {});
 
-  // Requests waiting in the batcher now (0 unbatched): the part of outstanding() not yet running.
-  size_t batch_depth() const;
-
  private:
   std::shared_ptr<DynamicBatcher> batcher();
 
@@ -111,7 +108,7 @@ class ModelQueue {
   bool batched_ = false;
   size_t capacity_ = 1;
   std::shared_ptr<std::atomic<size_t>> held_ = std::make_shared<std::atomic<size_t>>(0);
-  mutable std::mutex mu_;                    // guards batcher_
+  std::mutex mu_;                            // guards batcher_
   std::shared_ptr<DynamicBatcher> batcher_;  // made on the first batched request
 };
 
