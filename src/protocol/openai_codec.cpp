@@ -1,5 +1,6 @@
 #include "gantry/protocol/openai_codec.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -246,9 +247,12 @@ Err read_tool_choice(const json& obj, backend::ChatRequest& r) {
   return std::nullopt;
 }
 
-Err read_prompt(const json& obj, std::string& out) {
+// A token id of a prompt given as token ids.
+bool is_token(const json& t) { return t.is_number_integer() && t.get<int64_t>() >= 0 && t.get<int64_t>() <= INT32_MAX; }
+
+Err read_prompt(const json& obj, std::string& out, std::vector<int32_t>& tokens) {
   const json* p = json_field(obj, "prompt");
-  if (!p) return bad("prompt", "'prompt' is required: a string");
+  if (!p) return bad("prompt", "'prompt' is required: a string, an array of strings or token ids");
   if (p->is_string()) {
     out = p->get<std::string>();
     return std::nullopt;
@@ -257,9 +261,16 @@ Err read_prompt(const json& obj, std::string& out) {
     out = (*p)[0].get<std::string>();
     return std::nullopt;
   }
+  // Token ids: [1, 2, 3], or one such array in an array.
+  const json* ids = p->is_array() && p->size() == 1 && (*p)[0].is_array() ? &(*p)[0] : p;
+  if (ids->is_array() && !ids->empty() && std::all_of(ids->begin(), ids->end(), is_token)) {
+    for (const auto& t : *ids) tokens.push_back(static_cast<int32_t>(t.get<int64_t>()));
+    return std::nullopt;
+  }
   return bad("prompt",
-             "'prompt' must be a string or an array of exactly one string (several prompts and token "
-             "arrays are not supported)");
+             "'prompt' must be a string, an array of one string, or token ids (an array of non-negative "
+             "integers, or one such array in an array); several prompts in one request are not supported: "
+             "send one request per prompt");
 }
 
 Err read_stop(const json& obj, std::vector<std::string>& out) {
@@ -426,6 +437,7 @@ json chat_chunk(std::string_view id, std::string_view model, int64_t created, js
                                {"delta", std::move(delta)},
                                {"logprobs", c.logprobs ? chat_logprobs(c.tokens) : json(nullptr)},
                                {"finish_reason", std::move(finish)}}});
+  if (c.usage_null) j["usage"] = nullptr;
   return j;
 }
 
@@ -438,6 +450,7 @@ json completion_chunk(std::string_view id, std::string_view model, int64_t creat
                     {"logprobs", c.logprobs ? completion_logprobs(c.tokens, c.top_logprobs, c.text_offset)
                                             : json(nullptr)},
                     {"finish_reason", std::move(finish)}}});
+  if (c.usage_null) j["usage"] = nullptr;
   return j;
 }
 
@@ -510,7 +523,7 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
       }
     }
   } else {
-    GANTRY_TRY_FIELD(read_prompt(j, r.prompt));
+    GANTRY_TRY_FIELD(read_prompt(j, r.prompt, r.prompt_tokens));
   }
 
   std::optional<int64_t> n;
@@ -659,7 +672,7 @@ std::string chat_response(std::string_view id, std::string_view model, int64_t c
   for (size_t i = 0; i < results.size() && i < outputs.size(); ++i) {
     const backend::GenerationResult& r = results[i];
     const backend::ChatOutput& output = outputs[i];
-    json message = {{"role", "assistant"}};
+    json message = {{"role", "assistant"}, {"refusal", nullptr}};  // refusal: required, nullable
     message["content"] =
         output.content.empty() && !output.tool_calls.empty() ? json(nullptr) : json(output.content);
     if (!output.reasoning_content.empty()) message["reasoning_content"] = output.reasoning_content;
@@ -699,9 +712,11 @@ std::string completion_response(std::string_view id, std::string_view model, int
   return dump_json(j);
 }
 
-std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created, int index) {
+std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created, int index,
+                            bool usage_null) {
   ChunkChoice c;
   c.index = index;
+  c.usage_null = usage_null;
   return sse(chat_chunk(id, model, created, {{"role", "assistant"}, {"content", ""}}, nullptr, c));
 }
 

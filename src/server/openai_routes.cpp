@@ -117,6 +117,7 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
   } else {
     g = req->generation;
     g.prompt = req->prompt;
+    g.tokens = req->prompt_tokens;
     g.render_special = false;
   }
   stream->logprobs.resize(static_cast<size_t>(n));
@@ -125,8 +126,8 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
 
   GenerationHooks hooks;
   if (chat) {
-    hooks.stream_begun = [id, name, created, n](Reply& r) {
-      for (int i = 0; i < n; ++i) r.event(openai::chat_chunk_role(id, name, created, i));
+    hooks.stream_begun = [id, name, created, n, usage_null = req->include_usage](Reply& r) {
+      for (int i = 0; i < n; ++i) r.event(openai::chat_chunk_role(id, name, created, i, usage_null));
     };
   }
   // Runs on the decoding thread, piece after piece; `stream` is the request's alone.
@@ -134,6 +135,7 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
     const auto i = static_cast<size_t>(piece.choice);
     openai::ChunkChoice c;
     c.index = piece.choice;
+    c.usage_null = req->include_usage;
     c.logprobs = req->logprobs;
     c.top_logprobs = req->top_logprobs;
     if (!chat) {
@@ -172,6 +174,7 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
     for (size_t i = 0; i < results.size(); ++i) {
       openai::ChunkChoice c;
       c.index = static_cast<int>(i);
+      c.usage_null = req->include_usage;
       if (chat) {
         auto& parser = *stream->parsers[i];
         auto& pending = stream->logprobs[i];
@@ -264,7 +267,13 @@ void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpReque
 namespace {
 using Runs = Route::Runs;
 
-void models(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {
+void models(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
+  // Anthropic's SDK sends anthropic-version on every request: its Models API shape.
+  if (request.header("anthropic-version")) {
+    const std::string model = reply->model() == "-" ? "" : reply->model();
+    anthropic_models(s, std::move(reply), model);
+    return;
+  }
   openai_models(s, std::move(reply));
 }
 

@@ -99,6 +99,9 @@ class Reply {
 HttpResponse error_answer(int status, std::string body);
 // OpenAI's error shape, for the OpenAI family of routes (chat, completions, embeddings, Responses, rerank).
 void send_api_error(Reply& reply, const openai::ApiError& e);
+// anthropic_routes.cpp: GET /v1/models (model "") or /v1/models/{model} in the shape of Anthropic's
+// Models API, for a request with an anthropic-version header (404 in its error shape).
+void anthropic_models(Server::State& s, std::shared_ptr<Reply> reply, const std::string& model);
 
 // An error in the protocol's shape (KServe and Ollama {"error": m}; OpenAI {"error": {message, type,
 // param, code}}), with Retry-After on 429 and 503.

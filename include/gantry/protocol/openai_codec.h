@@ -66,8 +66,10 @@ struct TextRequest {
   // parts, which are concatenated; roles system, developer, user, assistant, tool), the tools and
   // the tool choice. "reasoning_effort": "none" turns a thinking template's thinking off.
   backend::ChatRequest chat;
-  // kCompletion: the prompt ("prompt" is a string or an array holding exactly one string).
+  // kCompletion: the prompt ("prompt" is a string or an array holding exactly one string), or its token
+  // ids (prompt_tokens, non-empty: "prompt" is an array of token ids, or an array holding one).
   std::string prompt;
+  std::vector<int32_t> prompt_tokens;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: send usage_chunk before [DONE]
   // kChat: "logprobs" (bool) + "top_logprobs" (0..20, needs logprobs). kCompletion: "logprobs"
@@ -139,9 +141,12 @@ struct ChunkChoice {
   std::span<const backend::TokenLogprob> tokens;
   int top_logprobs = 0;    // completions
   size_t text_offset = 0;  // completions
+  // stream_options.include_usage: the chunk says "usage": null (every chunk before usage_chunk must).
+  bool usage_null = false;
 };
 // Chat ("chat.completion.chunk"): role chunk first, then text chunks, then the finish chunk.
-std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created, int index = 0);
+std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created, int index = 0,
+                            bool usage_null = false);
 std::string chat_chunk_text(std::string_view id, std::string_view model, int64_t created,
                             std::string_view text);
 // One parsed change of the answer: content, reasoning_content or a tool-call fragment
