@@ -686,20 +686,19 @@ std::string EventWriter::finish(const StopReason& stop, int input_tokens, int ou
   std::string out;
   if (next_index_ == 0) out += open(Block::kText, R"({"type":"text","text":"","citations":null})");
   out += close();
-  json message_delta = {
-      {"type", "message_delta"},
-      {"delta",
-       {{"container", nullptr},
-        {"stop_details", nullptr},
-        {"stop_reason", stop.reason},
-        {"stop_sequence", stop_sequence_json(stop)}}},
-      {"usage",
-       {{"input_tokens", input_tokens - cached_tokens},
-        {"output_tokens", output_tokens},
-        {"cache_creation_input_tokens", 0},
-        {"cache_read_input_tokens", cached_tokens},
-        {"output_tokens_details", nullptr},
-        {"server_tool_use", nullptr}}}};
+  json message_delta = {{"type", "message_delta"},
+                        {"delta",
+                         {{"container", nullptr},
+                          {"stop_details", nullptr},
+                          {"stop_reason", stop.reason},
+                          {"stop_sequence", stop_sequence_json(stop)}}},
+                        {"usage",
+                         {{"input_tokens", input_tokens - cached_tokens},
+                          {"output_tokens", output_tokens},
+                          {"cache_creation_input_tokens", 0},
+                          {"cache_read_input_tokens", cached_tokens},
+                          {"output_tokens_details", nullptr},
+                          {"server_tool_use", nullptr}}}};
   out += sse_event("message_delta", dump_json(message_delta));
   out += sse_event("message_stop", R"({"type":"message_stop"})");
   return out;

@@ -248,7 +248,9 @@ Err read_tool_choice(const json& obj, backend::ChatRequest& r) {
 }
 
 // A token id of a prompt given as token ids.
-bool is_token(const json& t) { return t.is_number_integer() && t.get<int64_t>() >= 0 && t.get<int64_t>() <= INT32_MAX; }
+bool is_token(const json& t) {
+  return t.is_number_integer() && t.get<int64_t>() >= 0 && t.get<int64_t>() <= INT32_MAX;
+}
 
 Err read_prompt(const json& obj, std::string& out, std::vector<int32_t>& tokens) {
   const json* p = json_field(obj, "prompt");

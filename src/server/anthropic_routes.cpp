@@ -146,9 +146,10 @@ void count_tokens(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& r
 // Message Batches run requests asynchronously for up to a day and keep their results for 29 days:
 // not offered (the queue here serves requests as they come); every batch route says so.
 void batches(Server::State&, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {
-  send_error(*reply, anthropic::bad_request("", "message batches are not supported by gantry serve (it keeps "
-                                                "no asynchronous jobs): send each request to POST "
-                                                "/v1/messages, concurrently if you like"));
+  send_error(*reply, anthropic::bad_request("",
+                                            "message batches are not supported by gantry serve (it keeps "
+                                            "no asynchronous jobs): send each request to POST "
+                                            "/v1/messages, concurrently if you like"));
 }
 
 const Route kRoutes[] = {

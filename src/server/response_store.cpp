@@ -4,7 +4,7 @@ namespace gantry::server {
 
 size_t StoredResponse::bytes() const {
   constexpr size_t kPerMessage = sizeof(backend::ChatMessage);
-  size_t n = sizeof(StoredResponse) + id.size() + body.size();
+  size_t n = sizeof(StoredResponse) + id.size() + body.size() + input_items.size();
   for (const auto& m : conversation) {
     n += kPerMessage + m.role.size() + m.content.size() + m.tool_call_id.size() + m.tool_name.size() +
          m.reasoning_content.size();

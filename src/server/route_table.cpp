@@ -91,7 +91,8 @@ RouteMatch find_route(std::string_view path, std::string_view method) {
   RouteMatch out;
   if (!segments.empty() && segments[0] == "v2") out.protocol = Protocol::kKserve;
   if (!segments.empty() && segments[0] == "v1") out.protocol = Protocol::kOpenai;
-  if (segments.size() > 1 && segments[0] == "v1" && segments[1] == "messages") out.protocol = Protocol::kAnthropic;
+  if (segments.size() > 1 && segments[0] == "v1" && segments[1] == "messages")
+    out.protocol = Protocol::kAnthropic;
   if (!segments.empty() && segments[0] == "api") out.protocol = Protocol::kOllama;
   const Route* first = nullptr;  // the first route whose pattern matches (405 when it takes another method)
   RouteParams first_params;

@@ -96,6 +96,17 @@ for (const [name, file] of [
   ['cohere', 'cohere.json'],
 ]) {
   const doc = JSON.parse(readFileSync(join(SPECS, file), 'utf8'));
+  if (name === 'openai') {
+    // The legacy completions stream has no schema in the document: its events are Completion objects
+    // (as the SDK types them) whose finish_reason is null until a choice ends and whose usage is null
+    // but in the last, as CreateChatCompletionStreamResponse says of chat chunks. That schema, so
+    // relaxed, is added here under a name of the suite's own (README.md).
+    const c = structuredClone(doc.components.schemas.CreateCompletionResponse);
+    const item = c.properties.choices.items;
+    item.properties.finish_reason = { anyOf: [item.properties.finish_reason, { type: 'null' }] };
+    c.properties.usage = { anyOf: [c.properties.usage, { type: 'null' }] };
+    doc.components.schemas['x-gantry-CompletionStreamChunk'] = c;
+  }
   const dropped = prepare(doc);
   const ajv = doc.openapi.startsWith('3.0') ? ajv7 : ajv2020;
   ajv.addSchema(doc, name);
@@ -219,8 +230,8 @@ const failures = [];
 // One case: sends the request, checks the status, validates the body (or each stream event) against
 // the spec, then runs `extra` (checks the spec states in prose; returns a list of problems).
 // spec: [name, path template, method, errorSchema]; stream: 'sse' | 'ndjson' | undefined.
-// eventsAs: the content type whose schema the stream's events follow, where the spec gives the stream
-// no schema of its own (OpenAI's legacy completions stream Completion objects, as its SDK types them).
+// eventsAs: the component the stream's events follow, where the spec gives the stream no schema of its
+// own (OpenAI's legacy completions).
 // decode: turns the body into what the spec describes before it is validated (base64 embeddings).
 async function check(protocol, name, { method = 'POST', path, body, headers, status = 200, spec, stream, eventsAs, decode, extra }) {
   if (ONLY && !ONLY.test(`${protocol} ${name}`)) return undefined;
@@ -236,7 +247,7 @@ async function check(protocol, name, { method = 'POST', path, body, headers, sta
     if (stream && r.status === 200) {
       const type = stream === 'sse' ? 'text/event-stream' : 'application/x-ndjson';
       if (r.type !== type) problems.push(`content-type ${r.type}, wanted ${type}`);
-      const v = validatorFor(docName, tmpl, m, r.status, eventsAs || type, errorSchema);
+      const v = eventsAs ? DOCS[docName].ajv.compile({ $ref: `${docName}#/components/schemas/${eventsAs}` }) : validatorFor(docName, tmpl, m, r.status, type, errorSchema);
       const events =
         stream === 'sse'
           ? parseSse(r.text)
@@ -403,7 +414,7 @@ async function openai() {
   const cbody = (extra) => ({ model: CHAT, prompt: 'Once upon a time', max_tokens: 6, ...extra });
   await check(P, 'completions: plain', { path: '/v1/completions', body: cbody(), spec: OA('/completions') });
   await check(P, 'completions: logprobs, echo false, n=2', { path: '/v1/completions', body: cbody({ logprobs: 2, n: 2 }), spec: OA('/completions') });
-  await check(P, 'completions: streamed with usage', { path: '/v1/completions', body: cbody({ stream: true, stream_options: { include_usage: true } }), spec: OA('/completions'), stream: 'sse', eventsAs: 'application/json' });
+  await check(P, 'completions: streamed with usage', { path: '/v1/completions', body: cbody({ stream: true, stream_options: { include_usage: true } }), spec: OA('/completions'), stream: 'sse', eventsAs: 'x-gantry-CompletionStreamChunk' });
   await check(P, 'completions: several prompts', {
     path: '/v1/completions',
     body: cbody({ prompt: ['Once upon a time', 'The end'] }),
@@ -416,7 +427,7 @@ async function openai() {
     body: cbody({ prompt: [[1, 450], [1, 1095]], stream: true }),
     spec: OA('/completions'),
     stream: 'sse',
-    eventsAs: 'application/json',
+    eventsAs: 'x-gantry-CompletionStreamChunk',
     extra: (events) => need(new Set(events.filter((e) => e.data !== '[DONE]').flatMap((e) => e.data.choices.map((c) => c.index))).size === 2, 'not two choices'),
   });
   // Embeddings.

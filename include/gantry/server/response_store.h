@@ -37,6 +37,8 @@ struct StoredResponse {
   // history it continued, then the assistant turn), without its instructions: what a request with
   // previous_response_id = id continues.
   std::vector<backend::ChatMessage> conversation;
+  // Its request's input items as GET /v1/responses/{id}/input_items lists them (a JSON array).
+  std::string input_items;
 
   size_t bytes() const;  // what it costs the store: its strings' sizes plus a fixed overhead per message
 };
