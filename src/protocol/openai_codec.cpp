@@ -514,6 +514,7 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
     GANTRY_TRY_FIELD(read_tools(j, r.chat.tools));
     GANTRY_TRY_FIELD(read_tool_choice(j, r.chat));
     GANTRY_TRY_FIELD(read_bool(j, "parallel_tool_calls", r.chat.parallel_tool_calls));
+    GANTRY_TRY_FIELD(read_bool(j, "store", r.store));
     std::string effort;
     GANTRY_TRY_FIELD(read_string(j, "reasoning_effort", effort));
     if (effort == "none") r.chat.enable_thinking = false;
@@ -833,6 +834,42 @@ std::string models_response(std::span<const ModelEntry> models) {
     data.push_back({{"id", m.id}, {"object", "model"}, {"created", m.created}, {"owned_by", m.owned_by}});
   }
   return dump_json(json{{"object", "list"}, {"data", std::move(data)}});
+}
+
+std::string stored_messages(std::string_view completion_id,
+                            const std::vector<backend::ChatMessage>& messages) {
+  json out = json::array();
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const auto& m = messages[i];
+    json item = {{"id", std::string(completion_id) + "-" + std::to_string(i)},
+                 {"role", m.role},
+                 {"content", m.content.empty() && !m.tool_calls.empty() ? json(nullptr) : json(m.content)},
+                 {"refusal", nullptr},
+                 {"content_parts", nullptr}};
+    if (!m.tool_calls.empty()) item["tool_calls"] = tool_calls_json(m.tool_calls);
+    if (m.role == "tool") item["tool_call_id"] = m.tool_call_id;
+    out.push_back(std::move(item));
+  }
+  return dump_json(out);
+}
+
+std::string stored_list(std::span<const std::string> items, bool has_more) {
+  json data = json::array();
+  for (const auto& text : items) {
+    json item = json::parse(text, nullptr, false);
+    if (!item.is_discarded()) data.push_back(std::move(item));
+  }
+  const std::string first = data.empty() ? "" : data.front().value("id", "");
+  const std::string last = data.empty() ? "" : data.back().value("id", "");
+  return dump_json(json{{"object", "list"},
+                        {"data", std::move(data)},
+                        {"first_id", first},
+                        {"last_id", last},
+                        {"has_more", has_more}});
+}
+
+std::string stored_deleted(std::string_view id) {
+  return dump_json(json{{"object", "chat.completion.deleted"}, {"id", id}, {"deleted", true}});
 }
 
 }  // namespace gantry::protocol::openai

@@ -157,7 +157,19 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
     }
     return events;
   };
-  hooks.done = [req, id, created, chat, stream](Reply& reply, const backend::GenerationResult& r) {
+  Server::State* state = &s;
+  const size_t owner = s.keys.owner(request);
+  // store: true keeps the completion as a whole body (a streamed one too, once its parsers are done).
+  auto keep = [req, id, created, stream, state, owner](const backend::GenerationResult& r,
+                                                       const std::string* body) {
+    if (!req->store) return;
+    if (body) return keep_chat_completion(*state, owner, id, *body, req->chat.messages);
+    std::vector<backend::ChatOutput> outputs;
+    for (const auto& p : stream->parsers) outputs.push_back(p->output());
+    keep_chat_completion(*state, owner, id, openai::chat_response(id, req->model, created, r, outputs, *req),
+                         req->chat.messages);
+  };
+  hooks.done = [req, id, created, chat, stream, keep](Reply& reply, const backend::GenerationResult& r) {
     const auto results = backend::choice_results(r);
     if (!req->stream) {
       std::vector<backend::ChatOutput> outputs;
@@ -167,8 +179,10 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
           outputs.push_back(stream->parsers[i]->output());
         }
       }
-      reply.json(200, chat ? openai::chat_response(id, req->model, created, r, outputs, *req)
-                           : openai::completion_response(id, req->model, created, r, *req));
+      std::string body = chat ? openai::chat_response(id, req->model, created, r, outputs, *req)
+                              : openai::completion_response(id, req->model, created, r, *req);
+      if (chat) keep(r, &body);
+      reply.json(200, std::move(body));
       return;
     }
     for (size_t i = 0; i < results.size(); ++i) {
@@ -193,6 +207,7 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
         reply.event(openai::completion_chunk_finish(id, req->model, created, results[i].finish, c));
       }
     }
+    if (chat) keep(r, nullptr);
     if (req->include_usage) {
       reply.event(openai::usage_chunk(id, req->model, created, req->endpoint, r.n_prompt_tokens,
                                       backend::completion_tokens(r), r.n_cached_tokens));

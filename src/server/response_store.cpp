@@ -49,6 +49,14 @@ bool ResponseStore::erase(std::string_view id, size_t owner) {
   return true;
 }
 
+std::vector<std::shared_ptr<const StoredResponse>> ResponseStore::list(size_t owner) const {
+  std::lock_guard lock(mu_);
+  std::vector<std::shared_ptr<const StoredResponse>> out;
+  for (const auto& r : order_)
+    if (r->owner == owner) out.push_back(r);
+  return out;
+}
+
 size_t ResponseStore::size() const {
   std::lock_guard lock(mu_);
   return order_.size();

@@ -106,6 +106,20 @@ for (const [name, file] of [
     item.properties.finish_reason = { anyOf: [item.properties.finish_reason, { type: 'null' }] };
     c.properties.usage = { anyOf: [c.properties.usage, { type: 'null' }] };
     doc.components.schemas['x-gantry-CompletionStreamChunk'] = c;
+    // The stored messages of a chat completion are the request's messages (the reference's own
+    // example lists a "user" one), but ChatCompletionMessageList types each as the model's answer
+    // (ChatCompletionResponseMessage: role "assistant" only). The suite's copy lets every chat role
+    // through and keeps the rest (README.md).
+    const list = structuredClone(doc.components.schemas.ChatCompletionMessageList);
+    list.properties.data.items = {
+      allOf: [
+        { ...list.properties.data.items, allOf: list.properties.data.items.allOf.map((x) => (x.$ref ? { $ref: '#/components/schemas/x-gantry-StoredMessage' } : x)) },
+      ],
+    };
+    const msg = structuredClone(doc.components.schemas.ChatCompletionResponseMessage);
+    msg.properties.role = { type: 'string', enum: ['system', 'developer', 'user', 'assistant', 'tool'] };
+    doc.components.schemas['x-gantry-StoredMessage'] = msg;
+    doc.components.schemas['x-gantry-ChatCompletionMessageList'] = list;
   }
   const dropped = prepare(doc);
   const ajv = doc.openapi.startsWith('3.0') ? ajv7 : ajv2020;
@@ -233,7 +247,8 @@ const failures = [];
 // eventsAs: the component the stream's events follow, where the spec gives the stream no schema of its
 // own (OpenAI's legacy completions).
 // decode: turns the body into what the spec describes before it is validated (base64 embeddings).
-async function check(protocol, name, { method = 'POST', path, body, headers, status = 200, spec, stream, eventsAs, decode, extra }) {
+// bodyAs: the same for a 200 body the suite validates against its relaxed copy of the spec's schema.
+async function check(protocol, name, { method = 'POST', path, body, headers, status = 200, spec, stream, eventsAs, bodyAs, decode, extra }) {
   if (ONLY && !ONLY.test(`${protocol} ${name}`)) return undefined;
   const tally = (results[protocol] ??= { passed: 0, total: 0 });
   tally.total++;
@@ -265,7 +280,10 @@ async function check(protocol, name, { method = 'POST', path, body, headers, sta
       if (r.type !== 'application/json') problems.push(`content-type ${r.type}, wanted application/json`);
       parsed = JSON.parse(r.text);
       if (decode && r.status === 200) parsed = decode(parsed);
-      const v = validatorFor(docName, tmpl, m, r.status, 'application/json', errorSchema);
+      const v =
+        bodyAs && r.status === 200
+          ? DOCS[docName].ajv.compile({ $ref: `${docName}#/components/schemas/${bodyAs}` })
+          : validatorFor(docName, tmpl, m, r.status, 'application/json', errorSchema);
       problems.push(...violations(v, parsed, 'body '));
     }
     if (extra && problems.length === 0) problems.push(...((await extra(parsed, r)) || []));
@@ -406,6 +424,7 @@ async function openai() {
     method: 'GET',
     path: `/v1/chat/completions/${sid}/messages`,
     spec: OA('/chat/completions/{completion_id}/messages', 'get'),
+    bodyAs: 'x-gantry-ChatCompletionMessageList',
     extra: (b) => need(b.data.length === 1 && b.data[0].content === 'Say hello.', `messages ${show(b.data)}`),
   });
   await check(P, 'GET /v1/chat/completions/{id} unknown: 404', { method: 'GET', path: '/v1/chat/completions/chatcmpl-none', status: 404, spec: OA('/chat/completions/{completion_id}', 'get') });

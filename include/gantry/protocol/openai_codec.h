@@ -71,6 +71,7 @@ struct TextRequest {
   std::string prompt;
   std::vector<int32_t> prompt_tokens;
   bool stream = false;
+  bool store = false;  // kChat: "store": kept for GET /v1/chat/completions/{id} (the server's bounded store)
   bool include_usage = false;  // stream_options.include_usage: send usage_chunk before [DONE]
   // kChat: "logprobs" (bool) + "top_logprobs" (0..20, needs logprobs). kCompletion: "logprobs"
   // (int 0..5) sets both: logprobs = true, top_logprobs = that value.
@@ -182,6 +183,17 @@ struct ModelEntry {
 };
 // {"object":"list","data":[{"id","object":"model","created","owned_by"}]}
 std::string models_response(std::span<const ModelEntry> models);
+
+// Stored chat completions. The messages of a completion as GET /v1/chat/completions/{id}/messages lists
+// them: {"id": completion_id + "-" + index, "role", "content", "refusal": null, "content_parts": null,
+// "tool_calls" when an assistant message made calls, "tool_call_id" for a tool message} (a JSON array).
+std::string stored_messages(std::string_view completion_id,
+                            const std::vector<backend::ChatMessage>& messages);
+// {"object":"list","data": items,"first_id","last_id","has_more"}; items are JSON texts (completions,
+// or the messages of stored_messages), first/last_id their "id"s ("" when none).
+std::string stored_list(std::span<const std::string> items, bool has_more);
+// {"object":"chat.completion.deleted","id","deleted":true}
+std::string stored_deleted(std::string_view id);
 
 // Standard base64 (with padding); exposed for tests and clients of the codec.
 std::string base64_encode(std::string_view bytes);
