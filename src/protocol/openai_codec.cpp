@@ -617,13 +617,15 @@ std::variant<EmbeddingRequest, ApiError> parse_embedding_request(std::string_vie
       if (!x.is_string()) {
         return bad(
             "input",
-            "'input' must be a string or a non-empty array of strings (token arrays are not supported)");
+            "'input' must be a string or a non-empty array of strings (token ids are not supported: "
+            "send the text they encode)");
       }
       r.input.push_back(x.get<std::string>());
     }
   } else {
     return bad("input",
-               "'input' must be a string or a non-empty array of strings (token arrays are not supported)");
+               "'input' must be a string or a non-empty array of strings (token ids are not supported: "
+            "send the text they encode)");
   }
   std::string format = "float";
   GANTRY_TRY_FIELD(read_string(j, "encoding_format", format));

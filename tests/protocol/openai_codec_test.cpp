@@ -296,11 +296,22 @@ TEST(OpenAiCodec, CompletionRequest) {
   EXPECT_FALSE(r.logprobs);
 }
 
+TEST(OpenAiCodec, CompletionPromptOfTokenIds) {
+  auto r = completion_ok(R"({"prompt":[1,450,1095]})");
+  EXPECT_EQ(r.prompt_tokens, (std::vector<int32_t>{1, 450, 1095}));
+  EXPECT_EQ(r.prompt, "");
+  r = completion_ok(R"({"prompt":[[7,8]]})");
+  EXPECT_EQ(r.prompt_tokens, (std::vector<int32_t>{7, 8}));
+  r = completion_ok(R"({"prompt":"text"})");
+  EXPECT_TRUE(r.prompt_tokens.empty());
+}
+
 TEST(OpenAiCodec, CompletionRequestErrors) {
   completion_error(R"({"model":"m"})", "prompt", "is required");
-  completion_error(R"({"prompt":["a","b"]})", "prompt", "exactly one string");
-  completion_error(R"({"prompt":[1,2,3]})", "prompt", "token arrays are not supported");
-  completion_error(R"({"prompt":[[1,2]]})", "prompt", "exactly one string");
+  completion_error(R"({"prompt":["a","b"]})", "prompt", "several prompts in one request are not supported");
+  completion_error(R"({"prompt":[[1,2],[3]]})", "prompt", "several prompts in one request are not supported");
+  completion_error(R"({"prompt":[1,-2]})", "prompt", "non-negative integers");
+  completion_error(R"({"prompt":[]})", "prompt", "token ids");
   completion_error(R"({"prompt":5})", "prompt", "must be a string");
   completion_error(R"({"prompt":"p","logprobs":6})", "logprobs", "must be an integer in 0..5");
   completion_error(R"({"prompt":"p","logprobs":true})", "logprobs", "must be an integer");
@@ -330,7 +341,7 @@ TEST(OpenAiCodec, EmbeddingRequest) {
     EXPECT_NE(std::get<ApiError>(e).message.find(phrase), std::string::npos) << std::get<ApiError>(e).message;
   };
   err(R"({"model":"e"})", "input", "is required");
-  err(R"({"input":[1,2,3]})", "input", "token arrays are not supported");
+  err(R"({"input":[1,2,3]})", "input", "token ids are not supported");
   err(R"({"input":[]})", "input", "non-empty array");
   err(R"({"input":"a","encoding_format":"int8"})", "encoding_format", "\"float\" or \"base64\"");
   err(R"({"input":"a","dimensions":8})", "dimensions", "not supported");
