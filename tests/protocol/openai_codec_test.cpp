@@ -213,7 +213,8 @@ TEST(OpenAiCodec, ChatRequestErrors) {
              "must be a boolean");
   chat_error(chat_body(R"("max_tokens": 0)"), "max_tokens", "must be an integer in 1..");
   chat_error(chat_body(R"("max_tokens": 1.5)"), "max_tokens", "must be an integer");
-  chat_error(chat_body(R"("max_completion_tokens": -3)"), "max_completion_tokens", "must be an integer in 1..");
+  chat_error(chat_body(R"("max_completion_tokens": -3)"), "max_completion_tokens",
+             "must be an integer in 1..");
   chat_error(chat_body(R"("temperature": 2.5)"), "temperature", "must be a number in 0..2");
   chat_error(chat_body(R"("temperature": "hot")"), "temperature", "must be a number");
   chat_error(chat_body(R"("top_p": 1.1)"), "top_p", "must be a number in 0");
@@ -222,7 +223,8 @@ TEST(OpenAiCodec, ChatRequestErrors) {
   chat_error(chat_body(R"("stop": [1])"), "stop", "array of up to 4 strings");
   chat_error(chat_body(R"("stop": 7)"), "stop", "must be a string");
   chat_error(chat_body(R"("logprobs": 1)"), "logprobs", "must be a boolean");
-  chat_error(chat_body(R"("logprobs": true, "top_logprobs": 21)"), "top_logprobs", "must be an integer in 0..20");
+  chat_error(chat_body(R"("logprobs": true, "top_logprobs": 21)"), "top_logprobs",
+             "must be an integer in 0..20");
   chat_error(chat_body(R"("top_logprobs": 2)"), "top_logprobs", "needs 'logprobs'");
   chat_error(chat_body(R"("response_format": "json")"), "response_format", "must be an object");
   chat_error(chat_body(R"("response_format": {})"), "response_format.type", "must be \"text\"");
@@ -316,7 +318,8 @@ TEST(OpenAiCodec, CompletionRequestErrors) {
   completion_error(R"({"prompt":"p","logprobs":6})", "logprobs", "must be an integer in 0..5");
   completion_error(R"({"prompt":"p","logprobs":true})", "logprobs", "must be an integer");
   completion_error(R"({"prompt":"p","n":-1})", "n", "must be an integer in 1..128");
-  completion_error(R"({"prompt":"p","presence_penalty":-2.5})", "presence_penalty", "must be a number in -2..2");
+  completion_error(R"({"prompt":"p","presence_penalty":-2.5})", "presence_penalty",
+                   "must be a number in -2..2");
   completion_error(R"({"prompt":"p","logit_bias":{"5":101}})", "logit_bias", "-100..100");
   completion_error(R"({"prompt":"p","echo":true})", "echo", "not supported");
 }
