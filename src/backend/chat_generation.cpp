@@ -17,7 +17,39 @@ ChatRefusal template_refusal(const Status& st) {
   return {Status(st.code(), m.substr(colon + 2)), m.substr(0, colon)};
 }
 
+// parallel_tool_calls false: whatever the template's grammar let through, the answer holds at most one
+// tool call; the deltas of any later call are dropped (their text and reasoning pass).
+class OneToolCallParser final : public ChatOutputParser {
+ public:
+  explicit OneToolCallParser(std::unique_ptr<ChatOutputParser> inner) : inner_(std::move(inner)) {}
+
+  std::vector<ChatOutputDelta> add(std::string_view text, bool final) override {
+    std::vector<ChatOutputDelta> out;
+    for (auto& d : inner_->add(text, final)) {
+      if (d.tool_index != static_cast<size_t>(-1) && d.tool_index > 0) {
+        d.tool_index = static_cast<size_t>(-1);
+        d.tool_call = {};
+        if (d.content.empty() && d.reasoning_content.empty()) continue;
+      }
+      out.push_back(std::move(d));
+    }
+    output_ = inner_->output();
+    if (output_.tool_calls.size() > 1) output_.tool_calls.resize(1);
+    return out;
+  }
+
+  const ChatOutput& output() const override { return output_; }
+
+ private:
+  std::unique_ptr<ChatOutputParser> inner_;
+  ChatOutput output_;
+};
+
 }  // namespace
+
+std::unique_ptr<ChatOutputParser> at_most_one_tool_call(std::unique_ptr<ChatOutputParser> parser) {
+  return std::make_unique<OneToolCallParser>(std::move(parser));
+}
 
 std::optional<ChatRefusal> check_generates(const Model& model, std::string_view served_name) {
   const TextModel* text = model.text();
@@ -40,6 +72,7 @@ std::variant<ChatGeneration, ChatRefusal> prepare_chat(const Model& model, std::
   for (int i = 0; i < parsers; ++i) {
     auto p = text.chat_parser(*prompt);
     if (!p.ok()) return ChatRefusal{p.status(), ""};
+    if (!chat.parallel_tool_calls && !chat.tools.empty()) *p = at_most_one_tool_call(std::move(*p));
     out.parsers.push_back(std::move(*p));
   }
   GenerationRequest& g = out.request;

@@ -1,6 +1,7 @@
 #include "gantry/protocol/anthropic_codec.h"
 
 #include <cstdio>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "gantry/core/json.h"
@@ -304,11 +305,27 @@ Err read_stop_sequences(const json& j, MessagesRequest& r) {
 
 // Anthropic's split: input_tokens are the prompt tokens evaluated for this request, cache reads
 // the ones taken from the prompt cache (the prompt is their sum).
+// The fields the SDK's Usage types `T | null` are sent, as null where Gantry has nothing to say (no
+// server tools, no service tiers, no cache writes billed apart).
 json usage_json(int input_tokens, int output_tokens, int cached_tokens = 0) {
   return {{"input_tokens", input_tokens - cached_tokens},
           {"output_tokens", output_tokens},
           {"cache_creation_input_tokens", 0},
-          {"cache_read_input_tokens", cached_tokens}};
+          {"cache_read_input_tokens", cached_tokens},
+          {"cache_creation", {{"ephemeral_1h_input_tokens", 0}, {"ephemeral_5m_input_tokens", 0}}},
+          {"inference_geo", nullptr},
+          {"output_tokens_details", nullptr},
+          {"server_tool_use", nullptr},
+          {"service_tier", "standard"}};
+}
+
+// A tool_use block (the caller: the model itself, not a server tool).
+json tool_use_block(std::string id, const std::string& name, json input) {
+  return {{"type", "tool_use"},
+          {"id", std::move(id)},
+          {"name", name},
+          {"input", std::move(input)},
+          {"caller", {{"type", "direct"}}}};
 }
 
 // The translated name of a chat-layer field: "tools[N].function.X" -> "tools[N].X" (parameters ->
@@ -368,7 +385,9 @@ std::string_view error_type(int status) {
 }
 
 std::string error_body(const ApiError& e) {
-  return dump_json(json{{"type", "error"}, {"error", {{"type", e.type}, {"message", e.message}}}});
+  return dump_json(json{{"type", "error"},
+                        {"error", {{"type", e.type}, {"message", e.message}}},
+                        {"request_id", random_hex_id("req_")}});
 }
 
 ApiError bad_request(std::string field, std::string_view message) {
@@ -502,19 +521,18 @@ std::string message_response(std::string_view id, std::string_view model, const 
   json content = json::array();
   if (!output.reasoning_content.empty())
     content.push_back({{"type", "thinking"}, {"thinking", output.reasoning_content}, {"signature", ""}});
-  if (!output.content.empty()) content.push_back({{"type", "text"}, {"text", output.content}});
-  for (const auto& c : output.tool_calls) {
-    content.push_back({{"type", "tool_use"},
-                       {"id", tool_use_id(c.id)},
-                       {"name", c.name},
-                       {"input", tool_input(c.arguments)}});
-  }
-  if (content.empty()) content.push_back({{"type", "text"}, {"text", ""}});
+  if (!output.content.empty())
+    content.push_back({{"type", "text"}, {"text", output.content}, {"citations", nullptr}});
+  for (const auto& c : output.tool_calls)
+    content.push_back(tool_use_block(tool_use_id(c.id), c.name, tool_input(c.arguments)));
+  if (content.empty()) content.push_back({{"type", "text"}, {"text", ""}, {"citations", nullptr}});
   return dump_json(json{{"id", id},
                         {"type", "message"},
                         {"role", "assistant"},
                         {"model", model},
                         {"content", std::move(content)},
+                        {"container", nullptr},
+                        {"stop_details", nullptr},
                         {"stop_reason", stop.reason},
                         {"stop_sequence", stop_sequence_json(stop)},
                         {"usage", usage_json(input_tokens, output_tokens, cached_tokens)}});
@@ -522,6 +540,38 @@ std::string message_response(std::string_view id, std::string_view model, const 
 
 std::string count_tokens_response(int input_tokens) {
   return dump_json(json{{"input_tokens", input_tokens}});
+}
+
+namespace {
+
+json model_info_json(std::string_view id, int64_t created_unix) {
+  const std::time_t t = static_cast<std::time_t>(created_unix);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return {{"id", id},
+          {"type", "model"},
+          {"display_name", id},
+          {"created_at", when},
+          {"capabilities", nullptr},
+          {"max_input_tokens", nullptr},
+          {"max_tokens", nullptr}};
+}
+
+}  // namespace
+
+std::string model_info(std::string_view id, int64_t created_unix) {
+  return dump_json(model_info_json(id, created_unix));
+}
+
+std::string models_response(std::span<const std::string> ids, int64_t created_unix) {
+  json data = json::array();
+  for (const auto& id : ids) data.push_back(model_info_json(id, created_unix));
+  return dump_json(json{{"data", std::move(data)},
+                        {"has_more", false},
+                        {"first_id", ids.empty() ? json(nullptr) : json(ids.front())},
+                        {"last_id", ids.empty() ? json(nullptr) : json(ids.back())}});
 }
 
 std::string sse_event(std::string_view name, std::string_view data) {
@@ -544,6 +594,8 @@ std::string EventWriter::start(int input_tokens) {
                   {"role", "assistant"},
                   {"model", model_},
                   {"content", json::array()},
+                  {"container", nullptr},
+                  {"stop_details", nullptr},
                   {"stop_reason", nullptr},
                   {"stop_sequence", nullptr},
                   {"usage", usage_json(input_tokens, 0)}};
@@ -584,15 +636,13 @@ std::string EventWriter::add(const backend::ChatOutputDelta& d) {
                  dump_json(json{{"type", "thinking_delta"}, {"thinking", d.reasoning_content}}));
   }
   if (!d.content.empty()) {
-    if (open_ != Block::kText) out += open(Block::kText, R"({"type":"text","text":""})");
+    if (open_ != Block::kText) out += open(Block::kText, R"({"type":"text","text":"","citations":null})");
     out += delta(next_index_ - 1, dump_json(json{{"type", "text_delta"}, {"text", d.content}}));
   }
   if (d.tool_index != static_cast<size_t>(-1)) {
     if (!d.tool_call.name.empty()) {  // a call's first delta: its own block
-      out += open(Block::kToolUse, dump_json(json{{"type", "tool_use"},
-                                                  {"id", tool_use_id(d.tool_call.id)},
-                                                  {"name", d.tool_call.name},
-                                                  {"input", json::object()}}));
+      out += open(Block::kToolUse,
+                  dump_json(tool_use_block(tool_use_id(d.tool_call.id), d.tool_call.name, json::object())));
       if (tool_blocks_.size() <= d.tool_index) tool_blocks_.resize(d.tool_index + 1, static_cast<size_t>(-1));
       tool_blocks_[d.tool_index] = next_index_ - 1;
     }
@@ -608,15 +658,21 @@ std::string EventWriter::add(const backend::ChatOutputDelta& d) {
 std::string EventWriter::finish(const StopReason& stop, int input_tokens, int output_tokens,
                                 int cached_tokens) {
   std::string out;
-  if (next_index_ == 0) out += open(Block::kText, R"({"type":"text","text":""})");
+  if (next_index_ == 0) out += open(Block::kText, R"({"type":"text","text":"","citations":null})");
   out += close();
-  json message_delta = {
-      {"type", "message_delta"},
-      {"delta", {{"stop_reason", stop.reason}, {"stop_sequence", stop_sequence_json(stop)}}},
-      {"usage",
-       {{"input_tokens", input_tokens - cached_tokens},
-        {"output_tokens", output_tokens},
-        {"cache_read_input_tokens", cached_tokens}}}};
+  json message_delta = {{"type", "message_delta"},
+                        {"delta",
+                         {{"container", nullptr},
+                          {"stop_details", nullptr},
+                          {"stop_reason", stop.reason},
+                          {"stop_sequence", stop_sequence_json(stop)}}},
+                        {"usage",
+                         {{"input_tokens", input_tokens - cached_tokens},
+                          {"output_tokens", output_tokens},
+                          {"cache_creation_input_tokens", 0},
+                          {"cache_read_input_tokens", cached_tokens},
+                          {"output_tokens_details", nullptr},
+                          {"server_tool_use", nullptr}}}};
   out += sse_event("message_delta", dump_json(message_delta));
   out += sse_event("message_stop", R"({"type":"message_stop"})");
   return out;

@@ -1,5 +1,6 @@
 #include "gantry/protocol/openai_codec.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -187,9 +188,14 @@ Err read_tool_choice(const json& obj, backend::ChatRequest& r) {
   return as_api_error(protocol::read_tool_choice(obj, kOpenAiChatTools, r));
 }
 
-Err read_prompt(const json& obj, std::string& out) {
+// A token id of a prompt given as token ids.
+bool is_token(const json& t) {
+  return t.is_number_integer() && t.get<int64_t>() >= 0 && t.get<int64_t>() <= INT32_MAX;
+}
+
+Err read_prompt(const json& obj, std::string& out, std::vector<int32_t>& tokens) {
   const json* p = json_field(obj, "prompt");
-  if (!p) return bad("prompt", "'prompt' is required: a string");
+  if (!p) return bad("prompt", "'prompt' is required: a string, an array of strings or token ids");
   if (p->is_string()) {
     out = p->get<std::string>();
     return std::nullopt;
@@ -198,9 +204,16 @@ Err read_prompt(const json& obj, std::string& out) {
     out = (*p)[0].get<std::string>();
     return std::nullopt;
   }
+  // Token ids: [1, 2, 3], or one such array in an array.
+  const json* ids = p->is_array() && p->size() == 1 && (*p)[0].is_array() ? &(*p)[0] : p;
+  if (ids->is_array() && !ids->empty() && std::all_of(ids->begin(), ids->end(), is_token)) {
+    for (const auto& t : *ids) tokens.push_back(static_cast<int32_t>(t.get<int64_t>()));
+    return std::nullopt;
+  }
   return bad("prompt",
-             "'prompt' must be a string or an array of exactly one string (several prompts and token "
-             "arrays are not supported)");
+             "'prompt' must be a string, an array of one string, or token ids (an array of non-negative "
+             "integers, or one such array in an array); several prompts in one request are not supported: "
+             "send one request per prompt");
 }
 
 Err read_stop(const json& obj, std::vector<std::string>& out) {
@@ -367,6 +380,7 @@ json chat_chunk(std::string_view id, std::string_view model, int64_t created, js
                                {"delta", std::move(delta)},
                                {"logprobs", c.logprobs ? chat_logprobs(c.tokens) : json(nullptr)},
                                {"finish_reason", std::move(finish)}}});
+  if (c.usage_null) j["usage"] = nullptr;
   return j;
 }
 
@@ -379,6 +393,7 @@ json completion_chunk(std::string_view id, std::string_view model, int64_t creat
                     {"logprobs", c.logprobs ? completion_logprobs(c.tokens, c.top_logprobs, c.text_offset)
                                             : json(nullptr)},
                     {"finish_reason", std::move(finish)}}});
+  if (c.usage_null) j["usage"] = nullptr;
   return j;
 }
 
@@ -440,6 +455,7 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
     GANTRY_TRY_FIELD(read_tools(j, r.chat.tools));
     GANTRY_TRY_FIELD(read_tool_choice(j, r.chat));
     GANTRY_TRY_FIELD(read_bool(j, "parallel_tool_calls", r.chat.parallel_tool_calls));
+    GANTRY_TRY_FIELD(read_bool(j, "store", r.store));
     std::string effort;
     GANTRY_TRY_FIELD(read_string(j, "reasoning_effort", effort));
     if (effort == "none") r.chat.enable_thinking = false;
@@ -451,7 +467,7 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
       }
     }
   } else {
-    GANTRY_TRY_FIELD(read_prompt(j, r.prompt));
+    GANTRY_TRY_FIELD(read_prompt(j, r.prompt, r.prompt_tokens));
   }
 
   std::optional<int64_t> n;
@@ -542,13 +558,15 @@ std::variant<EmbeddingRequest, ApiError> parse_embedding_request(std::string_vie
       if (!x.is_string()) {
         return bad(
             "input",
-            "'input' must be a string or a non-empty array of strings (token arrays are not supported)");
+            "'input' must be a string or a non-empty array of strings (token ids are not supported: "
+            "send the text they encode)");
       }
       r.input.push_back(x.get<std::string>());
     }
   } else {
     return bad("input",
-               "'input' must be a string or a non-empty array of strings (token arrays are not supported)");
+               "'input' must be a string or a non-empty array of strings (token ids are not supported: "
+            "send the text they encode)");
   }
   std::string format = "float";
   GANTRY_TRY_FIELD(read_string(j, "encoding_format", format));
@@ -600,7 +618,7 @@ std::string chat_response(std::string_view id, std::string_view model, int64_t c
   for (size_t i = 0; i < results.size() && i < outputs.size(); ++i) {
     const backend::GenerationResult& r = results[i];
     const backend::ChatOutput& output = outputs[i];
-    json message = {{"role", "assistant"}};
+    json message = {{"role", "assistant"}, {"refusal", nullptr}};  // refusal: required, nullable
     message["content"] =
         output.content.empty() && !output.tool_calls.empty() ? json(nullptr) : json(output.content);
     if (!output.reasoning_content.empty()) message["reasoning_content"] = output.reasoning_content;
@@ -640,9 +658,11 @@ std::string completion_response(std::string_view id, std::string_view model, int
   return dump_json(j);
 }
 
-std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created, int index) {
+std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created, int index,
+                            bool usage_null) {
   ChunkChoice c;
   c.index = index;
+  c.usage_null = usage_null;
   return sse(chat_chunk(id, model, created, {{"role", "assistant"}, {"content", ""}}, nullptr, c));
 }
 
@@ -757,6 +777,42 @@ std::string models_response(std::span<const ModelEntry> models) {
     data.push_back({{"id", m.id}, {"object", "model"}, {"created", m.created}, {"owned_by", m.owned_by}});
   }
   return dump_json(json{{"object", "list"}, {"data", std::move(data)}});
+}
+
+std::string stored_messages(std::string_view completion_id,
+                            const std::vector<backend::ChatMessage>& messages) {
+  json out = json::array();
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const auto& m = messages[i];
+    json item = {{"id", std::string(completion_id) + "-" + std::to_string(i)},
+                 {"role", m.role},
+                 {"content", m.content.empty() && !m.tool_calls.empty() ? json(nullptr) : json(m.content)},
+                 {"refusal", nullptr},
+                 {"content_parts", nullptr}};
+    if (!m.tool_calls.empty()) item["tool_calls"] = tool_calls_json(m.tool_calls);
+    if (m.role == "tool") item["tool_call_id"] = m.tool_call_id;
+    out.push_back(std::move(item));
+  }
+  return dump_json(out);
+}
+
+std::string stored_list(std::span<const std::string> items, bool has_more) {
+  json data = json::array();
+  for (const auto& text : items) {
+    json item = json::parse(text, nullptr, false);
+    if (!item.is_discarded()) data.push_back(std::move(item));
+  }
+  const std::string first = data.empty() ? "" : data.front().value("id", "");
+  const std::string last = data.empty() ? "" : data.back().value("id", "");
+  return dump_json(json{{"object", "list"},
+                        {"data", std::move(data)},
+                        {"first_id", first},
+                        {"last_id", last},
+                        {"has_more", has_more}});
+}
+
+std::string stored_deleted(std::string_view id) {
+  return dump_json(json{{"object", "chat.completion.deleted"}, {"id", id}, {"deleted", true}});
 }
 
 }  // namespace gantry::protocol::openai

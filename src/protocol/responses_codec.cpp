@@ -265,7 +265,7 @@ Err read_text_format(const json& j, backend::OutputConstraint& out, json& echo) 
 
 json usage_json(const Usage& u) {
   return {{"input_tokens", u.input_tokens},
-          {"input_tokens_details", {{"cached_tokens", u.cached_tokens}}},
+          {"input_tokens_details", {{"cached_tokens", u.cached_tokens}, {"cache_write_tokens", 0}}},
           {"output_tokens", u.output_tokens},
           {"output_tokens_details", {{"reasoning_tokens", u.reasoning_tokens}}},
           {"total_tokens", u.input_tokens + u.output_tokens}};
@@ -281,8 +281,7 @@ json response_skeleton(const ResponseHead& head) {
             {"error", nullptr},
             {"incomplete_details", nullptr},
             {"model", head.model},
-            {"output", json::array()},
-            {"usage", nullptr}};
+            {"output", json::array()}};  // usage: none until it ends (the spec's usage is not nullable)
   for (const auto& [k, v] : head.echo.items()) r[k] = v;
   return r;
 }
@@ -440,6 +439,46 @@ std::string map_chat_field(std::string_view f) {
 
 std::string new_id(std::string_view prefix) { return random_hex_id(std::string(prefix) + "_"); }
 
+json input_items(const std::vector<backend::ChatMessage>& input) {
+  json items = json::array();
+  for (const auto& m : input) {
+    if (m.role == "assistant") {
+      if (!m.content.empty() || m.tool_calls.empty())
+        items.push_back(message_item(new_id("msg"), m.content, "completed"));
+      for (const auto& c : m.tool_calls) items.push_back(call_item(new_id("fc"), c, "completed"));
+    } else if (m.role == "tool") {
+      items.push_back({{"id", new_id("fco")},
+                       {"type", "function_call_output"},
+                       {"call_id", m.tool_call_id},
+                       {"output", m.content},
+                       {"status", "completed"}});
+    } else {
+      items.push_back({{"id", new_id("msg")},
+                       {"type", "message"},
+                       {"role", m.role},
+                       {"status", "completed"},
+                       {"content", json::array({{{"type", "input_text"}, {"text", m.content}}})}});
+    }
+  }
+  return items;
+}
+
+std::string input_items_list(const std::string& items_json) {
+  json items = json::parse(items_json, nullptr, false);
+  if (!items.is_array()) items = json::array();
+  const std::string first = items.empty() ? "" : items.front().value("id", "");
+  const std::string last = items.empty() ? "" : items.back().value("id", "");
+  return dump_json(json{{"object", "list"},
+                        {"data", std::move(items)},
+                        {"has_more", false},
+                        {"first_id", first},
+                        {"last_id", last}});
+}
+
+std::string input_tokens_body(int input_tokens) {
+  return dump_json(json{{"object", "response.input_tokens"}, {"input_tokens", input_tokens}});
+}
+
 json response_object(const ResponseHead& head, const backend::ChatOutput& output,
                      backend::FinishReason finish, const Usage& usage) {
   json r = response_skeleton(head);
@@ -557,7 +596,9 @@ std::string StreamEncoder::close(std::string_view status) {
       output_.content += text_;
       break;
     case Open::kCall:
-      out += event(with({{"type", "response.function_call_arguments.done"}, {"arguments", call_.arguments}}));
+      out += event(with({{"type", "response.function_call_arguments.done"},
+                         {"name", call_.name},
+                         {"arguments", call_.arguments}}));
       item = call_item(item_id_, call_, status);
       output_.tool_calls.push_back(call_);
       break;

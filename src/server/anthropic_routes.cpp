@@ -1,6 +1,9 @@
 // Anthropic Messages routes: POST /v1/messages (plain or streamed as named server-sent events, on the
-// model's continuous-batching engine) and POST /v1/messages/count_tokens. The conversation goes
+// model's continuous-batching engine), POST /v1/messages/count_tokens, the Models API's shape of GET
+// /v1/models (an anthropic-version header picks it) and /v1/messages/batches (refused, in Anthropic's
+// error shape). The conversation goes
 // through the one chat entry (backend::prepare_chat), as on every chat route.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "gantry/backend/chat_generation.h"
@@ -111,6 +114,25 @@ void anthropic_messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequ
   start_generation_call(s, reply, handle->queue(), std::move(start), std::move(hooks));
 }
 
+void anthropic_models(Server::State& s, std::shared_ptr<Reply> reply, const std::string& model) {
+  const int64_t created =
+      std::chrono::duration_cast<std::chrono::seconds>(s.started.time_since_epoch()).count();
+  std::vector<std::string> ids;
+  for (const auto& e : s.repository.entries()) ids.push_back(e.name);
+  if (model.empty()) {
+    reply->json(200, anthropic::models_response(ids, created));
+    return;
+  }
+  if (std::find(ids.begin(), ids.end(), model) == ids.end()) {
+    anthropic::ApiError e = anthropic::bad_request("model", "model '" + model + "' is not served here");
+    e.http_status = 404;
+    e.type = std::string(anthropic::error_type(404));
+    send_error(*reply, e);
+    return;
+  }
+  reply->json(200, anthropic::model_info(model, created));
+}
+
 // Anthropic's Messages API.
 namespace {
 void messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
@@ -119,6 +141,15 @@ void messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& reque
 
 void count_tokens(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
   anthropic_messages(s, std::move(reply), std::move(request), true);
+}
+
+// Message Batches run requests asynchronously for up to a day and keep their results for 29 days:
+// not offered (the queue here serves requests as they come); every batch route says so.
+void batches(Server::State&, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {
+  send_error(*reply, anthropic::bad_request("",
+                                            "message batches are not supported by gantry serve (it keeps "
+                                            "no asynchronous jobs): send each request to POST "
+                                            "/v1/messages, concurrently if you like"));
 }
 
 const Route kRoutes[] = {
@@ -133,6 +164,31 @@ const Route kRoutes[] = {
      .protocol = Protocol::kAnthropic,
      .runs = Route::Runs::kWorkers,
      .handle = count_tokens},
+    {.method = "POST",
+     .pattern = "/v1/messages/batches",
+     .protocol = Protocol::kAnthropic,
+     .runs = Route::Runs::kControl,
+     .handle = batches},
+    {.method = "GET",
+     .pattern = "/v1/messages/batches",
+     .protocol = Protocol::kAnthropic,
+     .runs = Route::Runs::kControl,
+     .handle = batches},
+    {.method = "GET",
+     .pattern = "/v1/messages/batches/**",
+     .protocol = Protocol::kAnthropic,
+     .runs = Route::Runs::kControl,
+     .handle = batches},
+    {.method = "POST",
+     .pattern = "/v1/messages/batches/**",
+     .protocol = Protocol::kAnthropic,
+     .runs = Route::Runs::kControl,
+     .handle = batches},
+    {.method = "DELETE",
+     .pattern = "/v1/messages/batches/**",
+     .protocol = Protocol::kAnthropic,
+     .runs = Route::Runs::kControl,
+     .handle = batches},
 };
 }  // namespace
 

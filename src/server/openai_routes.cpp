@@ -117,6 +117,7 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
   } else {
     g = req->generation;
     g.prompt = req->prompt;
+    g.tokens = req->prompt_tokens;
     g.render_special = false;
   }
   stream->logprobs.resize(static_cast<size_t>(n));
@@ -125,8 +126,8 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
 
   GenerationHooks hooks;
   if (chat) {
-    hooks.stream_begun = [id, name, created, n](Reply& r) {
-      for (int i = 0; i < n; ++i) r.event(openai::chat_chunk_role(id, name, created, i));
+    hooks.stream_begun = [id, name, created, n, usage_null = req->include_usage](Reply& r) {
+      for (int i = 0; i < n; ++i) r.event(openai::chat_chunk_role(id, name, created, i, usage_null));
     };
   }
   // Runs on the decoding thread, piece after piece; `stream` is the request's alone.
@@ -134,6 +135,7 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
     const auto i = static_cast<size_t>(piece.choice);
     openai::ChunkChoice c;
     c.index = piece.choice;
+    c.usage_null = req->include_usage;
     c.logprobs = req->logprobs;
     c.top_logprobs = req->top_logprobs;
     if (!chat) {
@@ -155,7 +157,19 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
     }
     return events;
   };
-  hooks.done = [req, id, created, chat, stream](Reply& reply, const backend::GenerationResult& r) {
+  Server::State* state = &s;
+  const size_t owner = s.keys.owner(request);
+  // store: true keeps the completion as a whole body (a streamed one too, once its parsers are done).
+  auto keep = [req, id, created, stream, state, owner](const backend::GenerationResult& r,
+                                                       const std::string* body) {
+    if (!req->store) return;
+    if (body) return keep_chat_completion(*state, owner, id, *body, req->chat.messages);
+    std::vector<backend::ChatOutput> outputs;
+    for (const auto& p : stream->parsers) outputs.push_back(p->output());
+    keep_chat_completion(*state, owner, id, openai::chat_response(id, req->model, created, r, outputs, *req),
+                         req->chat.messages);
+  };
+  hooks.done = [req, id, created, chat, stream, keep](Reply& reply, const backend::GenerationResult& r) {
     const auto results = backend::choice_results(r);
     if (!req->stream) {
       std::vector<backend::ChatOutput> outputs;
@@ -165,13 +179,16 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
           outputs.push_back(stream->parsers[i]->output());
         }
       }
-      reply.json(200, chat ? openai::chat_response(id, req->model, created, r, outputs, *req)
-                           : openai::completion_response(id, req->model, created, r, *req));
+      std::string body = chat ? openai::chat_response(id, req->model, created, r, outputs, *req)
+                              : openai::completion_response(id, req->model, created, r, *req);
+      if (chat) keep(r, &body);
+      reply.json(200, std::move(body));
       return;
     }
     for (size_t i = 0; i < results.size(); ++i) {
       openai::ChunkChoice c;
       c.index = static_cast<int>(i);
+      c.usage_null = req->include_usage;
       if (chat) {
         auto& parser = *stream->parsers[i];
         auto& pending = stream->logprobs[i];
@@ -190,6 +207,7 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
         reply.event(openai::completion_chunk_finish(id, req->model, created, results[i].finish, c));
       }
     }
+    if (chat) keep(r, nullptr);
     if (req->include_usage) {
       reply.event(openai::usage_chunk(id, req->model, created, req->endpoint, r.n_prompt_tokens,
                                       backend::completion_tokens(r), r.n_cached_tokens));
@@ -264,7 +282,13 @@ void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpReque
 namespace {
 using Runs = Route::Runs;
 
-void models(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {
+void models(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
+  // Anthropic's SDK sends anthropic-version on every request: its Models API shape.
+  if (request.header("anthropic-version")) {
+    const std::string model = reply->model() == "-" ? "" : reply->model();
+    anthropic_models(s, std::move(reply), model);
+    return;
+  }
   openai_models(s, std::move(reply));
 }
 

@@ -4,7 +4,7 @@ namespace gantry::server {
 
 size_t StoredResponse::bytes() const {
   constexpr size_t kPerMessage = sizeof(backend::ChatMessage);
-  size_t n = sizeof(StoredResponse) + id.size() + body.size();
+  size_t n = sizeof(StoredResponse) + id.size() + body.size() + input_items.size();
   for (const auto& m : conversation) {
     n += kPerMessage + m.role.size() + m.content.size() + m.tool_call_id.size() + m.tool_name.size() +
          m.reasoning_content.size();
@@ -47,6 +47,14 @@ bool ResponseStore::erase(std::string_view id, size_t owner) {
   if (it == index_.end() || (*it->second)->owner != owner) return false;
   erase_locked(it->second);
   return true;
+}
+
+std::vector<std::shared_ptr<const StoredResponse>> ResponseStore::list(size_t owner) const {
+  std::lock_guard lock(mu_);
+  std::vector<std::shared_ptr<const StoredResponse>> out;
+  for (const auto& r : order_)
+    if (r->owner == owner) out.push_back(r);
+  return out;
 }
 
 size_t ResponseStore::size() const {

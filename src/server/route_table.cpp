@@ -84,13 +84,15 @@ bool takes(const Route& route, std::string_view method) {
 }  // namespace
 
 RouteMatch find_route(std::string_view path, std::string_view method) {
-  static const std::array<std::span<const Route>, 8> kTables = {
-      kserve_routes(),    metrics_routes(),   dashboard_routes(), openai_routes(),
+  static const std::array<std::span<const Route>, 9> kTables = {
+      kserve_routes(),    metrics_routes(),   dashboard_routes(), openai_routes(), chat_store_routes(),
       anthropic_routes(), responses_routes(), rerank_routes(),    ollama_routes()};
   const auto segments = split_path(path);
   RouteMatch out;
   if (!segments.empty() && segments[0] == "v2") out.protocol = Protocol::kKserve;
   if (!segments.empty() && segments[0] == "v1") out.protocol = Protocol::kOpenai;
+  if (segments.size() > 1 && segments[0] == "v1" && segments[1] == "messages")
+    out.protocol = Protocol::kAnthropic;
   if (!segments.empty() && segments[0] == "api") out.protocol = Protocol::kOllama;
   const Route* first = nullptr;  // the first route whose pattern matches (405 when it takes another method)
   RouteParams first_params;

@@ -52,14 +52,15 @@ struct Route {
 };
 
 // One table per protocol, in its routes file.
-std::span<const Route> kserve_routes();     // kserve_routes.cpp: /v2 (health, metadata, infer, repository)
-std::span<const Route> openai_routes();     // openai_routes.cpp: /v1/models, chat, completions, embeddings
-std::span<const Route> anthropic_routes();  // anthropic_routes.cpp: /v1/messages
-std::span<const Route> responses_routes();  // responses_routes.cpp: /v1/responses
-std::span<const Route> rerank_routes();     // rerank_routes.cpp: /v1/rerank, /rerank
-std::span<const Route> ollama_routes();     // ollama_routes.cpp: /api
-std::span<const Route> dashboard_routes();  // dashboard_routes.cpp: /, /dashboard, /gantry
-std::span<const Route> metrics_routes();    // metrics_routes.cpp: /metrics
+std::span<const Route> kserve_routes();      // kserve_routes.cpp: /v2 (health, metadata, infer, repository)
+std::span<const Route> openai_routes();      // openai_routes.cpp: /v1/models, chat, completions, embeddings
+std::span<const Route> anthropic_routes();   // anthropic_routes.cpp: /v1/messages
+std::span<const Route> responses_routes();   // responses_routes.cpp: /v1/responses
+std::span<const Route> chat_store_routes();  // chat_store_routes.cpp: stored /v1/chat/completions
+std::span<const Route> rerank_routes();      // rerank_routes.cpp: /v1/rerank, /rerank
+std::span<const Route> ollama_routes();      // ollama_routes.cpp: /api
+std::span<const Route> dashboard_routes();   // dashboard_routes.cpp: /, /dashboard, /gantry
+std::span<const Route> metrics_routes();     // metrics_routes.cpp: /metrics
 
 struct RouteMatch {
   const Route* route = nullptr;  // null: no route (404)

@@ -99,6 +99,13 @@ class Reply {
 HttpResponse error_answer(int status, std::string body);
 // OpenAI's error shape, for the OpenAI family of routes (chat, completions, embeddings, Responses, rerank).
 void send_api_error(Reply& reply, const openai::ApiError& e);
+// anthropic_routes.cpp: GET /v1/models (model "") or /v1/models/{model} in the shape of Anthropic's
+// Models API, for a request with an anthropic-version header (404 in its error shape).
+void anthropic_models(Server::State& s, std::shared_ptr<Reply> reply, const std::string& model);
+// chat_store_routes.cpp: keeps a chat completion made with store: true (its body as GET
+// /v1/chat/completions/{id} answers it, and the request's messages) for `owner` (ApiKeys::owner()).
+void keep_chat_completion(Server::State& s, size_t owner, std::string id, std::string body,
+                          const std::vector<backend::ChatMessage>& messages);
 
 // An error in the protocol's shape (KServe and Ollama {"error": m}; OpenAI {"error": {message, type,
 // param, code}}), with Retry-After on 429 and 503.
@@ -141,6 +148,8 @@ struct Server::State {
   ModelRepository repository;
   Metrics metrics;
   ResponseStore responses{options.responses_store};  // the Responses API's kept responses
+  // Chat completions made with store: true (body = the completion, input_items = its messages).
+  ResponseStore chat_completions{options.responses_store};
   std::atomic<bool> draining{false};
   std::atomic<bool> stopping{false};  // stop(): synchronous work (embeddings, rerank) ends at its next check
   std::atomic<bool> unready{false};   // set_unready(): readiness 503, requests still served

@@ -237,9 +237,13 @@ TEST(AnthropicCodec, ErrorsInAnthropicsShape) {
   ApiError e = api_error(ResourceExhausted("the queue is full"));
   EXPECT_EQ(e.http_status, 429);
   EXPECT_EQ(e.type, "rate_limit_error");
-  EXPECT_EQ(
-      json::parse(error_body(e)),
-      json({{"type", "error"}, {"error", {{"type", "rate_limit_error"}, {"message", "the queue is full"}}}}));
+  json body = json::parse(error_body(e));
+  // request_id: required (string | null) in the SDK's ErrorResponse; a fresh "req_" id each.
+  ASSERT_TRUE(body["request_id"].is_string());
+  EXPECT_EQ(body["request_id"].get<std::string>().rfind("req_", 0), 0u);
+  body.erase("request_id");
+  EXPECT_EQ(body, json({{"type", "error"},
+                        {"error", {{"type", "rate_limit_error"}, {"message", "the queue is full"}}}}));
   EXPECT_EQ(api_error(NotFound("no model"), "model").type, "not_found_error");
   EXPECT_EQ(api_error(NotFound("no model"), "model").message, "model: no model");
   EXPECT_EQ(api_error(Unavailable("loading")).http_status, 503);
@@ -283,11 +287,18 @@ TEST(AnthropicCodec, MessageResponse) {
   EXPECT_EQ(j["model"], "m");
   ASSERT_EQ(j["content"].size(), 3u);
   EXPECT_EQ(j["content"][0], json({{"type", "thinking"}, {"thinking", "thinking..."}, {"signature", ""}}));
-  EXPECT_EQ(j["content"][1], json({{"type", "text"}, {"text", "Let me check."}}));
+  // The SDK's required-nullable fields are sent as null; a tool_use block names its caller.
+  EXPECT_EQ(j["content"][1], json({{"type", "text"}, {"text", "Let me check."}, {"citations", nullptr}}));
   EXPECT_EQ(j["content"][2], json({{"type", "tool_use"},
                                    {"id", "toolu_abc"},
                                    {"name", "get_weather"},
-                                   {"input", {{"city", "Paris"}}}}));
+                                   {"input", {{"city", "Paris"}}},
+                                   {"caller", {{"type", "direct"}}}}));
+  EXPECT_TRUE(j.contains("container") && j["container"].is_null());
+  EXPECT_TRUE(j.contains("stop_details") && j["stop_details"].is_null());
+  for (const char* k :
+       {"cache_creation", "inference_geo", "output_tokens_details", "server_tool_use", "service_tier"})
+    EXPECT_TRUE(j["usage"].contains(k)) << k;
   EXPECT_EQ(j["stop_reason"], "tool_use");
   EXPECT_TRUE(j["stop_sequence"].is_null());
   EXPECT_EQ(j["usage"]["input_tokens"], 11);
@@ -307,7 +318,7 @@ TEST(AnthropicCodec, MessageResponse) {
   json stopped = json::parse(message_response("msg_2", "m", {"ab", "", {}}, {"stop_sequence", "END"}, 1, 2));
   EXPECT_EQ(stopped["stop_sequence"], "END");
   json empty = json::parse(message_response("msg_3", "m", {}, {"end_turn", std::nullopt}, 1, 0));
-  EXPECT_EQ(empty["content"], json::array({{{"type", "text"}, {"text", ""}}}));
+  EXPECT_EQ(empty["content"], json::array({{{"type", "text"}, {"text", ""}, {"citations", nullptr}}}));
   // Arguments that are not an object (cut by max_tokens) give an empty input, never invalid JSON.
   json cut = json::parse(message_response("msg_4", "m", {"", "", {{"call_x", "f", R"({"ci)"}}},
                                           {"max_tokens", std::nullopt}, 1, 2));
@@ -392,14 +403,16 @@ TEST(AnthropicCodec, EventSequenceTextThenAToolCall) {
   EXPECT_EQ(ev[3].second["delta"], json({{"type", "thinking_delta"}, {"thinking", "hmm"}}));
   EXPECT_EQ(ev[4].second["index"], 0);
   EXPECT_EQ(ev[5].second["index"], 1);
-  EXPECT_EQ(ev[5].second["content_block"], json({{"type", "text"}, {"text", ""}}));
+  EXPECT_EQ(ev[5].second["content_block"], json({{"type", "text"}, {"text", ""}, {"citations", nullptr}}));
   EXPECT_EQ(ev[6].second["delta"], json({{"type", "text_delta"}, {"text", "Let me "}}));
   EXPECT_EQ(ev[7].second["delta"]["text"], "check.");
   EXPECT_EQ(ev[8].second["index"], 1);
   EXPECT_EQ(ev[9].second["index"], 2);
-  EXPECT_EQ(
-      ev[9].second["content_block"],
-      json({{"type", "tool_use"}, {"id", "toolu_abc"}, {"name", "get_weather"}, {"input", json::object()}}));
+  EXPECT_EQ(ev[9].second["content_block"], json({{"type", "tool_use"},
+                                                 {"id", "toolu_abc"},
+                                                 {"name", "get_weather"},
+                                                 {"input", json::object()},
+                                                 {"caller", {{"type", "direct"}}}}));
   std::string partial;
   for (size_t i : {10u, 11u}) {
     EXPECT_EQ(ev[i].second["index"], 2);
@@ -408,7 +421,10 @@ TEST(AnthropicCodec, EventSequenceTextThenAToolCall) {
   }
   EXPECT_EQ(json::parse(partial), json({{"city", "Paris"}}));
   EXPECT_EQ(ev[12].second["index"], 2);
-  EXPECT_EQ(ev[13].second["delta"], json({{"stop_reason", "tool_use"}, {"stop_sequence", nullptr}}));
+  EXPECT_EQ(ev[13].second["delta"], json({{"container", nullptr},
+                                          {"stop_details", nullptr},
+                                          {"stop_reason", "tool_use"},
+                                          {"stop_sequence", nullptr}}));
   EXPECT_EQ(ev[13].second["usage"]["output_tokens"], 5);
   EXPECT_EQ(ev[13].second["usage"]["input_tokens"], 10);
 }
@@ -436,9 +452,31 @@ TEST(AnthropicCodec, EventSequenceTwoCallsAndAnEmptyAnswer) {
   EventWriter empty("msg_3", "m");
   const auto ev2 = events_of(empty.start(1) + empty.finish({"max_tokens", std::nullopt}, 1, 0));
   ASSERT_EQ(ev2.size(), 6u);
-  EXPECT_EQ(ev2[2].second["content_block"], json({{"type", "text"}, {"text", ""}}));
+  EXPECT_EQ(ev2[2].second["content_block"], json({{"type", "text"}, {"text", ""}, {"citations", nullptr}}));
   EXPECT_EQ(ev2[3].first, "content_block_stop");
   EXPECT_EQ(ev2[4].second["delta"]["stop_reason"], "max_tokens");
+}
+
+}  // namespace
+}  // namespace gantry::protocol::anthropic
+
+namespace gantry::protocol::anthropic {
+namespace {
+
+TEST(AnthropicCodec, ModelsApiShape) {
+  const std::vector<std::string> ids = {"a", "b"};
+  json page = json::parse(models_response(ids, 0));
+  EXPECT_EQ(page["first_id"], "a");
+  EXPECT_EQ(page["last_id"], "b");
+  EXPECT_EQ(page["has_more"], false);
+  ASSERT_EQ(page["data"].size(), 2u);
+  EXPECT_EQ(page["data"][0], json::parse(model_info("a", 0)));
+  EXPECT_EQ(page["data"][1]["type"], "model");
+  EXPECT_EQ(page["data"][1]["created_at"], "1970-01-01T00:00:00Z");
+  EXPECT_TRUE(page["data"][1]["max_tokens"].is_null());
+  json none = json::parse(models_response({}, 0));
+  EXPECT_TRUE(none["first_id"].is_null() && none["last_id"].is_null());
+  EXPECT_TRUE(none["data"].empty());
 }
 
 }  // namespace

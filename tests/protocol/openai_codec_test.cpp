@@ -213,7 +213,8 @@ TEST(OpenAiCodec, ChatRequestErrors) {
              "must be a boolean");
   chat_error(chat_body(R"("max_tokens": 0)"), "max_tokens", "must be an integer in 1..");
   chat_error(chat_body(R"("max_tokens": 1.5)"), "max_tokens", "must be an integer");
-  chat_error(chat_body(R"("max_completion_tokens": -3)"), "max_completion_tokens", "must be an integer in 1..");
+  chat_error(chat_body(R"("max_completion_tokens": -3)"), "max_completion_tokens",
+             "must be an integer in 1..");
   chat_error(chat_body(R"("temperature": 2.5)"), "temperature", "must be a number in 0..2");
   chat_error(chat_body(R"("temperature": "hot")"), "temperature", "must be a number");
   chat_error(chat_body(R"("top_p": 1.1)"), "top_p", "must be a number in 0");
@@ -222,7 +223,8 @@ TEST(OpenAiCodec, ChatRequestErrors) {
   chat_error(chat_body(R"("stop": [1])"), "stop", "array of up to 4 strings");
   chat_error(chat_body(R"("stop": 7)"), "stop", "must be a string");
   chat_error(chat_body(R"("logprobs": 1)"), "logprobs", "must be a boolean");
-  chat_error(chat_body(R"("logprobs": true, "top_logprobs": 21)"), "top_logprobs", "must be an integer in 0..20");
+  chat_error(chat_body(R"("logprobs": true, "top_logprobs": 21)"), "top_logprobs",
+             "must be an integer in 0..20");
   chat_error(chat_body(R"("top_logprobs": 2)"), "top_logprobs", "needs 'logprobs'");
   chat_error(chat_body(R"("response_format": "json")"), "response_format", "must be an object");
   chat_error(chat_body(R"("response_format": {})"), "response_format.type", "must be \"text\"");
@@ -296,16 +298,28 @@ TEST(OpenAiCodec, CompletionRequest) {
   EXPECT_FALSE(r.logprobs);
 }
 
+TEST(OpenAiCodec, CompletionPromptOfTokenIds) {
+  auto r = completion_ok(R"({"prompt":[1,450,1095]})");
+  EXPECT_EQ(r.prompt_tokens, (std::vector<int32_t>{1, 450, 1095}));
+  EXPECT_EQ(r.prompt, "");
+  r = completion_ok(R"({"prompt":[[7,8]]})");
+  EXPECT_EQ(r.prompt_tokens, (std::vector<int32_t>{7, 8}));
+  r = completion_ok(R"({"prompt":"text"})");
+  EXPECT_TRUE(r.prompt_tokens.empty());
+}
+
 TEST(OpenAiCodec, CompletionRequestErrors) {
   completion_error(R"({"model":"m"})", "prompt", "is required");
-  completion_error(R"({"prompt":["a","b"]})", "prompt", "exactly one string");
-  completion_error(R"({"prompt":[1,2,3]})", "prompt", "token arrays are not supported");
-  completion_error(R"({"prompt":[[1,2]]})", "prompt", "exactly one string");
+  completion_error(R"({"prompt":["a","b"]})", "prompt", "several prompts in one request are not supported");
+  completion_error(R"({"prompt":[[1,2],[3]]})", "prompt", "several prompts in one request are not supported");
+  completion_error(R"({"prompt":[1,-2]})", "prompt", "non-negative integers");
+  completion_error(R"({"prompt":[]})", "prompt", "token ids");
   completion_error(R"({"prompt":5})", "prompt", "must be a string");
   completion_error(R"({"prompt":"p","logprobs":6})", "logprobs", "must be an integer in 0..5");
   completion_error(R"({"prompt":"p","logprobs":true})", "logprobs", "must be an integer");
   completion_error(R"({"prompt":"p","n":-1})", "n", "must be an integer in 1..128");
-  completion_error(R"({"prompt":"p","presence_penalty":-2.5})", "presence_penalty", "must be a number in -2..2");
+  completion_error(R"({"prompt":"p","presence_penalty":-2.5})", "presence_penalty",
+                   "must be a number in -2..2");
   completion_error(R"({"prompt":"p","logit_bias":{"5":101}})", "logit_bias", "-100..100");
   completion_error(R"({"prompt":"p","echo":true})", "echo", "not supported");
 }
@@ -330,7 +344,7 @@ TEST(OpenAiCodec, EmbeddingRequest) {
     EXPECT_NE(std::get<ApiError>(e).message.find(phrase), std::string::npos) << std::get<ApiError>(e).message;
   };
   err(R"({"model":"e"})", "input", "is required");
-  err(R"({"input":[1,2,3]})", "input", "token arrays are not supported");
+  err(R"({"input":[1,2,3]})", "input", "token ids are not supported");
   err(R"({"input":[]})", "input", "non-empty array");
   err(R"({"input":"a","encoding_format":"int8"})", "encoding_format", "\"float\" or \"base64\"");
   err(R"({"input":"a","dimensions":8})", "dimensions", "not supported");

@@ -249,6 +249,7 @@ TEST(ResponsesCodec, ResponseObjectForText) {
   EXPECT_EQ(r["usage"]["output_tokens"], 2);
   EXPECT_EQ(r["usage"]["total_tokens"], 12);
   EXPECT_EQ(r["usage"]["input_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(r["usage"]["input_tokens_details"]["cache_write_tokens"], 0);  // required by the spec
   EXPECT_EQ(r["usage"]["output_tokens_details"]["reasoning_tokens"], 0);
   // Prompt tokens from the prompt cache are part of input_tokens and counted in its details.
   json cached = response_object(head(), out, FinishReason::kEndOfGeneration, {10, 2, 0, 8});
@@ -496,6 +497,40 @@ TEST(ResponsesStream, FailureClosesTheItemThenFailedAndError) {
   EXPECT_EQ(err.data["code"], "server_error");
   EXPECT_EQ(err.data["message"], "the generation was cancelled");
   EXPECT_EQ(err.data["param"], nullptr);
+}
+
+}  // namespace
+}  // namespace gantry::protocol::responses
+
+namespace gantry::protocol::responses {
+namespace {
+
+TEST(ResponsesCodec, InputItemsListTheRequestsMessages) {
+  std::vector<backend::ChatMessage> input;
+  input.emplace_back("user", "Weather in Paris?");
+  backend::ChatMessage call("assistant", "");
+  call.tool_calls.push_back({"call_1", "get_weather", R"({"city":"Paris"})"});
+  input.push_back(call);
+  backend::ChatMessage out("tool", "Sunny");
+  out.tool_call_id = "call_1";
+  input.push_back(out);
+  const json items = input_items(input);
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_EQ(items[0]["type"], "message");
+  EXPECT_EQ(items[0]["role"], "user");
+  EXPECT_EQ(items[0]["content"], json::array({{{"type", "input_text"}, {"text", "Weather in Paris?"}}}));
+  EXPECT_EQ(items[1]["type"], "function_call");  // an assistant turn of calls only: no empty message
+  EXPECT_EQ(items[1]["call_id"], "call_1");
+  EXPECT_EQ(items[2]["type"], "function_call_output");
+  EXPECT_EQ(items[2]["output"], "Sunny");
+  for (const auto& item : items) EXPECT_EQ(item["status"], "completed");
+  const json list = json::parse(input_items_list(items.dump()));
+  EXPECT_EQ(list["object"], "list");
+  EXPECT_EQ(list["first_id"], items[0]["id"]);
+  EXPECT_EQ(list["last_id"], items[2]["id"]);
+  EXPECT_EQ(list["has_more"], false);
+  EXPECT_EQ(json::parse(input_tokens_body(7)),
+            json({{"object", "response.input_tokens"}, {"input_tokens", 7}}));
 }
 
 }  // namespace

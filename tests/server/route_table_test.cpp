@@ -28,9 +28,13 @@ TEST(RouteTable, AnotherMethodSelectsTheFirstRouteOfThatPathFor405) {
   auto r = find_route("/v1/responses/resp_1", "POST");
   ASSERT_NE(r.route, nullptr);
   EXPECT_EQ(r.route->method, "GET");
-  r = find_route("/v1/chat/completions", "GET");
+  r = find_route("/v1/embeddings", "GET");
   ASSERT_NE(r.route, nullptr);
   EXPECT_EQ(r.route->method, "POST");
+  r = find_route("/v1/chat/completions", "GET");  // the stored chat completions, listed
+  ASSERT_NE(r.route, nullptr);
+  EXPECT_EQ(r.route->method, "GET");
+  EXPECT_EQ(r.route->pattern, "/v1/chat/completions");
   r = find_route("/api/tags", "HEAD");  // HEAD is GET
   ASSERT_NE(r.route, nullptr);
   EXPECT_EQ(r.route->method, "GET");
@@ -54,6 +58,15 @@ TEST(RouteTable, UnknownPathsHaveNoRouteButTheirPrefixesProtocol) {
 
 TEST(RouteTable, ProtocolsOfSharedPrefixesAndOpenRoutes) {
   EXPECT_EQ(find_route("/v1/messages", "POST").protocol, Protocol::kAnthropic);
+  // An unknown path under /v1/messages is Anthropic's (its 404 in Anthropic's shape).
+  auto nothing = find_route("/v1/messages/nothing", "POST");
+  EXPECT_EQ(nothing.route, nullptr);
+  EXPECT_EQ(nothing.protocol, Protocol::kAnthropic);
+  // Responses' fixed sub-paths are not taken for response ids.
+  auto tokens = find_route("/v1/responses/input_tokens", "POST");
+  ASSERT_NE(tokens.route, nullptr);
+  EXPECT_EQ(tokens.route->pattern, "/v1/responses/input_tokens");
+  EXPECT_EQ(find_route("/v1/responses/resp_1/nothing", "POST").route, nullptr);
   EXPECT_EQ(find_route("/rerank", "POST").protocol, Protocol::kOpenai);
   EXPECT_EQ(find_route("/metrics", "GET").protocol, Protocol::kHttp);
   auto live = find_route("/v2/health/live", "POST");
@@ -67,8 +80,9 @@ TEST(RouteTable, ProtocolsOfSharedPrefixesAndOpenRoutes) {
 
 TEST(RouteTable, NoTwoRoutesShareMethodAndPattern) {
   std::set<std::pair<std::string_view, std::string_view>> seen;
-  for (auto table : {kserve_routes(), openai_routes(), anthropic_routes(), responses_routes(),
-                     rerank_routes(), ollama_routes(), dashboard_routes(), metrics_routes()}) {
+  for (auto table :
+       {kserve_routes(), openai_routes(), chat_store_routes(), anthropic_routes(), responses_routes(),
+        rerank_routes(), ollama_routes(), dashboard_routes(), metrics_routes()}) {
     for (const Route& r : table) {
       if (!r.handle) continue;
       EXPECT_TRUE(seen.emplace(r.method, r.pattern).second) << r.method << " " << r.pattern;

@@ -38,10 +38,16 @@ struct ChatRefusal {
 // (<backend>); use /v2/models/x/infer".
 std::optional<ChatRefusal> check_generates(const Model& model, std::string_view served_name);
 
+// `parser` holding its answer to at most one tool call: a later call's deltas are dropped (their text
+// passes) and output() lists the first call only. prepare_chat wraps every parser so when the request
+// says parallel_tool_calls false, whatever the template's grammar let through.
+std::unique_ptr<ChatOutputParser> at_most_one_tool_call(std::unique_ptr<ChatOutputParser> parser);
+
 // `generation` (the request's sampling, limits, stops and response_format constraint) for `chat` on
 // `model`, with `parsers` output parsers (0: the answer is not parsed back, and the chat format's special
 // tokens stay out of the text). A tool grammar replaces `generation.constraint` only when tools may be
-// called. `served_name` is the model's name in messages.
+// called. `served_name` is the model's name in messages. With chat.parallel_tool_calls false and tools,
+// each parser is at_most_one_tool_call's.
 std::variant<ChatGeneration, ChatRefusal> prepare_chat(const Model& model, std::string_view served_name,
                                                        const ChatRequest& chat, GenerationRequest generation,
                                                        int parsers = 1);

@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -118,6 +119,12 @@ std::string message_response(std::string_view id, std::string_view model, const 
 
 // {"input_tokens": n}
 std::string count_tokens_response(int input_tokens);
+
+// The Models API (GET /v1/models with an anthropic-version header): one ModelInfo is {"id","type":
+// "model","display_name","created_at" (RFC 3339, UTC),"capabilities":null,"max_input_tokens":null,
+// "max_tokens":null}; the list is {"data","has_more":false,"first_id","last_id"} (null ids when empty).
+std::string model_info(std::string_view id, int64_t created_unix);
+std::string models_response(std::span<const std::string> ids, int64_t created_unix);
 
 // One SSE event: "event: NAME\ndata: JSON\n\n".
 std::string sse_event(std::string_view name, std::string_view json);

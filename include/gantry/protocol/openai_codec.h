@@ -66,9 +66,12 @@ struct TextRequest {
   // parts, which are concatenated; roles system, developer, user, assistant, tool), the tools and
   // the tool choice. "reasoning_effort": "none" turns a thinking template's thinking off.
   backend::ChatRequest chat;
-  // kCompletion: the prompt ("prompt" is a string or an array holding exactly one string).
+  // kCompletion: the prompt ("prompt" is a string or an array holding exactly one string), or its token
+  // ids (prompt_tokens, non-empty: "prompt" is an array of token ids, or an array holding one).
   std::string prompt;
+  std::vector<int32_t> prompt_tokens;
   bool stream = false;
+  bool store = false;  // kChat: "store": kept for GET /v1/chat/completions/{id} (the server's bounded store)
   bool include_usage = false;  // stream_options.include_usage: send usage_chunk before [DONE]
   // kChat: "logprobs" (bool) + "top_logprobs" (0..20, needs logprobs). kCompletion: "logprobs"
   // (int 0..5) sets both: logprobs = true, top_logprobs = that value.
@@ -139,9 +142,12 @@ struct ChunkChoice {
   std::span<const backend::TokenLogprob> tokens;
   int top_logprobs = 0;    // completions
   size_t text_offset = 0;  // completions
+  // stream_options.include_usage: the chunk says "usage": null (every chunk before usage_chunk must).
+  bool usage_null = false;
 };
 // Chat ("chat.completion.chunk"): role chunk first, then text chunks, then the finish chunk.
-std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created, int index = 0);
+std::string chat_chunk_role(std::string_view id, std::string_view model, int64_t created, int index = 0,
+                            bool usage_null = false);
 std::string chat_chunk_text(std::string_view id, std::string_view model, int64_t created,
                             std::string_view text);
 // One parsed change of the answer: content, reasoning_content or a tool-call fragment
@@ -177,6 +183,17 @@ struct ModelEntry {
 };
 // {"object":"list","data":[{"id","object":"model","created","owned_by"}]}
 std::string models_response(std::span<const ModelEntry> models);
+
+// Stored chat completions. The messages of a completion as GET /v1/chat/completions/{id}/messages lists
+// them: {"id": completion_id + "-" + index, "role", "content", "refusal": null, "content_parts": null,
+// "tool_calls" when an assistant message made calls, "tool_call_id" for a tool message} (a JSON array).
+std::string stored_messages(std::string_view completion_id,
+                            const std::vector<backend::ChatMessage>& messages);
+// {"object":"list","data": items,"first_id","last_id","has_more"}; items are JSON texts (completions,
+// or the messages of stored_messages), first/last_id their "id"s ("" when none).
+std::string stored_list(std::span<const std::string> items, bool has_more);
+// {"object":"chat.completion.deleted","id","deleted":true}
+std::string stored_deleted(std::string_view id);
 
 // Standard base64 (with padding); exposed for tests and clients of the codec.
 std::string base64_encode(std::string_view bytes);

@@ -105,6 +105,16 @@ backend::ChatMessage assistant_message(const backend::ChatOutput& output);
 // {"id", "object":"response", "deleted":true}
 std::string deleted_body(std::string_view id);
 
+// A request's input items (its messages, without the instructions) as GET /v1/responses/{id}/input_items
+// lists them, each with a fresh id and status "completed": a message (input_text parts; an assistant's
+// output_text), a function_call per call an assistant message made, a function_call_output per tool
+// message.
+nlohmann::json input_items(const std::vector<backend::ChatMessage>& input);
+// {"object":"list","data": items,"has_more":false,"first_id","last_id"} of input_items() kept as JSON.
+std::string input_items_list(const std::string& items_json);
+// POST /v1/responses/input_tokens: {"object":"response.input_tokens","input_tokens": n}
+std::string input_tokens_body(int input_tokens);
+
 // The server-sent events of one streamed response, in order. Not thread-safe: one per response.
 //   begin()            response.created, response.in_progress
 //   add(deltas)        output_item.added / content_part.added / output_text.delta (and

@@ -1,5 +1,6 @@
 // ResponseStore: the responses `gantry serve` keeps for the Responses API (previous_response_id,
-// GET and DELETE /v1/responses/{id}), in memory, bounded.
+// GET and DELETE /v1/responses/{id}) and the chat completions made with store: true (GET
+// /v1/chat/completions[/{id}[/messages]], DELETE), one store each, in memory, bounded.
 //
 // Contract:
 // - Holds at most `capacity` responses and at most `max_bytes` of them (StoredResponse::bytes(): its
@@ -37,6 +38,8 @@ struct StoredResponse {
   // history it continued, then the assistant turn), without its instructions: what a request with
   // previous_response_id = id continues.
   std::vector<backend::ChatMessage> conversation;
+  // Its request's input items as GET /v1/responses/{id}/input_items lists them (a JSON array).
+  std::string input_items;
 
   size_t bytes() const;  // what it costs the store: its strings' sizes plus a fixed overhead per message
 };
@@ -51,6 +54,8 @@ class ResponseStore {
   // nullptr: not held, or held for another owner.
   std::shared_ptr<const StoredResponse> get(std::string_view id, size_t owner);
   bool erase(std::string_view id, size_t owner);  // false: not held, or held for another owner
+  // The responses `owner` holds, most recently put or used first (listing counts as no use).
+  std::vector<std::shared_ptr<const StoredResponse>> list(size_t owner) const;
   size_t size() const;
   size_t capacity() const { return capacity_; }
   size_t bytes() const;  // of the responses held
