@@ -16,7 +16,7 @@ namespace gantry::onnx {
 
 class RunTerminator {
  public:
-  static constexpr std::chrono::microseconds kPollInterval{500};
+  static constexpr std::chrono::microseconds kPollInterval{1000};
 
   // The process's terminator (its thread starts on first use and lives as long as the process).
   static RunTerminator& get();
