@@ -1,8 +1,10 @@
-// `gantry serve` cancels an ONNX run whose client went away, and one past its deadline
+// `gantry serve` cancels an ONNX run whose client went away (HTTP, or a cancelled gRPC call), and one past
+// its deadline
 // (--max-generation-time): the KServe infer route hands the queue the request's cancel check, the queue adds
-// the deadline, and the ONNX backend stops the run midway (models/slow_chain_256.onnx, ~0.3 s a run, 3000 nodes).
-// The model is the real one, wrapped so the test sees when its run starts and how it ends: synchronised on
-// those events, never on sleeps.
+// the deadline, and the ONNX backend stops the run midway (models/slow_chain_256.onnx, ~0.3 s a run, 3000
+// nodes). The model is the real one, wrapped so the test sees when its run starts and how it ends:
+// synchronised on those events, never on sleeps.
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <boost/asio/connect.hpp>
@@ -15,11 +17,13 @@
 #include <future>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "gantry/backend/backend.h"
 #include "gantry/backend/onnx/onnx_backend.h"
 #include "gantry/runtime/runtime.h"
 #include "gantry/server/server.h"
+#include "grpc_predict_v2.grpc.pb.h"
 
 namespace gantry::server {
 namespace {
@@ -103,7 +107,7 @@ std::string infer_body() {
 
 class OnnxCancelServe : public ::testing::Test {
  protected:
-  void start(std::chrono::milliseconds max_run_time) {
+  void start(std::chrono::milliseconds max_run_time, bool grpc = false) {
     ASSERT_TRUE(fs::exists(kSlow)) << kSlow << " missing: run make setup";
     runtime::RuntimeOptions ro;
     ro.verdict_cache_dir = "none";
@@ -115,7 +119,7 @@ class OnnxCancelServe : public ::testing::Test {
     ServeOptions o;
     o.models = {kSlow.string()};
     o.port = 0;
-    o.grpc_port = -1;
+    o.grpc_port = grpc ? 0 : -1;
     o.max_generation_time = max_run_time;
     o.load.factory.intra_op_threads = 1;
     auto srv = Server::start(*rt_, std::move(o));
@@ -159,6 +163,38 @@ TEST_F(OnnxCancelServe, AClientThatLeavesCancelsItsRun) {
   socket.close();  // the client goes away mid-run
   ASSERT_EQ(ended.wait_for(std::chrono::seconds(60)), std::future_status::ready) << "the run never ended";
   EXPECT_EQ(ended.get(), StatusCode::kCancelled);
+}
+
+TEST_F(OnnxCancelServe, ACancelledGrpcCallCancelsItsRun) {
+  start(std::chrono::milliseconds(600'000), /*grpc=*/true);
+  if (HasFatalFailure()) return;
+  Seen seen;
+  g_seen = &seen;
+  auto started = seen.started.get_future();
+  auto ended = seen.ended.get_future();
+  auto stub = inference::GRPCInferenceService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(srv_->grpc_port()), grpc::InsecureChannelCredentials()));
+  inference::ModelInferRequest req;
+  req.set_model_name("slow_chain_256");
+  auto* in = req.add_inputs();
+  in->set_name("input");
+  in->set_datatype("FP32");
+  in->add_shape(64);
+  in->add_shape(256);
+  for (int i = 0; i < 64 * 256; ++i) in->mutable_contents()->add_fp32_contents(0.5f);
+  grpc::ClientContext ctx;
+  grpc::Status status;
+  std::thread client([&] {
+    inference::ModelInferResponse resp;
+    status = stub->ModelInfer(&ctx, req, &resp);
+  });
+  const bool ran = started.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  ctx.TryCancel();  // the client cancels mid-run
+  client.join();
+  ASSERT_TRUE(ran) << "the run never started: " << status.error_message();
+  ASSERT_EQ(ended.wait_for(std::chrono::seconds(60)), std::future_status::ready) << "the run never ended";
+  EXPECT_EQ(ended.get(), StatusCode::kCancelled);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
 }
 
 TEST_F(OnnxCancelServe, ARunPastItsDeadlineIsCancelledAndAnswered) {
