@@ -37,10 +37,13 @@ mkdir -p "$OUTDIR"
 run() {
   local side=$1 work; shift
   work=$(mktemp -d)
-  cp -r "$TESTS/." "$work/"
-  mkdir -p "$work/tmp"
+  # The tests name files beside the source (../../../models/templates): the copy keeps that layout.
+  mkdir -p "$work/tools/server/tests"
+  ln -s "$TESTS/../../../models" "$work/models"
+  cp -r "$TESTS/." "$work/tools/server/tests/"
+  mkdir -p "$work/tools/server/tests/tmp"
   echo "llama-server-suite: running against $side (log: $OUTDIR/$side.log)"
-  (cd "$work" && SUITE_TARGET=$side SUITE_MODELS="$DEPS/models" SUITE_LLAMA_SERVER="$LLAMA_SERVER" \
+  (cd "$work/tools/server/tests" && SUITE_TARGET=$side SUITE_MODELS="$DEPS/models" SUITE_LLAMA_SERVER="$LLAMA_SERVER" \
      SUITE_GANTRY="$BUILD/bin/gantry" LLAMA_SERVER_BIN_PATH="$HERE/adapter.sh" PORT=${SUITE_PORT:-18080} \
      timeout 3600 "$PY" -m pytest -p no:cacheprovider --continue-on-collection-errors -q -m "not slow" --timeout 120 -rN \
        --junitxml="$OUTDIR/$side.xml" "$@" unit >"$OUTDIR/$side.log" 2>&1)

@@ -4,6 +4,8 @@
 #   --hf-repo R [--hf-file F] (the tests' presets download from Hugging Face) becomes --model LOCAL, one of
 #   the repository's generated random-weight models (no network here); a repository with no local
 #   stand-in exits 1 ("not available offline"), so such a test fails on both servers.
+#   No model at all (the presets of llama-server's router mode, whose tests are left out as its
+#   internals) gets the tiny model, so that the suite's start-up check of every preset passes on both.
 # Then it runs SUITE_TARGET: "llama" (llama.cpp's llama-server, SUITE_LLAMA_SERVER) or "gantry"
 # (`SUITE_GANTRY serve`, which takes llama-server's command line itself).
 set -uo pipefail
@@ -25,6 +27,9 @@ if [[ -n "$repo" ]]; then
     *) echo "llama-server-suite adapter: $repo${file:+ $file} is not available offline" >&2; exit 1 ;;
   esac
 fi
+have_model=""
+for a in "${args[@]}"; do [[ $a == --model || $a == -m || $a == --models-dir ]] && have_model=1; done
+[[ -n "$have_model" ]] || args+=(--model "$MODELS/tiny-llama.gguf")
 case ${SUITE_TARGET:-} in
   llama) exec "${SUITE_LLAMA_SERVER:?}" "${args[@]}" ;;
   gantry) exec "${SUITE_GANTRY:?}" serve "${args[@]}" ;;

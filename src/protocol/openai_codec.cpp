@@ -11,6 +11,7 @@
 
 #include "gantry/core/json.h"
 #include "gantry/core/json_reader.h"
+#include "gantry/protocol/llama_server_codec.h"
 
 namespace gantry::protocol::openai {
 
@@ -485,7 +486,8 @@ ApiError api_error(const Status& status, std::string param) {
   return e;
 }
 
-std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, Endpoint endpoint) {
+std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, Endpoint endpoint,
+                                                       const backend::SamplingParams& defaults) {
   auto parsed = parse_object(body);
   if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
   const json& j = std::get<json>(parsed);
@@ -493,6 +495,7 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
 
   TextRequest r;
   r.endpoint = endpoint;
+  r.generation.sampling = defaults;
   GANTRY_TRY_FIELD(read_string(j, "model", r.model));
   if (chat) {
     GANTRY_TRY_FIELD(read_messages(j, r.chat.messages));
@@ -565,6 +568,7 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
 
   GANTRY_TRY_FIELD(read_stop(j, g.stop));
   GANTRY_TRY_FIELD(read_response_format(j, g.constraint));
+  GANTRY_TRY_FIELD(llama_server::read_extensions(j, g));
   GANTRY_TRY_FIELD(read_bool(j, "cache_prompt", g.cache_prompt));
   GANTRY_TRY_FIELD(read_bool(j, "ignore_eos", g.ignore_eos));
 

@@ -58,6 +58,8 @@ std::span<const Route> anthropic_routes();  // anthropic_routes.cpp: /v1/message
 std::span<const Route> responses_routes();  // responses_routes.cpp: /v1/responses
 std::span<const Route> rerank_routes();     // rerank_routes.cpp: /v1/rerank, /rerank
 std::span<const Route> ollama_routes();     // ollama_routes.cpp: /api
+// llama_server_routes.cpp: llama-server's own API (/health, /props, /completion, /tokenize, ...)
+std::span<const Route> llama_server_routes();
 std::span<const Route> dashboard_routes();  // dashboard_routes.cpp: /, /dashboard, /gantry
 std::span<const Route> metrics_routes();    // metrics_routes.cpp: /metrics
 
