@@ -1,6 +1,7 @@
 #include "cli/llama_server_args.h"
 
 #include <initializer_list>
+#include <optional>
 #include <string_view>
 
 namespace gantry::cli {
@@ -12,6 +13,7 @@ enum class Act {
   kList,      // --flag A,B -> --to A --to B
   kKvType,    // -ctk/-ctv T -> --kv-type T (once; K and V must agree)
   kNPredict,  // -n N -> --max-tokens N (-1, -2: Gantry's default, capped by the context)
+  kFlag,      // --flag -> --to (no value)
   kDrop,      // a flag without a value whose meaning Gantry already has
   kDropValue, // the same, with a value
   kRefuse,    // refused with `text` as the reason
@@ -43,6 +45,7 @@ const Spelling kSpellings[] = {
     {{"--api-key"}, Act::kList, "--api-key"},
     {{"--cors-origins"}, Act::kList, "--cors-origin"},
     {{"--threads-http"}, Act::kRename, "--http-threads"},
+    {{"--no-webui", "--no-ui"}, Act::kFlag, "--no-dashboard"},
     {{"-n", "--predict", "--n-predict"}, Act::kNPredict, ""},
     {{"-ctk", "--cache-type-k", "-ctv", "--cache-type-v"}, Act::kKvType, ""},
     // Gantry's sampling defaults.
@@ -59,7 +62,7 @@ const Spelling kSpellings[] = {
     // What Gantry does anyway.
     {{"--jinja", "--no-jinja"}, Act::kDrop, ""},
     {{"--embedding", "--embeddings", "--rerank", "--reranking"}, Act::kDrop, ""},
-    {{"--metrics", "--no-slots", "-cb", "--cont-batching", "--offline", "--no-webui", "--no-ui",
+    {{"--metrics", "--no-slots", "-cb", "--cont-batching", "--offline",
       "--no-context-shift", "--cache-prompt", "--warmup", "--no-warmup", "--no-mmproj", "--props",
       "--no-props", "-kvo", "--kv-offload", "--mmap", "--no-perf", "--perf", "--models-autoload",
       "--no-models-autoload", "--no-mmproj-offload", "--mmproj-auto", "--no-mmproj-auto"},
@@ -223,6 +226,9 @@ Result<std::vector<std::string>> respell_llama_server_args(const std::vector<std
         out.push_back(std::move(v));
         break;
       }
+      case Act::kFlag:
+        out.emplace_back(s->text);
+        break;
       case Act::kDrop:
         break;
       case Act::kDropValue: {

@@ -267,6 +267,9 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--any-model-name", o.any_model_name,
                 "A request's model name, whatever it is (or none), names the one model served, as with "
                 "llama-server (-m FILE turns it on); with several models names match exactly");
+  cmd->add_flag_callback(
+      "--no-dashboard", [&o] { o.dashboard = false; },
+      "Serve no dashboard: / and /dashboard/* answer 404 (llama-server's --no-webui)");
   cmd->add_option("--max-tokens", o.max_tokens_default,
                   "Tokens a text request generates when it sets no limit (default 1024; capped by the "
                   "context; llama-server's -n)")

@@ -56,6 +56,7 @@ struct ServeOptions {
   // (a llama-server command line, `-m FILE`, turns it on). With several models served, names match
   // exactly all the same. State::resolve is where it applies.
   bool any_model_name = false;
+  bool dashboard = true;  // false: / and /dashboard/* are 404 (--no-dashboard; llama-server's --no-webui)
   // A text request's sampling where it sets none (llama-server's --temp, --seed, --top-k, ...); what a
   // request sets wins. The OpenAI and llama-server routes apply it (openai::parse_text_request).
   backend::SamplingParams sampling;
