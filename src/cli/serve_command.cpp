@@ -59,8 +59,9 @@ struct ServeArgs {
   bool no_dynamic_batching = false;
   double max_generation_s = 600;
   double liveness_timeout_s = 30;
-  std::string pooling;  // --pooling: the embeddings' pooling instead of the GGUF's
-  std::string alias;  // --alias: the one model's name (not KServe's way, as --model-name is)
+  std::string reasoning;  // --reasoning on|off|auto
+  std::string pooling;    // --pooling: the embeddings' pooling instead of the GGUF's
+  std::string alias;      // --alias: the one model's name (not KServe's way, as --model-name is)
   // Sampling defaults (--temp, --seed, ...): set when given.
   std::optional<double> temp, top_p, min_p, repeat_penalty, presence_penalty, frequency_penalty;
   std::optional<int64_t> seed, top_k, repeat_last_n;
@@ -173,6 +174,12 @@ int serve(ServeArgs& a) {
     std::cerr << "gantry serve: " << s.message() << "\n";
     return 2;
   }
+  if (!a.reasoning.empty()) {
+    if (Status s = model::set_llama_option(o.load.factory.llama, "reasoning", a.reasoning); !s.ok()) {
+      std::cerr << "gantry serve: --reasoning: " << s.message() << "\n";
+      return 2;
+    }
+  }
   if (!a.pooling.empty()) {
     if (Status s = model::set_llama_option(o.load.factory.llama, "pooling", a.pooling); !s.ok()) {
       std::cerr << "gantry serve: --pooling: " << s.message() << "\n";
@@ -274,6 +281,9 @@ void register_serve_command(CLI::App& app, int& exit_code) {
                   "Tokens a text request generates when it sets no limit (default 1024; capped by the "
                   "context; llama-server's -n)")
       ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--reasoning", a->reasoning,
+                  "on|auto: a template that knows thinking thinks as the request asks (default); off: never "
+                  "(llama-server's --reasoning)");
   cmd->add_option("--pooling", a->pooling,
                   "The embeddings' pooling of text models instead of their GGUF's: none, mean, cls, last or "
                   "rank (llama-server's --pooling)");
@@ -282,7 +292,8 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--top-k", a->top_k, "Top-k of a request that sets none (default 40; 0 off)");
   cmd->add_option("--top-p", a->top_p, "Top-p of a request that sets none (default 0.95)");
   cmd->add_option("--min-p", a->min_p, "Min-p of a request that sets none (default 0.05)");
-  cmd->add_option("--repeat-penalty", a->repeat_penalty, "Repeat penalty of a request that sets none (1 off)");
+  cmd->add_option("--repeat-penalty", a->repeat_penalty,
+                  "Repeat penalty of a request that sets none (1 off)");
   cmd->add_option("--repeat-last-n", a->repeat_last_n, "Tokens the penalties look back over (default 64)");
   cmd->add_option("--presence-penalty", a->presence_penalty, "Presence penalty default (0 off)");
   cmd->add_option("--frequency-penalty", a->frequency_penalty, "Frequency penalty default (0 off)");

@@ -64,11 +64,12 @@ Err read_prompt(const json& j, const char* key, std::vector<PromptPart>& out) {
       if (out.empty() || out.back().is_text) out.push_back({"", {}, false});
       const int64_t id = v.get<int64_t>();
       if (id < 0 || id > INT32_MAX)
-        return bad(key, std::string("'") + key + "[" + std::to_string(i) + "]' is not a token id: " + v.dump());
+        return bad(key,
+                   std::string("'") + key + "[" + std::to_string(i) + "]' is not a token id: " + v.dump());
       out.back().tokens.push_back(static_cast<int32_t>(id));
     } else {
-      return bad(key, std::string("'") + key + "[" + std::to_string(i) + "]' must be a string or a token id, got " +
-                          v.type_name());
+      return bad(key, std::string("'") + key + "[" + std::to_string(i) +
+                          "]' must be a string or a token id, got " + v.type_name());
     }
   }
   return std::nullopt;
@@ -91,7 +92,8 @@ std::optional<openai::ApiError> read_extensions(const json& j, backend::Generati
   GANTRY_TRY(field(read_json_string(j, "grammar", "", grammar)));
   const json* schema = json_field(j, "json_schema");
   if (schema && !schema->is_object())
-    return bad("json_schema", std::string("'json_schema' must be a JSON schema object, got ") + schema->type_name());
+    return bad("json_schema",
+               std::string("'json_schema' must be a JSON schema object, got ") + schema->type_name());
   if (schema && !grammar.empty()) return bad("grammar", "'grammar' and 'json_schema' cannot both be given");
   if ((schema || !grammar.empty()) && g.constraint.kind != backend::OutputConstraint::Kind::kNone)
     return bad(schema ? "json_schema" : "grammar",
@@ -101,14 +103,25 @@ std::optional<openai::ApiError> read_extensions(const json& j, backend::Generati
     g.constraint = backend::OutputConstraint(backend::OutputConstraint::Kind::kGrammar);
     g.constraint.grammar = std::move(grammar);
   } else if (schema) {
-    g.constraint = backend::OutputConstraint(backend::OutputConstraint::Kind::kJsonSchema, dump_json(*schema));
+    g.constraint =
+        backend::OutputConstraint(backend::OutputConstraint::Kind::kJsonSchema, dump_json(*schema));
   }
   return std::nullopt;
 }
 
-std::variant<CompletionRequest, openai::ApiError> parse_completion_request(std::string_view body,
-                                                                           const backend::SamplingParams& defaults,
-                                                                           bool infill) {
+std::optional<openai::ApiError> read_chat_extensions(const json& j, backend::ChatRequest& chat) {
+  GANTRY_TRY(field(read_json_bool(j, "add_generation_prompt", "", chat.add_assistant_turn)));
+  if (const json* kw = json_field(j, "chat_template_kwargs")) {
+    if (!kw->is_object())
+      return bad("chat_template_kwargs",
+                 std::string("'chat_template_kwargs' must be an object, got ") + kw->type_name());
+    GANTRY_TRY(field(read_json_bool(*kw, "enable_thinking", "chat_template_kwargs", chat.enable_thinking)));
+  }
+  return std::nullopt;
+}
+
+std::variant<CompletionRequest, openai::ApiError> parse_completion_request(
+    std::string_view body, const backend::SamplingParams& defaults, bool infill) {
   auto parsed = parse_object(body);
   if (auto* e = std::get_if<openai::ApiError>(&parsed)) return *e;
   const json& j = std::get<json>(parsed);
@@ -118,8 +131,10 @@ std::variant<CompletionRequest, openai::ApiError> parse_completion_request(std::
   GANTRY_TRY(field(read_json_string(j, "model", "", r.model)));
   GANTRY_TRY(read_prompt(j, "prompt", r.prompt));
   if (infill) {
-    if (!json_field(j, "input_prefix")) return bad("input_prefix", "'input_prefix' is required: the code before the gap");
-    if (!json_field(j, "input_suffix")) return bad("input_suffix", "'input_suffix' is required: the code after the gap");
+    if (!json_field(j, "input_prefix"))
+      return bad("input_prefix", "'input_prefix' is required: the code before the gap");
+    if (!json_field(j, "input_suffix"))
+      return bad("input_suffix", "'input_suffix' is required: the code after the gap");
     GANTRY_TRY(field(read_json_string(j, "input_prefix", "", r.input_prefix)));
     GANTRY_TRY(field(read_json_string(j, "input_suffix", "", r.input_suffix)));
     if (const json* extra = json_field(j, "input_extra")) {
@@ -130,7 +145,8 @@ std::variant<CompletionRequest, openai::ApiError> parse_completion_request(std::
         if (!text || !text->is_string())
           return bad("input_extra", "'input_extra[" + std::to_string(i) + "].text' must be a string");
         std::string chunk;
-        if (const json* f = json_field(c, "filename"); f && f->is_string()) chunk = f->get<std::string>() + "\n";
+        if (const json* f = json_field(c, "filename"); f && f->is_string())
+          chunk = f->get<std::string>() + "\n";
         r.input_extra.push_back(chunk + text->get<std::string>());
       }
     }
@@ -323,7 +339,8 @@ std::variant<std::vector<int32_t>, openai::ApiError> parse_detokenize_request(st
   std::vector<int32_t> out;
   const json* t = json_field(j, "tokens");
   if (!t) return out;
-  if (!t->is_array()) return bad("tokens", std::string("'tokens' must be an array of token ids, got ") + t->type_name());
+  if (!t->is_array())
+    return bad("tokens", std::string("'tokens' must be an array of token ids, got ") + t->type_name());
   for (size_t i = 0; i < t->size(); ++i) {
     const json& v = (*t)[i];
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)

@@ -502,6 +502,7 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
     GANTRY_TRY_FIELD(read_tools(j, r.chat.tools));
     GANTRY_TRY_FIELD(read_tool_choice(j, r.chat));
     GANTRY_TRY_FIELD(read_bool(j, "parallel_tool_calls", r.chat.parallel_tool_calls));
+    GANTRY_TRY_FIELD(llama_server::read_chat_extensions(j, r.chat));
     std::string effort;
     GANTRY_TRY_FIELD(read_string(j, "reasoning_effort", effort));
     if (effort == "none") r.chat.enable_thinking = false;

@@ -21,7 +21,8 @@ openai::ApiError bad(std::string param, std::string message) {
 
 }  // namespace
 
-std::variant<RerankRequest, openai::ApiError> parse_rerank_request(std::string_view body, bool model_optional) {
+std::variant<RerankRequest, openai::ApiError> parse_rerank_request(std::string_view body,
+                                                                   bool model_optional) {
   auto parsed = parse_json_unique_keys(body, "the request body", client_json_limits(body));
   if (!parsed.ok()) return bad("", parsed.status().message());
   const json& j = *parsed;
@@ -29,7 +30,8 @@ std::variant<RerankRequest, openai::ApiError> parse_rerank_request(std::string_v
     return bad("", std::string("the request body must be a JSON object, got ") + j.type_name());
   RerankRequest r;
   auto field = [](const JsonFieldCheck& c) { return bad(c->field, c->quoted()); };
-  if (!model_optional && !json_field(j, "model")) return bad("model", "'model' is required: the name of a reranking model");
+  if (!model_optional && !json_field(j, "model"))
+    return bad("model", "'model' is required: the name of a reranking model");
   if (auto e = read_json_string(j, "model", "", r.model)) return field(e);
   if (!json_field(j, "query"))
     return bad("query", "'query' is required: the text the documents are ranked against");
@@ -46,8 +48,8 @@ std::variant<RerankRequest, openai::ApiError> parse_rerank_request(std::string_v
   for (size_t i = 0; i < docs->size(); ++i) {
     const json& d = (*docs)[i];
     if (!d.is_string()) {
-      return bad(docs_name,
-                 std::string("'") + docs_name + "[" + std::to_string(i) + "]' must be a string, got " + d.type_name());
+      return bad(docs_name, std::string("'") + docs_name + "[" + std::to_string(i) +
+                                "]' must be a string, got " + d.type_name());
     }
     r.documents.push_back(d.get<std::string>());
   }

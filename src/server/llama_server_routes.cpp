@@ -48,7 +48,8 @@ const backend::TextModel* tokenizer(Reply& reply, runtime::ModelHandle& h) {
 void health(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {
   if (!s.ready()) {
     reply->send(error_answer(
-        503, dump_json(json{{"error", {{"code", 503}, {"message", "Loading model"}, {"type", "unavailable_error"}}}})));
+        503, dump_json(json{
+                 {"error", {{"code", 503}, {"message", "Loading model"}, {"type", "unavailable_error"}}}})));
     return;
   }
   reply->json(200, R"({"status":"ok"})");
@@ -57,8 +58,9 @@ void health(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest&, const 
 void slots(Server::State&, std::shared_ptr<Reply> reply, HttpRequest&, const RouteParams&) {
   reply->json(501, dump_json(json{{"error",
                                    {{"code", 501},
-                                    {"message", "This server does not support the slots endpoint: its sequences "
-                                                "are the runtime's (GET /metrics counts them)"},
+                                    {"message",
+                                     "This server does not support the slots endpoint: its sequences "
+                                     "are the runtime's (GET /metrics counts them)"},
                                     {"type", "not_supported_error"}}}}));
 }
 
@@ -79,10 +81,11 @@ void props(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request,
   auto entry = s.resolve(name);
   auto h = s.loaded(name);
   if (!entry || !h.ok()) {
-    reply->error(entry ? 503 : 404,
-                 entry ? "model '" + entry->name + "' is not loaded"
-                       : "no model named '" + name + "' (GET /props?model=NAME, or start with --any-model-name)",
-                 "model");
+    reply->error(
+        entry ? 503 : 404,
+        entry ? "model '" + entry->name + "' is not loaded"
+              : "no model named '" + name + "' (GET /props?model=NAME, or start with --any-model-name)",
+        "model");
     return;
   }
   ls::Props p;
@@ -133,7 +136,8 @@ void detokenize(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& req
   reply->json(200, dump_json(json{{"content", *content}}));
 }
 
-void apply_template(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
+void apply_template(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request,
+                    const RouteParams&) {
   auto parsed = openai::parse_text_request(request.body, openai::Endpoint::kChat);
   if (auto* e = std::get_if<openai::ApiError>(&parsed)) return send_api_error(*reply, *e);
   const auto& req = std::get<openai::TextRequest>(parsed);
@@ -162,8 +166,10 @@ bool set_prompt(Reply& reply, const backend::TextModel& text, const ls::Completi
   if (infill) {
     auto fim = text.fim_tokens();
     if (!fim) {
-      reply.error(400, "model '" + reply.model() + "' does not support infill: its vocabulary has no "
-                       "fill-in-the-middle tokens (FIM prefix, suffix and middle)",
+      reply.error(400,
+                  "model '" + reply.model() +
+                      "' does not support infill: its vocabulary has no "
+                      "fill-in-the-middle tokens (FIM prefix, suffix and middle)",
                   "model");
       return false;
     }
@@ -213,7 +219,8 @@ struct CompletionStream {
 void completion(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, bool infill) {
   auto parsed = ls::parse_completion_request(request.body, s.options.sampling, infill);
   if (auto* e = std::get_if<openai::ApiError>(&parsed)) return send_api_error(*reply, *e);
-  auto req = std::make_shared<const ls::CompletionRequest>(std::move(std::get<ls::CompletionRequest>(parsed)));
+  auto req =
+      std::make_shared<const ls::CompletionRequest>(std::move(std::get<ls::CompletionRequest>(parsed)));
   auto h = find_model(s, *reply, req->model);
   if (!h) return;
   const std::string name = s.resolve(req->model) ? s.resolve(req->model)->name : req->model;
@@ -294,8 +301,16 @@ const Route kRoutes[] = {
      .runs = Runs::kWorkers,
      .handle = infill,
      .inference = true},
-    {.method = "POST", .pattern = "/tokenize", .protocol = kOpenai, .runs = Runs::kWorkers, .handle = tokenize},
-    {.method = "POST", .pattern = "/detokenize", .protocol = kOpenai, .runs = Runs::kWorkers, .handle = detokenize},
+    {.method = "POST",
+     .pattern = "/tokenize",
+     .protocol = kOpenai,
+     .runs = Runs::kWorkers,
+     .handle = tokenize},
+    {.method = "POST",
+     .pattern = "/detokenize",
+     .protocol = kOpenai,
+     .runs = Runs::kWorkers,
+     .handle = detokenize},
     {.method = "POST",
      .pattern = "/apply-template",
      .protocol = kOpenai,

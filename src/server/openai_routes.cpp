@@ -260,7 +260,8 @@ void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpReque
   reply->json(200, openai::embeddings_response(req.model, *vectors, req.base64, tokens));
 }
 
-// The OpenAI routes under /v1, and without it as llama-server serves them (the Responses API and rerank have tables of their own).
+// The OpenAI routes under /v1, and without it as llama-server serves them (the Responses API and rerank have
+// tables of their own).
 namespace {
 using Runs = Route::Runs;
 

@@ -1,7 +1,7 @@
-// POST /v1/rerank, /rerank, /v1/reranking, /reranking and /v2/rerank: a reranking model's (pooling "rank") relevance scores for documents
-// against a query, in llama-server's shape (gantry/protocol/rerank_codec.h).
-#include "gantry/runtime/model_queue.h"
+// POST /v1/rerank, /rerank, /v1/reranking, /reranking and /v2/rerank: a reranking model's (pooling "rank")
+// relevance scores for documents against a query, in llama-server's shape (gantry/protocol/rerank_codec.h).
 #include "gantry/protocol/rerank_codec.h"
+#include "gantry/runtime/model_queue.h"
 #include "route_table.h"
 #include "server_state.h"
 

@@ -610,7 +610,8 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
 
   HttpServerOptions http;
   http.host = o.host;
-  for (size_t at = 0; (at = http.host.find("localhost", at)) != std::string::npos;) http.host.replace(at, 9, "127.0.0.1");
+  for (size_t at = 0; (at = http.host.find("localhost", at)) != std::string::npos;)
+    http.host.replace(at, 9, "127.0.0.1");
   http.port = o.port;
   http.io_threads = o.http_threads;
   http.max_connections = o.max_connections;

@@ -30,7 +30,8 @@ TEST(LlamaServerArgs, GantrysOwnSpellingPassesUnchanged) {
 }
 
 TEST(LlamaServerArgs, TheModelBecomesTheArgumentUnderAnyName) {
-  EXPECT_EQ(respell({"-m", "a.gguf", "--port", "8080"}), (Args{"a.gguf", "--port", "8080", "--any-model-name"}));
+  EXPECT_EQ(respell({"-m", "a.gguf", "--port", "8080"}),
+            (Args{"a.gguf", "--port", "8080", "--any-model-name"}));
   EXPECT_EQ(respell({"--model=a.gguf"}), (Args{"a.gguf", "--any-model-name"}));
   EXPECT_EQ(respell({"-mu", "https://h/m.gguf"}), (Args{"https://h/m.gguf", "--any-model-name"}));
 }
@@ -47,7 +48,8 @@ TEST(LlamaServerArgs, CommaListsBecomeRepeatedFlags) {
   EXPECT_EQ(respell({"--api-key", "k1,k2"}), (Args{"--api-key", "k1", "--api-key", "k2"}));
   EXPECT_EQ(respell({"--cors-origins=https://a,https://b"}),
             (Args{"--cors-origin", "https://a", "--cors-origin", "https://b"}));
-  EXPECT_EQ(respell({"--host", "127.0.0.1,::1"}), (Args{"--host", "127.0.0.1,::1"}));  // Gantry takes the list
+  EXPECT_EQ(respell({"--host", "127.0.0.1,::1"}),
+            (Args{"--host", "127.0.0.1,::1"}));  // Gantry takes the list
 }
 
 TEST(LlamaServerArgs, KAndVCacheTypesMustAgree) {

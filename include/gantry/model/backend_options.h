@@ -78,6 +78,9 @@ struct LlamaOptions {
   std::optional<std::string> reasoning_format;
   // The embeddings' pooling instead of the GGUF's: none, mean, cls, last or rank (llama-server's --pooling).
   std::optional<std::string> pooling;
+  // Whether a template that knows thinking is asked to think: on, auto (both: as the request says) or off
+  // (never; llama-server's --reasoning).
+  std::optional<std::string> reasoning;
   // Speculative decoding (gantry/backend/llama/speculative.h), llama-server's options and defaults: a
   // draft model with the target's vocabulary (in a manifest: relative to the package), the most and
   // fewest tokens it drafts per step and the least probability a drafted token needs; draft-free

@@ -3,8 +3,8 @@
 //   POST /tokenize, /detokenize     {"content", "add_special"?, "parse_special"?, "with_pieces"?} ->
 //                                   {"tokens": [id | {"id", "piece"}]}; {"tokens": [id]} -> {"content"}
 //   POST /apply-template            an OpenAI chat body -> {"prompt"}
-//   POST /infill                    {"input_prefix", "input_suffix", "input_extra"?, "prompt"?} + /completion's
-//   GET  /props, /health            the server's settings; {"status": "ok"}
+//   POST /infill                    {"input_prefix", "input_suffix", "input_extra"?, "prompt"?} +
+//   /completion's GET  /props, /health            the server's settings; {"status": "ok"}
 // and the request fields llama-server takes on its OpenAI routes too (read_extensions). Pure functions:
 // no I/O, no model; errors are OpenAI-shaped (llama-server answers {"error": {"code", "message", "type"}}
 // the same way), 400 naming the field.
@@ -30,6 +30,10 @@ namespace gantry::protocol::llama_server {
 // response_format too, 400). Shared by the OpenAI routes and /completion.
 std::optional<openai::ApiError> read_extensions(const nlohmann::json& body, backend::GenerationRequest& g);
 
+// llama-server's chat fields: add_generation_prompt (bool, default true) -> add_assistant_turn,
+// chat_template_kwargs.enable_thinking (bool) -> enable_thinking.
+std::optional<openai::ApiError> read_chat_extensions(const nlohmann::json& body, backend::ChatRequest& chat);
+
 // One piece of a prompt: text (tokenized by the server) or token ids.
 struct PromptPart {
   std::string text;
@@ -38,15 +42,15 @@ struct PromptPart {
 };
 
 struct CompletionRequest {
-  std::string model;                // optional: the server's one model
-  std::vector<PromptPart> prompt;   // "prompt": a string, token ids, or a list mixing both
+  std::string model;               // optional: the server's one model
+  std::vector<PromptPart> prompt;  // "prompt": a string, token ids, or a list mixing both
   bool stream = false;
-  int n_probs = 0;                  // completion_probabilities with this many alternatives (0: none)
-  bool return_tokens = false;       // the generated ids in "tokens"
-  int n_predict = -1;               // -1: the server's default
+  int n_probs = 0;             // completion_probabilities with this many alternatives (0: none)
+  bool return_tokens = false;  // the generated ids in "tokens"
+  int n_predict = -1;          // -1: the server's default
   // /infill: the code around the gap and the text before the cursor ("prompt").
   std::string input_prefix, input_suffix;
-  std::vector<std::string> input_extra;  // the texts of "input_extra": [{"filename"?, "text"}]
+  std::vector<std::string> input_extra;   // the texts of "input_extra": [{"filename"?, "text"}]
   backend::GenerationRequest generation;  // sampling from `defaults` and the request, stop, constraint
 };
 

@@ -39,9 +39,9 @@ struct ServeOptions {
   // Where Ollama's /api/pull fetches models: an http(s) registry base URL or a directory laid out like
   // ~/.ollama/models (src/server/ollama_pull.h). Empty: pulling is off (501).
   std::string pull_source;
-  bool load_on_demand = false;  // load on first request instead of at start (then keep-alive applies)
+  bool load_on_demand = false;     // load on first request instead of at start (then keep-alive applies)
   std::string host = "127.0.0.1";  // or several addresses as a comma list ("127.0.0.1,::1"), one port
-  uint16_t port = 8080;  // 0: any free port
+  uint16_t port = 8080;            // 0: any free port
   // KServe v2 gRPC, on the same host. Unset: kDefaultGrpcPort, or no gRPC (with a warning) when that
   // port is taken; set: that port (a taken one fails start), 0 any free port, -1 no gRPC,
   // kGrpcSamePort the HTTP port.

@@ -115,7 +115,8 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
       source = std::move(*text);
       label = "file " + s.chat_template_file;
     }
-    GANTRY_ASSIGN_OR_RETURN(m->chat_, LlamaChatLayer::create(m->weights_, source, label, s.reasoning_format));
+    GANTRY_ASSIGN_OR_RETURN(
+        m->chat_, LlamaChatLayer::create(m->weights_, source, label, s.reasoning_format, s.thinking));
   }
   auto& ti = m->text_info_;
   ti.context_length = static_cast<int64_t>(m->engine_->context().n_ctx_seq());
