@@ -7,11 +7,12 @@
 //   - flags with a Gantry equivalent are respelled: -m/--model FILE and -mu/--model-url URL become the
 //     model argument (and turn on --any-model-name: llama-server serves its one model under any name),
 //     -a/--alias, --api-key, -n/--n-predict (--max-tokens), --temp, --seed, --top-k, ... (Gantry's
-//     sampling defaults), -ctk/-ctv (--kv-type), --cors-origins, --threads-http, --pooling, --host LIST;
+//     sampling defaults), -ctk/-ctv (--kv-type), --cors-origins, --threads-http, --pooling, --reasoning,
+//     --no-webui (--no-dashboard), --host LIST;
 //   - flags whose meaning Gantry already has are dropped: --jinja and --no-jinja (Gantry always renders
 //     the model's Jinja template with llama.cpp's chat layer), --embedding(s), --rerank(ing) (any model
 //     embeds or ranks as its pooling allows), --metrics (/metrics is always served), --cont-batching,
-//     --no-slots, --offline, --no-webui, --no-context-shift, --cache-prompt, --warmup, --no-mmproj, ...;
+//     --no-slots, --offline, --no-context-shift, --cache-prompt, --warmup, --no-mmproj, ...;
 //   - every other llama-server flag is refused by name with a one-line reason (InvalidArgument).
 // Anything else (Gantry's own flags, positional models) passes unchanged, so Gantry's spelling keeps
 // working; `--flag=value` is read as `--flag value`.

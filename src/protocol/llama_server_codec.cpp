@@ -78,7 +78,9 @@ Err read_prompt(const json& j, const char* key, std::vector<PromptPart>& out) {
 }  // namespace
 
 std::optional<openai::ApiError> read_extensions(const json& j, backend::GenerationRequest& g) {
-  std::optional<int64_t> top_k, repeat_last_n;
+  std::optional<int64_t> top_k, repeat_last_n, n_predict;
+  GANTRY_TRY(field(read_json_int(j, "n_predict", "", -2, 1 << 24, n_predict)));
+  if (n_predict && *n_predict > 0 && g.max_tokens <= 0) g.max_tokens = static_cast<int>(*n_predict);
   std::optional<double> min_p, repeat_penalty;
   GANTRY_TRY(field(read_json_int(j, "top_k", "", 0, 1 << 20, top_k)));
   GANTRY_TRY(field(read_json_number(j, "min_p", "", 0.0, 1.0, min_p)));

@@ -251,7 +251,9 @@ void completion(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& req
     r.end_stream(200);
   };
   hooks.failed = [req](Reply& r, const Status& st, bool at_start) {
-    const auto e = openai::api_error(st, at_start && backend::is_context_length_exceeded(st) ? "prompt" : "");
+    const bool too_long = at_start && backend::is_context_length_exceeded(st);
+    auto e = openai::api_error(st, too_long ? "prompt" : "");
+    if (too_long) e.message = "the request exceeds the available context size: " + e.message;  // llama-server's words
     if (!req->stream || at_start) return send_api_error(r, e);
     r.event(ls::sse(openai::error_body(e)));
     r.end_stream(e.http_status);

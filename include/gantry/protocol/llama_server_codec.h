@@ -24,7 +24,8 @@
 
 namespace gantry::protocol::llama_server {
 
-// llama-server's sampling and constraint fields, where a request gives them: top_k, min_p,
+// llama-server's sampling and constraint fields, where a request gives them: n_predict (the length when
+// the request gives no max_tokens, g.max_tokens <= 0), top_k, min_p,
 // repeat_penalty, repeat_last_n, presence/frequency_penalty, grammar (GBNF; root rule "root") and a
 // top-level json_schema (a JSON schema object) -> g.constraint (at most one constraint: with
 // response_format too, 400). Shared by the OpenAI routes and /completion.
