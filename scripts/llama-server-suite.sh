@@ -9,6 +9,7 @@
 # Usage: scripts/llama-server-suite.sh [BUILD_DIR] [PYTEST_ARGS...]
 #   SUITE_ONLY=gantry|llama runs one side (the other's last results in $OUTDIR are reused).
 #   OUTDIR (default build/llama-server-suite) keeps each side's junit XML and log.
+#   SUITE_WORKERS=N runs N pytest workers (python3-pytest-xdist; each on its own ports, 8080 + 10 x N).
 # Needs Debian's python3-pytest, python3-requests, python3-aiohttp, python3-wget, python3-filelock and
 # python3-pytest-timeout (/usr/bin/python3). Debian 12 has no python3-openai: the test files that import
 # `openai` cannot be collected and count for neither server.
@@ -47,11 +48,13 @@ run() {
   ln -s "$TESTS/../../../models" "$work/models"
   cp -r "$TESTS/." "$work/tools/server/tests/"
   mkdir -p "$work/tools/server/tests/tmp"
+  local workers=()
+  [[ -n "${SUITE_WORKERS:-}" ]] && workers=(-n "$SUITE_WORKERS")
   echo "llama-server-suite: running against $side (log: $OUTDIR/$side.log)"
   (cd "$work/tools/server/tests" && SUITE_TARGET=$side SUITE_MODELS="$DEPS/models" SUITE_LLAMA_SERVER="$LLAMA_SERVER" \
      SUITE_GANTRY="$BUILD/bin/gantry" LLAMA_SERVER_BIN_PATH="$HERE/adapter.sh" PORT=${SUITE_PORT:-18080} \
      timeout 7200 "$PY" -m pytest -p no:cacheprovider --continue-on-collection-errors -q -m "not slow" --timeout 120 -rN \
-       --junitxml="$OUTDIR/$side.xml" "${ignore[@]}" "$@" unit >"$OUTDIR/$side.log" 2>&1)
+       --junitxml="$OUTDIR/$side.xml" "${ignore[@]}" "${workers[@]}" "$@" unit >"$OUTDIR/$side.log" 2>&1)
   tail -1 "$OUTDIR/$side.log"
   rm -rf "$work"
 }
