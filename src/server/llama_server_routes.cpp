@@ -35,7 +35,7 @@ std::optional<runtime::ModelHandle> find_model(Server::State& s, Reply& reply, c
                 "model", code == 404 ? "model_not_found" : "");
     return std::nullopt;
   }
-  return *handle;
+  return std::move(*handle);
 }
 
 // The model's tokenizer, or the error answered.
