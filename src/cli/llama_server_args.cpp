@@ -374,10 +374,8 @@ Result<std::vector<std::string>> respell_llama_server_args(const std::vector<std
         for (size_t a = 0; a <= v.size();) {
           size_t b = v.find(',', a);
           if (b == std::string::npos) b = v.size();
-          if (b > a) {
-            out.emplace_back(s->text);
-            out.push_back(v.substr(a, b - a));
-          }
+          // --to=VALUE: a list option of CLI11 would take the arguments after VALUE too (a model).
+          if (b > a) out.push_back(std::string(s->text) + "=" + v.substr(a, b - a));
           a = b + 1;
         }
         break;

@@ -45,9 +45,11 @@ TEST(LlamaServerArgs, FlagsAreRespelled) {
 }
 
 TEST(LlamaServerArgs, CommaListsBecomeRepeatedFlags) {
-  EXPECT_EQ(respell({"--api-key", "k1,k2"}), (Args{"--api-key", "k1", "--api-key", "k2"}));
+  // As --flag=VALUE: CLI11 would give a list option the model that follows too.
+  EXPECT_EQ(respell({"--api-key", "k1,k2", "-m", "a.gguf"}),
+            (Args{"--api-key=k1", "--api-key=k2", "a.gguf", "--any-model-name"}));
   EXPECT_EQ(respell({"--cors-origins=https://a,https://b"}),
-            (Args{"--cors-origin", "https://a", "--cors-origin", "https://b"}));
+            (Args{"--cors-origin=https://a", "--cors-origin=https://b"}));
   EXPECT_EQ(respell({"--host", "127.0.0.1,::1"}),
             (Args{"--host", "127.0.0.1,::1"}));  // Gantry takes the list
 }

@@ -177,7 +177,8 @@ stop_server
 # The reranker, llama-server's way: the aliases and TEI's shape.
 port=$(free_port)
 base="http://127.0.0.1:$port"
-"$GANTRY" serve -m "$RERANKER" --reranking --port "$port" -c 512 -np 1 --threads 1 --grpc-port -1 --api-key "$KEY" \
+# (--api-key before -m: the key list must not swallow the model.)
+"$GANTRY" serve --api-key "$KEY" -m "$RERANKER" --reranking --port "$port" -c 512 -np 1 --threads 1 --grpc-port -1 \
   >"$tmp/rerank.log" 2>&1 &
 pid=$!
 wait_ready "$base" "$tmp/rerank.log" 60 || exit 1
