@@ -269,7 +269,8 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--api-key-file", a->api_key_files, "File with API keys, one per line; repeatable");
   cmd->add_option("--api-key", o.api_keys,
                   "An API key (llama-server's flag; a comma list, repeatable); a key file keeps it out of "
-                  "the process list");
+                  "the process list")
+      ->allow_extra_args(false);  // one value each time: the model argument after it stays the model
   cmd->add_option("--alias", a->alias, "Serve the one model under this name (llama-server's -a/--alias)");
   cmd->add_flag("--any-model-name", o.any_model_name,
                 "A request's model name, whatever it is (or none), names the one model served, as with "
@@ -342,7 +343,8 @@ void register_serve_command(CLI::App& app, int& exit_code) {
                   "Seconds the control pool or the model manager may fail the watchdog's probe before "
                   "/v2/health/live answers 503 (default 30; 0: no watchdog)");
   cmd->add_option("--cors-origin", o.cors_origins,
-                  "Allow browser requests from this origin (or *); repeatable");
+                  "Allow browser requests from this origin (or *); repeatable")
+      ->allow_extra_args(false);
   cmd->add_option("--max-batch-size", a->max_batch_size,
                   "Rows per dynamic batch of ONNX models (default 32)");
   cmd->add_option("--max-queue-delay-us", a->max_queue_delay_us,
