@@ -247,7 +247,13 @@ json probabilities(std::span<const backend::TokenLogprob> tokens) {
 
 json settings(const CompletionRequest& req) {
   const auto& s = req.generation.sampling;
+  // The request's biases (-inf as null, as llama-server writes it); ignore_eos bans the end-of-generation
+  // tokens in the sampler instead, so they are not listed.
+  json bias = json::array();
+  for (const auto& [token, b] : s.logit_bias)
+    bias.push_back({{"token", token}, {"bias", std::isfinite(b) ? json(b) : json(nullptr)}});
   return json{{"seed", s.seed},
+              {"logit_bias", std::move(bias)},
               {"temperature", s.temperature},
               {"top_k", s.top_k},
               {"top_p", s.top_p},
