@@ -5,11 +5,14 @@
 #include <langinfo.h>
 
 #include <clocale>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/llama_flags.h"
+#include "cli/llama_server_args.h"
 #include "gantry/build_info.h"
 #include "gantry/core/cleanup_registry.h"
 
@@ -54,7 +57,23 @@ extern "C" __attribute__((visibility("default"))) int gantry_engine_main(int arg
   gantry::cli::register_weights_command(app, exit_code);
   gantry::cli::register_rpc_server_command(app, exit_code);
 
+  // `gantry serve` takes llama-server's command line too: respelled first (cli/llama_server_args.h).
+  std::vector<std::string> respelled;
+  if (argc >= 2 && std::strcmp(argv[1], "serve") == 0) {
+    auto r = gantry::cli::respell_llama_server_args(std::vector<std::string>(argv + 2, argv + argc));
+    if (!r.ok()) {
+      std::fprintf(stderr, "gantry serve: %s\n", r.status().message().c_str());
+      return 2;
+    }
+    respelled = {argv[0], argv[1]};
+    respelled.insert(respelled.end(), r->begin(), r->end());
+  }
   std::vector<char*> args(argv, argv + argc);
+  if (!respelled.empty()) {
+    args.clear();
+    for (auto& a : respelled) args.push_back(a.data());
+    argc = static_cast<int>(args.size());
+  }
   for (auto& a : args) a = const_cast<char*>(gantry::cli::llama_cpp_alias(a));
   return gantry::cli::parse_and_run(app, argc, args.data(), exit_code);
 }

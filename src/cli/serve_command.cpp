@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "cli/commands.h"
@@ -58,7 +59,27 @@ struct ServeArgs {
   bool no_dynamic_batching = false;
   double max_generation_s = 600;
   double liveness_timeout_s = 30;
+  std::string reasoning;  // --reasoning on|off|auto
+  std::string pooling;    // --pooling: the embeddings' pooling instead of the GGUF's
+  std::string alias;      // --alias: the one model's name (not KServe's way, as --model-name is)
+  // Sampling defaults (--temp, --seed, ...): set when given.
+  std::optional<double> temp, top_p, min_p, repeat_penalty, presence_penalty, frequency_penalty;
+  std::optional<int64_t> seed, top_k, repeat_last_n;
 };
+
+// The sampling defaults given on the command line, checked as a request's are.
+Status apply_sampling(const ServeArgs& a, backend::SamplingParams& sp) {
+  if (a.temp) sp.temperature = static_cast<float>(*a.temp);
+  if (a.top_p) sp.top_p = static_cast<float>(*a.top_p);
+  if (a.min_p) sp.min_p = static_cast<float>(*a.min_p);
+  if (a.repeat_penalty) sp.repeat_penalty = static_cast<float>(*a.repeat_penalty);
+  if (a.presence_penalty) sp.presence_penalty = static_cast<float>(*a.presence_penalty);
+  if (a.frequency_penalty) sp.frequency_penalty = static_cast<float>(*a.frequency_penalty);
+  if (a.top_k) sp.top_k = static_cast<int>(*a.top_k);
+  if (a.repeat_last_n) sp.repeat_last_n = static_cast<int>(*a.repeat_last_n);
+  if (a.seed) sp.seed = *a.seed < 0 ? 0xFFFFFFFFu : static_cast<uint32_t>(*a.seed);  // -1: random
+  return backend::validate(sp);
+}
 
 // Where KServe's storage initializer put the model: STORAGE_URI names the remote copy, the files are at
 // /mnt/models; a local STORAGE_URI (file:// or an absolute path) is used as it is.
@@ -99,6 +120,17 @@ int serve(ServeArgs& a) {
     }
   }
   for (const auto& f : a.api_key_files) o.api_key_files.emplace_back(f);
+  if (!a.alias.empty()) {
+    if (!o.model_name.empty()) {
+      std::cerr << "gantry serve: --alias and --model-name both name the model: give one\n";
+      return 2;
+    }
+    o.model_name = a.alias;
+  }
+  if (Status s = apply_sampling(a, o.sampling); !s.ok()) {
+    std::cerr << "gantry serve: sampling defaults: " << s.message() << "\n";
+    return 2;
+  }
   auto body = memory::parse_byte_size(a.max_body);
   if (!body.ok()) {
     std::cerr << "gantry serve: --max-body-size: " << body.status().message() << "\n";
@@ -141,6 +173,18 @@ int serve(ServeArgs& a) {
   if (Status s = apply(a.llama, o.load.factory.llama, kServeLlamaFlags); !s.ok()) {
     std::cerr << "gantry serve: " << s.message() << "\n";
     return 2;
+  }
+  if (!a.reasoning.empty()) {
+    if (Status s = model::set_llama_option(o.load.factory.llama, "reasoning", a.reasoning); !s.ok()) {
+      std::cerr << "gantry serve: --reasoning: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  if (!a.pooling.empty()) {
+    if (Status s = model::set_llama_option(o.load.factory.llama, "pooling", a.pooling); !s.ok()) {
+      std::cerr << "gantry serve: --pooling: " << s.message() << "\n";
+      return 2;
+    }
   }
 
   // SIGINT/SIGTERM: the first starts the drain, a second exits at once (from the handler: whichever
@@ -211,7 +255,9 @@ void register_serve_command(CLI::App& app, int& exit_code) {
       "URL or a directory laid out like ~/.ollama/models");
   cmd->add_flag("--load-on-demand", o.load_on_demand,
                 "Load models on their first request (then idle ones unload after their keep-alive)");
-  cmd->add_option("--host", o.host, "Address to listen on (default 127.0.0.1; others need an API key)");
+  cmd->add_option("--host", o.host,
+                  "Address to listen on, or several as a comma list (default 127.0.0.1; others need an API "
+                  "key)");
   cmd->add_option("--port", o.port, "Port (default 8080; 0 picks a free one)");
   cmd->add_option("--grpc-port", a->grpc_port,
                   "KServe v2 gRPC port on --host (default 8001, 8081 KServe's way; skipped with a warning "
@@ -221,6 +267,37 @@ void register_serve_command(CLI::App& app, int& exit_code) {
                   "Serve the one model under this name (KServe's {{.Name}}); with it, or STORAGE_URI set, "
                   "models come from /mnt/models unless named and gRPC's default port is 8081");
   cmd->add_option("--api-key-file", a->api_key_files, "File with API keys, one per line; repeatable");
+  cmd->add_option("--api-key", o.api_keys,
+                  "An API key (llama-server's flag; a comma list, repeatable); a key file keeps it out of "
+                  "the process list")
+      ->allow_extra_args(false);  // one value each time: the model argument after it stays the model
+  cmd->add_option("--alias", a->alias, "Serve the one model under this name (llama-server's -a/--alias)");
+  cmd->add_flag("--any-model-name", o.any_model_name,
+                "A request's model name, whatever it is (or none), names the one model served, as with "
+                "llama-server (-m FILE turns it on); with several models names match exactly");
+  cmd->add_flag_callback(
+      "--no-dashboard", [&o] { o.dashboard = false; },
+      "Serve no dashboard: / and /dashboard/* answer 404 (llama-server's --no-webui)");
+  cmd->add_option("--max-tokens", o.max_tokens_default,
+                  "Tokens a text request generates when it sets no limit (default 1024; capped by the "
+                  "context; llama-server's -n)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--reasoning", a->reasoning,
+                  "on|auto: a template that knows thinking thinks as the request asks (default); off: never "
+                  "(llama-server's --reasoning)");
+  cmd->add_option("--pooling", a->pooling,
+                  "The embeddings' pooling of text models instead of their GGUF's: none, mean, cls, last or "
+                  "rank (llama-server's --pooling)");
+  cmd->add_option("--temp", a->temp, "Sampling temperature of a request that sets none (default 0.8)");
+  cmd->add_option("--seed", a->seed, "Sampling seed of a request that sets none (default -1: random)");
+  cmd->add_option("--top-k", a->top_k, "Top-k of a request that sets none (default 40; 0 off)");
+  cmd->add_option("--top-p", a->top_p, "Top-p of a request that sets none (default 0.95)");
+  cmd->add_option("--min-p", a->min_p, "Min-p of a request that sets none (default 0.05)");
+  cmd->add_option("--repeat-penalty", a->repeat_penalty,
+                  "Repeat penalty of a request that sets none (1 off)");
+  cmd->add_option("--repeat-last-n", a->repeat_last_n, "Tokens the penalties look back over (default 64)");
+  cmd->add_option("--presence-penalty", a->presence_penalty, "Presence penalty default (0 off)");
+  cmd->add_option("--frequency-penalty", a->frequency_penalty, "Frequency penalty default (0 off)");
   cmd->add_flag("--insecure-no-auth", o.insecure_no_auth, "Allow a non-loopback --host without an API key");
   cmd->add_option("--memory-budget", a->memory_budget,
                   "Memory per device, e.g. cpu=4GiB,cuda:0=70GiB or 80% (default: 90% of free)");
@@ -267,7 +344,8 @@ void register_serve_command(CLI::App& app, int& exit_code) {
                   "Seconds the control pool or the model manager may fail the watchdog's probe before "
                   "/v2/health/live answers 503 (default 30; 0: no watchdog)");
   cmd->add_option("--cors-origin", o.cors_origins,
-                  "Allow browser requests from this origin (or *); repeatable");
+                  "Allow browser requests from this origin (or *); repeatable")
+      ->allow_extra_args(false);
   cmd->add_option("--max-batch-size", a->max_batch_size,
                   "Rows per dynamic batch of ONNX models (default 32)");
   cmd->add_option("--max-queue-delay-us", a->max_queue_delay_us,

@@ -59,7 +59,7 @@ constexpr std::array kBoolOptions = {
     BoolOption{"cache_prompt", &LlamaOptions::cache_prompt},
 };
 
-constexpr std::array<std::string_view, 24> kKeys = {"n_ctx",
+constexpr std::array<std::string_view, 26> kKeys = {"n_ctx",
                                                     "parallel",
                                                     "n_batch",
                                                     "n_ubatch",
@@ -71,6 +71,8 @@ constexpr std::array<std::string_view, 24> kKeys = {"n_ctx",
                                                     "max_tokens",
                                                     "chat_template_file",
                                                     "reasoning_format",
+                                                    "pooling",
+                                                    "reasoning",
                                                     "draft_model",
                                                     "draft_max",
                                                     "draft_min",
@@ -185,6 +187,13 @@ Status set_llama_option(LlamaOptions& o, std::string_view key, std::string_view 
     if (!servers.ok()) return bad(key, value, servers.status().message());
     o.rpc.clear();
     for (const auto& e : *servers) o.rpc.push_back(e.text());
+  } else if (key == "reasoning") {
+    if (value != "on" && value != "off" && value != "auto") return bad(key, value, "must be on, off or auto");
+    o.reasoning = std::string(value);
+  } else if (key == "pooling") {
+    if (value != "none" && value != "mean" && value != "cls" && value != "last" && value != "rank")
+      return bad(key, value, "must be none, mean, cls, last or rank");
+    o.pooling = std::string(value);
   } else if (key == "reasoning_format") {
     if (value != "auto" && value != "deepseek" && value != "none") {
       return bad(key, value, "must be auto, deepseek or none");
@@ -227,6 +236,8 @@ std::map<std::string, std::string> llama_option_texts(const LlamaOptions& o) {
     if (const auto& v = o.*opt.field) out.emplace(opt.key, *v ? "on" : "off");
   if (o.chat_template_file) out.emplace("chat_template_file", *o.chat_template_file);
   if (o.reasoning_format) out.emplace("reasoning_format", *o.reasoning_format);
+  if (o.pooling) out.emplace("pooling", *o.pooling);
+  if (o.reasoning) out.emplace("reasoning", *o.reasoning);
   if (o.draft_model) out.emplace("draft_model", *o.draft_model);
   if (o.draft_p_min) out.emplace("draft_p_min", fmt::format("{}", *o.draft_p_min));
   if (o.spec_type) out.emplace("spec_type", *o.spec_type);
@@ -273,6 +284,8 @@ void overlay(LlamaOptions& base, const LlamaOptions& over) {
     if (over.*opt.field) base.*opt.field = over.*opt.field;
   if (over.chat_template_file) base.chat_template_file = over.chat_template_file;
   if (over.reasoning_format) base.reasoning_format = over.reasoning_format;
+  if (over.pooling) base.pooling = over.pooling;
+  if (over.reasoning) base.reasoning = over.reasoning;
   if (over.draft_model) base.draft_model = over.draft_model;
   if (over.draft_p_min) base.draft_p_min = over.draft_p_min;
   if (over.spec_type) base.spec_type = over.spec_type;

@@ -394,8 +394,8 @@ class Reader {
       if (value.is_null()) continue;  // not given
       const std::string kf = join(f, key);
       std::string text;
-      if (key == "kv_type" || key == "chat_template_file" || key == "reasoning_format" ||
-          key == "draft_model" || key == "spec_type") {
+      if (key == "kv_type" || key == "chat_template_file" || key == "reasoning_format" || key == "pooling" ||
+          key == "reasoning" || key == "draft_model" || key == "spec_type") {
         GANTRY_ASSIGN_OR_RETURN(text, string(value, kf));
       } else if (key == "draft_p_min") {
         std::optional<double> p;
@@ -677,8 +677,8 @@ std::string manifest_to_json(const Manifest& m, int indent) {
   if (const auto& l = m.llama; !l.empty()) {
     OrderedJson lj = OrderedJson::object();
     for (const auto& [key, text] : llama_option_texts(l)) {
-      if (key == "kv_type" || key == "chat_template_file" || key == "reasoning_format" ||
-          key == "draft_model" || key == "spec_type")
+      if (key == "kv_type" || key == "chat_template_file" || key == "reasoning_format" || key == "pooling" ||
+          key == "reasoning" || key == "draft_model" || key == "spec_type")
         lj[key] = text;
       else if (key == "draft_p_min")
         lj[key] = *l.draft_p_min;

@@ -13,6 +13,7 @@
 #include "gantry/core/json.h"
 #include "gantry/core/json_reader.h"
 #include "gantry/protocol/tool_reader.h"
+#include "gantry/protocol/llama_server_codec.h"
 
 namespace gantry::protocol::openai {
 
@@ -441,7 +442,8 @@ ApiError api_error(const Status& status, std::string param) {
   return e;
 }
 
-std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, Endpoint endpoint) {
+std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, Endpoint endpoint,
+                                                       const backend::SamplingParams& defaults) {
   auto parsed = parse_object(body);
   if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
   const json& j = std::get<json>(parsed);
@@ -449,6 +451,7 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
 
   TextRequest r;
   r.endpoint = endpoint;
+  r.generation.sampling = defaults;
   GANTRY_TRY_FIELD(read_string(j, "model", r.model));
   if (chat) {
     GANTRY_TRY_FIELD(read_messages(j, r.chat.messages));
@@ -456,6 +459,7 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
     GANTRY_TRY_FIELD(read_tool_choice(j, r.chat));
     GANTRY_TRY_FIELD(read_bool(j, "parallel_tool_calls", r.chat.parallel_tool_calls));
     GANTRY_TRY_FIELD(read_bool(j, "store", r.store));
+    GANTRY_TRY_FIELD(llama_server::read_chat_extensions(j, r.chat));
     std::string effort;
     GANTRY_TRY_FIELD(read_string(j, "reasoning_effort", effort));
     if (effort == "none") r.chat.enable_thinking = false;
@@ -522,6 +526,7 @@ std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, En
 
   GANTRY_TRY_FIELD(read_stop(j, g.stop));
   GANTRY_TRY_FIELD(read_response_format(j, g.constraint));
+  GANTRY_TRY_FIELD(llama_server::read_extensions(j, g));
   GANTRY_TRY_FIELD(read_bool(j, "cache_prompt", g.cache_prompt));
   GANTRY_TRY_FIELD(read_bool(j, "ignore_eos", g.ignore_eos));
 

@@ -16,8 +16,13 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-Result<ApiKeys> ApiKeys::from_files(std::span<const std::filesystem::path> files) {
+Result<ApiKeys> ApiKeys::from_files(std::span<const std::filesystem::path> files,
+                                    std::vector<std::string> inline_keys) {
   ApiKeys keys;
+  for (auto& k : inline_keys) {
+    if (k.empty()) return InvalidArgument("--api-key: an empty key");
+    keys.keys_.push_back(std::move(k));
+  }
   for (const auto& file : files) {
     std::ifstream in(file);
     if (!in) return IoError("--api-key-file " + file.string() + ": cannot be read");

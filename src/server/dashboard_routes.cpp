@@ -221,11 +221,13 @@ void send_asset(Reply& reply, std::string_view name, const HttpRequest& request)
     reply.error(404, "the dashboard has no asset '" + std::string(name) + "'");
 }
 
-void page(Server::State&, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
+void page(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
+  if (!s.options.dashboard) return reply->error(404, "the dashboard is off (--no-dashboard)");
   send_asset(*reply, "index.html", request);
 }
 
-void asset(Server::State&, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams& p) {
+void asset(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams& p) {
+  if (!s.options.dashboard) return reply->error(404, "the dashboard is off (--no-dashboard)");
   send_asset(*reply, p.asset, request);
 }
 

@@ -369,7 +369,8 @@ void OneRequest<Req, Resp>::dispatch() {
 }
 
 std::string listen_address(const std::string& host, int port) {
-  std::string h = host == "localhost" ? "127.0.0.1" : host;
+  std::string h = host.substr(0, host.find(','));  // of a comma list, the first
+  if (h == "localhost") h = "127.0.0.1";
   if (h.find(':') != std::string::npos) h = "[" + h + "]";
   return h + ":" + std::to_string(port);
 }

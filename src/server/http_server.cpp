@@ -13,6 +13,7 @@
 #include <deque>
 #include <future>
 #include <limits>
+#include <list>
 #include <mutex>
 #include <thread>
 #include <unordered_set>
@@ -184,7 +185,7 @@ struct HttpServer::Impl {
   HttpServerOptions options;
   HttpHooks hooks;
   net::io_context ioc;
-  tcp::acceptor acceptor{ioc};
+  std::list<tcp::acceptor> acceptors;  // one per address of options.host (a comma list)
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::vector<std::thread> threads;
   std::atomic<bool> closing{false};  // stop_accepting() was called: responses close their connection
@@ -193,7 +194,7 @@ struct HttpServer::Impl {
   std::chrono::steady_clock::time_point full_logged{};  // accept's strand only
   uint16_t port = 0;
 
-  void accept();
+  void accept(tcp::acceptor& acceptor);
   void admit(tcp::socket socket);
   void close_all();
 };
@@ -915,18 +916,18 @@ void SessionExchange::mark_gone() {
   if (fn) run_logged("on_client_gone threw", fn);
 }
 
-void HttpServer::Impl::accept() {
-  acceptor.async_accept(net::make_strand(ioc), [this](error_code ec, tcp::socket socket) {
+void HttpServer::Impl::accept(tcp::acceptor& acceptor) {
+  acceptor.async_accept(net::make_strand(ioc), [this, &acceptor](error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
     if (ec) {
       // Out of file descriptors or similar: back off a little rather than spin.
       GANTRY_LOG_WARN("http: accept failed: {}", ec.message());
       auto timer = std::make_shared<net::steady_timer>(ioc, std::chrono::milliseconds(50));
-      timer->async_wait([this, timer](error_code) { accept(); });
+      timer->async_wait([this, timer, &acceptor](error_code) { accept(acceptor); });
       return;
     }
     run_logged("accepting a connection", [&] { admit(std::move(socket)); });
-    accept();
+    accept(acceptor);
   });
 }
 
@@ -985,20 +986,32 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
   impl->options = std::move(options);
   if (impl->options.max_connections == 0) impl->options.max_connections = default_max_connections();
   impl->hooks = std::move(hooks);
-  const std::string where = impl->options.host + ":" + std::to_string(impl->options.port);
-  error_code ec;
-  auto address = net::ip::make_address(impl->options.host, ec);
-  if (ec)
-    return InvalidArgument("--host '" + impl->options.host + "' is not an IP address (" + ec.message() + ")");
-  tcp::endpoint endpoint(address, impl->options.port);
-  impl->acceptor.open(endpoint.protocol(), ec);
-  if (!ec) impl->acceptor.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) impl->acceptor.bind(endpoint, ec);
-  if (!ec) impl->acceptor.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) return IoError(where + ": cannot listen: " + ec.message());
-  impl->port = impl->acceptor.local_endpoint().port();
+  // Every address of the comma list listens on the same port: the first's (a free one for port 0).
+  std::vector<std::string> hosts;
+  for (size_t i = 0; i <= impl->options.host.size();) {
+    size_t j = impl->options.host.find(',', i);
+    if (j == std::string::npos) j = impl->options.host.size();
+    hosts.push_back(impl->options.host.substr(i, j - i));
+    i = j + 1;
+  }
+  impl->port = impl->options.port;
+  for (const auto& host : hosts) {
+    error_code ec;
+    auto address = net::ip::make_address(host, ec);
+    if (ec) return InvalidArgument("--host '" + host + "' is not an IP address (" + ec.message() + ")");
+    const std::string where = host + ":" + std::to_string(impl->port);
+    tcp::endpoint endpoint(address, impl->port);
+    tcp::acceptor& acceptor = impl->acceptors.emplace_back(impl->ioc);
+    acceptor.open(endpoint.protocol(), ec);
+    if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec && address.is_v6()) acceptor.set_option(net::ip::v6_only(true), ec);
+    if (!ec) acceptor.bind(endpoint, ec);
+    if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+    if (ec) return IoError(where + ": cannot listen: " + ec.message());
+    impl->port = acceptor.local_endpoint().port();
+  }
   impl->work.emplace(net::make_work_guard(impl->ioc));
-  impl->accept();
+  for (auto& acceptor : impl->acceptors) impl->accept(acceptor);
   const int n = std::max(1, impl->options.io_threads);
   for (int i = 0; i < n; ++i) {
     // Handlers catch what they throw (Session::guarded); this is the last line of defence: an exception
@@ -1021,7 +1034,7 @@ void HttpServer::stop_accepting() {
   std::future<void> done = closed->get_future();
   net::post(impl_->ioc, [impl = impl_.get(), closed] {
     error_code ec;
-    impl->acceptor.close(ec);
+    for (auto& acceptor : impl->acceptors) acceptor.close(ec);
     closed->set_value();
   });
   // An I/O thread cannot wait for a handler queued behind its own; any other caller waits for the close.

@@ -65,8 +65,8 @@ void openai_models(Server::State& s, std::shared_ptr<Reply> reply) {
 }
 
 void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request, bool chat) {
-  auto parsed = openai::parse_text_request(request.body,
-                                           chat ? openai::Endpoint::kChat : openai::Endpoint::kCompletion);
+  auto parsed = openai::parse_text_request(
+      request.body, chat ? openai::Endpoint::kChat : openai::Endpoint::kCompletion, s.options.sampling);
   if (auto* e = std::get_if<openai::ApiError>(&parsed)) {
     send_api_error(*reply, *e);
     return;
@@ -278,7 +278,8 @@ void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpReque
   reply->json(200, openai::embeddings_response(req.model, *vectors, req.base64, tokens));
 }
 
-// The OpenAI routes under /v1 (the Responses API and rerank have tables of their own).
+// The OpenAI routes under /v1, and without it as llama-server serves them (the Responses API and rerank have
+// tables of their own).
 namespace {
 using Runs = Route::Runs;
 
@@ -326,6 +327,21 @@ const Route kRoutes[] = {
      .inference = true},
     {.method = "POST",
      .pattern = "/v1/embeddings",
+     .protocol = kOpenai,
+     .runs = Runs::kWorkers,
+     .handle = embeddings,
+     .inference = true},
+    // The same without /v1, as llama-server serves them (its /completions is its native completion:
+    // llama_server_routes.cpp).
+    {.method = "GET", .pattern = "/models", .protocol = kOpenai, .runs = Runs::kControl, .handle = models},
+    {.method = "POST",
+     .pattern = "/chat/completions",
+     .protocol = kOpenai,
+     .runs = Runs::kWorkers,
+     .handle = chat,
+     .inference = true},
+    {.method = "POST",
+     .pattern = "/embeddings",
      .protocol = kOpenai,
      .runs = Runs::kWorkers,
      .handle = embeddings,

@@ -1,7 +1,7 @@
-// POST /v1/rerank and /rerank: a reranking model's (pooling "rank") relevance scores for documents
-// against a query, in llama-server's shape (gantry/protocol/rerank_codec.h).
-#include "gantry/runtime/model_queue.h"
+// POST /v1/rerank, /rerank, /v1/reranking, /reranking and /v2/rerank: a reranking model's (pooling "rank")
+// relevance scores for documents against a query, in llama-server's shape (gantry/protocol/rerank_codec.h).
 #include "gantry/protocol/rerank_codec.h"
+#include "gantry/runtime/model_queue.h"
 #include "route_table.h"
 #include "server_state.h"
 
@@ -9,7 +9,7 @@ namespace gantry::server {
 namespace {}  // namespace
 
 void rerank_documents(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest request) {
-  auto parsed = rerank::parse_rerank_request(request.body);
+  auto parsed = rerank::parse_rerank_request(request.body, s.options.any_model_name);
   if (auto* e = std::get_if<openai::ApiError>(&parsed)) return send_api_error(*reply, *e);
   const auto& req = std::get<rerank::RerankRequest>(parsed);
   reply->set_model(req.model);
@@ -40,7 +40,7 @@ void rerank_documents(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
   reply->json(200, rerank::rerank_response(req, ranked->scores, ranked->prompt_tokens));
 }
 
-// Rerank, at llama-server's two paths.
+// Rerank, at llama-server's four paths and Cohere's current one (/v2/rerank).
 namespace {
 void rerank(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {
   rerank_documents(s, std::move(reply), std::move(request));
@@ -55,6 +55,24 @@ const Route kRoutes[] = {
      .inference = true},
     {.method = "POST",
      .pattern = "/rerank",
+     .protocol = Protocol::kOpenai,
+     .runs = Route::Runs::kWorkers,
+     .handle = rerank,
+     .inference = true},
+    {.method = "POST",
+     .pattern = "/v1/reranking",
+     .protocol = Protocol::kOpenai,
+     .runs = Route::Runs::kWorkers,
+     .handle = rerank,
+     .inference = true},
+    {.method = "POST",
+     .pattern = "/reranking",
+     .protocol = Protocol::kOpenai,
+     .runs = Route::Runs::kWorkers,
+     .handle = rerank,
+     .inference = true},
+    {.method = "POST",
+     .pattern = "/v2/rerank",
      .protocol = Protocol::kOpenai,
      .runs = Route::Runs::kWorkers,
      .handle = rerank,

@@ -84,9 +84,9 @@ bool takes(const Route& route, std::string_view method) {
 }  // namespace
 
 RouteMatch find_route(std::string_view path, std::string_view method) {
-  static const std::array<std::span<const Route>, 9> kTables = {
+  static const std::array<std::span<const Route>, 10> kTables = {
       kserve_routes(),    metrics_routes(),   dashboard_routes(), openai_routes(), chat_store_routes(),
-      anthropic_routes(), responses_routes(), rerank_routes(),    ollama_routes()};
+      anthropic_routes(), responses_routes(), rerank_routes(),    ollama_routes(), llama_server_routes()};
   const auto segments = split_path(path);
   RouteMatch out;
   if (!segments.empty() && segments[0] == "v2") out.protocol = Protocol::kKserve;

@@ -59,8 +59,10 @@ std::span<const Route> responses_routes();   // responses_routes.cpp: /v1/respon
 std::span<const Route> chat_store_routes();  // chat_store_routes.cpp: stored /v1/chat/completions
 std::span<const Route> rerank_routes();      // rerank_routes.cpp: /v1/rerank, /rerank
 std::span<const Route> ollama_routes();      // ollama_routes.cpp: /api
-std::span<const Route> dashboard_routes();   // dashboard_routes.cpp: /, /dashboard, /gantry
-std::span<const Route> metrics_routes();     // metrics_routes.cpp: /metrics
+// llama_server_routes.cpp: llama-server's own API (/health, /props, /completion, /tokenize, ...)
+std::span<const Route> llama_server_routes();
+std::span<const Route> dashboard_routes();  // dashboard_routes.cpp: /, /dashboard, /gantry
+std::span<const Route> metrics_routes();    // metrics_routes.cpp: /metrics
 
 struct RouteMatch {
   const Route* route = nullptr;  // null: no route (404)

@@ -138,6 +138,15 @@ std::string_view protocol_name(Protocol p) {
 }
 
 bool is_loopback_host(const std::string& host) {
+  if (host.find(',') != std::string::npos) {  // a comma list: every address loopback
+    for (size_t i = 0; i <= host.size();) {
+      size_t j = host.find(',', i);
+      if (j == std::string::npos) j = host.size();
+      if (!is_loopback_host(host.substr(i, j - i))) return false;
+      i = j + 1;
+    }
+    return true;
+  }
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
@@ -273,8 +282,16 @@ runtime::LoadOptions Server::State::load_options(const RepositoryEntry& entry) c
   return o;
 }
 
-Result<runtime::ModelHandle> Server::State::model(std::string_view name) {
+std::shared_ptr<const RepositoryEntry> Server::State::resolve(std::string_view name) const {
   auto entry = repository.find(name);
+  if (entry || !options.any_model_name) return entry;
+  auto all = repository.entries();
+  if (all.size() != 1) return nullptr;
+  return repository.find(all.front().name);
+}
+
+Result<runtime::ModelHandle> Server::State::model(std::string_view name) {
+  auto entry = resolve(name);
   if (!entry) {
     // A name is echoed at most kShownNameBytes long: a 10 MB name is not sent back whole.
     constexpr size_t kShownNameBytes = 128;
@@ -317,7 +334,7 @@ Result<runtime::ModelHandle> Server::State::model(std::string_view name) {
 
 // The loaded model serving `name`, without loading it (NotFound when there is none).
 Result<runtime::ModelHandle> Server::State::loaded(std::string_view name) {
-  auto entry = repository.find(name);
+  auto entry = resolve(name);
   if (!entry) return NotFound("model '" + std::string(name) + "' is not served here");
   return runtime.get(entry->runtime_name);
 }
@@ -420,7 +437,7 @@ uint16_t Server::grpc_port() const {
 }
 
 std::string Server::url() const {
-  std::string host = state_->options.host;
+  std::string host = state_->options.host.substr(0, state_->options.host.find(','));  // the first
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
   return "http://" + host + ":" + std::to_string(port());
 }
@@ -462,7 +479,8 @@ void Server::stop() {
 }
 
 Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOptions options) {
-  if (!is_loopback_host(options.host) && options.api_key_files.empty() && !options.insecure_no_auth) {
+  if (!is_loopback_host(options.host) && options.api_key_files.empty() && options.api_keys.empty() &&
+      !options.insecure_no_auth) {
     return InvalidArgument("refusing to serve on " + options.host +
                            " without an API key: anyone who can reach it could use the models. Create a key "
                            "file (e.g. `openssl rand -hex 32 > key.txt`) and pass --api-key-file key.txt, or "
@@ -474,7 +492,7 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
       options.workers > 0 ? static_cast<size_t>(options.workers) : std::max<size_t>(4, 2 * cores);
   auto state = std::make_unique<State>(runtime, std::move(options), workers);
   const ServeOptions& o = state->options;
-  GANTRY_ASSIGN_OR_RETURN(state->keys, ApiKeys::from_files(o.api_key_files));
+  GANTRY_ASSIGN_OR_RETURN(state->keys, ApiKeys::from_files(o.api_key_files, o.api_keys));
   for (const auto& m : o.models) GANTRY_RETURN_IF_ERROR(state->repository.add(m));
   // The models named on the command line must load; those of --model-repository may fail one by one.
   std::set<std::string, std::less<>> named;
@@ -592,7 +610,9 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   };
 
   HttpServerOptions http;
-  http.host = o.host == "localhost" ? "127.0.0.1" : o.host;
+  http.host = o.host;
+  for (size_t at = 0; (at = http.host.find("localhost", at)) != std::string::npos;)
+    http.host.replace(at, 9, "127.0.0.1");
   http.port = o.port;
   http.io_threads = o.http_threads;
   http.max_connections = o.max_connections;

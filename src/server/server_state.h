@@ -177,6 +177,10 @@ struct Server::State {
   State(runtime::Runtime& rt, ServeOptions o, size_t n_workers)
       : runtime(rt), options(std::move(o)), workers(n_workers) {}
 
+  // The repository's entry serving the model name a request gives: the entry of that name; else, with
+  // --any-model-name (llama-server's way) and exactly one model served, that one, whatever the name
+  // (or none). model() and loaded() look names up through it only.
+  std::shared_ptr<const RepositoryEntry> resolve(std::string_view name) const;
   // The model `name`, loading it when the repository has it and loading on demand is on. NotFound
   // for a name the repository does not know; Unavailable (503) for a known model that is not ready.
   Result<runtime::ModelHandle> model(std::string_view name);

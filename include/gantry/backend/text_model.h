@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -74,6 +75,23 @@ class TextModel {
   // `cancelled` is asked between documents and decodes (Cancelled when it says so).
   virtual Result<RerankResult> rerank(std::string_view query, std::span<const std::string> documents,
                                       const CancelCheck& cancelled = {}) = 0;
+
+  // The model's tokenizer (llama-server's /tokenize, /detokenize, /infill): the tokens of `text` (BOS
+  // and the like first when `add_special`; a special token spelled in the text, "<s>", is that token
+  // when `parse_special`); InvalidArgument with backend::context_length_exceeded for a text no context
+  // of the model holds. Unsupported by default (a model without a tokenizer).
+  virtual Result<std::vector<int32_t>> tokenize(std::string_view text, bool add_special,
+                                                bool parse_special) const;
+  // The bytes one token stands for (special tokens rendered); InvalidArgument for an id outside the
+  // vocabulary. May be part of a UTF-8 character.
+  virtual Result<std::string> token_piece(int32_t token) const;
+  // The text of `tokens` (special tokens rendered); InvalidArgument names an id outside the vocabulary.
+  virtual Result<std::string> detokenize(std::span<const int32_t> tokens) const;
+  // The fill-in-the-middle tokens (prefix, suffix, middle), when the vocabulary has all three.
+  struct FimTokens {
+    int32_t prefix = -1, suffix = -1, middle = -1;
+  };
+  virtual std::optional<FimTokens> fim_tokens() const { return std::nullopt; }
 };
 
 }  // namespace gantry::backend

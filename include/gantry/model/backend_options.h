@@ -76,6 +76,11 @@ struct LlamaOptions {
   // How a thinking model's reasoning comes back: "auto" (= "deepseek": in reasoning_content), "none"
   // (left in the content). llama-server's --reasoning-format spellings.
   std::optional<std::string> reasoning_format;
+  // The embeddings' pooling instead of the GGUF's: none, mean, cls, last or rank (llama-server's --pooling).
+  std::optional<std::string> pooling;
+  // Whether a template that knows thinking is asked to think: on, auto (both: as the request says) or off
+  // (never; llama-server's --reasoning).
+  std::optional<std::string> reasoning;
   // Speculative decoding (gantry/backend/llama/speculative.h), llama-server's options and defaults: a
   // draft model with the target's vocabulary (in a manifest: relative to the package), the most and
   // fewest tokens it drafts per step and the least probability a drafted token needs; draft-free

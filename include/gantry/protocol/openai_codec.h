@@ -100,7 +100,11 @@ struct TextRequest {
   backend::GenerationRequest generation;
 };
 
-std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, Endpoint endpoint);
+// `defaults`: the server's sampling where the request sets none (--temp, --seed, ...). llama-server's
+// fields (top_k, min_p, grammar, a top-level json_schema, n_probs) are read too
+// (llama_server::read_extensions).
+std::variant<TextRequest, ApiError> parse_text_request(std::string_view body, Endpoint endpoint,
+                                                       const backend::SamplingParams& defaults = {});
 
 struct EmbeddingRequest {
   std::string model;

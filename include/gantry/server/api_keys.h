@@ -21,8 +21,10 @@ namespace gantry::server {
 class ApiKeys {
  public:
   ApiKeys() = default;
-  // Reads every file; fails naming the file when one is unreadable or holds no key.
-  static Result<ApiKeys> from_files(std::span<const std::filesystem::path> files);
+  // Reads every file; fails naming the file when one is unreadable or holds no key. `inline_keys`
+  // (--api-key, none empty) come first.
+  static Result<ApiKeys> from_files(std::span<const std::filesystem::path> files,
+                                    std::vector<std::string> inline_keys = {});
   static ApiKeys from_keys(std::vector<std::string> keys);
 
   bool empty() const { return keys_.empty(); }

@@ -110,8 +110,8 @@ struct HttpHooks {
 };
 
 struct HttpServerOptions {
-  std::string host = "127.0.0.1";
-  uint16_t port = 8080;  // 0: any free port (see HttpServer::port())
+  std::string host = "127.0.0.1";  // an IP address, or several as a comma list ("127.0.0.1,::1")
+  uint16_t port = 8080;            // 0: any free port (see HttpServer::port())
   int io_threads = 2;
   // Open connections at most; 0: default_max_connections().
   size_t max_connections = 0;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "gantry/backend/generation.h"
 #include "gantry/core/status.h"
 #include "gantry/runtime/dynamic_batcher.h"
 #include "gantry/runtime/runtime.h"
@@ -38,9 +39,9 @@ struct ServeOptions {
   // Where Ollama's /api/pull fetches models: an http(s) registry base URL or a directory laid out like
   // ~/.ollama/models (src/server/ollama_pull.h). Empty: pulling is off (501).
   std::string pull_source;
-  bool load_on_demand = false;  // load on first request instead of at start (then keep-alive applies)
-  std::string host = "127.0.0.1";
-  uint16_t port = 8080;  // 0: any free port
+  bool load_on_demand = false;     // load on first request instead of at start (then keep-alive applies)
+  std::string host = "127.0.0.1";  // or several addresses as a comma list ("127.0.0.1,::1"), one port
+  uint16_t port = 8080;            // 0: any free port
   // KServe v2 gRPC, on the same host. Unset: kDefaultGrpcPort, or no gRPC (with a warning) when that
   // port is taken; set: that port (a taken one fails start), 0 any free port, -1 no gRPC,
   // kGrpcSamePort the HTTP port.
@@ -50,6 +51,15 @@ struct ServeOptions {
   // arguments and the repository hold exactly one model.
   std::string model_name;
   std::vector<std::filesystem::path> api_key_files;
+  std::vector<std::string> api_keys;  // keys given on the command line (--api-key), besides the files'
+  // A request's model name, whatever it is (or none), names the one model served, as with llama-server
+  // (a llama-server command line, `-m FILE`, turns it on). With several models served, names match
+  // exactly all the same. State::resolve is where it applies.
+  bool any_model_name = false;
+  bool dashboard = true;  // false: / and /dashboard/* are 404 (--no-dashboard; llama-server's --no-webui)
+  // A text request's sampling where it sets none (llama-server's --temp, --seed, --top-k, ...); what a
+  // request sets wins. The OpenAI and llama-server routes apply it (openai::parse_text_request).
+  backend::SamplingParams sampling;
   bool insecure_no_auth = false;  // allow a non-loopback --host without a key
   size_t max_queue = 64;          // requests waiting per model before 429
   // Names Ollama's /api/copy may add to the repository (all at once; a deleted one frees its place).

@@ -159,7 +159,8 @@ void add_triggers(const common_chat_params& p, backend::OutputConstraint& c) {
 Result<std::unique_ptr<LlamaChatLayer>> LlamaChatLayer::create(std::shared_ptr<const LlamaWeights> weights,
                                                                const std::string& template_source,
                                                                const std::string& source_label,
-                                                               backend::ReasoningFormat default_reasoning) {
+                                                               backend::ReasoningFormat default_reasoning,
+                                                               bool thinking) {
   // llama.cpp's common library logs to stderr on its own; what matters reaches us as exceptions, which
   // become our errors, so its log stays silent (set once, before any of it runs).
   static std::once_flag quiet;
@@ -167,6 +168,7 @@ Result<std::unique_ptr<LlamaChatLayer>> LlamaChatLayer::create(std::shared_ptr<c
   std::unique_ptr<LlamaChatLayer> layer(new LlamaChatLayer());
   layer->weights_ = std::move(weights);
   layer->default_reasoning_ = default_reasoning;
+  layer->thinking_ = thinking;
   try {
     layer->templates_ = common_chat_templates_init(layer->weights_->raw(), template_source).release();
   } catch (const std::exception& e) {
@@ -224,7 +226,7 @@ Result<backend::ChatPrompt> LlamaChatLayer::apply(const backend::ChatRequest& re
   // The model's --reasoning-format none wins; otherwise the request says (Ollama's think:false is none).
   in.reasoning_format = to_common(
       default_reasoning_ == backend::ReasoningFormat::kNone ? default_reasoning_ : request.reasoning_format);
-  in.enable_thinking = request.enable_thinking;
+  in.enable_thinking = request.enable_thinking && thinking_;
   common_chat_params out;
   try {
     out = common_chat_templates_apply(templates_, in);

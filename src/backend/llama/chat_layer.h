@@ -25,7 +25,8 @@ class LlamaChatLayer {
   static Result<std::unique_ptr<LlamaChatLayer>> create(std::shared_ptr<const LlamaWeights> weights,
                                                         const std::string& template_source,
                                                         const std::string& source_label,
-                                                        backend::ReasoningFormat default_reasoning);
+                                                        backend::ReasoningFormat default_reasoning,
+                                                        bool thinking = true);
   ~LlamaChatLayer();
   LlamaChatLayer(const LlamaChatLayer&) = delete;
   LlamaChatLayer& operator=(const LlamaChatLayer&) = delete;
@@ -42,6 +43,7 @@ class LlamaChatLayer {
   backend::ChatTemplateInfo info_;
   bool native_tools_ = false;  // the template renders tool definitions and calls itself
   backend::ReasoningFormat default_reasoning_ = backend::ReasoningFormat::kAuto;
+  bool thinking_ = true;  // false: enable_thinking is off whatever the request says
 };
 
 }  // namespace gantry::llama

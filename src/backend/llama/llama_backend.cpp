@@ -115,13 +115,14 @@ Result<std::unique_ptr<LlamaModel>> LlamaBackend::load_file(const std::string& p
       source = std::move(*text);
       label = "file " + s.chat_template_file;
     }
-    GANTRY_ASSIGN_OR_RETURN(m->chat_, LlamaChatLayer::create(m->weights_, source, label, s.reasoning_format));
+    GANTRY_ASSIGN_OR_RETURN(
+        m->chat_, LlamaChatLayer::create(m->weights_, source, label, s.reasoning_format, s.thinking));
   }
   auto& ti = m->text_info_;
   ti.context_length = static_cast<int64_t>(m->engine_->context().n_ctx_seq());
   ti.sequences = static_cast<int>(s.context.n_seq_max);
   ti.trained_context = m->weights_->n_ctx_train();
-  const Pooling pooling = model_pooling(*m->weights_);
+  const Pooling pooling = s.pooling != Pooling::kModel ? s.pooling : model_pooling(*m->weights_);
   ti.pooling = std::string(pooling_name(pooling));
   ti.embeds = pooling != Pooling::kNone && pooling != Pooling::kRank;
   ti.generates = pooling != Pooling::kRank;  // a reranker's head replaces its LM head
@@ -441,10 +442,40 @@ Result<int> LlamaModel::token_count(std::string_view text) const {
   return static_cast<int>(tokens.size());
 }
 
+Result<std::vector<int32_t>> LlamaModel::tokenize(std::string_view text, bool add_special,
+                                                  bool parse_special) const {
+  const size_t n_ctx =
+      engine_ ? engine_->context().n_ctx_seq() : static_cast<size_t>(std::max(1, weights_->n_ctx_train()));
+  GANTRY_RETURN_IF_ERROR(check_text_fits(*weights_, text.size(), n_ctx));
+  return weights_->tokenize(text, add_special, parse_special);
+}
+
+Result<std::string> LlamaModel::token_piece(int32_t token) const {
+  if (!weights_->token_valid(token))
+    return InvalidArgument("token " + std::to_string(token) + " is not in the vocabulary (0.." +
+                           std::to_string(weights_->n_vocab() - 1) + ")");
+  return weights_->token_to_piece(token);
+}
+
+Result<std::string> LlamaModel::detokenize(std::span<const int32_t> tokens) const {
+  for (int32_t t : tokens)
+    if (!weights_->token_valid(t)) return token_piece(t).status();
+  return weights_->detokenize(tokens);
+}
+
+std::optional<backend::TextModel::FimTokens> LlamaModel::fim_tokens() const {
+  const llama_vocab* v = llama_model_get_vocab(weights_->raw());
+  FimTokens f{llama_vocab_fim_pre(v), llama_vocab_fim_suf(v), llama_vocab_fim_mid(v)};
+  if (f.prefix == LLAMA_TOKEN_NULL || f.suffix == LLAMA_TOKEN_NULL || f.middle == LLAMA_TOKEN_NULL)
+    return std::nullopt;
+  return f;
+}
+
 Result<LlamaEmbedder*> LlamaModel::embedder() {
   if (!embedder_) {
     ContextOptions o = settings_.context;
     o.kv_unified = true;
+    o.pooling = settings_.pooling;
     auto e = LlamaEmbedder::create(weights_, o);
     if (!e.ok()) return e.status().with_context("creating the embedding context for '" + meta_.name + "'");
     embedder_ = std::move(*e);

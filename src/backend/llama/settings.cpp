@@ -200,6 +200,15 @@ Result<LlamaSettings> llama_settings(const backend::Placement& p, const plan::Mo
   s.chat_template_file = o.chat_template_file.value_or("");
   s.reasoning_format =
       o.reasoning_format == "none" ? backend::ReasoningFormat::kNone : backend::ReasoningFormat::kAuto;
+  s.thinking = o.reasoning != "off";
+  if (o.pooling) {
+    const std::string& p = *o.pooling;
+    s.pooling = p == "none"   ? Pooling::kNone
+                : p == "cls"  ? Pooling::kCls
+                : p == "last" ? Pooling::kLast
+                : p == "rank" ? Pooling::kRank
+                              : Pooling::kMean;
+  }
 
   auto& sp = s.speculative;
   sp.draft_max = o.draft_max.value_or(sp.draft_max);

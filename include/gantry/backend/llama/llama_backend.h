@@ -50,6 +50,11 @@ class LlamaModel final : public backend::Model, public backend::TextModel {
   Result<std::unique_ptr<backend::ChatOutputParser>> chat_parser(
       const backend::ChatPrompt& prompt) const override;
   Result<int> token_count(std::string_view text) const override;
+  Result<std::vector<int32_t>> tokenize(std::string_view text, bool add_special,
+                                        bool parse_special) const override;
+  Result<std::string> token_piece(int32_t token) const override;
+  Result<std::string> detokenize(std::span<const int32_t> tokens) const override;
+  std::optional<FimTokens> fim_tokens() const override;
   // Pooled (the model's pooling, else mean) embeddings from a second context over the same weights,
   // created on first use with the generation context's size; one call at a time. Unsupported for
   // a model whose pooling is none or rank.

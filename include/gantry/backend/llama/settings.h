@@ -77,6 +77,9 @@ struct LlamaSettings {
   int max_tokens = 128;                     // infer_one's generation length
   std::string chat_template_file;           // "" = the GGUF's own template
   backend::ReasoningFormat reasoning_format = backend::ReasoningFormat::kAuto;
+  Pooling pooling = Pooling::kModel;
+  bool thinking = true;  // false: a template that knows thinking never thinks (the reasoning option off)  //
+                         // the embeddings' (the pooling option); kModel: the GGUF's
   std::string reason;    // how n_gpu_layers was chosen, for messages and logs
   // Speculative decoding: the draft model ("" = none), how it loads, and the options (whose `draft`
   // stays unset: the backend loads it) and draft_context (the target's context, threadpool off).
