@@ -252,8 +252,8 @@ class WatchedGeneration final : public backend::Generation {
     auto r = inner_->wait();
     if (r.ok()) watch_->count(*r);
     if (r.ok() && watch_->past_deadline.load()) {
-      return ResourceExhausted("the request ran past its deadline and was cancelled after " +
-                               std::to_string(backend::completion_tokens(*r)) + " tokens");
+      return Unavailable("the request ran past its deadline and was cancelled after " +
+                         std::to_string(backend::completion_tokens(*r)) + " tokens");
     }
     return r;
   }
@@ -296,6 +296,7 @@ Result<std::unique_ptr<backend::Generation>> ModelQueue::generate(backend::Gener
   };
   // Refused: the request, and its place, are gone.
   GANTRY_ASSIGN_OR_RETURN(auto gen, model_.start_generation(std::move(request)));
+  if (!gen) return gen;
   return std::unique_ptr<backend::Generation>(std::make_unique<WatchedGeneration>(std::move(gen), watch));
 }
 
