@@ -244,7 +244,7 @@ void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpReque
                  "model", "model_not_embedding");
     return;
   }
-  auto vectors = handle->queue().embed(req.input, true, work_cancel(s, *reply));
+  auto vectors = handle->queue().embed(req.input, true, work_cancel(s, *reply), reply->admission());
   if (!vectors.ok()) {
     if (vectors.status().code() == StatusCode::kCancelled)
       GANTRY_LOG_INFO("embeddings on '{}' cancelled after its client left or the server stopped ({} inputs)",

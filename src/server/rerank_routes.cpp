@@ -1,7 +1,7 @@
 // POST /v1/rerank and /rerank: a reranking model's (pooling "rank") relevance scores for documents
 // against a query, in llama-server's shape (gantry/protocol/rerank_codec.h).
-#include "gantry/runtime/model_queue.h"
 #include "gantry/protocol/rerank_codec.h"
+#include "gantry/runtime/model_queue.h"
 #include "route_table.h"
 #include "server_state.h"
 
@@ -29,7 +29,7 @@ void rerank_documents(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
         "model", "model_not_reranker");
     return;
   }
-  auto ranked = handle->queue().rerank(req.query, req.documents, work_cancel(s, *reply));
+  auto ranked = handle->queue().rerank(req.query, req.documents, work_cancel(s, *reply), reply->admission());
   if (!ranked.ok()) {
     if (ranked.status().code() == StatusCode::kCancelled)
       GANTRY_LOG_INFO("rerank on '{}' cancelled after its client left or the server stopped ({} documents)",

@@ -66,7 +66,7 @@ void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
   }
   auto call = std::make_shared<ResponseCall>();
   call->request = std::move(std::get<responses::ResponsesRequest>(parsed));
-  call->owner = s.keys.owner(request);
+  call->owner = s.api_keys()->owner(request);
   const responses::ResponsesRequest& req = call->request;
   const std::string& name = req.model;
   reply->set_model(name);
@@ -197,11 +197,11 @@ void create(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request
 }
 
 void get(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams& p) {
-  responses_stored(s, std::move(reply), p.id, s.keys.owner(request), false);
+  responses_stored(s, std::move(reply), p.id, s.api_keys()->owner(request), false);
 }
 
 void erase(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams& p) {
-  responses_stored(s, std::move(reply), p.id, s.keys.owner(request), true);
+  responses_stored(s, std::move(reply), p.id, s.api_keys()->owner(request), true);
 }
 
 constexpr Protocol kOpenai = Protocol::kOpenai;
