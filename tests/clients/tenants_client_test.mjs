@@ -122,7 +122,7 @@ await check("a flood from one key leaves another key's requests answered", async
 });
 
 await check('per-tenant metrics name tenants, never keys; router gauges are there', async () => {
-  const text = await (await fetch(env.BASE_URL + '/metrics')).text();
+  const text = await (await fetch(env.BASE_URL + '/metrics', { headers: { authorization: `Bearer ${KEYS.calm}` } })).text();
   assert.match(text, /gantry_tenant_requests_admitted_total\{tenant="calm"\}/);
   assert.match(text, /gantry_tenant_requests_refused_total\{reason="rate",tenant="limited"\} [1-9]/);
   assert.match(text, /vllm:num_requests_waiting\{model_name="/);
