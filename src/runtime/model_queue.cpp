@@ -273,6 +273,12 @@ Result<std::unique_ptr<backend::Generation>> ModelQueue::generate(backend::Gener
   }
   const size_t held_before = outstanding();
   GANTRY_ASSIGN_OR_RETURN(Ticket ticket, admit(who, &request.max_tokens, prompt_tokens));
+  if (who.tenant) {
+    const TenantLimits l = who.tenant->limits();
+    request.schedule.priority = l.priority == Priority::kBatch ? 1 : 0;
+    request.schedule.flow = who.tenant->name();
+    request.schedule.weight = l.weight;
+  }
   auto watch = std::make_shared<Watch>();
   watch->tenant = who.tenant;
   watch->forecast = forecast_;
