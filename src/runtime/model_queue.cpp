@@ -250,6 +250,11 @@ class WatchedGeneration final : public backend::Generation {
   bool done() const override { return inner_->done(); }
   Result<backend::GenerationResult> wait() override {
     auto r = inner_->wait();
+    // Cancelled by the front end's deadline timer before a token came (waiting, or its prompt): also
+    // a deadline's end.
+    if (r.ok() && r->finish == backend::FinishReason::kCancelled && watch_->deadline &&
+        Clock::now() >= *watch_->deadline)
+      (void)watch_->in_time();
     if (r.ok()) watch_->count(*r);
     if (r.ok() && watch_->past_deadline.load()) {
       return Unavailable("the request ran past its deadline and was cancelled after " +

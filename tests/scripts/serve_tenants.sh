@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tenants of a JSON keys file against the official `openai` npm client (tests/clients/tenants_client_test.mjs):
 # 429 with Retry-After and x-ratelimit-* headers, the client's retry succeeding after a SIGHUP reload, a stream
-# kept across the reload, a flooding key leaving another key answered, per-tenant metrics without keys.
+# kept across the reload, a flooding key leaving another key answered, per-tenant metrics without keys, deadlines
+# refused at once when they cannot be kept, a bad reload keeping the keys in use.
 # Usage: serve_tenants.sh BUILD_DIR   (run from the source dir; never skips: a missing dependency fails)
 set -uo pipefail
 BUILD=${1:?usage: serve_tenants.sh BUILD_DIR}
@@ -39,6 +40,20 @@ wait_ready "$base" "$tmp/server.log" "$READY_TIMEOUT_S" || exit 1
 status=0
 BASE_URL="$base" MODEL=tiny-llama KEYS_FILE="$tmp/keys.json" SERVER_PID="$pid" SERVER_LOG="$tmp/server.log" \
   TEST_TIMEOUT_S=90 timeout 120 node "$CLIENTS/tenants_client_test.mjs" || status=1
+# Deadlines: the model has measured generations by now, so one that cannot finish in 1 ms is refused at
+# once (429, Retry-After, the reason), and a deadline that is not a number is a 400.
+body='{"model": "tiny-llama", "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 16}'
+code=$(curl -s -o "$tmp/deadline.json" -D "$tmp/deadline.h" -w '%{http_code}' -H 'Authorization: Bearer calm-key-00000001' \
+  -H 'content-type: application/json' -H 'x-request-deadline-ms: 1' -d "$body" "$base/v1/chat/completions")
+[[ "$code" == 429 ]] || { echo "FAIL: a 1 ms deadline answered $code, want 429: $(cat "$tmp/deadline.json")"; status=1; }
+grep -q "deadline" "$tmp/deadline.json" || { echo "FAIL: the refusal does not say deadline: $(cat "$tmp/deadline.json")"; status=1; }
+grep -qi "^retry-after: [1-9]" "$tmp/deadline.h" || { echo "FAIL: no Retry-After on the deadline refusal"; status=1; }
+code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer calm-key-00000001' \
+  -H 'content-type: application/json' -H 'x-request-deadline-ms: 60000' -d "$body" "$base/v1/chat/completions")
+[[ "$code" == 200 ]] || { echo "FAIL: a 60 s deadline answered $code, want 200"; status=1; }
+code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer calm-key-00000001' \
+  -H 'content-type: application/json' -H 'x-request-deadline-ms: soon' -d "$body" "$base/v1/chat/completions")
+[[ "$code" == 400 ]] || { echo "FAIL: x-request-deadline-ms: soon answered $code, want 400"; status=1; }
 # A keys file that does not parse changes nothing: the server keeps serving with the keys it has.
 echo '{"tenants": [{"name": "broken"' >"$tmp/keys.json"
 kill -HUP "$pid"
