@@ -201,6 +201,10 @@ void ModelQueue::infer(ModelHandle handle, std::vector<NamedTensor> inputs,
   DynamicBatcher::Item item;
   item.inputs = std::move(inputs);  // tensors share their bytes
   item.handle = std::move(handle);
+  if (who.tenant) {
+    const TenantLimits l = who.tenant->limits();
+    item.schedule = backend::Schedule{l.priority == Priority::kBatch ? 1 : 0, who.tenant->name(), l.weight};
+  }
   item.keep_alive = std::make_shared<Held>(Held{std::move(keep_alive), std::move(*ticket)});
   item.done = [shared_done](Result<std::vector<NamedTensor>> out, const BatchTiming& timing, ModelHandle h) {
     (*shared_done)(std::move(out), timing, std::move(h));
