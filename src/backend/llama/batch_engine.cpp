@@ -93,7 +93,7 @@ struct BatchEngine::Group {
   size_t n_cached = 0;        // prompt tokens the leader's slot already held (not evaluated)
   Status error;               // the first choice's failure
   std::promise<Result<GenerationResult>> promise;
-  FairQueue::Key key;  // its place in pending_ (fair_)
+  backend::FairQueue::Key key;  // its place in pending_ (fair_)
 };
 
 struct BatchEngine::Seq {
@@ -357,7 +357,7 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
     // FairQueue::kMaxOvertakes times (all one flow: first come first served, as before).
     Group& group = *seqs.front()->group;
     group.key = fair_.key_for(group.req.schedule);
-    const size_t at = fair_.place(group.key, pending_.size(), [this](size_t i) -> FairQueue::Key& {
+    const size_t at = fair_.place(group.key, pending_.size(), [this](size_t i) -> backend::FairQueue::Key& {
       return pending_[i].front()->group->key;
     });
     pending_.insert(pending_.begin() + static_cast<std::ptrdiff_t>(at), std::move(seqs));
