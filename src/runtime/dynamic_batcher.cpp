@@ -42,7 +42,7 @@ DynamicBatcher::~DynamicBatcher() {
 }
 
 Status DynamicBatcher::submit(Item item) {
-  Queued q{std::move(item), Clock::now(), 0};
+  Queued q{std::move(item), Clock::now(), 0, {}};
   q.rows = leading_rows(q.item.inputs);
   {
     std::lock_guard lock(mu_);
