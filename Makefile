@@ -50,7 +50,7 @@ asan:
 
 # ThreadSanitizer on the threaded parts: the runtime's manager and batcher, the text engine, the HTTP and
 # gRPC servers, and the server attack replays (tests/scripts/serve_attack.sh) against a TSan gantry.
-TSAN_TESTS := LockOrder|ModelManager|ModelQueue|BatchRule|RequestFaults|Watchdog|LoopMonitor|BatchEngine|DynamicBatcher|HttpServer|GrpcServer|script\.serve_attack
+TSAN_TESTS := LockOrder|ModelManager|ModelQueue|TenantQueue|BatchRule|RequestFaults|Watchdog|LoopMonitor|BatchEngine|DynamicBatcher|HttpServer|GrpcServer|script\.serve_attack|script\.serve_tenants
 tsan: setup
 	@if [ ! -f build-tsan/build.ninja ]; then cmake --preset tsan >/dev/null || exit 1; fi
 	@cmake --build --preset tsan -j $(JOBS) --target gantry runtime_test llama_test server_test

@@ -2,7 +2,8 @@
 //   Serves models over HTTP: KServe v2 (/v2), OpenAI (/v1), Prometheus (/metrics); and KServe v2 over
 //   gRPC (--grpc-port, default 8001; `same`: h2c on the HTTP port). Runs until SIGINT or SIGTERM, then
 //   drains: readiness turns 503 (still serving for --drain-delay, so balancers notice first), then
-//   accepted requests finish (up to --drain-timeout), exit 0. A second signal exits at once.
+//   accepted requests finish (up to --drain-timeout), exit 0. A second signal exits at once. SIGHUP
+//   reads --api-key-file again (keys, tenants and their limits: docs/tenants.md) without a restart.
 //   KServe's way (--model-name NAME, or STORAGE_URI in the environment): the models come from
 //   /mnt/models unless named, and gRPC's default port is 8081.
 #include <signal.h>
@@ -29,6 +30,9 @@ namespace {
 // The one piece of process-wide state a signal handler may touch.
 std::atomic<int> g_signals{0};
 std::atomic<int> g_last_signal{0};
+std::atomic<int> g_reloads{0};  // SIGHUPs: each asks for the API keys to be read again
+
+void on_reload_signal(int) { g_reloads.fetch_add(1); }
 
 void on_signal(int sig) {
   g_last_signal.store(sig);
@@ -194,6 +198,12 @@ int serve(ServeArgs& a) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // SIGHUP: read --api-key-file again (keys, tenants, limits), from the main loop below, without
+  // stopping: requests in flight go on.
+  struct sigaction hup {};
+  hup.sa_handler = on_reload_signal;
+  sigemptyset(&hup.sa_mask);
+  sigaction(SIGHUP, &hup, nullptr);
 
   runtime::RuntimeOptions ro;
   ro.memory_budget = a.memory_budget;
@@ -217,7 +227,17 @@ int serve(ServeArgs& a) {
     std::cout << "gantry serve: KServe v2 gRPC on port " << (*srv)->grpc_port()
               << (o.grpc_port == server::kGrpcSamePort ? " (h2c, the HTTP port)" : "") << std::endl;
 
-  while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  int reloads = 0;
+  while (g_signals.load() == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (const int n = g_reloads.load(); n != reloads) {
+      reloads = n;
+      if (o.api_key_files.empty())
+        std::cerr << "gantry serve: SIGHUP: no --api-key-file to reload" << std::endl;
+      else if ((*srv)->reload_keys().ok())
+        std::cerr << "gantry serve: SIGHUP: API keys reloaded" << std::endl;
+    }
+  }
   if (a.drain_delay_s > 0) {
     // Readiness first: whoever polls it (Kubernetes, a load balancer) stops sending while this server
     // still answers what reaches it meanwhile. A second signal ends the process from its handler.
@@ -266,7 +286,9 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--model-name", o.model_name,
                   "Serve the one model under this name (KServe's {{.Name}}); with it, or STORAGE_URI set, "
                   "models come from /mnt/models unless named and gRPC's default port is 8081");
-  cmd->add_option("--api-key-file", a->api_key_files, "File with API keys, one per line; repeatable");
+  cmd->add_option("--api-key-file", a->api_key_files,
+                  "File with API keys, one per line, or a JSON tenants file (docs/tenants.md); repeatable; "
+                  "SIGHUP reloads");
   cmd->add_option("--api-key", o.api_keys,
                   "An API key (llama-server's flag; a comma list, repeatable); a key file keeps it out of "
                   "the process list")

@@ -42,12 +42,15 @@ DynamicBatcher::~DynamicBatcher() {
 }
 
 Status DynamicBatcher::submit(Item item) {
-  Queued q{std::move(item), Clock::now(), 0};
+  Queued q{std::move(item), Clock::now(), 0, {}};
   q.rows = leading_rows(q.item.inputs);
   {
     std::lock_guard lock(mu_);
     if (stop_) return Unavailable("model '" + name_ + "': the server is shutting down");
-    queue_.push_back(std::move(q));
+    q.key = fair_.key_for(q.item.schedule);
+    const size_t at = fair_.place(q.key, queue_.size(),
+                                  [this](size_t i) -> backend::FairQueue::Key& { return queue_[i].key; });
+    queue_.insert(queue_.begin() + static_cast<std::ptrdiff_t>(at), std::move(q));
   }
   cv_.notify_one();
   return Status();
@@ -104,7 +107,10 @@ void DynamicBatcher::loop() {
         if (compatible(queue_.front(), q)) rows += q.rows;
         if (rows >= rule_.start_rows) break;
       }
-      const auto deadline = rule_.start_at(rows, queue_.front().at, free_since);
+      // The oldest arrival, wherever the fair order put it: no request waits past its delay.
+      auto oldest = queue_.front().at;
+      for (const auto& q : queue_) oldest = std::min(oldest, q.at);
+      const auto deadline = rule_.start_at(rows, oldest, free_since);
       if (Clock::now() >= deadline) {
         ready = true;
         break;
@@ -119,6 +125,7 @@ void DynamicBatcher::loop() {
       const bool first = batch.empty();
       if (first || (compatible(batch.front(), *it) && rows + it->rows <= max_rows_)) {
         rows += it->rows;
+        fair_.started(it->key);
         batch.push_back(std::move(*it));
         it = queue_.erase(it);
         if (rows >= max_rows_) break;

@@ -462,6 +462,7 @@ ModelInfo ModelManager::snapshot_locked(const Entry& e) const {
   i.keep_alive = e.keep_alive;
   i.handles = e.handles;
   i.requests = e.queue ? e.queue->outstanding() : 0;
+  i.capacity = e.queue ? e.queue->capacity() : 0;
   i.last_used = e.last_used;
   return i;
 }

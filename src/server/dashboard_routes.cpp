@@ -172,7 +172,7 @@ void dashboard_status(Server::State& s, std::shared_ptr<Reply> reply) {
         {"uptime_s", std::chrono::duration<double>(uptime).count()},
         {"ready", gauges.ready},
         {"load_on_demand", s.options.load_on_demand},
-        {"api_key_required", !s.keys.empty()}}},
+        {"api_key_required", !s.api_keys()->empty()}}},
       {"machine", hw::registry_to_json(s.runtime.hardware())},  // the `gantry detect --json` document
       {"models", std::move(models)},
       {"budgets", std::move(budgets)},

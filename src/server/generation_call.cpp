@@ -109,13 +109,17 @@ void start_generation_call(Server::State& s, std::shared_ptr<Reply> reply, runti
   });
   // The stream's header goes out only once the backend accepted the request, so what it refuses at
   // once (a prompt longer than the context, a schema too large) is a plain 400 on streams too.
-  auto gen = model.generate(std::move(g));
+  auto gen = model.generate(std::move(g), reply->admission());
   if (!gen.ok()) {
     call->hooks.failed(*reply, gen.status(), true);
     return;
   }
   if (call->stream) call->begin_stream();
-  call->deadline = std::make_unique<boost::asio::steady_timer>(s.workers, s.options.max_generation_time);
+  // --max-generation-time, or the request's own deadline when sooner (the runtime also stops it at its
+  // next token past the deadline; this timer ends one that waits or evaluates its prompt that long).
+  auto until = Clock::now() + s.options.max_generation_time;
+  if (const auto& d = reply->admission().deadline; d && *d < until) until = *d;
+  call->deadline = std::make_unique<boost::asio::steady_timer>(s.workers, until);
   call->deadline->async_wait([weak](const boost::system::error_code& ec) {
     if (ec) return;  // cancelled: the generation ended first
     if (auto c = weak.lock()) c->cancel();

@@ -43,6 +43,9 @@ class Call {
   // The model the request names, the metrics label ("-" for none); set before the call is shared.
   void set_model(std::string_view model) { model_ = model.empty() ? "-" : std::string(model); }
   Clock::time_point received() const { return received_; }
+  // Whose the call is (its key's tenant) and its deadline: set from the metadata before it is read.
+  void set_admission(runtime::Admission a) { admission_ = std::move(a); }
+  const runtime::Admission& admission() const { return admission_; }
   void finish(const grpc::Status& status) {
     if (done_.exchange(true)) return;
     s_.metrics.request(model_, protocol_name(Protocol::kGrpc),
@@ -64,6 +67,7 @@ class Call {
   Answer answer_;
   std::string model_ = "-";
   Clock::time_point received_ = Clock::now();
+  runtime::Admission admission_;
   std::atomic<bool> done_{false};
 };
 
@@ -133,7 +137,7 @@ class Service final : public grpc::Service {
     if (!needs_key) return std::nullopt;
     const auto& metadata = ctx->client_metadata();
     const bool allowed =
-        s_.keys.allows([&metadata](std::string_view name) -> std::optional<std::string_view> {
+        s_.api_keys()->allows([&metadata](std::string_view name) -> std::optional<std::string_view> {
           auto it = metadata.find(grpc::string_ref(name.data(), name.size()));
           if (it == metadata.end()) return std::nullopt;
           return std::string_view(it->second.data(), it->second.size());
@@ -293,13 +297,14 @@ class Service final : public grpc::Service {
     if (Status a = backend::check_admission(handle->model().metadata(), parsed->inputs); !a.ok())
       return call->finish(a);
     auto infer = std::make_shared<kserve::InferRequest>(std::move(*parsed));
+    const runtime::Admission who = call->admission();
     run_inference(
         s_, name, std::move(*handle), infer->inputs, call, call->received(),
         [call, infer, name, &response](Result<std::vector<NamedTensor>> out) {
           if (!out.ok()) return call->finish(out.status());
           call->finish(grpc_codec::encode_infer_response(name, *infer, *out, response));
         },
-        call->cancel_check());
+        who, call->cancel_check());
   }
 
   void load(std::shared_ptr<Call> call, const std::string& name, bool load) {
@@ -350,6 +355,14 @@ OneRequest<Req, Resp>::OneRequest(Service& service, CallbackServerContext* ctx, 
     std::exchange(call_, nullptr)->finish(*refusal);
     return;
   }
+  const auto& metadata = ctx_->client_metadata();
+  call_->set_admission(service.state().admission(
+      [&metadata](std::string_view key) -> std::optional<std::string_view> {
+        auto it = metadata.find(grpc::string_ref(key.data(), key.size()));
+        if (it == metadata.end()) return std::nullopt;
+        return std::string_view(it->second.data(), it->second.size());
+      },
+      call_->received()));
   // Even the health probes' empty requests are read before the answer: finishing a call whose client
   // is still sending resets its stream, which some clients (curl) report as a failed probe.
   this->StartRead(&request_);

@@ -101,12 +101,13 @@ void kserve_infer(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest re
       [reply, infer, name](Result<std::vector<NamedTensor>> out) {
         send_outputs(*reply, name, *infer, out);  // a full queue: 429
       },
-      work_cancel(s, *reply));
+      reply->admission(), work_cancel(s, *reply));
 }
 
 void run_inference(Server::State& s, const std::string& name, runtime::ModelHandle handle,
                    std::vector<NamedTensor> inputs, std::shared_ptr<const void> keep_alive,
-                   Clock::time_point received, InferenceDone done, const backend::CancelCheck& cancelled) {
+                   Clock::time_point received, InferenceDone done, const runtime::Admission& who,
+                   const backend::CancelCheck& cancelled) {
   runtime::ModelQueue& queue = handle.queue();
   const bool batched = queue.batched();
   if (batched) s.batched.add();
@@ -129,7 +130,7 @@ void run_inference(Server::State& s, const std::string& name, runtime::ModelHand
                   [done = std::move(done), result, held]() mutable { done(std::move(*result)); });
         s.batched.done();  // the last use of `s` on this thread
       },
-      cancelled);
+      who, cancelled);
 }
 
 void kserve_model_metadata(Server::State& s, std::shared_ptr<Reply> reply, std::string name) {

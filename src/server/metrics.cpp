@@ -196,6 +196,72 @@ std::string Metrics::render(runtime::Runtime& runtime, const ServerGauges& gauge
     for (const auto& f : m.stats.figures) export_figure(f, label(m.name));
   }
   loaded.Set(ready);
+  // For routers (the Gateway API inference extension's endpoint picker, llm-d, KServe): vLLM's names.
+  auto& waiting = BuildGauge()
+                      .Name("vllm:num_requests_waiting")
+                      .Help("Requests admitted and waiting for a place to run, per model")
+                      .Register(now);
+  auto& running =
+      BuildGauge().Name("vllm:num_requests_running").Help("Requests running now, per model").Register(now);
+  auto& kv_usage = BuildGauge()
+                       .Name("vllm:kv_cache_usage_perc")
+                       .Help("KV cache cells held by running requests / cells, per model (1 = full)")
+                       .Register(now);
+  auto& gpu_cache_usage = BuildGauge()
+                              .Name("vllm:gpu_cache_usage_perc")
+                              .Help("The same as vllm:kv_cache_usage_perc (its older name)")
+                              .Register(now);
+  for (const auto& m : runtime.models()) {
+    if (m.state != runtime::ModelState::kReady) continue;
+    const std::string name = label(m.name);
+    const size_t run = std::min(m.requests, m.capacity);
+    running.Add({{"model_name", name}}).Set(static_cast<double>(run));
+    waiting.Add({{"model_name", name}}).Set(static_cast<double>(m.requests - run));
+    for (const auto& f : m.stats.figures) {
+      if (f.name != "kv_cache_usage_ratio") continue;
+      kv_usage.Add({{"model_name", name}}).Set(f.value);
+      gpu_cache_usage.Add({{"model_name", name}}).Set(f.value);
+    }
+  }
+  if (!gauges.tenants.empty()) {
+    auto& admitted = BuildCounter()
+                         .Name("gantry_tenant_requests_admitted_total")
+                         .Help("Requests admitted, per tenant of the keys file")
+                         .Register(now);
+    auto& refused = BuildCounter()
+                        .Name("gantry_tenant_requests_refused_total")
+                        .Help(
+                            "Requests refused at admission, per tenant and reason (rate: requests or tokens "
+                            "per minute; concurrency; model; queue: its share or a full queue; deadline)")
+                        .Register(now);
+    auto& cancelled =
+        BuildCounter()
+            .Name("gantry_tenant_deadline_cancelled_total")
+            .Help("Requests admitted, then cancelled when they ran past their deadline, per tenant")
+            .Register(now);
+    auto& tokens = BuildCounter()
+                       .Name("gantry_tenant_tokens_total")
+                       .Help("Prompt + generated tokens of ended generations, per tenant")
+                       .Register(now);
+    auto& in_flight = BuildGauge()
+                          .Name("gantry_tenant_requests_in_flight")
+                          .Help("Requests admitted and not yet ended, per tenant")
+                          .Register(now);
+    for (const auto& t : gauges.tenants) {
+      const std::string n = to_valid_utf8(t.name);
+      const runtime::TenantCounters& c = t.counters;
+      admitted.Add({{"tenant", n}}).Increment(static_cast<double>(c.admitted));
+      refused.Add({{"tenant", n}, {"reason", "rate"}}).Increment(static_cast<double>(c.refused_rate));
+      refused.Add({{"tenant", n}, {"reason", "concurrency"}})
+          .Increment(static_cast<double>(c.refused_concurrency));
+      refused.Add({{"tenant", n}, {"reason", "model"}}).Increment(static_cast<double>(c.refused_model));
+      refused.Add({{"tenant", n}, {"reason", "queue"}}).Increment(static_cast<double>(c.refused_queue));
+      refused.Add({{"tenant", n}, {"reason", "deadline"}}).Increment(static_cast<double>(c.refused_deadline));
+      cancelled.Add({{"tenant", n}}).Increment(static_cast<double>(c.cancelled_deadline));
+      tokens.Add({{"tenant", n}}).Increment(static_cast<double>(c.tokens));
+      in_flight.Add({{"tenant", n}}).Set(static_cast<double>(c.in_flight));
+    }
+  }
   auto& cap = BuildGauge().Name("gantry_memory_budget_bytes").Help("Memory budget per device").Register(now);
   auto& used =
       BuildGauge().Name("gantry_memory_used_bytes").Help("Memory budget in use per device").Register(now);

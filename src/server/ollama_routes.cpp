@@ -17,8 +17,8 @@
 #include "gantry/model/manifest.h"
 #include "gantry/model/package.h"
 #include "gantry/model/sha256.h"
-#include "gantry/runtime/model_queue.h"
 #include "gantry/protocol/ollama_codec.h"
+#include "gantry/runtime/model_queue.h"
 #include "generation_call.h"
 #include "gguf_header_cache.h"
 #include "ollama_pull.h"
@@ -460,7 +460,7 @@ void embed(Server::State& s, Reply& reply, const HttpRequest& request, bool lega
   int tokens = 0;
   if (!req.input.empty()) {
     // Ollama's /api/embed answers unit vectors; the older /api/embeddings the raw pooled ones.
-    auto v = handle->queue().embed(req.input, !legacy, work_cancel(s, reply));
+    auto v = handle->queue().embed(req.input, !legacy, work_cancel(s, reply), reply.admission());
     if (!v.ok()) return send_error(reply, status_for(v.status()), v.status().message());
     vectors = std::move(*v);
     for (const auto& text : req.input) {

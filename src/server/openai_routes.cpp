@@ -158,7 +158,7 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
     return events;
   };
   Server::State* state = &s;
-  const size_t owner = s.keys.owner(request);
+  const size_t owner = s.api_keys()->owner(request);
   // store: true keeps the completion as a whole body (a streamed one too, once its parsers are done).
   auto keep = [req, id, created, stream, state, owner](const backend::GenerationResult& r,
                                                        const std::string* body) {
@@ -262,7 +262,7 @@ void openai_embeddings(Server::State& s, std::shared_ptr<Reply> reply, HttpReque
                  "model", "model_not_embedding");
     return;
   }
-  auto vectors = handle->queue().embed(req.input, true, work_cancel(s, *reply));
+  auto vectors = handle->queue().embed(req.input, true, work_cancel(s, *reply), reply->admission());
   if (!vectors.ok()) {
     if (vectors.status().code() == StatusCode::kCancelled)
       GANTRY_LOG_INFO("embeddings on '{}' cancelled after its client left or the server stopped ({} inputs)",

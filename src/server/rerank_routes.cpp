@@ -29,7 +29,7 @@ void rerank_documents(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
         "model", "model_not_reranker");
     return;
   }
-  auto ranked = handle->queue().rerank(req.query, req.documents, work_cancel(s, *reply));
+  auto ranked = handle->queue().rerank(req.query, req.documents, work_cancel(s, *reply), reply->admission());
   if (!ranked.ok()) {
     if (ranked.status().code() == StatusCode::kCancelled)
       GANTRY_LOG_INFO("rerank on '{}' cancelled after its client left or the server stopped ({} documents)",

@@ -1,5 +1,9 @@
 #include "gantry/server/server.h"
 
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -74,7 +78,7 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
   // The dashboard's page and assets hold no data (it asks for the key itself): no key, GET only.
   if (route && route->access == Route::Access::kPublicPage && (req.method == "GET" || req.method == "HEAD"))
     return std::nullopt;
-  if (!s.keys.allows(req)) {
+  if (!s.api_keys()->allows(req)) {
     auto resp =
         error_response(r.protocol, 401,
                        "missing or wrong API key: send 'Authorization: Bearer <key>' (or an api-key / "
@@ -94,6 +98,12 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
   }
   if (s.draining.load() && !route->while_draining) {
     return error_response(r.protocol, 503, "the server is shutting down");
+  }
+  if (auto d = req.header("x-request-deadline-ms"); d && route->inference && !parse_deadline_ms(*d)) {
+    return error_response(r.protocol, 400,
+                          "x-request-deadline-ms must be a whole number of milliseconds > 0 (the time the "
+                          "request may take from its arrival)",
+                          "x-request-deadline-ms");
   }
   if (route->inference) {
     bool full = s.inflight.load() >= global_limit;
@@ -232,7 +242,39 @@ void Reply::send(HttpResponse response) {
   done_ = true;
   record(response.status);
   response.headers.insert(response.headers.end(), extra_.begin(), extra_.end());
+  add_tenant_headers(response.headers, response.status);
   exchange_->respond(std::move(response));
+}
+
+namespace {
+// A duration as OpenAI writes x-ratelimit-reset-*: "1s", "0.25s", "6m0s".
+std::string reset_text(double seconds) {
+  const auto ms = static_cast<int64_t>(std::ceil(std::max(0.0, seconds) * 1000));
+  const int64_t m = ms / 60000;
+  const double rest = static_cast<double>(ms % 60000) / 1000.0;
+  std::string sec = fmt::format("{:.3f}", rest);
+  while (sec.back() == '0') sec.pop_back();
+  if (sec.back() == '.') sec.pop_back();
+  return m > 0 ? fmt::format("{}m{}s", m, sec) : sec + "s";
+}
+}  // namespace
+
+void Reply::add_tenant_headers(HttpHeaders& headers, int status) const {
+  if ((status == 429 || status == 503) && admission_.retry_after && *admission_.retry_after > 0) {
+    // The refusal said when it would pass: that, not the one-second default.
+    for (auto& [name, value] : headers) {
+      if (name == "Retry-After") value = std::to_string(*admission_.retry_after);
+    }
+  }
+  if (!admission_.tenant) return;
+  const runtime::RateState rs = admission_.tenant->rate_state();
+  auto line = [&headers](const char* what, const runtime::RateState::Line& l) {
+    headers.emplace_back(fmt::format("x-ratelimit-limit-{}", what), std::to_string(l.limit));
+    headers.emplace_back(fmt::format("x-ratelimit-remaining-{}", what), std::to_string(l.remaining));
+    headers.emplace_back(fmt::format("x-ratelimit-reset-{}", what), reset_text(l.reset_s));
+  };
+  if (rs.requests) line("requests", *rs.requests);
+  if (rs.tokens) line("tokens", *rs.tokens);
 }
 
 void Reply::json(int status, std::string body) {
@@ -252,7 +294,9 @@ void Reply::error(const Status& st) {
 }
 
 void Reply::begin_stream(std::string content_type) {
-  exchange_->start_stream(200, std::move(content_type), extra_);
+  HttpHeaders headers = extra_;
+  add_tenant_headers(headers, 200);
+  exchange_->start_stream(200, std::move(content_type), headers);
 }
 
 bool Reply::event(std::string data) { return exchange_->write(std::move(data)); }
@@ -339,6 +383,41 @@ Result<runtime::ModelHandle> Server::State::loaded(std::string_view name) {
   return runtime.get(entry->runtime_name);
 }
 
+void Server::State::install_keys(std::shared_ptr<const ApiKeys> next) {
+  std::vector<std::string> names;
+  for (const auto& t : next->tenants()) {
+    tenants.update(t.name, t.limits);
+    names.push_back(t.name);
+  }
+  tenants.retain(names);
+  std::lock_guard lock(keys_mu);
+  keys = std::move(next);
+}
+
+std::optional<int64_t> parse_deadline_ms(std::string_view value) {
+  int64_t ms = 0;
+  const auto* end = value.data() + value.size();
+  auto [p, ec] = std::from_chars(value.data(), end, ms);
+  if (ec != std::errc() || p != end || ms <= 0) return std::nullopt;
+  return ms;
+}
+
+runtime::Admission Server::State::admission(const ApiKeys::HeaderLookup& header, Clock::time_point received) {
+  runtime::Admission a;
+  const auto current = api_keys();
+  if (!current->empty()) {
+    const std::string name = current->tenant(header);
+    if (!name.empty()) a.tenant = tenants.find(name);
+  }
+  if (auto d = header("x-request-deadline-ms")) {
+    if (auto ms = parse_deadline_ms(*d)) a.deadline = received + std::chrono::milliseconds(*ms);
+  }
+  if (!a.deadline && a.tenant) {
+    if (auto d = a.tenant->limits().deadline) a.deadline = received + *d;
+  }
+  return a;
+}
+
 bool Server::State::model_full(std::string_view name) {
   auto h = loaded(name);
   return h.ok() && h->queue().full();
@@ -416,6 +495,7 @@ ServerGauges Server::State::gauges(size_t own_requests) {
   g.inflight_requests = n > own_requests ? n - own_requests : 0;
   g.ready = ready();
   g.header_reads = headers.reads();
+  for (const auto& t : tenants.list()) g.tenants.push_back({t->name(), t->counters()});
   return g;
 }
 
@@ -440,6 +520,19 @@ std::string Server::url() const {
   std::string host = state_->options.host.substr(0, state_->options.host.find(','));  // the first
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
   return "http://" + host + ":" + std::to_string(port());
+}
+
+Status Server::reload_keys() {
+  auto next =
+      ApiKeys::from_files(state_->options.api_key_files, state_->options.api_keys, state_->api_keys().get());
+  if (!next.ok()) {
+    GANTRY_LOG_ERROR("reloading the API keys: {}; the keys in use stay", next.status().message());
+    return next.status();
+  }
+  const size_t n_keys = next->size(), n_tenants = next->tenants().size();
+  state_->install_keys(std::make_shared<const ApiKeys>(std::move(*next)));
+  GANTRY_LOG_INFO("reloaded the API keys: {} keys of {} tenants", n_keys, n_tenants);
+  return Status::Ok();
 }
 
 void Server::set_unready() {
@@ -492,7 +585,10 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
       options.workers > 0 ? static_cast<size_t>(options.workers) : std::max<size_t>(4, 2 * cores);
   auto state = std::make_unique<State>(runtime, std::move(options), workers);
   const ServeOptions& o = state->options;
-  GANTRY_ASSIGN_OR_RETURN(state->keys, ApiKeys::from_files(o.api_key_files, o.api_keys));
+  {
+    GANTRY_ASSIGN_OR_RETURN(ApiKeys keys, ApiKeys::from_files(o.api_key_files, o.api_keys));
+    state->install_keys(std::make_shared<const ApiKeys>(std::move(keys)));
+  }
   for (const auto& m : o.models) GANTRY_RETURN_IF_ERROR(state->repository.add(m));
   // The models named on the command line must load; those of --model-repository may fail one by one.
   std::set<std::string, std::less<>> named;
@@ -578,6 +674,8 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
     auto reply = std::make_shared<Reply>(*s, std::move(ex), r.protocol, req.received);
     if (!r.params.model.empty()) reply->set_model(r.params.model);
     reply->add_headers(cors_headers(s->options, req));
+    reply->set_admission(
+        s->admission([&req](std::string_view name) { return req.header(name); }, req.received));
     if (!r.route) {
       if (r.protocol == Protocol::kOllama) {
         reply->error(404,

@@ -66,6 +66,11 @@ class Reply {
   Reply& operator=(const Reply&) = delete;
 
   void set_model(std::string model) { model_ = std::move(model); }
+  // Whose the request is and its deadline (set from its key and headers before it is routed): every
+  // call into a ModelQueue passes it; a refusal's Retry-After and the tenant's x-ratelimit-* headers
+  // come back from it into the answer.
+  void set_admission(runtime::Admission a) { admission_ = std::move(a); }
+  const runtime::Admission& admission() const { return admission_; }
   // Headers every answer carries (CORS).
   void add_headers(HttpHeaders h) { extra_.insert(extra_.end(), h.begin(), h.end()); }
   const std::string& model() const { return model_; }
@@ -85,7 +90,9 @@ class Reply {
 
  private:
   void record(int status);
+  void add_tenant_headers(HttpHeaders& headers, int status) const;
   Server::State& state_;
+  runtime::Admission admission_;
   std::shared_ptr<Exchange> exchange_;
   Protocol protocol_;
   std::chrono::steady_clock::time_point received_;
@@ -144,7 +151,20 @@ struct Server::State {
 
   runtime::Runtime& runtime;
   ServeOptions options;
-  ApiKeys keys;
+  // The keys now: a reload (SIGHUP, Server::reload_keys) swaps them whole; a request reads them once.
+  std::shared_ptr<const ApiKeys> api_keys() const {
+    std::lock_guard lock(keys_mu);
+    return keys;
+  }
+  mutable std::mutex keys_mu;  // guards keys
+  std::shared_ptr<const ApiKeys> keys = std::make_shared<ApiKeys>();
+  runtime::TenantRegistry tenants;  // by the keys' tenant names
+  // Makes `keys` the keys and their tenants the registry's (limits updated, usage kept).
+  void install_keys(std::shared_ptr<const ApiKeys> next);
+  // The Admission of a request: the tenant its key names (none without keys), its deadline from
+  // x-request-deadline-ms (milliseconds from `received`) or the tenant's default.
+  runtime::Admission admission(const ApiKeys::HeaderLookup& header,
+                               std::chrono::steady_clock::time_point received);
   ModelRepository repository;
   Metrics metrics;
   ResponseStore responses{options.responses_store};  // the Responses API's kept responses
@@ -227,7 +247,10 @@ using InferenceDone = std::function<void(Result<std::vector<NamedTensor>>)>;
 void run_inference(Server::State& s, const std::string& name, runtime::ModelHandle handle,
                    std::vector<NamedTensor> inputs, std::shared_ptr<const void> keep_alive,
                    std::chrono::steady_clock::time_point received, InferenceDone done,
-                   const backend::CancelCheck& cancelled = {});
+                   const runtime::Admission& who = {}, const backend::CancelCheck& cancelled = {});
+
+// x-request-deadline-ms: a whole number of milliseconds > 0 (nullopt for anything else).
+std::optional<int64_t> parse_deadline_ms(std::string_view value);
 
 // The model repository extension, shared by HTTP and gRPC.
 struct RepositoryModel {

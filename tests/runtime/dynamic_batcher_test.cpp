@@ -157,5 +157,31 @@ TEST(DynamicBatcher, WhatIsQueuedWhenItStopsIsAnsweredNeverLost) {
   EXPECT_EQ(handles_back.load(), 2) << "each answer gets its handle back, to drop where it likes";
 }
 
+TEST(DynamicBatcher, ItsLineIsInFairOrderInteractiveFirst) {
+  REQUIRE_MODEL(kMlp);
+  auto rt = make_runtime();
+  auto h = rt->load(kMlp.string(), one_thread()).value();
+  BatchingConfig cfg;
+  cfg.max_batch_size = 64;
+  cfg.max_queue_delay = std::chrono::hours(1);  // nothing leaves the queue during the test
+  auto batcher = std::make_unique<DynamicBatcher>("mlp", h.model(), cfg);
+  std::vector<std::string> order;  // answered in queue order when the batcher stops
+  auto item = [&](std::string name, int priority) {
+    DynamicBatcher::Item it;
+    it.inputs = {{h.model().metadata().inputs[0].name, random_f32(Shape({1, 64}), 1)}};
+    it.handle = rt->get("mlp_64_128_10").value();
+    it.schedule = backend::Schedule{priority, name, 1};
+    it.done = [&order, name](Result<std::vector<NamedTensor>>, const BatchTiming&, ModelHandle) {
+      order.push_back(name);
+    };
+    return it;
+  };
+  ASSERT_TRUE(batcher->submit(item("nightly", 1)).ok());
+  ASSERT_TRUE(batcher->submit(item("chat", 0)).ok());
+  batcher.reset();
+  EXPECT_EQ(order, (std::vector<std::string>{"chat", "nightly"}))
+      << "an interactive request goes before a batch one";
+}
+
 }  // namespace
 }  // namespace gantry::runtime

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "gantry/backend/fair_queue.h"
 #include "gantry/core/status.h"
 
 namespace gantry::backend {
@@ -156,6 +157,10 @@ struct GenerationRequest {
   // the context or a cancel ends it first. For benchmarks that must generate an exact number of
   // tokens. Not with an output constraint (InvalidArgument): a constrained output must be able to end.
   bool ignore_eos = false;
+  // Its place in the model's waiting line (fair_queue.h): class, flow (tenant) and weight. The runtime's
+  // ModelQueue sets it from the request's tenant; the default is one interactive flow, first come
+  // first served.
+  Schedule schedule;
 };
 
 struct GenerationResult {

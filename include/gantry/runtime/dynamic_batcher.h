@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "gantry/backend/fair_queue.h"
 #include "gantry/backend/model.h"
 #include "gantry/core/status.h"
 #include "gantry/runtime/model_manager.h"
@@ -63,6 +64,9 @@ class DynamicBatcher {
     Done done;
     ModelHandle handle;                      // keeps the model loaded while the request waits
     std::shared_ptr<const void> keep_alive;  // whatever the inputs borrow from (a request body), its ticket
+    // Its place in the line (backend::FairQueue: class, then weighted fair shares by tenant); the
+    // default: one flow, first come first served.
+    backend::Schedule schedule;
   };
 
   DynamicBatcher(std::string model_name, backend::Model& model, BatchingConfig config);
@@ -81,6 +85,7 @@ class DynamicBatcher {
     Item item;
     std::chrono::steady_clock::time_point at;
     int64_t rows = 0;
+    backend::FairQueue::Key key;
   };
   void loop();
   void finish(Queued& q, Result<std::vector<NamedTensor>> out, const BatchTiming& timing);
@@ -95,7 +100,8 @@ class DynamicBatcher {
   BatchRule rule_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Queued> queue_;
+  std::deque<Queued> queue_;  // in fair_'s order
+  backend::FairQueue fair_;   // guarded by mu_
   bool stop_ = false;
   std::vector<std::thread> threads_;  // one per instance of the model
 };

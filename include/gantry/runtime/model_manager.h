@@ -66,6 +66,7 @@ struct ModelInfo {
   std::chrono::milliseconds keep_alive = kDefaultKeepAlive;
   int handles = 0;      // live ModelHandles
   size_t requests = 0;  // requests admitted by its ModelQueue now (running and waiting)
+  size_t capacity = 0;  // of those, how many run at once (ModelQueue::capacity); the rest wait
   Clock::time_point last_used{};
   backend::ModelStats stats;
 };

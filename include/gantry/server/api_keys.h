@@ -1,8 +1,13 @@
-// API keys for `gantry serve`: read from files (one key per non-empty line, '#' starts a comment),
-// accepted as `Authorization: Bearer <key>`, `api-key: <key>` or `x-api-key: <key>`, compared in
-// constant time against every configured key (so timing tells nothing about how much matched).
-// A request's owner (owner()) names the key it carries by its position, so what a key's requests make
-// (stored responses) can be kept apart without the key itself ever being stored or logged.
+// API keys for `gantry serve`: read from files, accepted as `Authorization: Bearer <key>`, `api-key: <key>`
+// or `x-api-key: <key>`, compared in constant time against every configured key (so timing tells nothing
+// about how much matched). A request's owner (owner()) names the key it carries by its position, so what a
+// key's requests make (stored responses) can be kept apart without the key itself ever being stored or
+// logged.
+//
+// A file is either bare keys (one per non-empty line, '#' starts a comment), all of them the one
+// unlimited tenant "default", or a JSON tenants file ({"tenants": [{"name", "keys", limits...}]}, its
+// first character '{'; docs/tenants.md): each key belongs to a named tenant with its limits
+// (runtime::TenantLimits). A request's tenant() is the name of its key's tenant, never the key.
 #pragma once
 
 #include <filesystem>
@@ -14,6 +19,7 @@
 #include <vector>
 
 #include "gantry/core/status.h"
+#include "gantry/runtime/tenant.h"
 #include "gantry/server/http_server.h"
 
 namespace gantry::server {
@@ -21,11 +27,27 @@ namespace gantry::server {
 class ApiKeys {
  public:
   ApiKeys() = default;
-  // Reads every file; fails naming the file when one is unreadable or holds no key. `inline_keys`
-  // (--api-key, none empty) come first.
+  // Reads every file; fails naming the file when one is unreadable, holds no key, or (a tenants file)
+  // is not valid: a field it does not know, a bad limit, a tenant or a key named twice. `inline_keys`
+  // (--api-key, none empty) are the default tenant's, as a bare keys file's are. `previous` (a reload): a
+  // key it held keeps its owner() number, so what it stored stays its own.
   static Result<ApiKeys> from_files(std::span<const std::filesystem::path> files,
-                                    std::vector<std::string> inline_keys = {});
+                                    std::vector<std::string> inline_keys = {},
+                                    const ApiKeys* previous = nullptr);
   static ApiKeys from_keys(std::vector<std::string> keys);
+  // A tenants file's text (`source` names it in errors).
+  static Result<ApiKeys> from_json(std::string_view text, std::string_view source = "tenants file");
+
+  // Every tenant the files name, with its limits, by name.
+  struct TenantEntry {
+    std::string name;
+    runtime::TenantLimits limits;
+  };
+  const std::vector<TenantEntry>& tenants() const { return tenants_; }
+  // The name of the tenant whose key the request carries; "" when no key is configured or it carries
+  // none of them (compared as allows() does).
+  std::string tenant(const HttpRequest& request) const;
+  std::string tenant(const std::function<std::optional<std::string_view>(std::string_view)>& header) const;
 
   bool empty() const { return keys_.empty(); }
   size_t size() const { return keys_.size(); }
@@ -46,7 +68,13 @@ class ApiKeys {
   // 1 + the position of the key `header` offers, 0 when none matches.
   size_t match(const HeaderLookup& header) const;
 
+  // Adds `key` for `tenant` (owner numbers: the position, unless `previous` had it).
+  void add_key(std::string key, size_t tenant);
+
   std::vector<std::string> keys_;
+  std::vector<size_t> owners_;      // per key: its owner() number
+  std::vector<size_t> key_tenant_;  // per key: its tenant's position in tenants_
+  std::vector<TenantEntry> tenants_;
 };
 
 // Equal length and bytes, in time that depends only on the lengths.

@@ -19,6 +19,8 @@ class Registry;
 struct MetricFamily;
 }  // namespace prometheus
 
+#include "gantry/runtime/tenant.h"
+
 namespace gantry::runtime {
 class Runtime;
 }
@@ -32,6 +34,12 @@ struct ServerGauges {
   size_t inflight_requests = 0;
   bool ready = true;
   uint64_t header_reads = 0;  // GGUF headers read for Ollama's model lists (GgufHeaderCache)
+  // Each tenant of the keys file, by name (never a key): gantry_tenant_* families.
+  struct Tenant {
+    std::string name;
+    runtime::TenantCounters counters;
+  };
+  std::vector<Tenant> tenants;
 };
 
 class Metrics {
@@ -58,7 +66,10 @@ class Metrics {
   void tokens(std::string_view model, uint64_t prompt, uint64_t generated, Seconds generation_time,
               uint64_t prompt_cached = 0);
 
-  // The exposition text: everything recorded plus the runtime's and server's state now.
+  // The exposition text: everything recorded plus the runtime's and server's state now. Each loaded
+  // model also has the gauges the Gateway API inference extension's endpoint picker reads from vLLM
+  // (docs/metrics.md): vllm:num_requests_waiting, vllm:num_requests_running, vllm:kv_cache_usage_perc
+  // and its older name vllm:gpu_cache_usage_perc, labelled model_name.
   std::string render(runtime::Runtime& runtime, const ServerGauges& gauges);
   // What has been recorded so far (request-path families only, no scrape-time state): the dashboard
   // sums it into totals.

@@ -105,6 +105,10 @@ class Server {
   // Readiness turns 503 (gRPC ServerReady false) while requests are still accepted and served: a load
   // balancer or Kubernetes that polls readiness stops sending before drain() starts refusing.
   void set_unready();
+  // Reads --api-key-file again (SIGHUP): the new keys and tenants' limits apply to requests that arrive
+  // from now on; requests in flight go on, a tenant's usage so far stays counted. A file that fails to
+  // read or parse changes nothing (the error is logged and returned).
+  Status reload_keys();
   void stop();  // closes every connection
 
   struct State;

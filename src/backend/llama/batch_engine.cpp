@@ -93,6 +93,7 @@ struct BatchEngine::Group {
   size_t n_cached = 0;        // prompt tokens the leader's slot already held (not evaluated)
   Status error;               // the first choice's failure
   std::promise<Result<GenerationResult>> promise;
+  backend::FairQueue::Key key;  // its place in pending_ (fair_)
 };
 
 struct BatchEngine::Seq {
@@ -352,7 +353,14 @@ Result<SequenceHandle> BatchEngine::submit(GenerationRequest request) {
     std::lock_guard lock(mu_);
     for (auto& s : seqs) s->id = next_id_;
     h.id_ = next_id_++;
-    pending_.push_back(std::move(seqs));
+    // Priority classes first, weighted fair shares among tenants, none passed more than
+    // FairQueue::kMaxOvertakes times (all one flow: first come first served, as before).
+    Group& group = *seqs.front()->group;
+    group.key = fair_.key_for(group.req.schedule);
+    const size_t at = fair_.place(group.key, pending_.size(), [this](size_t i) -> backend::FairQueue::Key& {
+      return pending_[i].front()->group->key;
+    });
+    pending_.insert(pending_.begin() + static_cast<std::ptrdiff_t>(at), std::move(seqs));
     stats_.pending = pending_.size();
   }
   cv_.notify_all();
@@ -513,6 +521,7 @@ void BatchEngine::admit_locked(std::vector<std::vector<std::unique_ptr<Seq>>>& c
     }
     auto entry = std::move(pending_.front());
     pending_.pop_front();
+    fair_.started(g.key);
     g.live = static_cast<int>(entry.size());
     reserved_ += g.prompt_reserve;
     const auto now = Clock::now();

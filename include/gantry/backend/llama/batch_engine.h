@@ -208,6 +208,7 @@ class BatchEngine {
   mutable std::mutex mu_;                        // guards pending_, free_slots_, reserved_, stats_, running_
   std::condition_variable cv_;
   std::deque<std::vector<std::unique_ptr<Seq>>> pending_;  // a request's sequences, leader first
+  backend::FairQueue fair_;                                // pending_'s order (guarded by mu_)
   std::vector<std::unique_ptr<Seq>> active_;               // touched only by the decoding thread
   std::vector<int32_t> free_slots_;
   // Per slot: the tokens its KV cells hold (positions 0..size-1) and when it was last used. A slot

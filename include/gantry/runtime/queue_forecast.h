@@ -1,0 +1,51 @@
+// QueueForecast: how long a request on one model will take, from what that model's queue measured
+// while serving (ModelQueue feeds it each generation's result), for deadlines kept or refused at
+// admission.
+//
+// - Figures are moving averages (each new sample weighs kAlpha) of: milliseconds per prompt token
+//   evaluated and per generated token, the tokens a generation produced, and a request's whole time
+//   (from its first prompt token to its last generated one). Prompt speed and request time are taken
+//   only from requests that did not wait for a place (their prompt time is not queue time).
+// - predict_ms() is nullopt until a request has been measured: nothing known, nothing refused.
+// - Thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+
+namespace gantry::runtime {
+
+class QueueForecast {
+ public:
+  static constexpr double kAlpha = 0.2;
+
+  struct Figures {
+    double prompt_ms_per_token = 0;
+    double decode_ms_per_token = 0;
+    double generated_tokens = 0;  // per request
+    double request_ms = 0;        // one request's service time
+    uint64_t samples = 0;         // requests measured
+    uint64_t unwaited_samples = 0;
+  };
+
+  // One generation's result: prompt tokens evaluated (not from the cache), its prompt and generation
+  // times (GenerationResult::prompt_ms / generation_ms), tokens generated; `waited`: whether it
+  // waited for a place (then its prompt_ms holds queue time and only its decode speed is used).
+  void observe(int64_t prompt_evaluated, double prompt_ms, int64_t generated, double generation_ms,
+               bool waited);
+
+  Figures figures() const;
+
+  // Milliseconds from admission to the end of a request with `prompt_tokens` and at most `max_tokens`
+  // to generate, when `held` places of `capacity` are taken before it (those beyond capacity wait
+  // ahead of it, served capacity at a time).
+  std::optional<double> predict_ms(size_t held, size_t capacity, int64_t prompt_tokens, int max_tokens) const;
+
+ private:
+  mutable std::mutex mu_;
+  Figures f_;
+};
+
+}  // namespace gantry::runtime

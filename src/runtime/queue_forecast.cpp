@@ -1,0 +1,58 @@
+#include "gantry/runtime/queue_forecast.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gantry::runtime {
+namespace {
+void blend(double& avg, double sample, bool first) {
+  avg = first ? sample : avg + QueueForecast::kAlpha * (sample - avg);
+}
+}  // namespace
+
+void QueueForecast::observe(int64_t prompt_evaluated, double prompt_ms, int64_t generated,
+                            double generation_ms, bool waited) {
+  std::lock_guard lock(mu_);
+  const bool first = f_.samples == 0;
+  if (generated > 1) {
+    // generation_ms runs from the first generated token to the last: generated - 1 steps.
+    blend(f_.decode_ms_per_token, generation_ms / static_cast<double>(generated - 1),
+          first || f_.decode_ms_per_token == 0);
+  }
+  blend(f_.generated_tokens, static_cast<double>(std::max<int64_t>(generated, 0)), first);
+  ++f_.samples;
+  if (waited) return;
+  const bool first_unwaited = f_.unwaited_samples == 0;
+  if (prompt_evaluated > 0)
+    blend(f_.prompt_ms_per_token, prompt_ms / static_cast<double>(prompt_evaluated),
+          first_unwaited || f_.prompt_ms_per_token == 0);
+  blend(f_.request_ms, prompt_ms + generation_ms, first_unwaited);
+  ++f_.unwaited_samples;
+}
+
+QueueForecast::Figures QueueForecast::figures() const {
+  std::lock_guard lock(mu_);
+  return f_;
+}
+
+std::optional<double> QueueForecast::predict_ms(size_t held, size_t capacity, int64_t prompt_tokens,
+                                                int max_tokens) const {
+  std::lock_guard lock(mu_);
+  if (f_.samples == 0) return std::nullopt;
+  capacity = std::max<size_t>(1, capacity);
+  // Those waiting ahead, then this one, start as places free: capacity at a time.
+  double wait_ms = 0;
+  if (held >= capacity) {
+    const double rounds = std::ceil(static_cast<double>(held - capacity + 1) / static_cast<double>(capacity));
+    const double service =
+        f_.unwaited_samples > 0 ? f_.request_ms : f_.generated_tokens * f_.decode_ms_per_token;
+    wait_ms = rounds * service;
+  }
+  // The tokens it is expected to generate: its max_tokens, or fewer when requests here end sooner.
+  const double expected =
+      std::min(static_cast<double>(std::max(1, max_tokens)), std::max(1.0, f_.generated_tokens));
+  return wait_ms + static_cast<double>(std::max<int64_t>(prompt_tokens, 0)) * f_.prompt_ms_per_token +
+         expected * f_.decode_ms_per_token;
+}
+
+}  // namespace gantry::runtime
