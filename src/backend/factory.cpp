@@ -36,7 +36,10 @@ Result<ProviderPolicy> resolve_provider_policy(std::string_view flag) {
   if (!flag.empty()) return parse_provider_policy(flag);
   if (const char* env = std::getenv("GANTRY_PROVIDER_POLICY"); env && *env) {
     auto p = parse_provider_policy(env);
-    if (!p.ok()) return p.status().with_context("GANTRY_PROVIDER_POLICY");
+    if (!p.ok()) {
+      GANTRY_LOG_WARN("GANTRY_PROVIDER_POLICY: {}; using 'fastest'", p.status().message());
+      return ProviderPolicy::kFastest;
+    }
     return p;
   }
   return ProviderPolicy::kFastest;
@@ -131,6 +134,8 @@ ProviderChoice check_candidates(const ProviderRequest& req, const hw::Registry& 
     add("cpu", "default");
   } else if (choice.candidates.empty()) {
     add("cpu", "default");  // the manifest names no provider at all
+  } else if (req.cpu_last_resort) {
+    add("cpu", "last resort");  // kapsl's rule: a manifest naming only accelerators still loads on the CPU
   }
 
   const hw::Device* cpu = hw::find_device(machine, hw::kFamilyCpu, 0);
@@ -140,6 +145,13 @@ ProviderChoice check_candidates(const ProviderRequest& req, const hw::Registry& 
     Support avail = backend.provider_available(c.provider);
     if (!avail.ok) {
       c.reason = avail.reason;
+      // kapsl runs `metal` as CoreML (and caps CoreML at its level 1); Gantry does not alias one provider to
+      // another, so say what the name meant there.
+      if (c.provider == "metal")
+        c.reason =
+            "metal is Apple's GPU API, which kapsl runs as CoreML capped at its level 1; name 'coreml' "
+            "for that (Apple only): " +
+            c.reason;
       continue;
     }
     if (req.min_memory_mb > 0 && host_mb > 0 && host_mb < req.min_memory_mb) {

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "gantry/core/log.h"
 #include "gantry/hw/detect.h"
 
 namespace gantry::backend {
@@ -35,12 +36,20 @@ ProviderRequest provider_request(const model::Manifest& mf) {
 
 namespace {
 
+// kapsl logs every provider it tries; so does the loader: one line per candidate refused (by the factory or
+// by a failed load, with the reason), one for the one that loaded, a warning when that is the last-resort
+// CPU.
+void log_refused(const std::string& model, const CandidateVerdict& c) {
+  GANTRY_LOG_INFO("model '{}': provider {} ({}) refused: {}", model, c.provider, c.origin, c.reason);
+}
+
 ProviderRequest request_for(const model::Package& package, const LoadOptions& options,
                             ProviderPolicy& policy) {
   ProviderRequest req = provider_request(package.manifest());
   if (!options.provider.empty()) {
     req.preferred_provider = options.provider;
     req.fallback_providers.clear();
+    req.cpu_last_resort = false;  // the user named this provider: no other one
     policy = ProviderPolicy::kManifest;
   }
   if (options.intra_op_threads > 0) req.base.intra_op_threads = options.intra_op_threads;
@@ -100,6 +109,11 @@ Result<LoadedModel> load_model(Backend& backend, const model::Package& package, 
   for (int i = 0; i < static_cast<int>(choice.candidates.size()); ++i)
     if (i != choice.chosen && choice.candidates[i].viable) order.push_back(i);
   bool all_out_of_memory = !order.empty();
+  const std::string& name = package.manifest().name;
+  auto log_refusals = [&] {
+    for (const auto& c : choice.candidates)
+      if (!c.viable) log_refused(name, c);
+  };
   for (int i : order) {
     auto& c = choice.candidates[i];
     Placement p = choice.placement;
@@ -107,9 +121,21 @@ Result<LoadedModel> load_model(Backend& backend, const model::Package& package, 
     p.device_ids = c.device_ids;
     auto m = load ? load(p) : backend.load(package, p);
     if (m.ok()) {
+      log_refusals();
       choice.chosen = i;
       choice.placement = p;
       out.model = std::move(m).value();
+      if (c.origin == "last resort") {
+        std::string named;
+        for (const auto& other : choice.candidates)
+          if (&other != &c) named += (named.empty() ? "" : ", ") + other.provider;
+        GANTRY_LOG_WARN(
+            "model '{}': no provider its manifest names ({}) can run here; loaded on the CPU as a last "
+            "resort",
+            name, named);
+      } else {
+        GANTRY_LOG_INFO("model '{}': provider {} ({}) accepted: {}", name, c.provider, c.origin, c.reason);
+      }
       return out;
     }
     // A model that is broken fails the same way everywhere: do not hide it behind a fallback.
@@ -119,6 +145,7 @@ Result<LoadedModel> load_model(Backend& backend, const model::Package& package, 
     c.reason = "loading failed: " + m.status().message();
     if (code != StatusCode::kResourceExhausted) all_out_of_memory = false;
   }
+  log_refusals();
   choice.chosen = -1;
   std::string msg = "no provider can run model '" + package.manifest().name + "':\n" + choice.explain();
   return all_out_of_memory ? ResourceExhausted(msg) : Unavailable(msg);

@@ -75,6 +75,13 @@ Status check_admission(const ModelMetadata& md, std::span<const NamedTensor> inp
   return Status::Ok();
 }
 
+Result<std::vector<NamedTensor>> Model::infer_cancellable(std::span<const NamedTensor> inputs,
+                                                          const CancelCheck& cancelled) {
+  if (cancelled && cancelled())
+    return Cancelled("model '" + metadata().name + "': the request was cancelled before it ran");
+  return infer_one(inputs);
+}
+
 Result<std::vector<std::vector<NamedTensor>>> Model::infer_batch(
     std::span<const std::vector<NamedTensor>> requests) {
   std::vector<std::vector<NamedTensor>> out;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "gantry/model/memory_rule.h"
 #include "gantry/model/package.h"
 
 namespace gantry::backend {
@@ -74,8 +75,8 @@ Result<MemoryEstimate> Backend::estimate_memory(const model::Package& package, c
   if (ec) return IoError("cannot size " + package.model_path().string() + ": " + ec.message());
   MemoryEstimate e;
   e.bytes[hw::memory_device_id(provider_family(placement.provider), placement.primary_device())] =
-      file + file / 4;
-  e.basis = "estimate: model file size + 25% for activations";
+      model::rule_of_thumb_bytes(file);
+  e.basis = "estimate: " + std::string(model::kRuleOfThumbBasis);
   return e;
 }
 

@@ -261,7 +261,8 @@ void register_serve_command(CLI::App& app, int& exit_code) {
                   "Seconds to keep serving after SIGTERM with readiness already 503, so load balancers and "
                   "Kubernetes stop sending first (default 0; keep delay + timeout under the pod's "
                   "terminationGracePeriodSeconds)");
-  cmd->add_option("--max-generation-time", a->max_generation_s, "Seconds a generation may run (default 600)");
+  cmd->add_option("--max-generation-time", a->max_generation_s,
+                  "Seconds a generation, or a tensor inference run alone, may run (default 600)");
   cmd->add_option("--liveness-timeout", a->liveness_timeout_s,
                   "Seconds the control pool or the model manager may fail the watchdog's probe before "
                   "/v2/health/live answers 503 (default 30; 0: no watchdog)");

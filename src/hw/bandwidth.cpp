@@ -12,6 +12,7 @@ namespace gantry::hw {
 namespace {
 
 constexpr uint64_t kGBps = 1000ull * 1000 * 1000;  // datasheets count 1e9 bytes
+constexpr uint64_t kGiB = 1024ull * 1024 * 1024;   // memory sizes are binary (HBM stacks)
 constexpr uint32_t kNvidia = 0x10de, kAmd = 0x1002, kHabana = 0x1da3;
 
 bool contains_ci(std::string_view hay, std::string_view needle) {
@@ -152,21 +153,24 @@ const std::vector<KnownDevice>& known_devices() {
        {0x1020},
        {"Gaudi2"},
        2450 * kGBps,
-       "Intel Gaudi2 datasheet (2.45 TB/s)"},
+       "Intel Gaudi2 datasheet (2.45 TB/s, 96 GB HBM2E)",
+       96 * kGiB},
       {"inferentia2",
        "AWS Inferentia2",
        0,
        {},
        {"Inferentia2"},
        820 * kGBps,
-       "AWS Inferentia2 documentation (820 GB/s per chip)"},
+       "AWS Inferentia2 documentation (820 GB/s and 32 GB HBM per chip)",
+       32 * kGiB},
       {"tpu-v5e",
        "Google TPU v5e",
        0,
        {},
        {"TPU v5e"},
        819 * kGBps,
-       "Google Cloud TPU v5e documentation (819 GB/s)"},
+       "Google Cloud TPU v5e documentation (819 GB/s and 16 GB HBM per chip)",
+       16 * kGiB},
   };
   return kTable;
 }

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "gantry/core/json.h"
+#include "gantry/hw/advice.h"
 
 namespace gantry::hw {
 namespace {
@@ -384,11 +385,35 @@ Registry parse_registry(const json& j, bool newer) {
   return r;
 }
 
+// Derived from the registry (gantry/hw/advice.h), so never read back: each device's own memory and the
+// precisions advised for it.
+json advice_to_json(const Registry& r, const Device& d) {
+  const DeviceMemory m = device_memory(r, d);
+  const PrecisionAdvice a = precision_advice(d);
+  return {{"memory_bytes", opt(m.bytes)},
+          {"memory_source", m.source},
+          {"memory_reason", m.reason.empty() ? json(nullptr) : json(m.reason)},
+          {"precisions", a.precisions},
+          {"assumption", a.assumption}};
+}
+
+json totals_to_json(const Registry& r) {
+  const Totals t = registry_totals(r);
+  return {{"total_memory_bytes", t.total_memory_bytes},
+          {"total_accelerator_memory_bytes", t.total_accelerator_memory_bytes},
+          {"has_accelerator", t.has_accelerator},
+          {"memory_unknown", t.memory_unknown}};
+}
+
 }  // namespace
 
 nlohmann::json registry_to_json(const Registry& r) {
   json devices = json::array();
-  for (const Device& d : r.devices) devices.push_back(device_to_json(d));
+  for (const Device& d : r.devices) {
+    json dj = device_to_json(d);
+    dj["advice"] = advice_to_json(r, d);
+    devices.push_back(std::move(dj));
+  }
   return json{
       {"schema_version", r.schema_version},
       {"host",
@@ -424,6 +449,7 @@ nlohmann::json registry_to_json(const Registry& r) {
         {"virtualized", r.environment.virtualized},
         {"visible_devices", r.environment.visible_devices},
         {"sysroot", r.environment.sysroot}}},
+      {"totals", totals_to_json(r)},
       {"warnings", r.warnings},
       {"timings_ms", r.timings_ms},
   };

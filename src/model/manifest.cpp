@@ -31,6 +31,8 @@ constexpr auto kStrategies =
                                          {Strategy::kPipeline, "pipeline"},
                                          {Strategy::kTensorParallel, "tensor-parallel"},
                                          {Strategy::kAuto, "auto"},
+                                         // kapsl's spelling of the same strategy (written back as "pipeline")
+                                         {Strategy::kPipeline, "pipeline-parallel"},
                                      });
 
 constexpr auto kPrecisions = enum_names<Precision>("precision", {
@@ -279,7 +281,9 @@ class Reader {
     return h;
   }
 
-  Result<RuntimeOptions> runtime(const Json& j, OnnxOptions& onnx) const {
+  // `bucketed`: the dimension names io's tensors list in bucket_dims (a kapsl-style number expands to them).
+  Result<RuntimeOptions> runtime(const Json& j, OnnxOptions& onnx,
+                                 const std::vector<std::string>& bucketed) const {
     const std::string f = "runtime";
     GANTRY_RETURN_IF_ERROR(
         check_object(j, f,
@@ -296,17 +300,38 @@ class Reader {
     if (const Json* max_dims = json_field(j, "bucket_max_dims")) {
       const auto& o = *max_dims;
       const std::string of = join(f, "bucket_max_dims");
-      if (!o.is_object() || o.empty())
-        return fail(of, "must be a non-empty object mapping dimension names to sizes, got " + type_of(o));
-      for (const auto& [name, v] : o.items()) {
-        if (name.empty()) return fail(of, "names an empty dimension");
-        GANTRY_ASSIGN_OR_RETURN(int64_t size, integer(v, of + "." + name, 1, int64_t{1} << 40));
-        onnx.bucket_max_dims[name] = size;
+      if (o.is_number()) {
+        // kapsl's spelling: one cap for every bucketed dimension. Gantry caps dimensions by name; the names
+        // are the ones io's bucket_dims list, so the number means the same cap on each of them.
+        GANTRY_ASSIGN_OR_RETURN(int64_t size, integer(o, of, 1, int64_t{1} << 40));
+        if (bucketed.empty())
+          return fail(of,
+                      "a number (kapsl's spelling: one cap for every bucketed dimension) needs io inputs or "
+                      "outputs that name their bucket_dims; none does, so there is nothing to cap");
+        for (const auto& name : bucketed) onnx.bucket_max_dims[name] = size;
+      } else if (!o.is_object() || o.empty()) {
+        return fail(of,
+                    "must be a non-empty object mapping dimension names to sizes (or one size for every "
+                    "bucketed dimension), got " +
+                        type_of(o));
+      } else {
+        for (const auto& [name, v] : o.items()) {
+          if (name.empty()) return fail(of, "names an empty dimension");
+          GANTRY_ASSIGN_OR_RETURN(int64_t size, integer(v, of + "." + name, 1, int64_t{1} << 40));
+          onnx.bucket_max_dims[name] = size;
+        }
       }
     }
     if (const Json* buckets = json_field(j, "session_buckets")) {
       const auto& a = *buckets;
       const std::string af = join(f, "session_buckets");
+      if (a.is_number())
+        return fail(af,
+                    "a count (kapsl's spelling: how many shape-bucketed sessions to create) is not enough "
+                    "here: Gantry needs each bucket's shape, e.g. [{\"input\": [1, 512]}]; to pad dynamic "
+                    "dimensions to buckets instead, list them in io's bucket_dims with "
+                    "runtime.bucket_dim_granularity, and for more identical sessions set "
+                    "runtime.peak_concurrency");
       if (!a.is_array())
         return fail(af, "must be an array of {input name: shape} objects, got " + type_of(a));
       for (size_t i = 0; i < a.size(); ++i) {
@@ -473,7 +498,13 @@ class Reader {
       GANTRY_ASSIGN_OR_RETURN(m.dynamic_batching, dynamic_batching(*v));
     }
     if (const Json* v = json_field(j, "runtime")) {
-      GANTRY_ASSIGN_OR_RETURN(m.runtime, runtime(*v, m.onnx));
+      std::vector<std::string> bucketed;
+      if (m.io)
+        for (const auto* list : {&m.io->inputs, &m.io->outputs})
+          for (const auto& t : *list)
+            for (const auto& d : t.bucket_dims)
+              if (std::find(bucketed.begin(), bucketed.end(), d) == bucketed.end()) bucketed.push_back(d);
+      GANTRY_ASSIGN_OR_RETURN(m.runtime, runtime(*v, m.onnx, bucketed));
     }
     if (const Json* v = json_field(j, "llama")) {
       GANTRY_ASSIGN_OR_RETURN(m.llama, llama(*v));

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "gantry/core/checked_math.h"
+#include "gantry/model/memory_rule.h"
 #include "plan/compute_graph.h"
 
 namespace gantry::plan {
@@ -501,8 +502,8 @@ Plan estimate_generic(std::string_view model_name, uint64_t file_bytes, const st
   Plan plan;
   plan.estimate = true;
   plan.model = std::string(model_name);
-  // ONNX Runtime keeps initialisers once (weights ~ file size); activations and the arena add roughly half of
-  // that for typical vision/audio models, with a 16 MiB floor.
+  // ONNX Runtime keeps initialisers once (weights ~ file size); activations and the arena: the one rule of
+  // thumb (gantry/model/memory_rule.h).
   DevicePlan d;
   for (const auto& dev : devices) {
     if (!is_gpu(dev)) {
@@ -511,13 +512,13 @@ Plan estimate_generic(std::string_view model_name, uint64_t file_bytes, const st
     }
   }
   d.predicted.weights = file_bytes;
-  d.predicted.compute = std::max<uint64_t>(file_bytes / 2, 16ull << 20);
+  d.predicted.compute = model::rule_of_thumb_activation_bytes(file_bytes);
   d.fits = d.predicted.total() <= device_free_bytes(d.device);
   plan.totals = d.predicted;
   plan.fits = d.fits;
   plan.devices.push_back(std::move(d));
-  plan.notes.push_back(
-      "estimate: weights = file size, activations = half of it (at least 16 MiB); not exact");
+  plan.notes.push_back("estimate: " + std::string(model::kRuleOfThumbBasis) +
+                       " (weights = file size); not exact");
   if (!plan.fits) plan.suggestion = "free memory or use a smaller (quantised) model";
   return plan;
 }

@@ -7,6 +7,7 @@
 #include "gantry/core/json.h"
 #include "gantry/core/json_reader.h"
 #include "gantry/core/random_id.h"
+#include "gantry/protocol/tool_reader.h"
 
 namespace gantry::protocol::anthropic {
 
@@ -230,36 +231,9 @@ Err read_messages(const json& j, MessagesRequest& r) {
   return std::nullopt;
 }
 
-// "tools": [{name, description, input_schema}].
+// "tools": [{name, description, input_schema}] (client tools; type "custom" or absent).
 Err read_tools(const json& j, std::vector<backend::ToolDefinition>& out) {
-  const json* tools = json_field(j, "tools");
-  if (!tools) return std::nullopt;
-  if (!tools->is_array()) return bad_request("tools", "must be an array of tools, got " + type_of(*tools));
-  for (size_t i = 0; i < tools->size(); ++i) {
-    const json& t = (*tools)[i];
-    const std::string p = at("tools", i);
-    if (!t.is_object())
-      return bad_request(p, "must be an object {name, description, input_schema}, got " + type_of(t));
-    if (const json* type = json_field(t, "type");
-        type && !(type->is_string() && type->get<std::string>() == "custom")) {
-      return bad_request(p + ".type", "tool type " + clip(type->dump()) +
-                                          " is not supported: only client tools ({name, description, "
-                                          "input_schema}; type \"custom\" or absent) are called here");
-    }
-    backend::ToolDefinition d;
-    const json* name = json_field(t, "name");
-    if (!name || !name->is_string()) return bad_request(p + ".name", "is required: a string");
-    d.name = name->get<std::string>();
-    if (auto e = read_string(t, "description", p + ".", d.description)) return e;
-    const json* schema = json_field(t, "input_schema");
-    if (!schema || !schema->is_object()) {
-      return bad_request(p + ".input_schema", "is required: a JSON schema object for the tool's input, got " +
-                                                  (schema ? type_of(*schema) : std::string("none")));
-    }
-    d.parameters = dump_json(*schema);
-    out.push_back(std::move(d));
-  }
-  return std::nullopt;
+  return as_api_error(protocol::read_tools(j, kAnthropicTools, out));
 }
 
 // "tool_choice": {"type": "auto" | "any" | "none" | "tool", "name", "disable_parallel_tool_use"}.

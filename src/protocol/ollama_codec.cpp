@@ -10,6 +10,7 @@
 
 #include "gantry/core/json.h"
 #include "gantry/core/json_reader.h"
+#include "gantry/protocol/tool_reader.h"
 
 namespace gantry::protocol::ollama {
 
@@ -263,44 +264,8 @@ Err read_messages(const json& obj, std::vector<backend::ChatMessage>& out) {
   return std::nullopt;
 }
 
-// `tools`: [{type: "function", function: {name, description, parameters}}].
 Err read_tools(const json& obj, std::vector<backend::ToolDefinition>& out) {
-  const json* t = json_field(obj, "tools");
-  if (!t) return std::nullopt;
-  if (!t->is_array())
-    return bad("'tools' must be an array of {type: \"function\", function} objects, got " + type_of(*t));
-  for (size_t i = 0; i < t->size(); ++i) {
-    const json& tool = (*t)[i];
-    const std::string p = "tools[" + std::to_string(i) + "]";
-    if (!tool.is_object()) return bad("'" + p + "' must be an object, got " + type_of(tool));
-    std::string type = "function";
-    GANTRY_TRY_FIELD(read_string(tool, "type", type));
-    if (type != "function")
-      return bad("'" + p + ".type' must be \"function\", got \"" + type.substr(0, 40) + "\"");
-    const json* fn = json_field(tool, "function");
-    if (!fn || !fn->is_object()) {
-      return bad("'" + p + ".function' must be an object {name, description, parameters}, got " +
-                 (fn ? type_of(*fn) : std::string("nothing")));
-    }
-    backend::ToolDefinition d;
-    const json* name = json_field(*fn, "name");
-    if (!name || !name->is_string() || name->get_ref<const std::string&>().empty())
-      return bad("'" + p + ".function.name' must be a non-empty string");
-    d.name = name->get<std::string>();
-    const json* desc = json_field(*fn, "description");
-    if (desc) {
-      if (!desc->is_string())
-        return bad("'" + p + ".function.description' must be a string, got " + type_of(*desc));
-      d.description = desc->get<std::string>();
-    }
-    if (const json* params = json_field(*fn, "parameters")) {
-      if (!params->is_object())
-        return bad("'" + p + ".function.parameters' must be a JSON schema object, got " + type_of(*params));
-      d.parameters = dump_json(*params);
-    }
-    out.push_back(std::move(d));
-  }
-  return std::nullopt;
+  return as_api_error(protocol::read_tools(obj, kOllamaTools, out));
 }
 
 // `think`: a boolean, or a level ("high", "medium", "low") read as true.

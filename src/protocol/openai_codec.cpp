@@ -12,6 +12,7 @@
 
 #include "gantry/core/json.h"
 #include "gantry/core/json_reader.h"
+#include "gantry/protocol/tool_reader.h"
 
 namespace gantry::protocol::openai {
 
@@ -179,72 +180,12 @@ Err read_messages(const json& obj, std::vector<backend::ChatMessage>& out) {
   return std::nullopt;
 }
 
-// "tools": [{"type": "function", "function": {"name", "description", "parameters", "strict"}}].
 Err read_tools(const json& obj, std::vector<backend::ToolDefinition>& out) {
-  const json* tools = json_field(obj, "tools");
-  if (!tools) return std::nullopt;
-  if (!tools->is_array()) return bad("tools", "'tools' must be an array, got " + type_of(*tools));
-  for (size_t i = 0; i < tools->size(); ++i) {
-    const json& t = (*tools)[i];
-    const std::string p = "tools[" + std::to_string(i) + "]";
-    if (!t.is_object()) return bad(p, "'" + p + "' must be an object, got " + type_of(t));
-    const json* type = json_field(t, "type");
-    if (!type || !type->is_string() || type->get<std::string>() != "function") {
-      return bad(p + ".type",
-                 "'" + p + ".type' must be \"function\" (the only tool type a model here can call)");
-    }
-    const json* fn = json_field(t, "function");
-    if (!fn || !fn->is_object()) {
-      return bad(p + ".function",
-                 "'" + p + ".function' must be an object {\"name\", \"description\", \"parameters\"}");
-    }
-    backend::ToolDefinition d;
-    const json* name = json_field(*fn, "name");
-    if (!name || !name->is_string())
-      return bad(p + ".function.name", "'" + p + ".function.name' must be a string");
-    d.name = name->get<std::string>();
-    if (auto e = read_string(*fn, "description", d.description)) {
-      e->param = p + ".function.description";
-      return e;
-    }
-    if (const json* params = json_field(*fn, "parameters")) {
-      if (!params->is_object()) {
-        return bad(p + ".function.parameters",
-                   "'" + p + ".function.parameters' must be a JSON schema object, got " + type_of(*params));
-      }
-      d.parameters = dump_json(*params);
-    }
-    out.push_back(std::move(d));
-  }
-  return std::nullopt;
+  return as_api_error(protocol::read_tools(obj, kOpenAiChatTools, out));
 }
 
-// "tool_choice": "auto" | "none" | "required" | {"type": "function", "function": {"name"}}.
 Err read_tool_choice(const json& obj, backend::ChatRequest& r) {
-  const json* tc = json_field(obj, "tool_choice");
-  if (!tc) return std::nullopt;
-  if (tc->is_string()) {
-    const std::string v = tc->get<std::string>();
-    if (auto choice = backend::parse_tool_choice(v)) {
-      r.tool_choice = *choice;
-    } else {
-      return bad("tool_choice",
-                 "'tool_choice' must be \"auto\", \"none\", \"required\" or a function, got \"" +
-                     v.substr(0, 80) + "\"");
-    }
-    return std::nullopt;
-  }
-  const json* fn = tc->is_object() ? json_field(*tc, "function") : nullptr;
-  const json* name = fn && fn->is_object() ? json_field(*fn, "name") : nullptr;
-  if (!name || !name->is_string()) {
-    return bad(
-        "tool_choice",
-        "'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": "
-        "{\"name\": ...}}");
-  }
-  r.forced_tool = name->get<std::string>();
-  r.tool_choice = backend::ToolChoice::kRequired;
-  return std::nullopt;
+  return as_api_error(protocol::read_tool_choice(obj, kOpenAiChatTools, r));
 }
 
 // A token id of a prompt given as token ids.

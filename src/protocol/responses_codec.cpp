@@ -5,6 +5,7 @@
 #include "gantry/core/json.h"
 #include "gantry/core/json_reader.h"
 #include "gantry/core/random_id.h"
+#include "gantry/protocol/tool_reader.h"
 
 namespace gantry::protocol::responses {
 
@@ -189,76 +190,36 @@ Err read_input(const json& j, std::vector<backend::ChatMessage>& out) {
 
 // "tools": [{"type":"function", "name", "description", "parameters", "strict"}]; also echoed.
 Err read_tools(const json& j, std::vector<backend::ToolDefinition>& out, json& echo) {
-  const json* tools = json_field(j, "tools");
   echo = json::array();
-  if (!tools) return std::nullopt;
-  if (!tools->is_array())
-    return bad("tools", "'tools' must be an array, got " + std::string(tools->type_name()));
-  for (size_t i = 0; i < tools->size(); ++i) {
-    const json& t = (*tools)[i];
-    const std::string p = "tools[" + std::to_string(i) + "]";
-    if (!t.is_object()) return bad(p, "'" + p + "' must be an object, got " + t.type_name());
-    std::string type;
-    if (auto e = read_string(t, "type", p + ".", type)) return e;
-    if (type != "function") {
-      return bad(p + ".type",
-                 "'" + p + ".type' must be \"function\" (the only tool type a model here can call), got " +
-                     in_quotes(type));
-    }
-    backend::ToolDefinition d;
-    if (auto e = read_string(t, "name", p + ".", d.name)) return e;
-    if (d.name.empty()) return bad(p + ".name", "'" + p + ".name' is required: the function's name");
-    if (auto e = read_string(t, "description", p + ".", d.description)) return e;
-    json params = nullptr;
-    if (const json* v = json_field(t, "parameters")) {
-      if (!v->is_object()) {
-        return bad(p + ".parameters",
-                   "'" + p + ".parameters' must be a JSON schema object, got " + v->type_name());
-      }
-      params = *v;
-      d.parameters = dump_json(*v);
-    }
+  const size_t first = out.size();
+  if (auto e = as_api_error(protocol::read_tools(j, kResponsesTools, out))) return e;
+  const json* tools = json_field(j, "tools");
+  for (size_t i = first; i < out.size(); ++i) {
+    const json& t = (*tools)[i - first];
     bool strict = true;
-    if (const json* v = json_field(t, "strict")) {
-      if (!v->is_boolean()) return bad(p + ".strict", "'" + p + ".strict' must be a boolean");
-      strict = v->get<bool>();
-    }
+    if (auto e =
+            as_api_error(read_json_bool(t, "strict", "tools[" + std::to_string(i - first) + "].", strict)))
+      return e;
+    const json* params = json_field(t, "parameters");
+    const backend::ToolDefinition& d = out[i];
     echo.push_back({{"type", "function"},
                     {"name", d.name},
                     {"description", d.description.empty() ? json(nullptr) : json(d.description)},
-                    {"parameters", params},
+                    {"parameters", params ? *params : json(nullptr)},
                     {"strict", strict}});
-    out.push_back(std::move(d));
   }
   return std::nullopt;
 }
 
-// "tool_choice": "auto" | "none" | "required" | {"type":"function","name"}.
+// "tool_choice": "auto" | "none" | "required" | {"type":"function","name"}; echoed as given.
 Err read_tool_choice(const json& j, backend::ChatRequest& r, json& echo) {
-  const json* tc = json_field(j, "tool_choice");
   echo = "auto";
-  if (!tc) return std::nullopt;
-  if (tc->is_string()) {
-    const std::string v = tc->get<std::string>();
-    if (auto choice = backend::parse_tool_choice(v)) {
-      r.tool_choice = *choice;
-    } else {
-      return bad("tool_choice",
-                 "'tool_choice' must be \"auto\", \"none\", \"required\" or a function, got " + in_quotes(v));
-    }
-    echo = v;
-    return std::nullopt;
+  if (auto e = as_api_error(protocol::read_tool_choice(j, kResponsesTools, r))) return e;
+  if (!r.forced_tool.empty()) {
+    echo = {{"type", "function"}, {"name", r.forced_tool}};
+  } else if (const json* tc = json_field(j, "tool_choice")) {
+    echo = *tc;  // one of the strings
   }
-  const json* type = tc->is_object() ? json_field(*tc, "type") : nullptr;
-  const json* name = tc->is_object() ? json_field(*tc, "name") : nullptr;
-  if (!type || *type != "function" || !name || !name->is_string()) {
-    return bad(
-        "tool_choice",
-        "'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"name\": ...}");
-  }
-  r.forced_tool = name->get<std::string>();
-  r.tool_choice = backend::ToolChoice::kRequired;
-  echo = {{"type", "function"}, {"name", r.forced_tool}};
   return std::nullopt;
 }
 

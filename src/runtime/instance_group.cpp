@@ -65,6 +65,16 @@ Result<std::vector<backend::NamedTensor>> InstanceGroup::infer_one(
   return out;
 }
 
+Result<std::vector<backend::NamedTensor>> InstanceGroup::infer_cancellable(
+    std::span<const backend::NamedTensor> inputs, const backend::CancelCheck& cancelled) {
+  auto guard = enter();
+  if (!guard.ok()) return guard.status();
+  Lease l = lease();
+  auto out = l.model().infer_cancellable(inputs, cancelled);
+  if (!out.ok()) count_failure();
+  return out;
+}
+
 Result<std::vector<std::vector<backend::NamedTensor>>> InstanceGroup::infer_batch(
     std::span<const std::vector<backend::NamedTensor>> requests) {
   auto guard = enter();

@@ -6,6 +6,7 @@
 
 #include "gantry/core/enum_names.h"
 #include "gantry/core/log.h"
+#include "gantry/backend/text_model.h"
 #include "gantry/runtime/model_queue.h"
 
 namespace gantry::runtime {
@@ -453,6 +454,7 @@ ModelInfo ModelManager::snapshot_locked(const Entry& e) const {
   i.backend = e.backend;
   if (e.model) i.format = e.model->metadata().format;
   if (e.model) i.instances = e.model->metadata().instances;
+  if (e.model && e.model->text()) i.context_length = e.model->text()->text_info().context_length;
   i.provider = e.provider;
   i.reserved_bytes = e.reserved;
   i.memory_basis = e.basis;

@@ -82,11 +82,20 @@ struct Held {
 }  // namespace
 
 void ModelQueue::infer(ModelHandle handle, std::vector<NamedTensor> inputs,
-                       std::shared_ptr<const void> keep_alive, InferDone done) {
+                       std::shared_ptr<const void> keep_alive, InferDone done,
+                       const backend::CancelCheck& cancelled) {
   auto ticket = admit();
   if (!ticket.ok()) return done(ticket.status(), BatchTiming{}, std::move(handle));
   if (!batched_) {
-    auto out = model_.infer_one(inputs);  // runs at once: it waited only for its admission
+    // Runs at once (it waited only for its admission), stopped by the caller's check or the deadline.
+    backend::CancelCheck check = cancelled;
+    if (options_.max_run_time.count() > 0) {
+      const auto deadline = std::chrono::steady_clock::now() + options_.max_run_time;
+      check = [&cancelled, deadline] {
+        return (cancelled && cancelled()) || std::chrono::steady_clock::now() >= deadline;
+      };
+    }
+    auto out = check ? model_.infer_cancellable(inputs, check) : model_.infer_one(inputs);
     ticket->release();
     return done(std::move(out), BatchTiming{}, std::move(handle));
   }

@@ -31,7 +31,11 @@ using grpc::CallbackServerContext;
 class Call {
  public:
   using Answer = std::function<void(const grpc::Status&)>;
-  Call(Server::State& s, Answer answer) : s_(s), answer_(std::move(answer)) { s_.inflight.fetch_add(1); }
+  // `ctx`: the call's context, valid until finish() answers (it says when the client cancelled).
+  Call(Server::State& s, CallbackServerContext* ctx, Answer answer)
+      : s_(s), ctx_(ctx), answer_(std::move(answer)) {
+    s_.inflight.fetch_add(1);
+  }
   ~Call() { finish(grpc::Status(grpc::StatusCode::INTERNAL, "internal error: the call ended unanswered")); }
   Call(const Call&) = delete;
   Call& operator=(const Call&) = delete;
@@ -48,9 +52,15 @@ class Call {
     s_.inflight.fetch_sub(1);
   }
   void finish(const Status& status) { finish(grpc_codec::to_grpc(status)); }
+  // Work on the call's behalf stops when this says so: the client cancelled (or its deadline passed), or
+  // the server is stopping. Only while the call is unanswered (the work runs before finish()).
+  backend::CancelCheck cancel_check() {
+    return [this] { return s_.stopping.load(std::memory_order_relaxed) || (ctx_ && ctx_->IsCancelled()); };
+  }
 
  private:
   Server::State& s_;
+  CallbackServerContext* ctx_;
   Answer answer_;
   std::string model_ = "-";
   Clock::time_point received_ = Clock::now();
@@ -283,11 +293,13 @@ class Service final : public grpc::Service {
     if (Status a = backend::check_admission(handle->model().metadata(), parsed->inputs); !a.ok())
       return call->finish(a);
     auto infer = std::make_shared<kserve::InferRequest>(std::move(*parsed));
-    run_inference(s_, name, std::move(*handle), infer->inputs, call, call->received(),
-                  [call, infer, name, &response](Result<std::vector<NamedTensor>> out) {
-                    if (!out.ok()) return call->finish(out.status());
-                    call->finish(grpc_codec::encode_infer_response(name, *infer, *out, response));
-                  });
+    run_inference(
+        s_, name, std::move(*handle), infer->inputs, call, call->received(),
+        [call, infer, name, &response](Result<std::vector<NamedTensor>> out) {
+          if (!out.ok()) return call->finish(out.status());
+          call->finish(grpc_codec::encode_infer_response(name, *infer, *out, response));
+        },
+        call->cancel_check());
   }
 
   void load(std::shared_ptr<Call> call, const std::string& name, bool load) {
@@ -332,7 +344,8 @@ OneRequest<Req, Resp>::OneRequest(Service& service, CallbackServerContext* ctx, 
       ctx_(ctx),
       response_(response),
       rpc_(rpc),
-      call_(std::make_shared<Call>(service.state(), [this](const grpc::Status& st) { this->Finish(st); })) {
+      call_(std::make_shared<Call>(service.state(), ctx,
+                                   [this](const grpc::Status& st) { this->Finish(st); })) {
   if (auto refusal = service_.refused_before_body(ctx_, rpc_.needs_key)) {
     std::exchange(call_, nullptr)->finish(*refusal);
     return;

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "gantry/build_info.h"
-#include "gantry/runtime/model_queue.h"
 #include "gantry/protocol/kserve_codec.h"
+#include "gantry/runtime/model_queue.h"
 #include "route_table.h"
 #include "server_state.h"
 
@@ -96,37 +96,40 @@ void kserve_infer(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest re
   // JSON data is copied into the tensors, so unless a binary input points into the body, the body (up to
   // --max-body-size) is freed here, before inference, rather than held through it.
   body.reset();
-  run_inference(s, name, std::move(*handle), std::move(infer->inputs), nullptr, reply->received(),
-                [reply, infer, name](Result<std::vector<NamedTensor>> out) {
-                  send_outputs(*reply, name, *infer, out);  // a full queue: 429
-                });
+  run_inference(
+      s, name, std::move(*handle), std::move(infer->inputs), nullptr, reply->received(),
+      [reply, infer, name](Result<std::vector<NamedTensor>> out) {
+        send_outputs(*reply, name, *infer, out);  // a full queue: 429
+      },
+      work_cancel(s, *reply));
 }
 
 void run_inference(Server::State& s, const std::string& name, runtime::ModelHandle handle,
                    std::vector<NamedTensor> inputs, std::shared_ptr<const void> keep_alive,
-                   Clock::time_point received, InferenceDone done) {
+                   Clock::time_point received, InferenceDone done, const backend::CancelCheck& cancelled) {
   runtime::ModelQueue& queue = handle.queue();
   const bool batched = queue.batched();
   if (batched) s.batched.add();
-  queue.infer(std::move(handle), std::move(inputs), std::move(keep_alive),
-              [&s, name, received, batched, done = std::move(done)](Result<std::vector<NamedTensor>> out,
-                                                                    const runtime::BatchTiming& timing,
-                                                                    runtime::ModelHandle used) mutable {
-                if (!batched) {  // ran alone, on this (a worker) thread
-                  s.metrics.queue_time(name, Clock::now() - received);
-                  return done(std::move(out));
-                }
-                s.metrics.queue_time(name,
-                                     timing.batch_requests > 0 ? timing.queued : Clock::now() - received);
-                if (timing.batch_requests > 0) s.metrics.batch(name, timing.batch_requests);
-                // Maybe on the batcher's thread: the answer is encoded, and the model's use ends, on a
-                // worker, so the batcher goes straight on to its next batch.
-                auto result = std::make_shared<Result<std::vector<NamedTensor>>>(std::move(out));
-                auto held = std::make_shared<runtime::ModelHandle>(std::move(used));
-                post_task(s.workers, "kserve infer answer",
-                          [done = std::move(done), result, held]() mutable { done(std::move(*result)); });
-                s.batched.done();  // the last use of `s` on this thread
-              });
+  queue.infer(
+      std::move(handle), std::move(inputs), std::move(keep_alive),
+      [&s, name, received, batched, done = std::move(done)](Result<std::vector<NamedTensor>> out,
+                                                            const runtime::BatchTiming& timing,
+                                                            runtime::ModelHandle used) mutable {
+        if (!batched) {  // ran alone, on this (a worker) thread
+          s.metrics.queue_time(name, Clock::now() - received);
+          return done(std::move(out));
+        }
+        s.metrics.queue_time(name, timing.batch_requests > 0 ? timing.queued : Clock::now() - received);
+        if (timing.batch_requests > 0) s.metrics.batch(name, timing.batch_requests);
+        // Maybe on the batcher's thread: the answer is encoded, and the model's use ends, on a
+        // worker, so the batcher goes straight on to its next batch.
+        auto result = std::make_shared<Result<std::vector<NamedTensor>>>(std::move(out));
+        auto held = std::make_shared<runtime::ModelHandle>(std::move(used));
+        post_task(s.workers, "kserve infer answer",
+                  [done = std::move(done), result, held]() mutable { done(std::move(*result)); });
+        s.batched.done();  // the last use of `s` on this thread
+      },
+      cancelled);
 }
 
 void kserve_model_metadata(Server::State& s, std::shared_ptr<Reply> reply, std::string name) {

@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "gantry/backend/chat_generation.h"
+#include "gantry/hw/registry.h"
 #include "gantry/model/gguf.h"
 #include "gantry/model/manifest.h"
 #include "gantry/model/package.h"
@@ -147,9 +148,6 @@ std::optional<FileFacts> file_facts(Server::State& s, const RepositoryEntry& e) 
   return with_name(std::move(*f), e);
 }
 
-// The context the model runs with, when the server fixed it (--ctx-size); 0 when the backend chose.
-int64_t configured_context(const Server::State& s) { return s.options.load.factory.llama.n_ctx.value_or(0); }
-
 void tags(Server::State& s, Reply& reply) {
   std::vector<ollama::ModelEntry> models;
   // Each source once per listing, however many names (copies) serve it.
@@ -184,7 +182,7 @@ void ps(Server::State& s, Reply& reply) {
     m.size_vram = 0;
     for (const auto& [device, bytes] : info.reserved_bytes) {
       m.size += bytes;
-      if (device != "cpu") m.size_vram += bytes;
+      if (!hw::is_host_memory(device)) m.size_vram += bytes;
     }
     // Pinned or negative keep-alive: it stays (a century from now); in use: keep-alive after now.
     SysClock::time_point expires;
@@ -197,7 +195,7 @@ void ps(Server::State& s, Reply& reply) {
           sys_now + std::chrono::duration_cast<SysClock::duration>(info.last_used + info.keep_alive - now);
     }
     m.expires_at = ollama::rfc3339(expires);
-    m.context_length = configured_context(s);
+    m.context_length = info.context_length;
     models.push_back(std::move(m));
   }
   reply.json(200, ollama::ps_response(models));
@@ -238,7 +236,7 @@ void show(Server::State& s, Reply& reply, const HttpRequest& request) {
       info.capabilities.push_back("thinking");
   }
   std::string parameters;
-  const int64_t n_ctx = text ? text->context_length : configured_context(s);
+  const int64_t n_ctx = text ? text->context_length : 0;  // unknown until loaded
   if (n_ctx > 0) parameters += "num_ctx " + std::to_string(n_ctx) + "\n";
   parameters += "num_predict " + std::to_string(s.options.max_tokens_default) + "\n";
   info.parameters = parameters;

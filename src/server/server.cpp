@@ -267,6 +267,7 @@ runtime::LoadOptions Server::State::load_options(const RepositoryEntry& entry) c
   o.queue.max_queue = options.max_queue;
   o.queue.dynamic_batching = options.dynamic_batching;
   o.queue.batching = options.batching;
+  o.queue.max_run_time = options.max_generation_time;  // a tensor inference's deadline too
   // Models loaded at start stay until evicted or unloaded; on-demand ones follow keep-alive.
   if (!options.load_on_demand && !o.keep_alive) o.keep_alive = std::chrono::milliseconds(-1);
   return o;

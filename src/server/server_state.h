@@ -217,11 +217,13 @@ struct Server::State {
 // Inference shared by KServe over HTTP and gRPC: runs the validated `inputs` through the model's queue
 // (runtime::ModelQueue::infer: admitted, batched or alone) and records its queue time and batch size.
 // `done` is called exactly once, on a worker thread: ResourceExhausted when the model is at capacity,
-// else the outputs. `keep_alive` holds whatever the inputs borrow from until then.
+// else the outputs. `keep_alive` holds whatever the inputs borrow from until then. `cancelled` goes to the
+// queue (it stops a run alone midway: its client went away, the server stops).
 using InferenceDone = std::function<void(Result<std::vector<NamedTensor>>)>;
 void run_inference(Server::State& s, const std::string& name, runtime::ModelHandle handle,
                    std::vector<NamedTensor> inputs, std::shared_ptr<const void> keep_alive,
-                   std::chrono::steady_clock::time_point received, InferenceDone done);
+                   std::chrono::steady_clock::time_point received, InferenceDone done,
+                   const backend::CancelCheck& cancelled = {});
 
 // The model repository extension, shared by HTTP and gRPC.
 struct RepositoryModel {

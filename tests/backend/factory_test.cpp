@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 
+#include "core/log_capture.h"
 #include "gantry/backend/capabilities.h"
 #include "gantry/backend/registry.h"
 
@@ -121,9 +122,69 @@ TEST(Factory, ManifestPolicyUsesOnlyWhatTheManifestNames) {
   EXPECT_EQ(c.candidates[1].origin, "manifest fallback");
   EXPECT_EQ(c.chosen_verdict()->provider, "cpu");
   req.fallback_providers.clear();
+  req.cpu_last_resort = false;  // an explicit --provider: that one or none
   auto none = check_candidates(req, cpu_machine(), b, ProviderPolicy::kManifest);
   EXPECT_EQ(none.chosen, -1);
   EXPECT_NE(none.explain().find("no viable provider"), std::string::npos);
+}
+
+TEST(Factory, ManifestPolicyFallsBackToTheCpuAsALastResort) {
+  // kapsl's rule: a manifest naming only cuda loads on the CPU of a machine without one.
+  FakeBackend b;
+  ProviderRequest req;
+  req.preferred_provider = "cuda";
+  auto c = check_candidates(req, cpu_machine(), b, ProviderPolicy::kManifest);
+  ASSERT_EQ(c.candidates.size(), 2u);
+  EXPECT_FALSE(c.candidates[0].viable);
+  ASSERT_NE(c.chosen_verdict(), nullptr);
+  EXPECT_EQ(c.chosen_verdict()->provider, "cpu");
+  EXPECT_EQ(c.chosen_verdict()->origin, "last resort");
+  // Where the named provider works, the last resort is never taken.
+  b.available["cuda"] = Support::yes("built in");
+  auto gpu = check_candidates(req, gpu_machine(), b, ProviderPolicy::kManifest);
+  EXPECT_EQ(gpu.chosen_verdict()->provider, "cuda");
+  // A manifest that names the CPU itself gets no second one.
+  req.fallback_providers = {"cpu"};
+  auto named = check_candidates(req, cpu_machine(), b, ProviderPolicy::kManifest);
+  ASSERT_EQ(named.candidates.size(), 2u);
+  EXPECT_EQ(named.chosen_verdict()->origin, "manifest fallback");
+}
+
+TEST(Factory, FastestTriesTheMachinesAcceleratorsAfterAnAcceleratorOnlyList) {
+  // Gantry's choice (kapsl appends them only to an empty or CPU-only list): a manifest naming cuda on a ROCm
+  // machine runs on the ROCm device under `fastest`, not on the CPU.
+  FakeBackend b;
+  b.available["rocm"] = Support::yes("built in");
+  hw::Registry rocm = cpu_machine();
+  hw::Device gpu;
+  gpu.id = "rocm:0";
+  gpu.kind = hw::DeviceKind::kGpu;
+  gpu.family = hw::kFamilyRocm;
+  gpu.memory_total_bytes = 16000 * kMiB;
+  rocm.devices.push_back(gpu);
+  ProviderRequest req;
+  req.preferred_provider = "cuda";
+  auto c = check_candidates(req, rocm, b, ProviderPolicy::kFastest);
+  ASSERT_NE(c.chosen_verdict(), nullptr);
+  EXPECT_EQ(c.chosen_verdict()->provider, "rocm");
+  EXPECT_EQ(c.chosen_verdict()->origin, "machine");
+  // An explicit CPU is the author's choice: it comes before the machine's accelerators.
+  req.preferred_provider = "cpu";
+  auto cpu = check_candidates(req, rocm, b, ProviderPolicy::kFastest);
+  EXPECT_EQ(cpu.chosen_verdict()->provider, "cpu");
+}
+
+TEST(Factory, MetalIsRefusedWithWhatItMeantInKapsl) {
+  FakeBackend b;
+  ProviderRequest req;
+  req.preferred_provider = "metal";
+  auto c = check_candidates(req, cpu_machine(), b, ProviderPolicy::kManifest);
+  const auto* metal = find(c, "metal");
+  ASSERT_NE(metal, nullptr);
+  EXPECT_FALSE(metal->viable);
+  EXPECT_NE(metal->reason.find("CoreML capped at its level 1"), std::string::npos) << metal->reason;
+  EXPECT_NE(metal->reason.find("'coreml'"), std::string::npos) << metal->reason;
+  EXPECT_EQ(c.chosen_verdict()->provider, "cpu");
 }
 
 TEST(Factory, EveryRejectionReason) {
@@ -207,7 +268,14 @@ TEST(Factory, PolicyParsingAndEnvironment) {
   EXPECT_EQ(resolve_provider_policy("").value(), ProviderPolicy::kManifest);
   EXPECT_EQ(resolve_provider_policy("fastest").value(), ProviderPolicy::kFastest);
   ::setenv("GANTRY_PROVIDER_POLICY", "nope", 1);
-  EXPECT_NE(resolve_provider_policy("").status().message().find("GANTRY_PROVIDER_POLICY"), std::string::npos);
+  // An unknown value in the environment is kapsl's `fastest` (with a warning); on the command line, an error.
+  {
+    test_util::LogCapture log;
+    EXPECT_EQ(resolve_provider_policy("").value(), ProviderPolicy::kFastest);
+    EXPECT_TRUE(log.has("[warning] GANTRY_PROVIDER_POLICY")) << log.text();
+    EXPECT_TRUE(log.has("using 'fastest'")) << log.text();
+  }
+  EXPECT_FALSE(resolve_provider_policy("nope").ok());
   ::unsetenv("GANTRY_PROVIDER_POLICY");
   EXPECT_EQ(resolve_provider_policy("").value(), ProviderPolicy::kFastest);
   EXPECT_EQ(canonical_provider("DmlExecutionProvider"), "directml");

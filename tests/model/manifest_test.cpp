@@ -531,3 +531,62 @@ TEST(Manifest, HugeManifestParsesAndFindsADuplicateAtTheEnd) {
 
 }  // namespace
 }  // namespace gantry::model
+
+namespace gantry::model {
+namespace {
+
+// Manifests written for kapsl: each of its spellings Gantry reads differently is accepted with kapsl's
+// meaning, or refused with a message that names it.
+TEST(Manifest, KapslSpellings) {
+  // "pipeline-parallel" is kapsl's name for the pipeline strategy; written back as Gantry's.
+  Json j = full_manifest();
+  j["hardware_requirements"]["strategy"] = "pipeline-parallel";
+  auto m = parse_manifest(j.dump());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->hardware_requirements.strategy, Strategy::kPipeline);
+  EXPECT_NE(manifest_to_json(*m).find("\"pipeline\""), std::string::npos);
+  EXPECT_TRUE(validate_manifest(*m).ok());
+
+  // bucket_max_dims as a number: the same cap on every dimension io buckets.
+  j = full_manifest();
+  j["io"]["inputs"][1]["bucket_dims"] = Json::array({"batch"});
+  j["runtime"]["bucket_max_dims"] = 32;
+  m = parse_manifest(j.dump());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->onnx.bucket_max_dims, (std::map<std::string, int64_t>{{"batch", 32}, {"samples", 32}}));
+  auto again = parse_manifest(manifest_to_json(*m));
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(*again, *m);
+  // ... and refused where io buckets nothing, or with a bad size.
+  j = full_manifest();
+  j["io"]["inputs"][0].erase("bucket_dims");
+  j["runtime"]["bucket_max_dims"] = 32;
+  auto none = parse_manifest(j.dump());
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("runtime.bucket_max_dims: a number (kapsl's spelling: one cap for "
+                                         "every bucketed dimension)"),
+            std::string::npos)
+      << none.status().message();
+  j = full_manifest();
+  j["runtime"]["bucket_max_dims"] = 0;
+  EXPECT_FALSE(parse_manifest(j.dump()).ok());
+
+  // session_buckets as a count: refused, naming kapsl's meaning and Gantry's spellings.
+  j = full_manifest();
+  j["runtime"]["session_buckets"] = 4;
+  auto count = parse_manifest(j.dump());
+  ASSERT_FALSE(count.ok());
+  const std::string msg = count.status().message();
+  EXPECT_NE(msg.find("runtime.session_buckets: a count (kapsl's spelling: how many shape-bucketed sessions"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("peak_concurrency"), std::string::npos) << msg;
+
+  // metal is a known provider name (refused at load with kapsl's meaning: tests/backend/factory_test.cpp).
+  j = full_manifest();
+  j["hardware_requirements"]["preferred_provider"] = "metal";
+  EXPECT_TRUE(parse_manifest(j.dump()).ok());
+}
+
+}  // namespace
+}  // namespace gantry::model

@@ -2,10 +2,15 @@
 //
 // Candidates, in order: the manifest's preferred provider, then its fallbacks; policy `fastest`
 // (the default) and `measured` then append the backend's accelerated providers (Backend::providers(),
-// in the backend's order) whose device this machine has, and finally cpu; policy `manifest` uses only what
-// the manifest names. Each candidate is checked (hardware present, provider available in the backend, VRAM,
-// CUDA version, required precision, device ids / strategy); `fastest` and `manifest` take the first viable
-// one, `measured` times every viable one on the real model and takes the fastest (cached on disk).
+// in the backend's order) whose device this machine has, and finally cpu (also when the manifest names
+// accelerators only: kapsl appends the machine's accelerators only to an empty or CPU-only list, Gantry to
+// every list, after the manifest's own candidates, so they never displace a viable provider the manifest
+// names; they only keep `fastest` off the CPU when every named accelerator is missing here). Policy
+// `manifest` uses what the manifest names, then the CPU as a last resort (origin "last resort", as kapsl
+// does; the loader logs a warning when it is taken) unless the request says otherwise (an explicit
+// `--provider` is strict). Each candidate is checked (hardware present, provider available in the backend,
+// VRAM, CUDA version, required precision, device ids / strategy); `fastest` and `manifest` take the first
+// viable one, `measured` times every viable one on the real model and takes the fastest (cached on disk).
 #pragma once
 
 #include <cstdint>
@@ -28,7 +33,9 @@ enum class ProviderPolicy { kFastest, kManifest, kMeasured };
 
 std::string_view provider_policy_name(ProviderPolicy p);
 Result<ProviderPolicy> parse_provider_policy(std::string_view text);
-// `flag` when not empty, else $GANTRY_PROVIDER_POLICY when set, else kFastest.
+// `flag` when not empty (an unknown value is an InvalidArgument error: a typo on a command line is caught at
+// once), else $GANTRY_PROVIDER_POLICY when set (an unknown value is logged as a warning and taken as
+// kFastest, as kapsl does: a machine-wide setting must not stop every command), else kFastest.
 Result<ProviderPolicy> resolve_provider_policy(std::string_view flag);
 
 // Canonical provider name: lower case, ORT names mapped ("CUDAExecutionProvider" -> "cuda").
@@ -46,13 +53,17 @@ struct ProviderRequest {
   std::vector<int> gpu_device_ids;
   std::optional<model::Precision> required_precision;  // checked with Backend::precision_support
   model::Strategy strategy = model::Strategy::kAuto;
+  // Policy `manifest`: add the CPU after the providers the manifest names when it does not name it (kapsl's
+  // last-resort CPU). False for a provider the user named explicitly (`--provider cuda` must not run on the
+  // CPU).
+  bool cpu_last_resort = true;
   Placement base;  // threads, graph optimisation, session options from the manifest; provider and devices are
                    // chosen here
 };
 
 struct CandidateVerdict {
   std::string provider;
-  std::string origin;  // "manifest preferred", "manifest fallback", "machine", "default"
+  std::string origin;  // "manifest preferred", "manifest fallback", "machine", "default", "last resort"
   bool viable = false;
   std::string reason;          // why rejected, or what makes it viable ("CPU EP built in")
   std::string family = "cpu";  // the device family it runs on (hw::kFamily*)

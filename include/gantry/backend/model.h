@@ -8,6 +8,7 @@
 // - Inputs are borrowed for the duration of the call only: a backend binds them zero-copy where it
 //   can and never keeps a pointer after returning. Outputs are owned tensors.
 // - Inputs are matched by name; inputs given in metadata().inputs order take the fastest path.
+// - infer_cancellable is infer_one that a CancelCheck can stop midway (Cancelled).
 // - drain() refuses new calls (Unavailable) and returns once every in-flight call has finished;
 //   reset() drops per-model state (caches, sequences) and accepts calls again.
 // - Text-generation backends (llama.cpp) also implement start_generation/embed (the defaults say the
@@ -118,6 +119,14 @@ class Model {
 
   // One request: every declared input once. Returns every declared output, in metadata order.
   virtual Result<std::vector<NamedTensor>> infer_one(std::span<const NamedTensor> inputs) = 0;
+
+  // infer_one that stops early when `cancelled` says so (the client went away, the server is stopping, a
+  // deadline passed) and then returns Cancelled. The default asks `cancelled` once before running and
+  // otherwise runs infer_one to the end; a backend that can stop a run midway (ONNX Runtime's terminate
+  // flag) overrides it. `cancelled` may be called from another thread while the run is in flight, until
+  // this returns: it must be thread-safe and never block. Empty: infer_one.
+  virtual Result<std::vector<NamedTensor>> infer_cancellable(std::span<const NamedTensor> inputs,
+                                                             const CancelCheck& cancelled);
 
   // Several requests at once; the result has one entry per request, in order. The default runs them
   // one by one; backends that can batch (ONNX with a dynamic batch dim) concatenate, run once and split.

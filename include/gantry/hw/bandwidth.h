@@ -26,6 +26,9 @@ struct KnownDevice {
   std::vector<std::string_view> match;        // substrings of a driver-reported name (case-insensitive)
   uint64_t memory_bandwidth_bytes_per_s = 0;  // datasheet peak, per device as the driver lists it
   std::string_view source;                    // the datasheet the figure comes from
+  // The datasheet's memory per device, for accelerators whose driver reports none (TPU, Gaudi, Neuron): the
+  // advice may assume it, saying so (gantry/hw/advice.h); the registry never does. 0: not listed.
+  uint64_t memory_bytes = 0;
 };
 
 const std::vector<KnownDevice>& known_devices();

@@ -103,6 +103,8 @@ struct Device {
 // sockets), else "<family>:<index>" ("cuda:0", "rocm:1"), the registry's own id for an accelerator.
 std::string memory_device_id(std::string_view family, int index);
 std::string memory_device_id(const Device& device);
+// Whether a memory device id names host memory ("cpu"), rather than an accelerator's own memory.
+inline bool is_host_memory(std::string_view memory_device_id) { return memory_device_id == kFamilyCpu; }
 // A device's index among the devices of its family (the number after ':' in its id); 0 for the CPU.
 int family_index(const Device& device);
 

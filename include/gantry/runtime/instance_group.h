@@ -43,6 +43,8 @@ class InstanceGroup final : public backend::Model {
   const backend::ModelMetadata& metadata() const override { return meta_; }
   Status init() override;
   Result<std::vector<backend::NamedTensor>> infer_one(std::span<const backend::NamedTensor> inputs) override;
+  Result<std::vector<backend::NamedTensor>> infer_cancellable(std::span<const backend::NamedTensor> inputs,
+                                                              const backend::CancelCheck& cancelled) override;
   Result<std::vector<std::vector<backend::NamedTensor>>> infer_batch(
       std::span<const std::vector<backend::NamedTensor>> requests) override;
   Status drain() override;

@@ -59,6 +59,7 @@ struct ModelInfo {
   std::string provider;
   std::string format;  // "onnx" | "gguf" once loaded (ModelMetadata::format)
   int instances = 0;   // copies running requests at once once loaded (ModelMetadata::instances)
+  int64_t context_length = 0;  // a text model's tokens per sequence once loaded (TextModelInfo); else 0
   std::map<std::string, uint64_t> reserved_bytes;  // device id -> bytes reserved for it
   std::string memory_basis;                        // how the reservation was computed
   bool pinned = false;

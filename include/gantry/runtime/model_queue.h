@@ -83,10 +83,15 @@ class ModelQueue {
   // `done` is called exactly once and gets `handle` back: whatever the callback does with it decides
   // where the model's use ends (a batcher thread must not be the one that drops it: post it away).
   // `keep_alive` holds what the inputs borrow (a request body) until then.
+  // A request run alone is cancelled midway (Cancelled) when `cancelled` says so (its client went away, the
+  // server stops; called from another thread while the run is in flight, until infer returns) or when it
+  // runs longer than QueueOptions::max_run_time — where the backend can stop a run (ONNX Runtime's
+  // terminate flag; see backend::Model::infer_cancellable). A batched request is not: its batch serves other
+  // requests too.
   using InferDone = std::function<void(Result<std::vector<NamedTensor>> outputs, const BatchTiming& timing,
                                        ModelHandle handle)>;
   void infer(ModelHandle handle, std::vector<NamedTensor> inputs, std::shared_ptr<const void> keep_alive,
-             InferDone done);
+             InferDone done, const backend::CancelCheck& cancelled = {});
 
   // Starts a generation (see backend::Model::start_generation): admitted first (ResourceExhausted when
   // full); its place goes back as soon as it ends, before request.on_done runs, or when starting fails.

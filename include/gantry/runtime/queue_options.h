@@ -24,6 +24,10 @@ struct QueueOptions {
   // are batched with these knobs; the package manifest's dynamic_batching overrides them per field.
   bool dynamic_batching = true;
   BatchingConfig batching;
+  // How long one tensor inference that runs alone (not in a dynamic batch) may run: past it the run is
+  // cancelled (Cancelled) where the backend can stop it midway (ONNX Runtime). 0: no limit. `gantry serve`
+  // sets it from --max-generation-time.
+  std::chrono::milliseconds max_run_time{0};
   bool operator==(const QueueOptions&) const = default;
 };
 

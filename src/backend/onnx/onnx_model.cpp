@@ -12,6 +12,7 @@
 #include "backend/onnx/ort_status.h"
 #include "backend/onnx/ort_values.h"
 #include "backend/onnx/pool_allocator.h"
+#include "backend/onnx/run_terminator.h"
 #include "backend/onnx/session_providers.h"
 #include "gantry/backend/onnx/ort_env.h"
 #include "gantry/backend/threads.h"
@@ -546,11 +547,8 @@ Ort::Session* OnnxModel::pick_session(const NamedTensor* const* ordered) const {
   return sessions_.front().session.get();
 }
 
-Result<std::vector<NamedTensor>> OnnxModel::infer_one(std::span<const NamedTensor> inputs) {
-  auto guard = enter();
-  if (!guard.ok()) return guard.status();
+Status OnnxModel::order_inputs(std::span<const NamedTensor> inputs, const NamedTensor** ordered) const {
   const size_t n = meta_.inputs.size();
-  SmallArray<const NamedTensor*> ordered(n);
   bool in_order = inputs.size() == n;
   for (size_t i = 0; i < n && in_order; ++i) in_order = inputs[i].name == meta_.inputs[i].name;
   if (in_order) {
@@ -558,18 +556,47 @@ Result<std::vector<NamedTensor>> OnnxModel::infer_one(std::span<const NamedTenso
       GANTRY_RETURN_IF_ERROR(check_input(i, inputs[i].tensor));
       ordered[i] = &inputs[i];
     }
-    GANTRY_RETURN_IF_ERROR(check_shared_dims(ordered.data()));
-  } else {
-    std::vector<size_t> order;
-    GANTRY_RETURN_IF_ERROR(validate(inputs, order));
-    for (size_t i = 0; i < n; ++i) ordered[i] = &inputs[order[i]];
+    return check_shared_dims(ordered);
   }
+  std::vector<size_t> order;
+  GANTRY_RETURN_IF_ERROR(validate(inputs, order));
+  for (size_t i = 0; i < n; ++i) ordered[i] = &inputs[order[i]];
+  return Status::Ok();
+}
+
+Result<std::vector<NamedTensor>> OnnxModel::infer_one(std::span<const NamedTensor> inputs) {
+  auto guard = enter();
+  if (!guard.ok()) return guard.status();
+  SmallArray<const NamedTensor*> ordered(meta_.inputs.size());
+  GANTRY_RETURN_IF_ERROR(order_inputs(inputs, ordered.data()));
   return run_caught(ordered.data());
 }
 
-Result<std::vector<NamedTensor>> OnnxModel::run_caught(const NamedTensor* const* ordered) {
+Result<std::vector<NamedTensor>> OnnxModel::infer_cancellable(std::span<const NamedTensor> inputs,
+                                                              const backend::CancelCheck& cancelled) {
+  if (!cancelled) return infer_one(inputs);
+  auto guard = enter();
+  if (!guard.ok()) return guard.status();
+  SmallArray<const NamedTensor*> ordered(meta_.inputs.size());
+  GANTRY_RETURN_IF_ERROR(order_inputs(inputs, ordered.data()));
+  auto was_cancelled = [&] {
+    return Cancelled("model '" + meta_.name +
+                     "': the run was cancelled (its client went away, its deadline "
+                     "passed or the server is stopping)");
+  };
+  if (cancelled()) return was_cancelled();
+  GANTRY_ASSIGN_OR_RETURN(auto watch, RunTerminator::get().watch(cancelled));
+  auto out = run_caught(ordered.data(), watch->options());
+  const bool terminated = watch->terminated();
+  watch.reset();  // the check is not called after this
+  if (terminated) return was_cancelled();
+  return out;
+}
+
+Result<std::vector<NamedTensor>> OnnxModel::run_caught(const NamedTensor* const* ordered,
+                                                       const OrtRunOptions* run_options) {
   try {
-    return rules_.active() ? run_bucketed(ordered) : run(ordered);
+    return rules_.active() ? run_bucketed(ordered, run_options) : run(ordered, nullptr, run_options);
   } catch (const std::exception& e) {
     return Internal("model '" + meta_.name + "': running it threw: " + e.what());
   } catch (...) {
@@ -616,9 +643,10 @@ Result<std::shared_ptr<Ort::Session>> OnnxModel::bucket_session(const std::map<s
   }
 }
 
-Result<std::vector<NamedTensor>> OnnxModel::run_bucketed(const NamedTensor* const* ordered) {
+Result<std::vector<NamedTensor>> OnnxModel::run_bucketed(const NamedTensor* const* ordered,
+                                                         const OrtRunOptions* run_options) {
   GANTRY_ASSIGN_OR_RETURN(Bucket b, bucket_for(rules_, meta_.inputs, ordered));
-  if (b.sizes.empty()) return run(ordered);
+  if (b.sizes.empty()) return run(ordered, nullptr, run_options);
   GANTRY_ASSIGN_OR_RETURN(std::shared_ptr<Ort::Session> session, bucket_session(b.sizes));
   const size_t n = meta_.inputs.size();
   std::vector<NamedTensor> padded;
@@ -635,7 +663,7 @@ Result<std::vector<NamedTensor>> OnnxModel::run_bucketed(const NamedTensor* cons
       order[i] = &padded.back();
     }
   }
-  GANTRY_ASSIGN_OR_RETURN(auto out, run(order.data(), session.get()));
+  GANTRY_ASSIGN_OR_RETURN(auto out, run(order.data(), session.get(), run_options));
   if (!b.pads()) return out;
   for (size_t o = 0; o < out.size() && o < rules_.output_dims.size(); ++o) {
     if (rules_.output_dims[o].empty()) continue;

@@ -121,7 +121,8 @@ OrtValue* OnnxModel::take_slot(size_t o, const std::vector<int64_t>& dims,
   return slot->value;
 }
 
-Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordered, Ort::Session* chosen) {
+Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordered, Ort::Session* chosen,
+                                                const OrtRunOptions* run_options) {
   GANTRY_ASSIGN_OR_RETURN(OrtValues inputs, bind_inputs(ordered));
   Ort::Session* session = chosen                 ? chosen
                           : sessions_.size() > 1 ? pick_session(ordered)
@@ -133,7 +134,7 @@ Result<std::vector<NamedTensor>> OnnxModel::run(const NamedTensor* const* ordere
   }
   OrtValues outputs(meta_.outputs.size());
   ReusedOutputs reused(meta_.outputs.size());
-  GANTRY_RETURN_IF_ERROR(run_session(*session, ordered, inputs, outputs, reused));
+  GANTRY_RETURN_IF_ERROR(run_session(*session, ordered, inputs, outputs, reused, run_options));
   return unpack_outputs(outputs, reused);
 }
 
@@ -179,11 +180,12 @@ void OnnxModel::preallocate_outputs(const NamedTensor* const* ordered, OrtValues
 }
 
 Status OnnxModel::run_session(Ort::Session& session, const NamedTensor* const* ordered,
-                              const OrtValues& inputs, OrtValues& outputs, ReusedOutputs& reused) {
+                              const OrtValues& inputs, OrtValues& outputs, ReusedOutputs& reused,
+                              const OrtRunOptions* run_options) {
   const size_t n = inputs.size();
   const size_t m = outputs.size();
   if (reuse_outputs_.load(std::memory_order_relaxed)) preallocate_outputs(ordered, outputs, reused);
-  OrtStatus* run_status = api().Run(session, nullptr, input_names_.data(), inputs.data(), n,
+  OrtStatus* run_status = api().Run(session, run_options, input_names_.data(), inputs.data(), n,
                                     output_names_.data(), m, outputs.data());
   if (run_status && reused.any) {
     // Maybe the predicted shapes were wrong: run again the plain way; if that works, stop predicting.
@@ -192,7 +194,7 @@ Status OnnxModel::run_session(Ort::Session& session, const NamedTensor* const* o
         outputs.forget(o);
         reused.held[o].reset();
       }
-    OrtStatus* again = api().Run(session, nullptr, input_names_.data(), inputs.data(), n,
+    OrtStatus* again = api().Run(session, run_options, input_names_.data(), inputs.data(), n,
                                  output_names_.data(), m, outputs.data());
     if (!again) {
       GANTRY_LOG_DEBUG("model '{}': preallocated outputs rejected ({}); output reuse off", meta_.name,

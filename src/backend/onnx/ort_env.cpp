@@ -135,6 +135,14 @@ Status OrtRuntime::use_pool(memory::BlockPool* pool) {
     api.ReleaseStatus(st);
     return Internal("registering the memory pool for " + device + " with ONNX Runtime failed: " + msg);
   }
+  if (it != registered_.end())
+    // kapsl refuses a second pool for a device; Gantry replaces it for sessions created from now on (two
+    // runtimes in one process each bring their own pool, and each session keeps the pool it took), and says
+    // so.
+    GANTRY_LOG_INFO(
+        "ONNX Runtime's {} allocator: a second memory pool replaces the first for sessions created "
+        "from now on (earlier sessions keep theirs)",
+        device);
   registered_[device] = adapter.get();
   allocators_.push_back(std::move(adapter));
   GANTRY_LOG_DEBUG("ONNX Runtime allocates {} memory from Gantry's pool", device);

@@ -4,13 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
-
 #include <filesystem>
 
+#include "core/log_capture.h"
+#include "core/temp_dir.h"
 #include "gantry/backend/loader.h"
 #include "gantry/backend/onnx/onnx_model.h"
 #include "gantry/backend/onnx/providers.h"
 #include "gantry/hw/detect.h"
+#include "gantry/model/manifest.h"
+#include "gantry/model/package.h"
+#include "gantry/model/sha256.h"
 
 namespace gantry::onnx {
 namespace {
@@ -68,6 +72,36 @@ TEST(OnnxBackend, LoadsABareModelThroughTheFactory) {
   auto trt = backend::load_model(backend, *pkg, hw::detect_local_host(), options);
   ASSERT_FALSE(trt.ok());
   EXPECT_NE(trt.status().message().find("libnvinfer"), std::string::npos) << trt.status().message();
+}
+
+TEST(OnnxBackend, AManifestNamingOnlyCudaLoadsOnTheCpuWithAWarning) {
+  // kapsl's last-resort CPU under the `manifest` policy, on a machine whose ONNX Runtime has no CUDA.
+  if (!fs::exists(kMlp)) FAIL() << kMlp << " missing: run `make setup`";
+  if (provider_available("cuda").ok) GTEST_SKIP() << "this machine has a working CUDA EP";
+  test_util::TempDir dir;
+  fs::copy_file(kMlp, dir.path() / "model.onnx");
+  model::Manifest mf;
+  mf.name = "cuda-only";
+  mf.version = "1.0.0";
+  mf.model_file = "model.onnx";
+  mf.sha256["model.onnx"] = model::sha256_file(dir.path() / "model.onnx").value();
+  mf.hardware_requirements.preferred_provider = "cuda";
+  ASSERT_TRUE(model::write_manifest(dir.path() / "gantry.json", mf).ok());
+  auto pkg = model::load_package(dir.path());
+  ASSERT_TRUE(pkg.ok()) << pkg.status().to_string();
+  OnnxBackend backend;
+  backend::LoadOptions options;
+  options.policy = backend::ProviderPolicy::kManifest;
+  test_util::LogCapture log;
+  auto loaded = backend::load_model(backend, *pkg, hw::detect_local_host(), options);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded->choice.placement.provider, "cpu");
+  EXPECT_EQ(loaded->choice.chosen_verdict()->origin, "last resort");
+  // Each attempt is logged: the refused cuda with its reason, then the warning.
+  EXPECT_TRUE(log.has("[info] model 'cuda-only': provider cuda (manifest preferred) refused: "))
+      << log.text();
+  EXPECT_TRUE(log.has("[warning] model 'cuda-only': no provider its manifest names (cuda) can run here"))
+      << log.text();
 }
 
 TEST(OnnxBackend, MeasuredPolicyTimesTheRealModelAndCachesIt) {

@@ -75,6 +75,10 @@ class OnnxModel final : public backend::Model {
   const backend::ModelMetadata& metadata() const override { return meta_; }
   Status init() override { return Status::Ok(); }
   Result<std::vector<backend::NamedTensor>> infer_one(std::span<const backend::NamedTensor> inputs) override;
+  // Stops the run midway (ONNX Runtime's terminate flag, set by the process's RunTerminator within about a
+  // millisecond of `cancelled` saying true, checked by ONNX Runtime between nodes) and returns Cancelled.
+  Result<std::vector<backend::NamedTensor>> infer_cancellable(std::span<const backend::NamedTensor> inputs,
+                                                              const backend::CancelCheck& cancelled) override;
   Result<std::vector<std::vector<backend::NamedTensor>>> infer_batch(
       std::span<const std::vector<backend::NamedTensor>> requests) override;
 
@@ -113,21 +117,25 @@ class OnnxModel final : public backend::Model {
 
   // Runs on `session`, or (nullptr) the session bucket that matches, else the main one (onnx_run.cpp):
   // bind_inputs, run_session, unpack_outputs.
+  // `run_options`: the Run's (a cancellable run's terminate flag), or nullptr.
   Result<std::vector<backend::NamedTensor>> run(const backend::NamedTensor* const* ordered,
-                                                Ort::Session* session = nullptr);
+                                                Ort::Session* session = nullptr,
+                                                const OrtRunOptions* run_options = nullptr);
   struct ReusedOutputs;  // output buffers one Run took from the cache
   // ORT values over the inputs (zero-copy for numeric ones), in the model's input order.
   Result<OrtValues> bind_inputs(const backend::NamedTensor* const* ordered) const;
   // The Run, with outputs preallocated from the cache where their shapes can be predicted; a Run that
   // rejects the prediction runs again without it and turns reuse off.
   Status run_session(Ort::Session& session, const backend::NamedTensor* const* ordered,
-                     const OrtValues& inputs, OrtValues& outputs, ReusedOutputs& reused);
+                     const OrtValues& inputs, OrtValues& outputs, ReusedOutputs& reused,
+                     const OrtRunOptions* run_options);
   void preallocate_outputs(const backend::NamedTensor* const* ordered, OrtValues& outputs,
                            ReusedOutputs& reused);
   // The Run's outputs as Tensors that adopt ORT's buffers or the cached ones (strings copied).
   Result<std::vector<backend::NamedTensor>> unpack_outputs(OrtValues& outputs, ReusedOutputs& reused) const;
   // Pads to the request's shape bucket, runs on its session, trims the outputs.
-  Result<std::vector<backend::NamedTensor>> run_bucketed(const backend::NamedTensor* const* ordered);
+  Result<std::vector<backend::NamedTensor>> run_bucketed(const backend::NamedTensor* const* ordered,
+                                                         const OrtRunOptions* run_options);
   struct DynamicBucket {
     std::map<std::string, int64_t> sizes;
     std::shared_ptr<Ort::Session> session;  // in-flight Runs hold it too
@@ -138,7 +146,11 @@ class OnnxModel final : public backend::Model {
   // Inputs that share a symbolic dim name agree on its size (`ordered`: the model's input order).
   Status check_shared_dims(const backend::NamedTensor* const* ordered) const;
   // run() with every exception caught.
-  Result<std::vector<backend::NamedTensor>> run_caught(const backend::NamedTensor* const* ordered);
+  Result<std::vector<backend::NamedTensor>> run_caught(const backend::NamedTensor* const* ordered,
+                                                       const OrtRunOptions* run_options = nullptr);
+  // infer_one's checks: `ordered` gets the inputs in the model's order.
+  Status order_inputs(std::span<const backend::NamedTensor> inputs,
+                      const backend::NamedTensor** ordered) const;
   Ort::Session* pick_session(const backend::NamedTensor* const* ordered) const;
   // Where each dim of a predictable output comes from.
   struct DimSource {

@@ -37,7 +37,8 @@ class OrtRuntime {
   // Makes `pool` the env's allocator for its device: "cpu" registers it for ORT's CPU memory, "cuda:N"
   // for the DEFAULT memory of the CUDA EP's device N (the plugin must be registered and see it).
   // Idempotent for the same pool; another pool for the same device replaces it for sessions created
-  // afterwards (earlier sessions keep the one they took: both pools must outlive their sessions).
+  // afterwards (earlier sessions keep the one they took: both pools must outlive their sessions), and
+  // logs that it did (kapsl refuses a second pool; docs/from-the-seeds.md says why Gantry does not).
   // Only sessions with the session config entry "session.use_env_allocators" = "1" use it.
   Status use_pool(memory::BlockPool* pool);
   // Stops offering `pool` to sessions created from now on (nothing when it is not registered): call it

@@ -8,6 +8,7 @@
 struct OrtAllocator;
 struct OrtEpDevice;
 struct OrtMemoryInfo;
+struct OrtRunOptions;
 struct OrtValue;
 
 namespace Ort {
