@@ -69,16 +69,15 @@ std::optional<Page> page_of(Reply& reply, std::string_view query) {
 }
 
 // The items from just after `after` (all when empty), at most `limit`; has_more when some are left.
-std::string page(std::vector<std::string> ids, std::vector<std::string> items, const Page& p) {
-  size_t start = 0;
+std::string page(const std::vector<std::string>& ids, const std::vector<std::string>& items, const Page& p) {
+  size_t start = 0;  // ids and items are as long
   if (!p.after.empty()) {
     auto it = std::find(ids.begin(), ids.end(), p.after);
     start = it == ids.end() ? ids.size() : static_cast<size_t>(it - ids.begin()) + 1;
   }
-  const size_t end = std::min(items.size(), start + p.limit);
-  std::vector<std::string> shown(
-      items.begin() + static_cast<std::ptrdiff_t>(std::min(start, items.size())),
-      items.begin() + static_cast<std::ptrdiff_t>(std::max(end, std::min(start, items.size()))));
+  const size_t end = std::min(items.size(), start + p.limit);  // start <= items.size()
+  const std::vector<std::string> shown(items.begin() + static_cast<std::ptrdiff_t>(start),
+                                       items.begin() + static_cast<std::ptrdiff_t>(end));
   return openai::stored_list(shown, end < items.size());
 }
 
@@ -112,7 +111,7 @@ void list(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, 
     std::reverse(ids.begin(), ids.end());
     std::reverse(items.begin(), items.end());
   }
-  reply->json(200, page(std::move(ids), std::move(items), *p));
+  reply->json(200, page(ids, items, *p));
 }
 
 void get(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams& params) {
@@ -144,7 +143,7 @@ void messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& reque
     std::reverse(ids.begin(), ids.end());
     std::reverse(items.begin(), items.end());
   }
-  reply->json(200, page(std::move(ids), std::move(items), *p));
+  reply->json(200, page(ids, items, *p));
 }
 
 constexpr Protocol kOpenai = Protocol::kOpenai;

@@ -419,6 +419,14 @@ async function openai() {
     spec: OA('/chat/completions', 'get'),
     extra: (b) => need(b.data.some((c) => c.id === sid), `${sid} not listed`),
   });
+  const second = await check(P, 'chat: store true, streamed', { path: '/v1/chat/completions', body: chatBody({ store: true, stream: true }), spec: OA('/chat/completions'), stream: 'sse' });
+  const sid2 = second?.find((e) => e.data !== '[DONE]')?.data.id ?? 'missing';
+  await check(P, 'GET /v1/chat/completions?limit=1&order=desc (a page)', {
+    method: 'GET',
+    path: '/v1/chat/completions?limit=1&order=desc',
+    spec: OA('/chat/completions', 'get'),
+    extra: (b) => need(b.data.length === 1 && b.data[0].id === sid2 && b.has_more === true && b.first_id === sid2, `page ${show(b)}`),
+  });
   await check(P, 'GET /v1/chat/completions/{id}', { method: 'GET', path: `/v1/chat/completions/${sid}`, spec: OA('/chat/completions/{completion_id}', 'get'), extra: (b) => need(b.id === sid, `id ${b.id}`) });
   await check(P, 'GET /v1/chat/completions/{id}/messages', {
     method: 'GET',
