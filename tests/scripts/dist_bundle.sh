@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CPU bundle (make dist, scripts/dist.sh) from a user's point of view: packed from this build (or a fresh
-# one reused), unpacked in a temporary folder and run with an empty environment. Asserts: size <= 40 MiB;
+# one reused), unpacked in a temporary folder and run with an empty environment. Asserts: size <= 48 MiB
+# (40.0 MiB on 2026-12-02; the bound catches what must not be packed: debug info, a model, a test binary);
 # version/detect/run (GGUF and ONNX) work and give the same results as the build tree; every ELF has RUNPATH
 # $ORIGIN/../lib and resolves only glibc/libstdc++/libgcc (and the NVIDIA driver) outside the bundle's lib/,
 # including what is dlopen'ed at run time; licences and schema are there.
@@ -40,7 +41,7 @@ fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
 
 size=$(stat -c %s "$archive")
-check "archive $(basename "$archive") is $((size / 1024)) KiB <= 40 MiB" '(( size <= 40 * 1024 * 1024 ))'
+check "archive $(basename "$archive") is $((size / 1024)) KiB <= 48 MiB" '(( size <= 48 * 1024 * 1024 ))'
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 tar -I zstd -xf "$archive" -C "$tmp" || { echo "FAIL: cannot unpack $archive"; exit 1; }

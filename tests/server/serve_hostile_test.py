@@ -6,6 +6,7 @@ Usage: serve_hostile_test.py GANTRY_BINARY MODELS_DIR [TEST...]   (run by tests/
 Each class is one class of attack from issue 21; every test ends by checking that the server process is
 alive and answers. Everything is bounded: sockets have timeouts, loops have counts.
 """
+import re
 import json
 import os
 import socket
@@ -16,6 +17,14 @@ import threading
 import unittest
 
 import serve_process
+
+
+def without_vllm_names(metrics: bytes) -> bytes:
+    """The exposition without vLLM's router series (vllm:num_requests_waiting, ...): the Gateway API inference
+    extension scrapes them by those names, whose ':' Prometheus reserves for recording rules, so promtool's lint
+    (exit 3) would refuse them. Everything of Gantry's own stays linted."""
+    return b"".join(line for line in metrics.splitlines(keepends=True)
+                    if not re.match(rb"(# (HELP|TYPE) )?vllm:", line))
 
 GANTRY, MODELS = sys.argv[1], sys.argv[2]
 MLP, SILERO, LLAMA = "mlp_64_128_10", "silero_vad_v5", "tiny-llama"
@@ -276,7 +285,8 @@ class StrangersCannotExhaust(Base):
         self.assertEqual(code, 200)
         self.assertNotIn(b"nnnnnnnn", text)
         self.assertLess(len(text), base + 16384)
-        check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, timeout=30)
+        check = subprocess.run(["promtool", "check", "metrics"], input=without_vllm_names(text), capture_output=True,
+                               timeout=30)
         self.assertEqual(check.returncode, 0, check.stderr.decode() + check.stdout.decode())
 
     def test_connection_limit_answers_503_and_frees_slots(self):

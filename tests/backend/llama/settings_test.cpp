@@ -87,7 +87,9 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
                                             {"cache_prompt", "off"},
                                             {"cache_ram", "-1"},
                                             {"prefill_chunk", "64"},
-                                            {"rpc", "10.0.0.2:50052,10.0.0.3:50052"}});
+                                            {"rpc", "10.0.0.2:50052,10.0.0.3:50052"},
+                                            {"pooling", "cls"},
+                                            {"reasoning", "off"}});
   p.intra_op_threads = 3;
   p.device_ids = {1};
   auto s = llama_settings(p, tiny_profile(), kCpuOnly);
@@ -120,7 +122,9 @@ TEST(LlamaSettings, EveryKeyIsApplied) {
   EXPECT_FALSE(s->engine.cache_prompt);
   EXPECT_EQ(s->cache_ram_bytes, EngineOptions::kUnlimited);
   EXPECT_EQ(s->engine.prefill_chunk, 64u);
-  EXPECT_EQ(model::llama_option_keys().size(), 24u);
+  EXPECT_EQ(s->pooling, Pooling::kCls);
+  EXPECT_FALSE(s->thinking);
+  EXPECT_EQ(model::llama_option_keys().size(), 26u);
   EXPECT_EQ(s->load.placement.rpc_servers, (std::vector<std::string>{"10.0.0.2:50052", "10.0.0.3:50052"}));
 }
 
