@@ -6,9 +6,9 @@ Usage: serve_hostile_test.py GANTRY_BINARY MODELS_DIR [TEST...]   (run by tests/
 Each class is one class of attack from issue 21; every test ends by checking that the server process is
 alive and answers. Everything is bounded: sockets have timeouts, loops have counts.
 """
-import re
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
