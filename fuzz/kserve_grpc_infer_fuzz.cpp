@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "gantry/protocol/kserve_grpc_codec.h"
 #include "kserve_fuzz_common.h"
-#include "server/grpc_codec.h"
 
 namespace {
 
@@ -37,7 +37,7 @@ const gantry::backend::ModelMetadata& model() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  namespace gc = gantry::server::grpc_codec;
+  namespace gc = gantry::protocol::kserve_grpc;
   inference::ModelInferRequest message;
   if (!message.ParseFromArray(data, static_cast<int>(size))) return 0;
   auto request = gc::parse_infer_request(message, model());

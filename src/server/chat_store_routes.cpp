@@ -94,7 +94,7 @@ void list(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, 
   if (!p) return;
   // The store lists by use; the order asked for is by creation (the completion's "created", then its
   // place in the store for completions of the same second).
-  auto all = s.chat_completions.list(s.api_keys()->owner(request));
+  auto all = s.chat_completions.list(s.owner(request));
   std::vector<std::pair<int64_t, size_t>> order;
   for (size_t i = 0; i < all.size(); ++i) {
     const auto body = nlohmann::json::parse(all[i]->body, nullptr, false);
@@ -115,13 +115,13 @@ void list(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, 
 }
 
 void get(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams& params) {
-  auto stored = s.chat_completions.get(params.id, s.api_keys()->owner(request));
+  auto stored = s.chat_completions.get(params.id, s.owner(request));
   if (!stored) return not_found(*reply, params.id);
   reply->json(200, stored->body);
 }
 
 void erase(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams& params) {
-  if (!s.chat_completions.erase(params.id, s.api_keys()->owner(request))) return not_found(*reply, params.id);
+  if (!s.chat_completions.erase(params.id, s.owner(request))) return not_found(*reply, params.id);
   reply->json(200, openai::stored_deleted(params.id));
 }
 
@@ -129,7 +129,7 @@ void messages(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& reque
               const RouteParams& params) {
   auto p = page_of(*reply, request.query);
   if (!p) return;
-  auto stored = s.chat_completions.get(params.id, s.api_keys()->owner(request));
+  auto stored = s.chat_completions.get(params.id, s.owner(request));
   if (!stored) return not_found(*reply, params.id);
   const nlohmann::json all = nlohmann::json::parse(stored->input_items, nullptr, false);
   std::vector<std::string> ids, items;

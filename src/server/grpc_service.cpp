@@ -14,8 +14,8 @@
 
 #include "gantry/build_info.h"
 #include "gantry/core/log.h"
+#include "gantry/protocol/kserve_grpc_codec.h"
 #include "gantry/runtime/model_queue.h"
-#include "grpc_codec.h"
 #include "grpc_predict_v2.grpc.pb.h"
 #include "server_state.h"
 
@@ -49,12 +49,12 @@ class Call {
   void finish(const grpc::Status& status) {
     if (done_.exchange(true)) return;
     s_.metrics.request(model_, protocol_name(Protocol::kGrpc),
-                       grpc_codec::http_status_for_grpc(status.error_code()),
+                       protocol::kserve_grpc::http_status_for_grpc(status.error_code()),
                        std::chrono::duration<double>(Clock::now() - received_));
     answer_(status);
     s_.inflight.fetch_sub(1);
   }
-  void finish(const Status& status) { finish(grpc_codec::to_grpc(status)); }
+  void finish(const Status& status) { finish(protocol::kserve_grpc::to_grpc(status)); }
   // Work on the call's behalf stops when this says so: the client cancelled (or its deadline passed), or
   // the server is stopping. Only while the call is unanswered (the work runs before finish()).
   backend::CancelCheck cancel_check() {
@@ -210,7 +210,7 @@ class Service final : public grpc::Service {
     post_task(s_.metadata_pool(), "grpc ModelMetadata", [this, call, &request, &response] {
       auto handle = s_.model(request.name());
       if (!handle.ok()) return call->finish(handle.status());
-      grpc_codec::model_metadata(request.name(), handle->model().metadata(), response);
+      protocol::kserve_grpc::model_metadata(request.name(), handle->model().metadata(), response);
       call->finish(grpc::Status::OK);
     });
   }
@@ -291,7 +291,7 @@ class Service final : public grpc::Service {
     if (!handle.ok()) return call->finish(handle.status());
     // Aligned raw inputs point into `request` and hold `call`: the request lives until the call is
     // finished, which happens only in the done callback below, after the model has read its inputs.
-    auto parsed = grpc_codec::parse_infer_request(request, handle->model().metadata(), call);
+    auto parsed = protocol::kserve_grpc::parse_infer_request(request, handle->model().metadata(), call);
     if (!parsed.ok()) return call->finish(parsed.status());
     // Too large for the model (RESOURCE_EXHAUSTED), or in memory it cannot bind: before any queue.
     if (Status a = backend::check_admission(handle->model().metadata(), parsed->inputs); !a.ok())
@@ -302,7 +302,7 @@ class Service final : public grpc::Service {
         s_, name, std::move(*handle), infer->inputs, call, call->received(),
         [call, infer, name, &response](Result<std::vector<NamedTensor>> out) {
           if (!out.ok()) return call->finish(out.status());
-          call->finish(grpc_codec::encode_infer_response(name, *infer, *out, response));
+          call->finish(protocol::kserve_grpc::encode_infer_response(name, *infer, *out, response));
         },
         who, call->cancel_check());
   }

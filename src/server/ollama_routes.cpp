@@ -54,7 +54,7 @@ void send_refusal(Reply& reply, const backend::ChatRefusal& r) {
 }
 
 // The served model a requested name means: the name itself, or "x" for "x:latest".
-std::shared_ptr<const RepositoryEntry> find_model(Server::State& s, std::string_view requested) {
+std::shared_ptr<const model::RepositoryEntry> find_model(Server::State& s, std::string_view requested) {
   if (auto e = s.repository.find(requested)) return e;
   const std::string untagged = ollama::untagged_name(requested);
   return untagged.empty() ? nullptr : s.repository.find(untagged);
@@ -67,7 +67,7 @@ std::string not_found(std::string_view requested) {
 
 // The GGUF file of a repository entry when it is known without loading it: a .gguf file, or a package
 // directory whose manifest says gguf. (A .tar package is known once loaded.)
-std::optional<fs::path> gguf_file(const RepositoryEntry& e) {
+std::optional<fs::path> gguf_file(const model::RepositoryEntry& e) {
   std::error_code ec;
   if (fs::is_directory(e.source, ec)) {
     auto m = model::read_manifest(e.source / std::string(model::kManifestFileName));
@@ -82,7 +82,7 @@ std::optional<fs::path> gguf_file(const RepositoryEntry& e) {
 
 // A ready model's text facet, through a handle (nullopt: not loaded, or not a text model). Taking the
 // handle counts as a use of the model (its keep-alive restarts): only for requests about that model.
-std::optional<backend::TextModelInfo> loaded_text_info(Server::State& s, const RepositoryEntry& e) {
+std::optional<backend::TextModelInfo> loaded_text_info(Server::State& s, const model::RepositoryEntry& e) {
   auto info = s.runtime.manager().info(e.runtime_name);
   if (!info || info->state != runtime::ModelState::kReady) return std::nullopt;
   auto h = s.runtime.get(e.runtime_name);
@@ -93,7 +93,7 @@ std::optional<backend::TextModelInfo> loaded_text_info(Server::State& s, const R
 }
 
 // Whether an entry is a text model: by its file's format, else (a .tar package) by the loaded model.
-bool is_text(Server::State& s, const RepositoryEntry& e) {
+bool is_text(Server::State& s, const model::RepositoryEntry& e) {
   if (gguf_file(e)) return true;
   if (e.source.extension() != ".tar") return false;
   return loaded_text_info(s, e).has_value();
@@ -107,7 +107,7 @@ struct FileFacts {
 };
 
 // The facts of a source (shared by every name that serves it), nullopt when it is not a text model.
-std::optional<FileFacts> source_facts(Server::State& s, const RepositoryEntry& e) {
+std::optional<FileFacts> source_facts(Server::State& s, const model::RepositoryEntry& e) {
   auto path = gguf_file(e);
   if (!path && !is_text(s, e)) return std::nullopt;  // not a text model
   FileFacts f;
@@ -133,7 +133,7 @@ std::optional<FileFacts> source_facts(Server::State& s, const RepositoryEntry& e
 }
 
 // `f` (a source's facts) as the entry `e` names it.
-FileFacts with_name(FileFacts f, const RepositoryEntry& e) {
+FileFacts with_name(FileFacts f, const model::RepositoryEntry& e) {
   f.entry.name = ollama::tagged_name(e.name);
   // Identifies this version of the file (name, path, size, modification time) without reading gigabytes
   // on every listing; it is not the file's content hash.
@@ -142,7 +142,7 @@ FileFacts with_name(FileFacts f, const RepositoryEntry& e) {
   return f;
 }
 
-std::optional<FileFacts> file_facts(Server::State& s, const RepositoryEntry& e) {
+std::optional<FileFacts> file_facts(Server::State& s, const model::RepositoryEntry& e) {
   auto f = source_facts(s, e);
   if (!f) return std::nullopt;
   return with_name(std::move(*f), e);

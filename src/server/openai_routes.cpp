@@ -158,7 +158,7 @@ void openai_text(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest req
     return events;
   };
   Server::State* state = &s;
-  const size_t owner = s.api_keys()->owner(request);
+  const size_t owner = s.owner(request);
   // store: true keeps the completion as a whole body (a streamed one too, once its parsers are done).
   auto keep = [req, id, created, stream, state, owner](const backend::GenerationResult& r,
                                                        const std::string* body) {

@@ -29,7 +29,7 @@ struct ResponseCall {
   std::vector<backend::ChatMessage> conversation;  // the history + input, without the instructions
   std::shared_ptr<backend::ChatOutputParser> parser;
   std::unique_ptr<responses::StreamEncoder> encoder;
-  size_t owner = 0;                    // ApiKeys::owner() of the request: who may read what is kept
+  size_t owner = 0;                    // runtime::ApiKeys::owner() of the request: who may read what is kept
   runtime::ModelHandle handle;         // holds the model (its text facet counts reasoning tokens at the end)
   backend::TextModel* text = nullptr;  // handle's facet
 };
@@ -108,7 +108,7 @@ void responses_input_tokens(Server::State& s, std::shared_ptr<Reply> reply, Http
   const auto& req = std::get<responses::ResponsesRequest>(parsed);
   reply->set_model(req.model);
   std::vector<backend::ChatMessage> conversation;
-  if (!conversation_of(s, *reply, req, s.api_keys()->owner(request), conversation)) return;
+  if (!conversation_of(s, *reply, req, s.owner(request), conversation)) return;
   auto handle = s.model(req.model);
   if (!handle.ok()) {
     const int code = http_status_for(handle.status());
@@ -141,7 +141,7 @@ void responses_create(Server::State& s, std::shared_ptr<Reply> reply, HttpReques
   }
   auto call = std::make_shared<ResponseCall>();
   call->request = std::move(std::get<responses::ResponsesRequest>(parsed));
-  call->owner = s.api_keys()->owner(request);
+  call->owner = s.owner(request);
   const responses::ResponsesRequest& req = call->request;
   const std::string& name = req.model;
   reply->set_model(name);
@@ -269,19 +269,19 @@ void create(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request
 }
 
 void get(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams& p) {
-  responses_stored(s, std::move(reply), p.id, s.api_keys()->owner(request), Stored::kGet);
+  responses_stored(s, std::move(reply), p.id, s.owner(request), Stored::kGet);
 }
 
 void erase(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams& p) {
-  responses_stored(s, std::move(reply), p.id, s.api_keys()->owner(request), Stored::kErase);
+  responses_stored(s, std::move(reply), p.id, s.owner(request), Stored::kErase);
 }
 
 void items(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams& p) {
-  responses_stored(s, std::move(reply), p.id, s.api_keys()->owner(request), Stored::kInputItems);
+  responses_stored(s, std::move(reply), p.id, s.owner(request), Stored::kInputItems);
 }
 
 void cancel(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams& p) {
-  responses_stored(s, std::move(reply), p.id, s.api_keys()->owner(request), Stored::kCancel);
+  responses_stored(s, std::move(reply), p.id, s.owner(request), Stored::kCancel);
 }
 
 void input_tokens(Server::State& s, std::shared_ptr<Reply> reply, HttpRequest& request, const RouteParams&) {

@@ -78,7 +78,7 @@ std::optional<HttpResponse> early_answer(Server::State& s, size_t global_limit, 
   // The dashboard's page and assets hold no data (it asks for the key itself): no key, GET only.
   if (route && route->access == Route::Access::kPublicPage && (req.method == "GET" || req.method == "HEAD"))
     return std::nullopt;
-  if (!s.api_keys()->allows(req)) {
+  if (!s.allows(req)) {
     auto resp =
         error_response(r.protocol, 401,
                        "missing or wrong API key: send 'Authorization: Bearer <key>' (or an api-key / "
@@ -314,7 +314,7 @@ backend::CancelCheck work_cancel(Server::State& s, Reply& reply) {
 }
 
 // ------------------------------------------------------------------------------------------ State
-runtime::LoadOptions Server::State::load_options(const RepositoryEntry& entry) const {
+runtime::LoadOptions Server::State::load_options(const model::RepositoryEntry& entry) const {
   runtime::LoadOptions o = options.load;
   o.name = entry.runtime_name;
   o.queue.max_queue = options.max_queue;
@@ -326,7 +326,7 @@ runtime::LoadOptions Server::State::load_options(const RepositoryEntry& entry) c
   return o;
 }
 
-std::shared_ptr<const RepositoryEntry> Server::State::resolve(std::string_view name) const {
+std::shared_ptr<const model::RepositoryEntry> Server::State::resolve(std::string_view name) const {
   auto entry = repository.find(name);
   if (entry || !options.any_model_name) return entry;
   auto all = repository.entries();
@@ -383,7 +383,20 @@ Result<runtime::ModelHandle> Server::State::loaded(std::string_view name) {
   return runtime.get(entry->runtime_name);
 }
 
-void Server::State::install_keys(std::shared_ptr<const ApiKeys> next) {
+namespace {
+runtime::ApiKeys::HeaderLookup headers_of(const HttpRequest& request) {
+  return [&request](std::string_view name) { return request.header(name); };
+}
+}  // namespace
+
+bool Server::State::allows(const HttpRequest& request) const {
+  return api_keys()->allows(headers_of(request));
+}
+size_t Server::State::owner(const HttpRequest& request) const {
+  return api_keys()->owner(headers_of(request));
+}
+
+void Server::State::install_keys(std::shared_ptr<const runtime::ApiKeys> next) {
   std::vector<std::string> names;
   for (const auto& t : next->tenants()) {
     tenants.update(t.name, t.limits);
@@ -402,7 +415,8 @@ std::optional<int64_t> parse_deadline_ms(std::string_view value) {
   return ms;
 }
 
-runtime::Admission Server::State::admission(const ApiKeys::HeaderLookup& header, Clock::time_point received) {
+runtime::Admission Server::State::admission(const runtime::ApiKeys::HeaderLookup& header,
+                                            Clock::time_point received) {
   runtime::Admission a;
   const auto current = api_keys();
   if (!current->empty()) {
@@ -523,14 +537,14 @@ std::string Server::url() const {
 }
 
 Status Server::reload_keys() {
-  auto next =
-      ApiKeys::from_files(state_->options.api_key_files, state_->options.api_keys, state_->api_keys().get());
+  auto next = runtime::ApiKeys::from_files(state_->options.api_key_files, state_->options.api_keys,
+                                           state_->api_keys().get());
   if (!next.ok()) {
     GANTRY_LOG_ERROR("reloading the API keys: {}; the keys in use stay", next.status().message());
     return next.status();
   }
   const size_t n_keys = next->size(), n_tenants = next->tenants().size();
-  state_->install_keys(std::make_shared<const ApiKeys>(std::move(*next)));
+  state_->install_keys(std::make_shared<const runtime::ApiKeys>(std::move(*next)));
   GANTRY_LOG_INFO("reloaded the API keys: {} keys of {} tenants", n_keys, n_tenants);
   return Status::Ok();
 }
@@ -586,8 +600,8 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
   auto state = std::make_unique<State>(runtime, std::move(options), workers);
   const ServeOptions& o = state->options;
   {
-    GANTRY_ASSIGN_OR_RETURN(ApiKeys keys, ApiKeys::from_files(o.api_key_files, o.api_keys));
-    state->install_keys(std::make_shared<const ApiKeys>(std::move(keys)));
+    GANTRY_ASSIGN_OR_RETURN(runtime::ApiKeys keys, runtime::ApiKeys::from_files(o.api_key_files, o.api_keys));
+    state->install_keys(std::make_shared<const runtime::ApiKeys>(std::move(keys)));
   }
   for (const auto& m : o.models) GANTRY_RETURN_IF_ERROR(state->repository.add(m));
   // The models named on the command line must load; those of --model-repository may fail one by one.
@@ -674,8 +688,7 @@ Result<std::unique_ptr<Server>> Server::start(runtime::Runtime& runtime, ServeOp
     auto reply = std::make_shared<Reply>(*s, std::move(ex), r.protocol, req.received);
     if (!r.params.model.empty()) reply->set_model(r.params.model);
     reply->add_headers(cors_headers(s->options, req));
-    reply->set_admission(
-        s->admission([&req](std::string_view name) { return req.header(name); }, req.received));
+    reply->set_admission(s->admission(headers_of(req), req.received));
     if (!r.route) {
       if (r.protocol == Protocol::kOllama) {
         reply->error(404,

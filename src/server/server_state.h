@@ -15,12 +15,12 @@
 #include <utility>
 
 #include "gantry/core/log.h"
+#include "gantry/model/model_repository.h"
 #include "gantry/protocol/openai_codec.h"
+#include "gantry/runtime/api_keys.h"
 #include "gantry/runtime/runtime.h"
-#include "gantry/server/api_keys.h"
 #include "gantry/server/http_server.h"
 #include "gantry/server/metrics.h"
-#include "gantry/server/model_repository.h"
 #include "gantry/server/response_store.h"
 #include "gantry/server/server.h"
 #include "gguf_header_cache.h"
@@ -110,7 +110,7 @@ void send_api_error(Reply& reply, const openai::ApiError& e);
 // Models API, for a request with an anthropic-version header (404 in its error shape).
 void anthropic_models(Server::State& s, std::shared_ptr<Reply> reply, const std::string& model);
 // chat_store_routes.cpp: keeps a chat completion made with store: true (its body as GET
-// /v1/chat/completions/{id} answers it, and the request's messages) for `owner` (ApiKeys::owner()).
+// /v1/chat/completions/{id} answers it, and the request's messages) for `owner` (runtime::ApiKeys::owner()).
 void keep_chat_completion(Server::State& s, size_t owner, std::string id, std::string body,
                           const std::vector<backend::ChatMessage>& messages);
 
@@ -152,20 +152,23 @@ struct Server::State {
   runtime::Runtime& runtime;
   ServeOptions options;
   // The keys now: a reload (SIGHUP, Server::reload_keys) swaps them whole; a request reads them once.
-  std::shared_ptr<const ApiKeys> api_keys() const {
+  std::shared_ptr<const runtime::ApiKeys> api_keys() const {
     std::lock_guard lock(keys_mu);
     return keys;
   }
+  // The request's key checked against the keys now (runtime::ApiKeys::allows / owner, from its headers).
+  bool allows(const HttpRequest& request) const;
+  size_t owner(const HttpRequest& request) const;
   mutable std::mutex keys_mu;  // guards keys
-  std::shared_ptr<const ApiKeys> keys = std::make_shared<ApiKeys>();
+  std::shared_ptr<const runtime::ApiKeys> keys = std::make_shared<runtime::ApiKeys>();
   runtime::TenantRegistry tenants;  // by the keys' tenant names
   // Makes `keys` the keys and their tenants the registry's (limits updated, usage kept).
-  void install_keys(std::shared_ptr<const ApiKeys> next);
+  void install_keys(std::shared_ptr<const runtime::ApiKeys> next);
   // The Admission of a request: the tenant its key names (none without keys), its deadline from
   // x-request-deadline-ms (milliseconds from `received`) or the tenant's default.
-  runtime::Admission admission(const ApiKeys::HeaderLookup& header,
+  runtime::Admission admission(const runtime::ApiKeys::HeaderLookup& header,
                                std::chrono::steady_clock::time_point received);
-  ModelRepository repository;
+  model::ModelRepository repository;
   Metrics metrics;
   ResponseStore responses{options.responses_store};  // the Responses API's kept responses
   // Chat completions made with store: true (body = the completion, input_items = its messages).
@@ -200,11 +203,11 @@ struct Server::State {
   // The repository's entry serving the model name a request gives: the entry of that name; else, with
   // --any-model-name (llama-server's way) and exactly one model served, that one, whatever the name
   // (or none). model() and loaded() look names up through it only.
-  std::shared_ptr<const RepositoryEntry> resolve(std::string_view name) const;
+  std::shared_ptr<const model::RepositoryEntry> resolve(std::string_view name) const;
   // The model `name`, loading it when the repository has it and loading on demand is on. NotFound
   // for a name the repository does not know; Unavailable (503) for a known model that is not ready.
   Result<runtime::ModelHandle> model(std::string_view name);
-  runtime::LoadOptions load_options(const RepositoryEntry& entry) const;
+  runtime::LoadOptions load_options(const model::RepositoryEntry& entry) const;
 
   // Readiness (/v2/health/ready, gRPC ServerReady, gantry_ready): not draining nor set unready, and
   // every required model loaded, except those of --model-repository that failed to load at start (they
@@ -220,8 +223,8 @@ struct Server::State {
   void record_failure(const std::string& runtime_name, std::string reason);
   void clear_failure(std::string_view runtime_name);
   std::optional<std::string> failure(std::string_view runtime_name) const;
-  std::vector<Failure> failures() const;    // by name
-  std::vector<RepositoryProblem> unlisted;  // set once at start, read-only afterwards
+  std::vector<Failure> failures() const;           // by name
+  std::vector<model::RepositoryProblem> unlisted;  // set once at start, read-only afterwards
 
   // The pool for a request about one model's metadata: `control`, unless answering may load the model
   // (--load-on-demand), which is slow work for `workers`.

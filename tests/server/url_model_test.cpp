@@ -9,8 +9,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "gantry/model/model_repository.h"
 #include "gantry/runtime/runtime.h"
-#include "gantry/server/model_repository.h"
 #include "gantry/weights/fetch_model.h"
 #include "runtime/greedy_tokens.h"
 #include "weights/http_fixture.h"
@@ -135,7 +135,7 @@ TEST_F(UrlModel, TheRepositoryListsAUrlAndItLoadsWithoutAFileOnDisk) {
   ASSERT_TRUE(rt->unload("from-file").ok());
 
   const std::string url = server_->url("range/tiny-llama.gguf");
-  ModelRepository repo;
+  model::ModelRepository repo;
   ASSERT_TRUE(repo.add(url).ok());
   auto entry = repo.find("tiny-llama");
   ASSERT_NE(entry, nullptr);
@@ -212,7 +212,7 @@ TEST_F(UrlModel, FailuresAreErrorsNamingTheUrl) {
 }
 
 TEST(UrlRepository, AUrlWithoutAFileNameIsRefused) {
-  ModelRepository repo;
+  model::ModelRepository repo;
   Status st = repo.add("http://127.0.0.1:1/");
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.message();
 }

@@ -22,7 +22,7 @@
 #include "gantry/core/status.h"
 #include "gantry/model/manifest.h"
 
-namespace gantry::server {
+namespace gantry::model {
 
 struct RepositoryEntry {
   std::string name;
@@ -80,4 +80,4 @@ class ModelRepository {
 // fetched into memory (never to disk) each time it loads.
 Result<RepositoryEntry> repository_entry(const std::filesystem::path& source);
 
-}  // namespace gantry::server
+}  // namespace gantry::model

@@ -1,4 +1,4 @@
-#include "gantry/server/model_repository.h"
+#include "gantry/model/model_repository.h"
 
 #include <algorithm>
 
@@ -6,21 +6,21 @@
 #include "gantry/model/model_source.h"
 #include "gantry/model/package.h"
 
-namespace gantry::server {
+namespace gantry::model {
 namespace fs = std::filesystem;
 namespace {
 
 // A package archive as load_package() tells it (a .tar, or the ustar magic).
 bool is_archive(const fs::path& p) {
-  auto tar = model::is_package_archive(p);
+  auto tar = is_package_archive(p);
   return tar.ok() && *tar;
 }
 
-// A file load_package() can take: a package archive, or a model whose format model::detect_model_format
+// A file load_package() can take: a package archive, or a model whose format detect_model_format
 // recognises (by its magic or its extension; a damaged one too, so that loading it says what is wrong).
 bool servable_file(const fs::path& p) {
   if (is_archive(p)) return true;
-  auto format = model::detect_model_format(p);
+  auto format = detect_model_format(p);
   return format.ok() || format.status().code() == StatusCode::kCorrupt;
 }
 
@@ -28,23 +28,23 @@ bool servable_file(const fs::path& p) {
 
 Result<RepositoryEntry> repository_entry(const fs::path& source) {
   std::error_code ec;
-  auto from = [&](const model::Manifest& m) { return RepositoryEntry{m.name, source, m.name}; };
-  if (model::is_model_url(source.string())) {
+  auto from = [&](const Manifest& m) { return RepositoryEntry{m.name, source, m.name}; };
+  if (is_model_url(source.string())) {
     // A bare model fetched into memory when it loads (Runtime::load): named by its file's stem.
-    const std::string stem = fs::path(model::source_file_name(source.string())).stem().string();
+    const std::string stem = fs::path(source_file_name(source.string())).stem().string();
     if (stem.empty() || stem == ".")
       return InvalidArgument(source.string() + ": the URL names no model file (http://host/path/NAME.gguf)");
     return RepositoryEntry{stem, source, stem};
   }
   if (fs::is_directory(source, ec)) {
-    auto m = model::read_manifest(source / std::string(model::kManifestFileName));
+    auto m = read_manifest(source / std::string(kManifestFileName));
     if (!m.ok()) return m.status().with_context("model package " + source.string());
     return from(*m);
   }
   if (!fs::is_regular_file(source, ec)) return NotFound(source.string() + ": no such model file or package");
   if (is_archive(source)) {
     // The manifest sits inside the archive: extracting it once here is the price of naming it.
-    auto p = model::load_package(source, {.verify_checksums = false});
+    auto p = load_package(source, {.verify_checksums = false});
     if (!p.ok()) return p.status();
     return from(p->manifest());
   }
@@ -63,7 +63,7 @@ Status ModelRepository::add_locked(RepositoryEntry entry) {
   auto it = entries_.find(name);
   if (it != entries_.end()) {
     const auto same_source = [](const fs::path& a, const fs::path& b) {
-      return model::is_model_url(a.string()) ? a == b : fs::weakly_canonical(a) == fs::weakly_canonical(b);
+      return is_model_url(a.string()) ? a == b : fs::weakly_canonical(a) == fs::weakly_canonical(b);
     };
     if (same_source(it->second->source, entry.source)) return Status();
     return InvalidArgument("two models are named '" + name + "': " + it->second->source.string() + " and " +
@@ -149,14 +149,14 @@ Status ModelRepository::add_directory(const fs::path& dir, std::vector<Repositor
   if (!fs::is_directory(dir, ec)) return NotFound("--model-repository " + dir.string() + ": not a directory");
   // The directory is one package itself (KServe's storage initializer unpacks a package's directory
   // straight into /mnt/models).
-  if (fs::exists(dir / std::string(model::kManifestFileName), ec)) return add(dir);
+  if (fs::exists(dir / std::string(kManifestFileName), ec)) return add(dir);
   std::vector<fs::path> found;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const auto& p = e.path();
     // Hidden: an unfinished download (/api/pull's .NAME.gguf.partial-PID-N), a swap file, ..data.
     if (p.filename().string().starts_with(".")) continue;
     if (e.is_directory(ec)) {
-      if (fs::exists(p / std::string(model::kManifestFileName), ec)) found.push_back(p);
+      if (fs::exists(p / std::string(kManifestFileName), ec)) found.push_back(p);
     } else if (e.is_regular_file(ec) && servable_file(p)) {
       found.push_back(p);
     }
@@ -185,4 +185,4 @@ std::vector<RepositoryEntry> ModelRepository::entries() const {
   return out;
 }
 
-}  // namespace gantry::server
+}  // namespace gantry::model

@@ -1,11 +1,11 @@
-#include "grpc_codec.h"
+#include "gantry/protocol/kserve_grpc_codec.h"
 
 #include <cstring>
 #include <limits>
 #include <string>
 #include <utility>
 
-namespace gantry::server::grpc_codec {
+namespace gantry::protocol::kserve_grpc {
 namespace {
 using inference::InferTensorContents;
 
@@ -379,4 +379,4 @@ void model_metadata(std::string_view name, const backend::ModelMetadata& md,
   tensors(md.outputs, response.mutable_outputs());
 }
 
-}  // namespace gantry::server::grpc_codec
+}  // namespace gantry::protocol::kserve_grpc

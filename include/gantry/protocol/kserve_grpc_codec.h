@@ -26,9 +26,8 @@
 #include "gantry/core/status.h"
 #include "gantry/protocol/kserve_codec.h"
 #include "grpc_predict_v2.pb.h"
-#include "protocols.h"
 
-namespace gantry::server::grpc_codec {
+namespace gantry::protocol::kserve_grpc {
 
 // gRPC status code for a gantry Status: InvalidArgument/Corrupt/Unsupported INVALID_ARGUMENT,
 // NotFound NOT_FOUND, ResourceExhausted RESOURCE_EXHAUSTED, Unavailable UNAVAILABLE,
@@ -56,4 +55,4 @@ Status encode_infer_response(std::string_view model_name, const kserve::InferReq
 void model_metadata(std::string_view name, const backend::ModelMetadata& md,
                     inference::ModelMetadataResponse& response);
 
-}  // namespace gantry::server::grpc_codec
+}  // namespace gantry::protocol::kserve_grpc

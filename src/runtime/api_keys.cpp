@@ -1,11 +1,11 @@
-#include "gantry/server/api_keys.h"
+#include "gantry/runtime/api_keys.h"
 
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-namespace gantry::server {
+namespace gantry::runtime {
 
 bool constant_time_equal(std::string_view a, std::string_view b) {
   // Compare over the longer length so a short guess costs as much as a long one.
@@ -31,8 +31,8 @@ Result<uint64_t> positive(const json& v, std::string_view where, std::string_vie
   return static_cast<uint64_t>(v.get<int64_t>());
 }
 
-Result<runtime::TenantLimits> parse_limits(const json& t, const std::string& where) {
-  runtime::TenantLimits l;
+Result<TenantLimits> parse_limits(const json& t, const std::string& where) {
+  TenantLimits l;
   for (const auto& [field, v] : t.items()) {
     if (field == "name" || field == "keys" || field == "key") continue;
     if (field == "requests_per_minute") {
@@ -52,7 +52,7 @@ Result<runtime::TenantLimits> parse_limits(const json& t, const std::string& whe
         return InvalidArgument(where + ": 'weight' must be a number > 0 (at most 1e6)");
       l.weight = v.get<double>();
     } else if (field == "priority") {
-      auto p = v.is_string() ? runtime::parse_priority(v.get<std::string>()) : std::nullopt;
+      auto p = v.is_string() ? parse_priority(v.get<std::string>()) : std::nullopt;
       if (!p) return InvalidArgument(where + ": 'priority' must be \"interactive\" or \"batch\"");
       l.priority = *p;
     } else if (field == "models") {
@@ -231,24 +231,12 @@ ApiKeys ApiKeys::from_keys(std::vector<std::string> keys) {
   return k;
 }
 
-bool ApiKeys::allows(const HttpRequest& request) const {
-  return allows([&request](std::string_view name) { return request.header(name); });
-}
-
 bool ApiKeys::allows(const HeaderLookup& header) const { return keys_.empty() || match(header) != 0; }
-
-size_t ApiKeys::owner(const HttpRequest& request) const {
-  return owner([&request](std::string_view name) { return request.header(name); });
-}
 
 size_t ApiKeys::owner(const HeaderLookup& header) const {
   if (keys_.empty()) return 0;
   const size_t m = match(header);
   return m == 0 ? 0 : owners_[m - 1];
-}
-
-std::string ApiKeys::tenant(const HttpRequest& request) const {
-  return tenant([&request](std::string_view name) { return request.header(name); });
 }
 
 std::string ApiKeys::tenant(const HeaderLookup& header) const {
@@ -287,4 +275,4 @@ size_t ApiKeys::match(const HeaderLookup& header) const {
   return found;
 }
 
-}  // namespace gantry::server
+}  // namespace gantry::runtime

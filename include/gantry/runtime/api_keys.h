@@ -1,13 +1,13 @@
-// API keys for `gantry serve`: read from files, accepted as `Authorization: Bearer <key>`, `api-key: <key>`
-// or `x-api-key: <key>`, compared in constant time against every configured key (so timing tells nothing
-// about how much matched). A request's owner (owner()) names the key it carries by its position, so what a
-// key's requests make (stored responses) can be kept apart without the key itself ever being stored or
-// logged.
+// API keys (runtime/, beside the tenants they name): read from files, for `gantry serve`, read from files,
+// accepted as `Authorization: Bearer <key>`, `api-key: <key>` or `x-api-key: <key>`, compared in constant
+// time against every configured key (so timing tells nothing about how much matched). A request's owner
+// (owner()) names the key it carries by its position, so what a key's requests make (stored responses) can be
+// kept apart without the key itself ever being stored or logged.
 //
 // A file is either bare keys (one per non-empty line, '#' starts a comment), all of them the one
 // unlimited tenant "default", or a JSON tenants file ({"tenants": [{"name", "keys", limits...}]}, its
 // first character '{'; docs/tenants.md): each key belongs to a named tenant with its limits
-// (runtime::TenantLimits). A request's tenant() is the name of its key's tenant, never the key.
+// (TenantLimits). A request's tenant() is the name of its key's tenant, never the key.
 #pragma once
 
 #include <filesystem>
@@ -20,9 +20,8 @@
 
 #include "gantry/core/status.h"
 #include "gantry/runtime/tenant.h"
-#include "gantry/server/http_server.h"
 
-namespace gantry::server {
+namespace gantry::runtime {
 
 class ApiKeys {
  public:
@@ -41,18 +40,16 @@ class ApiKeys {
   // Every tenant the files name, with its limits, by name.
   struct TenantEntry {
     std::string name;
-    runtime::TenantLimits limits;
+    TenantLimits limits;
   };
   const std::vector<TenantEntry>& tenants() const { return tenants_; }
   // The name of the tenant whose key the request carries; "" when no key is configured or it carries
   // none of them (compared as allows() does).
-  std::string tenant(const HttpRequest& request) const;
   std::string tenant(const std::function<std::optional<std::string_view>(std::string_view)>& header) const;
 
   bool empty() const { return keys_.empty(); }
   size_t size() const { return keys_.size(); }
   // True when no key is configured or the request carries one of the keys.
-  bool allows(const HttpRequest& request) const;
   // The same for any protocol: `header` returns the value of a (lower-case) header or metadata key
   // (gRPC metadata carries the same three names).
   using HeaderLookup = std::function<std::optional<std::string_view>(std::string_view name)>;
@@ -61,7 +58,6 @@ class ApiKeys {
   // Whose the request is: 1 + the position of the first configured key equal to the one it carries
   // (keys repeated across files are one owner); 0 when no key is configured (every client is the same
   // owner) or it carries no configured key. Every key is compared, in constant time, as by allows().
-  size_t owner(const HttpRequest& request) const;
   size_t owner(const HeaderLookup& header) const;
 
  private:
@@ -80,4 +76,4 @@ class ApiKeys {
 // Equal length and bytes, in time that depends only on the lengths.
 bool constant_time_equal(std::string_view a, std::string_view b);
 
-}  // namespace gantry::server
+}  // namespace gantry::runtime

@@ -1,10 +1,10 @@
-#include "gantry/server/model_repository.h"
+#include "gantry/model/model_repository.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 
-namespace gantry::server {
+namespace gantry::model {
 namespace {
 namespace fs = std::filesystem;
 
@@ -188,4 +188,4 @@ TEST(ModelRepository, CopiesAreBounded) {
 }
 
 }  // namespace
-}  // namespace gantry::server
+}  // namespace gantry::model
