@@ -12,6 +12,10 @@
 # SECTION picks the workload (the other bench/serve_*_vs_llama_server.sh set it):
 #   throughput (default): 8 clients x 4 requests x 64 tokens, every prompt distinct (~220 tokens).
 #     BENCH serve-gguf-vs-llama-server ratio=<median gantry tok/s / median llama-server tok/s>
+#     With GANTRY_OLD_BUILD_DIR (a build of an earlier revision, scripts/build-revision.sh), that build's
+#     gantry is a third side (gantry-old) in the same rounds:
+#     BENCH serve-gguf-old-vs-llama-server ratio=<median gantry-old tok/s / median llama-server tok/s>
+#     BENCH serve-gguf-new-vs-old ratio=<median gantry tok/s / median gantry-old tok/s>
 #   prefix: a shared ~1,200-token system prompt (700 words) and distinct short user turns, 8 clients x 3
 #     requests x 32 tokens; gantry is also run with cache_prompt: false (side gantry-nocache).
 #     BENCH serve-gguf-prefix-ttft-vs-llama-server ratio=<median gantry TTFT p50 / median llama-server's>
@@ -37,8 +41,10 @@ ROUNDS=${ROUNDS:-2}
 READY_TIMEOUT_S=${READY_TIMEOUT_S:-120}
 REQUEST_TIMEOUT_S=${REQUEST_TIMEOUT_S:-600}
 RUN_TIMEOUT_S=${RUN_TIMEOUT_S:-1800}
+OLD_BUILD=${GANTRY_OLD_BUILD_DIR:-}
+[[ -n $OLD_BUILD && $SECTION != throughput ]] && { echo "serve bench: GANTRY_OLD_BUILD_DIR is for SECTION=throughput" >&2; exit 2; }
 case $SECTION in
-  throughput) d_ctx=$((PARALLEL * 4096)) sides=(llama-server gantry)
+  throughput) d_ctx=$((PARALLEL * 4096)) sides=(llama-server gantry ${OLD_BUILD:+gantry-old})
     load=(load --clients "${CLIENTS:-8}" --requests "${REQUESTS:-4}" --max-tokens "${MAX_TOKENS:-64}" --prompt-words 130) ;;
   prefix) d_ctx=$((PARALLEL * 4096)) sides=(llama-server gantry gantry-nocache)
     load=(load --clients "${CLIENTS:-8}" --requests "${REQUESTS:-3}" --max-tokens "${MAX_TOKENS:-32}" --prompt-words 12
@@ -54,55 +60,26 @@ LS=$DEPS/llama/tools-build/bin/llama-server
 GANTRY=$BUILD/bin/gantry
 LOADGEN=bench/serve_load.mjs
 
-for f in "$LS" "$MODEL" "$GANTRY"; do
+for f in "$LS" "$MODEL" "$GANTRY" ${OLD_BUILD:+"$OLD_BUILD/bin/gantry"}; do
   [[ -e "$f" ]] || { echo "serve bench: missing $f (run make build / scripts/setup.sh)" >&2; exit 1; }
 done
 command -v node >/dev/null || { echo "serve bench: node is not installed (scripts/setup.sh installs it)" >&2; exit 1; }
 
 tmp=$(mktemp -d)
-declare -A pid url
-stop_servers() {
-  local p
-  for p in "${pid[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for p in "${pid[@]}"; do
-    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-  done
-  pid=()
-}
+source bench/lib/servers.sh
 trap 'stop_servers; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 
-free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
-
-# wait_ready SERVER PATH: polls until HTTP 200, the server exits, or READY_TIMEOUT_S passes.
-wait_ready() {
-  local s=$1 path=$2 deadline=$((SECONDS + READY_TIMEOUT_S))
-  while ((SECONDS < deadline)); do
-    kill -0 "${pid[$s]}" 2>/dev/null || { echo "serve bench: $s exited before it was ready: $(tail -5 "$tmp/$s.log")" >&2; return 1; }
-    [[ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "${url[$s]}$path")" == 200 ]] && return 0
-    sleep 0.25
-  done
-  echo "serve bench: $s ${url[$s]}$path not ready within ${READY_TIMEOUT_S} s: $(tail -5 "$tmp/$s.log")" >&2
-  return 1
-}
-
-# start SERVER (llama-server or gantry) in the background on a free port.
+# start SERVER (llama-server, gantry or gantry-old) in the background on a free port.
 start() {
-  local s=$1 port
-  port=$(free_port) || return 1
-  url[$s]="http://127.0.0.1:$port"
+  local s=$1 bin=$GANTRY
+  [[ $s == gantry-old ]] && bin=$OLD_BUILD/bin/gantry
   if [[ $s == llama-server ]]; then
-    "$LS" -m "$MODEL" --alias "$NAME" --host 127.0.0.1 --port "$port" --parallel "$PARALLEL" -c "$CTX" -t "$THREADS" -ngl 0 \
-      >"$tmp/$s.log" 2>&1 &
-    pid[$s]=$!
-    wait_ready "$s" /health
+    start_server "$s" /health "$LS" -m "$MODEL" --alias "$NAME" --host 127.0.0.1 --port @PORT@ --parallel "$PARALLEL" \
+      -c "$CTX" -t "$THREADS" -ngl 0
   else
-    "$GANTRY" serve "$MODEL" --host 127.0.0.1 --port "$port" --parallel "$PARALLEL" --ctx "$CTX" --threads "$THREADS" --grpc-port -1 \
-      >"$tmp/$s.log" 2>&1 &
-    pid[$s]=$!
-    wait_ready "$s" /v2/health/ready
+    start_server "$s" /v2/health/ready "$bin" serve "$MODEL" --host 127.0.0.1 --port @PORT@ --parallel "$PARALLEL" \
+      --ctx "$CTX" --threads "$THREADS" --grpc-port -1
   fi
 }
 
@@ -123,10 +100,11 @@ run() {
 }
 
 echo "serve bench $SECTION: $NAME, $THREADS thread(s), $PARALLEL slots, context $CTX, $ROUNDS rounds, sides: ${sides[*]}"
-for s in llama-server gantry; do start "$s" || exit 1; done
+servers=(llama-server gantry ${OLD_BUILD:+gantry-old})
+for s in "${servers[@]}"; do start "$s" || exit 1; done
 # Warm-up: one short request a slot on each server (for prefix: with the shared system prompt, so every
 # slot of both servers has seen it, as in a running service).
-for s in llama-server gantry; do
+for s in "${servers[@]}"; do
   warm=(load --clients "$PARALLEL" --requests 1 --max-tokens 8 --prompt-words 12)
   [[ $SECTION == prefix ]] && warm+=(--system-words 700)
   run "$s" "warm" "$tmp/warm.$s.json" "${warm[@]}" || exit 1
@@ -170,6 +148,10 @@ const keys = {
 for (const s of sides) for (const [k, u] of keys) summary(s, k, u);
 if (section === "throughput") {
   ratio("serve-gguf-vs-llama-server", med.gantry.tok_per_s, med["llama-server"].tok_per_s);
+  if (med["gantry-old"]) {
+    ratio("serve-gguf-old-vs-llama-server", med["gantry-old"].tok_per_s, med["llama-server"].tok_per_s);
+    ratio("serve-gguf-new-vs-old", med.gantry.tok_per_s, med["gantry-old"].tok_per_s);
+  }
 } else if (section === "prefix") {
   for (const s of sides) {
     const d = runs[s].at(-1);
