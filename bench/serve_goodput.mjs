@@ -154,7 +154,7 @@ async function run(a) {
         // The shadow: the same request at once without a deadline; had it been admitted, would it have made it?
         const r = await send(q.tenant, q.id, a["prompt-words"], a["max-tokens"]);
         const took = performance.now() - sent;
-        deadline.shadows.push({ deadline_ms: q.deadline, took_ms: round2(took) });
+        deadline.shadows.push({ deadline_ms: q.deadline, took_ms: round2(took), refusal: e.message.slice(0, 240) });
         if (took <= q.deadline) ++deadline.refused_would_meet;
       } else if (e.status === 429) {
         ++refused.interactive;

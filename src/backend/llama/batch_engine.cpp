@@ -807,9 +807,10 @@ Result<bool> BatchEngine::step() {
     return false;
   }
 
-  // What one batch holds: every generating sequence's token, then prompt chunks in admission order, at
-  // most prefill_chunk prompt tokens in all (one sequence's with one_prompt_per_step; choices waiting
-  // for their leader's prompt take no part).
+  // What one batch holds: every generating sequence's token, then prompt chunks in the fair order (the
+  // priority class first, so an interactive prompt is not evaluated behind a batch tenant's long one;
+  // then the weighted fair tag; admission order among equals), at most prefill_chunk prompt tokens in
+  // all (one sequence's with one_prompt_per_step; choices waiting for their leader's prompt take no part).
   auto& b = *batch_;
   b.clear();
   const auto cap = static_cast<size_t>(ctx_->n_batch());
@@ -824,14 +825,20 @@ Result<bool> BatchEngine::step() {
       generated_tokens += 1 + s->draft.size();
     }
   }
-  for (auto& s : active_) {
-    if (s->generating || s->awaits_prompt) continue;
+  std::vector<Seq*> prompting;
+  for (auto& s : active_)
+    if (!s->generating && !s->awaits_prompt) prompting.push_back(s.get());
+  std::stable_sort(prompting.begin(), prompting.end(), [](const Seq* x, const Seq* y) {
+    const auto &kx = x->group->key, &ky = y->group->key;
+    return kx.priority != ky.priority ? kx.priority < ky.priority : kx.tag < ky.tag;
+  });
+  for (Seq* s : prompting) {
     const size_t used = generated_tokens + prompt_tokens;
     const size_t room = used >= cap ? 0 : std::min(cap - used, eopts_.prefill_chunk - prompt_tokens);
     if (room == 0) break;  // later prompts wait for the next step
     const size_t n = std::min(s->group->prompt.size() - s->prompt_done, room);
     if (n == 0) continue;
-    parts.emplace_back(s.get(), n);
+    parts.emplace_back(s, n);
     prompt_tokens += n;
     if (eopts_.one_prompt_per_step) break;
   }

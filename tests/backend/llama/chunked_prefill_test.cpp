@@ -1,6 +1,6 @@
 // Chunked prefill in the BatchEngine, driven one step() at a time on the tiny model: a long prompt is
 // evaluated at most prefill_chunk tokens per step while a running sequence gets a token every step;
-// prompts are served first come, first served; n choices still evaluate their prompt once; a request
+// prompts are served first come, first served, an interactive tenant's before a batch tenant's; n choices still evaluate their prompt once; a request
 // cancelled in the middle of its prefill ends at once and leaves what it evaluated as a prompt cache.
 // Outputs are token for token the unchunked ones (greedy).
 #include <gtest/gtest.h>
@@ -133,6 +133,40 @@ TEST_F(ChunkedPrefill, PromptsAreServedFirstComeFirstServed) {
   EXPECT_LT(r1->prompt_ms, r2->prompt_ms) << "the first prompt was done first";
   EXPECT_EQ(r1->tokens, whole(long_, 4).tokens);
   EXPECT_EQ(r2->tokens, r1->tokens);
+}
+
+// Tenants (GenerationRequest::schedule): a batch tenant's long prompt admitted first does not hold back an
+// interactive prompt admitted after it: from the next step on the interactive one's chunks go first, and
+// the batch prompt resumes once it is done. Outputs unchanged.
+TEST_F(ChunkedPrefill, AnInteractivePromptGoesBeforeABatchTenantsLongOne) {
+  const auto want = whole(long_, 4);
+  auto e = engine(2);
+  auto bulk = greedy_tokens(long_, 4);
+  bulk.schedule = backend::Schedule{1, "bulk", 1};
+  auto hb = e->submit(bulk);
+  ASSERT_TRUE(hb.ok());
+  ASSERT_TRUE(e->step().value());  // the batch prompt's first chunk
+  ASSERT_EQ(e->stats().prompt_tokens_decoded, kChunk);
+  auto chat = greedy_tokens(long_, 4);
+  chat.schedule = backend::Schedule{0, "chat", 1};
+  auto hc = e->submit(chat);
+  ASSERT_TRUE(hc.ok());
+  // Until the interactive prompt is done, every step is its chunk: the batch prompt's pending tokens
+  // stay where they were.
+  const uint64_t bulk_pending = long_.size() - kChunk;
+  size_t evaluated = 0;
+  while (evaluated + kChunk < long_.size()) {
+    ASSERT_TRUE(e->step().value());
+    evaluated += kChunk;
+    EXPECT_EQ(e->stats().prompt_tokens_pending, bulk_pending + long_.size() - evaluated)
+        << "after " << evaluated << " interactive prompt tokens";
+  }
+  auto rc = e->wait(*hc);
+  auto rb = e->wait(*hb);
+  ASSERT_TRUE(rc.ok() && rb.ok());
+  EXPECT_LT(rc->prompt_ms, rb->prompt_ms) << "the interactive prompt was done first";
+  EXPECT_EQ(rc->tokens, want.tokens);
+  EXPECT_EQ(rb->tokens, want.tokens);
 }
 
 // One prompt a step (the CPU's setting): of two short prompts that would fit one step together, the

@@ -21,9 +21,11 @@
 // limits, budget charging, giving bytes back under memory pressure). Same output as without it.
 //
 // Chunked prefill: each step holds one token of every generating sequence and at most
-// EngineOptions::prefill_chunk (default n_ubatch) prompt tokens, taken from the admitted prompts in
-// admission order (first come, first served; requests are admitted in submission order). A long
-// prompt is thus evaluated in pieces between the running sequences' tokens instead of stalling them.
+// EngineOptions::prefill_chunk (default n_ubatch) prompt tokens, taken from the admitted prompts in the
+// fair order (GenerationRequest::schedule: the interactive class before batch, then the weighted fair
+// tag; without tenants that is admission order). A long prompt is thus evaluated in pieces between the
+// running sequences' tokens instead of stalling them, and an interactive prompt goes before a batch
+// tenant's long one rather than after it.
 //
 // Threads: submit() and generate() from any thread. Exactly one thread decodes at a time: the
 // background loop (start()), or else whichever generate()/step() caller holds the engine. Text
