@@ -40,13 +40,15 @@ std::optional<double> QueueForecast::predict_ms(size_t held, size_t capacity, in
   std::lock_guard lock(mu_);
   if (f_.samples == 0) return std::nullopt;
   capacity = std::max<size_t>(1, capacity);
-  // Those waiting ahead, then this one, start as places free: capacity at a time.
+  // Those waiting ahead, then this one, start as places free. The running ones are at every stage of
+  // their service, so a place frees every service / capacity on average (not a whole service time at
+  // once, which would refuse requests that would have made it): this one starts after
+  // (held - capacity + 1) of them.
   double wait_ms = 0;
   if (held >= capacity) {
-    const double rounds = std::ceil(static_cast<double>(held - capacity + 1) / static_cast<double>(capacity));
     const double service =
         f_.unwaited_samples > 0 ? f_.request_ms : f_.generated_tokens * f_.decode_ms_per_token;
-    wait_ms = rounds * service;
+    wait_ms = static_cast<double>(held - capacity + 1) * service / static_cast<double>(capacity);
   }
   // The tokens it is expected to generate: its max_tokens, or fewer when requests here end sooner.
   const double expected =

@@ -274,9 +274,13 @@ TEST(QueueForecast, PredictsFromWhatItMeasured) {
   auto p = f.predict_ms(0, 1, 200, 11);
   ASSERT_TRUE(p);
   EXPECT_DOUBLE_EQ(*p, 200 * 0.5 + 11 * 10.0);
-  auto behind = f.predict_ms(3, 2, 200, 11);  // 2 running, 1 waiting ahead: one round of 150 ms first
+  // 2 running, 1 waiting ahead: it is second in line, and a place frees every 150 / 2 ms.
+  auto behind = f.predict_ms(3, 2, 200, 11);
   ASSERT_TRUE(behind);
-  EXPECT_DOUBLE_EQ(*behind, 150 + 200 * 0.5 + 11 * 10.0);
+  EXPECT_DOUBLE_EQ(*behind, 2 * 75 + 200 * 0.5 + 11 * 10.0);
+  auto next = f.predict_ms(2, 2, 200, 11);  // both places taken, none waiting: the first to free
+  ASSERT_TRUE(next);
+  EXPECT_DOUBLE_EQ(*next, 75 + 200 * 0.5 + 11 * 10.0);
   // A waited request's prompt time holds queue time: only its decode speed counts.
   f.observe(100, 5000, 11, 100, true);
   EXPECT_DOUBLE_EQ(f.figures().prompt_ms_per_token, 0.5);

@@ -40,7 +40,7 @@ class QueueForecast {
 
   // Milliseconds from admission to the end of a request with `prompt_tokens` and at most `max_tokens`
   // to generate, when `held` places of `capacity` are taken before it (those beyond capacity wait
-  // ahead of it, served capacity at a time).
+  // ahead of it; a place frees every request time / capacity on average).
   std::optional<double> predict_ms(size_t held, size_t capacity, int64_t prompt_tokens, int max_tokens) const;
 
  private:

@@ -832,9 +832,16 @@ Result<bool> BatchEngine::step() {
     const auto &kx = x->group->key, &ky = y->group->key;
     return kx.priority != ky.priority ? kx.priority < ky.priority : kx.tag < ky.tag;
   });
+  // Next to generating sequences, the step's prompt tokens are bounded in time as well as in number.
+  size_t chunk = eopts_.prefill_chunk;
+  if (generated_tokens > 0 && eopts_.mixed_step_ms > 0 && ms_per_token_ > 0) {
+    const double fit = eopts_.mixed_step_ms / ms_per_token_;
+    chunk = std::clamp<size_t>(static_cast<size_t>(fit), EngineOptions::kMinMixedChunk, chunk);
+  }
   for (Seq* s : prompting) {
     const size_t used = generated_tokens + prompt_tokens;
-    const size_t room = used >= cap ? 0 : std::min(cap - used, eopts_.prefill_chunk - prompt_tokens);
+    const size_t room =
+        used >= cap || prompt_tokens >= chunk ? 0 : std::min(cap - used, chunk - prompt_tokens);
     if (room == 0) break;  // later prompts wait for the next step
     const size_t n = std::min(s->group->prompt.size() - s->prompt_done, room);
     if (n == 0) continue;
@@ -877,9 +884,16 @@ Result<bool> BatchEngine::step() {
     if (abort && !quiet) quiet.emplace();
     return abort;
   });
+  const auto decode_start = Clock::now();
   Status st = ctx_->decode(b.batch);
   ctx_->set_abort_check(nullptr);
   quiet.reset();
+  // The time per token of steps large enough to tell (a step's fixed cost spread over few tokens would
+  // overstate it), as a moving average: what mixed_step_ms divides.
+  if (st.ok() && b.batch.n_tokens >= static_cast<int32_t>(EngineOptions::kMinMixedChunk)) {
+    const double per = ms_between(decode_start, Clock::now()) / b.batch.n_tokens;
+    ms_per_token_ = ms_per_token_ == 0 ? per : ms_per_token_ + 0.2 * (per - ms_per_token_);
+  }
   {
     std::lock_guard lock(mu_);
     ++stats_.steps;

@@ -1,8 +1,8 @@
 // Chunked prefill in the BatchEngine, driven one step() at a time on the tiny model: a long prompt is
 // evaluated at most prefill_chunk tokens per step while a running sequence gets a token every step;
-// prompts are served first come, first served, an interactive tenant's before a batch tenant's; n choices still evaluate their prompt once; a request
-// cancelled in the middle of its prefill ends at once and leaves what it evaluated as a prompt cache.
-// Outputs are token for token the unchunked ones (greedy).
+// prompts are served first come, first served, an interactive tenant's before a batch tenant's; n choices
+// still evaluate their prompt once; a request cancelled in the middle of its prefill ends at once and leaves
+// what it evaluated as a prompt cache. Outputs are token for token the unchunked ones (greedy).
 #include <gtest/gtest.h>
 
 #include "backend/llama/llama_test_util.h"
@@ -43,7 +43,8 @@ class ChunkedPrefill : public ::testing::Test {
   }
 
   std::unique_ptr<BatchEngine> engine(uint32_t n_seq, uint32_t chunk = kChunk,
-                                      bool one_prompt_per_step = false) {
+                                      bool one_prompt_per_step = false,
+                                      double mixed_step_ms = EngineOptions{}.mixed_step_ms) {
     ContextOptions o;
     o.n_ctx = 2048;
     o.n_seq_max = n_seq;
@@ -52,6 +53,7 @@ class ChunkedPrefill : public ::testing::Test {
     EngineOptions eo;
     eo.prefill_chunk = chunk;
     eo.one_prompt_per_step = one_prompt_per_step;
+    eo.mixed_step_ms = mixed_step_ms;
     auto e = BatchEngine::create(weights_, o, eo);
     EXPECT_TRUE(e.ok()) << e.status().to_string();
     return e.ok() ? std::move(*e) : nullptr;
@@ -167,6 +169,46 @@ TEST_F(ChunkedPrefill, AnInteractivePromptGoesBeforeABatchTenantsLongOne) {
   EXPECT_LT(rc->prompt_ms, rb->prompt_ms) << "the interactive prompt was done first";
   EXPECT_EQ(rc->tokens, want.tokens);
   EXPECT_EQ(rb->tokens, want.tokens);
+}
+
+// The time bound of a step that carries a running stream (EngineOptions::mixed_step_ms): with a bound no
+// prompt token fits, such a step takes the fewest prompt tokens (kMinMixedChunk) however large
+// prefill_chunk is; without one (0) the whole prompt goes in one step. Outputs unchanged.
+TEST_F(ChunkedPrefill, AStepNextToARunningStreamIsBoundedInTime) {
+  const auto want = whole(long_, 8);
+  for (const double bound : {1e-9, 0.0}) {
+    auto e = engine(2, 2048, false, bound);
+    auto uncached = [&](int n) {
+      auto r = greedy_tokens(long_, n);
+      r.cache_prompt = false;  // every prompt token evaluated
+      return r;
+    };
+    ASSERT_TRUE(e->generate(uncached(2)).ok());  // a measured step: the time per token is known
+    auto hs = e->submit(greedy_tokens(short_, 200));
+    ASSERT_TRUE(hs.ok());
+    ASSERT_TRUE(e->step().value());  // the short prompt; it generates from the next step on
+    auto hl = e->submit(uncached(8));
+    ASSERT_TRUE(hl.ok());
+    int steps = 0;
+    while (e->stats().prompt_tokens_pending > 0 || steps == 0) {
+      const auto before = e->stats();
+      ASSERT_TRUE(e->step().value());
+      ++steps;
+      const uint64_t prompt = e->stats().prompt_tokens_decoded - before.prompt_tokens_decoded;
+      if (bound > 0) {
+        EXPECT_LE(prompt, EngineOptions::kMinMixedChunk) << "step " << steps;
+      } else {
+        EXPECT_EQ(prompt, long_.size()) << "no time bound: the whole prompt in one step";
+      }
+    }
+    EXPECT_EQ(steps, bound > 0 ? static_cast<int>((long_.size() + EngineOptions::kMinMixedChunk - 1) /
+                                                  EngineOptions::kMinMixedChunk)
+                               : 1);
+    auto rl = e->wait(*hl);
+    ASSERT_TRUE(rl.ok());
+    EXPECT_EQ(rl->tokens, want.tokens);
+    hs->cancel();
+  }
 }
 
 // One prompt a step (the CPU's setting): of two short prompts that would fit one step together, the

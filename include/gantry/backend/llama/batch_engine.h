@@ -25,7 +25,8 @@
 // fair order (GenerationRequest::schedule: the interactive class before batch, then the weighted fair
 // tag; without tenants that is admission order). A long prompt is thus evaluated in pieces between the
 // running sequences' tokens instead of stalling them, and an interactive prompt goes before a batch
-// tenant's long one rather than after it.
+// tenant's long one rather than after it. While sequences generate, a step's prompt tokens are also
+// bounded in time (EngineOptions::mixed_step_ms over the measured time per token).
 //
 // Threads: submit() and generate() from any thread. Exactly one thread decodes at a time: the
 // background loop (start()), or else whichever generate()/step() caller holds the engine. Text
@@ -206,6 +207,7 @@ class BatchEngine {
   std::unique_ptr<LlamaContext> ctx_;
   std::unique_ptr<Speculator> spec_;             // null: no speculative decoding
   EngineOptions eopts_;                          // prefill_chunk resolved
+  double ms_per_token_ = 0;                      // decode time per batch token, recent steps (0: none yet)
   std::unique_ptr<HostPromptCache> host_cache_;  // null when off
   mutable std::mutex mu_;                        // guards pending_, free_slots_, reserved_, stats_, running_
   std::condition_variable cv_;

@@ -89,6 +89,13 @@ struct EngineOptions {
   // Prompt tokens one decode step evaluates at most, next to one token of every generating sequence
   // (chunked prefill: a long prompt does not stall the running streams). 0 = n_ubatch.
   uint32_t prefill_chunk = 0;
+  // A step that carries generating sequences' tokens spends about this long at most on prompt tokens:
+  // its prompt chunk is this time over the measured milliseconds per token of recent steps (at least
+  // kMinMixedChunk tokens, at most prefill_chunk). It bounds the gap a long prompt puts between a running
+  // stream's tokens where prompt tokens are slow (one CPU thread: 512 of them took 1.2 s). A step with
+  // no sequence generating takes the whole prefill_chunk. 0: no time bound (prefill_chunk only).
+  double mixed_step_ms = 100;
+  static constexpr uint32_t kMinMixedChunk = 16;
   // A step takes prompt tokens of one sequence only (the first waiting, up to prefill_chunk). Where a
   // step's time grows with every token it holds (every layer on the CPU), a request's first token then
   // comes once its own prompt is evaluated, not once every prompt admitted with it is: the same work,
