@@ -20,8 +20,8 @@
 // (a server without keys, as llama-server here, ignores it).
 //
 // Every request: temperature 0, seed 42, streamed with usage, ignore_eos so it generates exactly its
-// max_tokens (checked against the streamed deltas and usage). A request meets the SLO when its TTFT <=
-// --slo-ttft-ms and its TPOT (time per output token after the first) <= --slo-tpot-ms; goodput is such
+// max_tokens (checked against usage; a token ending inside a UTF-8 character may stream with the next
+// one). A request meets the SLO when its TTFT <= --slo-ttft-ms and its TPOT (time per output token after the first) <= --slo-tpot-ms; goodput is such
 // requests per second of the run. A refusal (429) is not a failure; any other failed request fails the run.
 //
 // Prints one JSON object: vLLM's result keys (duration, completed, request_throughput, request_goodput,
@@ -71,10 +71,10 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // One request's record: what the figures are computed from.
 function record(kind, tenant, r, maxTokens) {
-  const tpot = (r.e2e_ms - r.ttft_ms) / (maxTokens - 1);
+  const tpot = (r.e2e_ms - r.ttft_ms) / (maxTokens - 1);  // usage said maxTokens (chat() checks)
   const itls = r.times.slice(1).map((t, k) => t - r.times[k]);
   return { kind, tenant, ttft_ms: r.ttft_ms, tpot_ms: tpot, e2el_ms: r.e2e_ms, itls, input_len: r.prompt_tokens ?? 0,
-    output_len: r.deltas };
+    output_len: r.completion_tokens };
 }
 
 // vLLM's statistics of one metric: mean_, median_, std_, p50_, p90_, p99_<name>_ms.
@@ -125,7 +125,7 @@ async function run(a) {
   const t0 = performance.now();
   const send = (tenant, id, nwords, maxTokens, extra = {}) => chat(a, {
     messages: [{ role: "user", content: `Request ${id}: ${words(id, nwords)}` }], maxTokens, cachePrompt: true,
-    timeoutS: a.timeout, headers: { ...auth(a, tenant), ...extra },
+    timeoutS: a.timeout, headers: { ...auth(a, tenant), ...extra }, exactDeltas: false,
   });
 
   const interactive = async (q) => {

@@ -17,7 +17,7 @@
 # decode steps: "no admitted request exceeds its deadline by more than one decode step"). Each run's JSON is
 # kept in OUT_DIR (bench-out/goodput). A failed request (other than a 429), a server that does not start or
 # a phase that refuses no request for its deadline is an error: exit 1 and no BENCH line.
-# Env: GANTRY_BUILD_DIR (build), GANTRY_DEPS_DIR (.cache), THREADS (1), PARALLEL (4), ROUNDS (2),
+# Env: GANTRY_BUILD_DIR (build), GANTRY_DEPS_DIR (.cache), THREADS (1), PARALLEL (8), ROUNDS (2),
 #      DURATION (30 s of arrivals a phase), RATE (0.3), FLOOD_CLIENTS (4), BULK_MAX (2), SEED (7),
 #      SLO_TTFT_MS (2000), SLO_TPOT_MS (250), DEADLINE_MIN_MS (300), DEADLINE_MAX_MS (4000), OUT_DIR.
 set -uo pipefail
@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 BUILD=${GANTRY_BUILD_DIR:-build}
 DEPS=${GANTRY_DEPS_DIR:-.cache}
 THREADS=${THREADS:-1}
-PARALLEL=${PARALLEL:-4}
+PARALLEL=${PARALLEL:-8}
 ROUNDS=${ROUNDS:-2}
 CTX=$((PARALLEL * 4096))
 OUT_DIR=${OUT_DIR:-bench-out/goodput}

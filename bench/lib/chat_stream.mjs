@@ -77,7 +77,7 @@ export function post(url, payload, signal, headers = {}) {
 }
 
 // Sends one streaming chat request. opts: {messages, maxTokens, cachePrompt, timeoutS, signal, onToken,
-// headers (extra request headers)}.
+// headers (extra request headers), exactDeltas (default true)}.
 // Resolves to {ttft_ms, e2e_ms, deltas, times (performance.now() of each token), completion_tokens,
 // prompt_tokens, cached_tokens}
 // when the stream completes and checks out; `cancelled: true` when `signal` aborted it. Throws
@@ -139,7 +139,10 @@ export async function chat(args, opts) {
     if (!done) throw new RequestFailed("the stream ended without data: [DONE]");
     r.e2e_ms = performance.now() - t0;
     if (r.completion_tokens === null) throw new RequestFailed("the stream carried no usage");
-    if (r.deltas !== r.completion_tokens || r.deltas !== opts.maxTokens) {
+    // exactDeltas (the default): one streamed delta per token, as both servers send for plain text. Off, only
+    // usage must say max_tokens (a token that ends inside a UTF-8 character streams with the next one).
+    const deltasOk = opts.exactDeltas === false || r.deltas === r.completion_tokens;
+    if (!deltasOk || r.completion_tokens !== opts.maxTokens) {
       throw new RequestFailed(`streamed ${r.deltas} token deltas, usage says ${r.completion_tokens} completion ` +
         `tokens, ${opts.maxTokens} were asked for (ignore_eos)`);
     }
