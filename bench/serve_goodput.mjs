@@ -21,8 +21,9 @@
 //
 // Every request: temperature 0, seed 42, streamed with usage, ignore_eos so it generates exactly its
 // max_tokens (checked against usage; a token ending inside a UTF-8 character may stream with the next
-// one). A request meets the SLO when its TTFT <= --slo-ttft-ms and its TPOT (time per output token after the first) <= --slo-tpot-ms; goodput is such
-// requests per second of the run. A refusal (429) is not a failure; any other failed request fails the run.
+// one). A request meets the SLO when its TTFT <= --slo-ttft-ms and its TPOT (time per output token after
+// the first) <= --slo-tpot-ms; goodput is such requests per second of the run. A refusal (429) is not a
+// failure; any other failed request fails the run.
 //
 // Prints one JSON object: vLLM's result keys (duration, completed, request_throughput, request_goodput,
 // output_throughput, mean/median/std/p50/p90/p99 of ttft/tpot/itl/e2el in ms, ...), then `tenants` (the same
