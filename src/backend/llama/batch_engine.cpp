@@ -836,7 +836,8 @@ Result<bool> BatchEngine::step() {
   size_t chunk = eopts_.prefill_chunk;
   if (generated_tokens > 0 && eopts_.mixed_step_ms > 0 && ms_per_token_ > 0) {
     const double fit = eopts_.mixed_step_ms / ms_per_token_;
-    chunk = std::clamp<size_t>(static_cast<size_t>(fit), EngineOptions::kMinMixedChunk, chunk);
+    const size_t least = std::min<size_t>(EngineOptions::kMinMixedChunk, chunk);  // prefill_chunk may be less
+    chunk = std::clamp<size_t>(static_cast<size_t>(std::min(fit, 1e9)), least, chunk);
   }
   for (Seq* s : prompting) {
     const size_t used = generated_tokens + prompt_tokens;
