@@ -14,18 +14,25 @@ void QueueForecast::observe(int64_t prompt_evaluated, double prompt_ms, int64_t 
                             double generation_ms, bool waited) {
   std::lock_guard lock(mu_);
   const bool first = f_.samples == 0;
+  // Speeds are time over tokens of the recent requests together (moving sums), not an average of each
+  // request's ratio: a short request's fixed costs (a step's wait before its first chunk) would
+  // otherwise count as if every one of its tokens cost that much, and predict long prompts far too slow.
   if (generated > 1) {
     // generation_ms runs from the first generated token to the last: generated - 1 steps.
-    blend(f_.decode_ms_per_token, generation_ms / static_cast<double>(generated - 1),
-          first || f_.decode_ms_per_token == 0);
+    blend(decode_ms_, generation_ms, decode_steps_ == 0);
+    blend(decode_steps_, static_cast<double>(generated - 1), decode_steps_ == 0);
+    f_.decode_ms_per_token = decode_ms_ / decode_steps_;
   }
   blend(f_.generated_tokens, static_cast<double>(std::max<int64_t>(generated, 0)), first);
   ++f_.samples;
   if (waited) return;
   const bool first_unwaited = f_.unwaited_samples == 0;
-  if (prompt_evaluated > 0)
-    blend(f_.prompt_ms_per_token, prompt_ms / static_cast<double>(prompt_evaluated),
-          first_unwaited || f_.prompt_ms_per_token == 0);
+  if (prompt_evaluated > 0) {
+    const bool none = prompt_tokens_ == 0;
+    blend(prompt_ms_, prompt_ms, none);
+    blend(prompt_tokens_, static_cast<double>(prompt_evaluated), none);
+    f_.prompt_ms_per_token = prompt_ms_ / prompt_tokens_;
+  }
   blend(f_.request_ms, prompt_ms + generation_ms, first_unwaited);
   ++f_.unwaited_samples;
 }

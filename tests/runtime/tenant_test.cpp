@@ -286,6 +286,17 @@ TEST(QueueForecast, PredictsFromWhatItMeasured) {
   EXPECT_DOUBLE_EQ(f.figures().prompt_ms_per_token, 0.5);
 }
 
+// Speeds are time over tokens of recent requests together: a short request's fixed cost (100 ms for 10
+// tokens) does not make a long prompt (1,000 tokens in 1 s) look ten times slower than it is.
+TEST(QueueForecast, SpeedsWeighEveryTokenNotEveryRequest) {
+  QueueForecast f;
+  f.observe(10, 100, 2, 50, false);
+  f.observe(1000, 1000, 2, 50, false);
+  const double a = QueueForecast::kAlpha;
+  EXPECT_DOUBLE_EQ(f.figures().prompt_ms_per_token, (100 + a * (1000 - 100)) / (10 + a * (1000 - 10)));
+  EXPECT_LT(f.figures().prompt_ms_per_token, 2.0) << "a per-request average would say 8.2 ms a token";
+}
+
 // Generations that end as told: each result has 100 prompt tokens (50 ms) and 11 generated (100 ms);
 // the text callback is called once with "x" before it ends.
 class ScriptedModel final : public backend::Model {

@@ -3,8 +3,9 @@
 // admission.
 //
 // - Figures are moving averages (each new sample weighs kAlpha) of: milliseconds per prompt token
-//   evaluated and per generated token, the tokens a generation produced, and a request's whole time
-//   (from its first prompt token to its last generated one). Prompt speed and request time are taken
+//   evaluated and per generated token (as moving sums of time over moving sums of tokens, so that a
+//   short request's fixed costs do not count per token), the tokens a generation produced, a request's whole
+//   time (from its first prompt token to its last generated one). Prompt speed and request time are taken
 //   only from requests that did not wait for a place (their prompt time is not queue time).
 // - predict_ms() is nullopt until a request has been measured: nothing known, nothing refused.
 // - Thread-safe.
@@ -46,6 +47,8 @@ class QueueForecast {
  private:
   mutable std::mutex mu_;
   Figures f_;
+  // Moving sums behind the speeds: prompt ms and tokens, decode ms and steps.
+  double prompt_ms_ = 0, prompt_tokens_ = 0, decode_ms_ = 0, decode_steps_ = 0;
 };
 
 }  // namespace gantry::runtime
