@@ -30,28 +30,15 @@
 // figures per kind: interactive, flood), `refused`, and for phase deadline `deadline`. Exit 1 with "error"
 // when the run failed, 2 on bad arguments.
 import fs from "node:fs";
-import { RequestFailed, chat, percentile, rng, round2, words } from "./lib/chat_stream.mjs";
+import { RequestFailed, chat, parseOptions, percentile, rng, round2, words } from "./lib/chat_stream.mjs";
 
 function parseArgs(argv) {
-  const a = {
+  const a = parseOptions(argv, {
     url: null, model: null, phase: null, keys: null, seed: 7, duration: 30, tenants: 3, rate: 0.3,
     "prompt-words": 40, "max-tokens": 16, "flood-clients": 4, "flood-words": 600, "flood-max-tokens": 32,
     "slo-ttft-ms": 2000, "slo-tpot-ms": 250, "deadline-min-ms": 300, "deadline-max-ms": 4000, timeout: 300,
     "run-timeout": 900,
-  };
-  for (let i = 0; i < argv.length; ++i) {
-    const k = argv[i].replace(/^--/, "");
-    if (!(k in a) || !argv[i].startsWith("--")) usage(`unknown option '${argv[i]}'`);
-    const v = argv[++i];
-    if (v === undefined) usage(`${argv[i - 1]} needs a value`);
-    if (typeof a[k] === "number") {
-      const n = Number(v);
-      if (!Number.isFinite(n) || n < 0) usage(`${argv[i - 1]} must be a non-negative number, got '${v}'`);
-      a[k] = n;
-    } else {
-      a[k] = v;
-    }
-  }
+  }, usage);
   if (!a.url || !a.model) usage("--url and --model are required");
   if (!["alone", "flood", "deadline"].includes(a.phase)) usage("--phase must be alone, flood or deadline");
   for (const k of ["tenants", "max-tokens", "flood-clients", "flood-max-tokens"]) {

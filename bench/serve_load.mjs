@@ -26,32 +26,18 @@
 // or timeout fails the run: the JSON then has "error" and the exit status is 1 (2: bad arguments).
 // Bounded: each request has --timeout seconds, the run --run-timeout seconds.
 
-import { RequestFailed, chat, percentile, round2, systemPrompt, words } from "./lib/chat_stream.mjs";
+import { RequestFailed, chat, parseOptions, percentile, round2, systemPrompt, words } from "./lib/chat_stream.mjs";
 
 const MODES = new Set(["load", "stall"]);
 
 function parseArgs(argv) {
   const mode = argv[0];
   if (!MODES.has(mode)) usage(`unknown mode '${mode ?? ""}' (load or stall)`);
-  const a = {
+  const a = parseOptions(argv.slice(1), {
     mode, url: null, model: null, clients: 8, requests: 4, "max-tokens": 64, "prompt-words": 130,
     "system-words": 0, "no-cache-prompt": false, tag: "r", timeout: 180, "run-timeout": 600,
     streams: 4, "stream-tokens": 3000, "long-prompts": 3, "long-words": 2300,
-  };
-  for (let i = 1; i < argv.length; ++i) {
-    const k = argv[i].replace(/^--/, "");
-    if (!(k in a) || !argv[i].startsWith("--")) usage(`unknown option '${argv[i]}'`);
-    if (typeof a[k] === "boolean") { a[k] = true; continue; }
-    const v = argv[++i];
-    if (v === undefined) usage(`${argv[i - 1]} needs a value`);
-    if (typeof a[k] === "number") {
-      const n = Number(v);
-      if (!Number.isFinite(n) || n < 0) usage(`${argv[i - 1]} must be a non-negative number, got '${v}'`);
-      a[k] = n;
-    } else {
-      a[k] = v;
-    }
-  }
+  }, usage);
   if (!a.url || !a.model) usage("--url and --model are required");
   for (const k of ["clients", "requests", "max-tokens", "streams", "stream-tokens", "long-prompts"]) {
     if (!Number.isInteger(a[k]) || a[k] < 1) usage(`--${k} must be an integer >= 1`);

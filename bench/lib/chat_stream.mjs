@@ -1,6 +1,27 @@
-// What the serving benchmarks share (bench/serve_load.mjs, bench/serve_goodput.mjs): deterministic prompt
-// text, percentiles, and one streaming OpenAI chat request with its checks. Node >= 20, node:http, no packages.
+// What the serving benchmarks share (bench/serve_load.mjs, bench/serve_goodput.mjs): their option parser,
+// deterministic prompt text, percentiles, and one streaming OpenAI chat request with its checks. Node >= 20, node:http, no packages.
 import http from "node:http";
+
+// `--name value` options over `defaults` (a copy): a boolean default makes a flag without a value, a numeric
+// one takes a non-negative number. Anything else calls usage(message), which does not return.
+export function parseOptions(argv, defaults, usage) {
+  const a = { ...defaults };
+  for (let i = 0; i < argv.length; ++i) {
+    const k = argv[i].replace(/^--/, "");
+    if (!(k in a) || !argv[i].startsWith("--")) usage(`unknown option '${argv[i]}'`);
+    if (typeof a[k] === "boolean") { a[k] = true; continue; }
+    const v = argv[++i];
+    if (v === undefined) usage(`${argv[i - 1]} needs a value`);
+    if (typeof a[k] === "number") {
+      const n = Number(v);
+      if (!Number.isFinite(n) || n < 0) usage(`${argv[i - 1]} must be a non-negative number, got '${v}'`);
+      a[k] = n;
+    } else {
+      a[k] = v;
+    }
+  }
+  return a;
+}
 
 // Deterministic text: mulberry32 seeded by a string hash, drawing from a fixed word list.
 export const WORDS = (
