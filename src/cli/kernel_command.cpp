@@ -152,6 +152,7 @@ void print_info(const kernels::KernelInfo& i) {
               static_cast<unsigned long long>(i.static_shared_bytes));
   std::printf("local:        %llu B per thread\n", static_cast<unsigned long long>(i.local_bytes));
   std::printf("max threads:  %d per block\n", i.max_threads_per_block);
+  std::printf("preferred:    %d threads per block\n", i.preferred_block_size);
   std::printf("binary:       %s%s%s\n", memory::format_bytes(i.binary_bytes).c_str(),
               i.cache_file.empty() ? "" : ", ", i.cache_file.string().c_str());
   if (i.cache_hit)

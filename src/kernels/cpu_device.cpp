@@ -12,6 +12,7 @@ namespace gantry::kernels::internal {
 namespace {
 
 constexpr int kCpuMaxThreadsPerBlock = 1024;
+constexpr int kCpuPreferredBlockSize = 256;          // see KernelInfo::preferred_block_size
 constexpr uint64_t kCpuMaxLocalBytes = 64ull << 20;  // per block, one buffer per worker thread
 
 }  // namespace
@@ -74,6 +75,7 @@ Result<std::unique_ptr<DeviceKernel>> CpuDevice::load(std::string_view source, K
   auto k = std::make_unique<Kernel>(mu_, lib, entry);
   info.target = bin.compiler;
   info.max_threads_per_block = kCpuMaxThreadsPerBlock;
+  info.preferred_block_size = kCpuPreferredBlockSize;
   info.binary_bytes = bin.size;
   info.compile_log = bin.log;
   info.compile_ms = bin.compile_ms;

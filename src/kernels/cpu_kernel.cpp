@@ -59,6 +59,14 @@ std::string c_scalar(ScalarType s) {
   switch (s) {
     case ScalarType::kBool:
       return "bool";
+    case ScalarType::kI8:
+      return "int8_t";
+    case ScalarType::kU8:
+      return "uint8_t";
+    case ScalarType::kI16:
+      return "int16_t";
+    case ScalarType::kU16:
+      return "uint16_t";
     case ScalarType::kI32:
       return "int32_t";
     case ScalarType::kI64:

@@ -131,6 +131,12 @@ Result<std::unique_ptr<DeviceKernel>> CudaDevice::load(std::string_view source, 
   if (a.func_get_attribute(&v, cu::kFuncLocalSizeBytes, function) == cu::kSuccess) info.local_bytes = v;
   if (a.func_get_attribute(&v, cu::kFuncMaxThreadsPerBlock, function) == cu::kSuccess)
     info.max_threads_per_block = v;
+  int min_grid = 0, block = 0;
+  if (a.occupancy_max_potential_block_size(&min_grid, &block, function, nullptr, 0, 0) == cu::kSuccess &&
+      block > 0)
+    info.preferred_block_size = block;
+  else
+    info.preferred_block_size = info.max_threads_per_block;
   info.target = bin.arch + " (" + bin.compiler + ")";
   info.binary_bytes = bin.binary.size();
   info.compile_log = bin.log;

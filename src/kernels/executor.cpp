@@ -33,6 +33,15 @@ Result<int> parse_device(std::string_view device) {
   return InvalidArgument("unknown kernel device '" + std::string(device) + "'; use cpu or cuda:N");
 }
 
+// The whole of [b, e) as a T; nullopt when it is not a number or out of T's range.
+template <typename T>
+std::optional<T> parse_integer(const char* b, const char* e) {
+  T v = 0;
+  auto [p, ec] = std::from_chars(b, e, v);
+  if (ec != std::errc() || p != e) return std::nullopt;
+  return v;
+}
+
 std::string device_name(int ordinal) { return ordinal < 0 ? "cpu" : "cuda:" + std::to_string(ordinal); }
 
 struct Loaded {
@@ -73,6 +82,21 @@ KernelArg KernelArg::tensor(ConstTensorView t) {
   return a;
 }
 
+KernelArg KernelArg::buffer(const void* data, uint64_t bytes, MemoryClass memory, int device_id) {
+  KernelArg a;
+  a.kind_ = Kind::kBuffer;
+  a.buffer_bytes_ = bytes;
+  // A null pointer (or a size past int64) makes no view: the buffer keeps an empty one, which launch()
+  // refuses as "no data" when bytes > 0.
+  Result<ConstTensorView> view = InvalidArgument("larger than int64");
+  if (bytes <= static_cast<uint64_t>(INT64_MAX))
+    view = ConstTensorView::over(DType::kUInt8, Shape({static_cast<int64_t>(bytes)}), data, bytes, memory,
+                                 device_id);
+  if (!view.ok()) view = ConstTensorView::over(DType::kUInt8, Shape({0}), nullptr, 0, memory, device_id);
+  if (view.ok()) a.tensor_ = *view;
+  return a;
+}
+
 #define GANTRY_SCALAR_ARG(fn, ctype, stype) \
   KernelArg KernelArg::fn(ctype v) {        \
     KernelArg a;                            \
@@ -82,6 +106,10 @@ KernelArg KernelArg::tensor(ConstTensorView t) {
     return a;                               \
   }
 GANTRY_SCALAR_ARG(boolean, bool, kBool)
+GANTRY_SCALAR_ARG(i8, int8_t, kI8)
+GANTRY_SCALAR_ARG(u8, uint8_t, kU8)
+GANTRY_SCALAR_ARG(i16, int16_t, kI16)
+GANTRY_SCALAR_ARG(u16, uint16_t, kU16)
 GANTRY_SCALAR_ARG(i32, int32_t, kI32)
 GANTRY_SCALAR_ARG(i64, int64_t, kI64)
 GANTRY_SCALAR_ARG(u32, uint32_t, kU32)
@@ -102,7 +130,7 @@ Result<KernelArg> KernelArg::parse_scalar(std::string_view text) {
   const auto type = parse_scalar_type(text.substr(0, colon));
   if (colon == std::string_view::npos || !type)
     return InvalidArgument("'" + std::string(text) +
-                           "' is not TYPE:VALUE with TYPE bool/i32/i64/u32/u64/f32/f64");
+                           "' is not TYPE:VALUE with TYPE bool/i8/u8/i16/u16/i32/i64/u32/u64/f32/f64");
   const std::string value(text.substr(colon + 1));
   const auto bad = [&] {
     return InvalidArgument("'" + value + "' is not a " + std::string(scalar_type_name(*type)));
@@ -121,6 +149,18 @@ Result<KernelArg> KernelArg::parse_scalar(std::string_view text) {
       if (value.empty() || end != value.c_str() + value.size()) return bad();
       return *type == ScalarType::kF32 ? f32(static_cast<float>(v)) : f64(v);
     }
+    case ScalarType::kI8:
+      if (auto v = parse_integer<int8_t>(b, e)) return i8(*v);
+      return bad();
+    case ScalarType::kU8:
+      if (auto v = parse_integer<uint8_t>(b, e)) return u8(*v);
+      return bad();
+    case ScalarType::kI16:
+      if (auto v = parse_integer<int16_t>(b, e)) return i16(*v);
+      return bad();
+    case ScalarType::kU16:
+      if (auto v = parse_integer<uint16_t>(b, e)) return u16(*v);
+      return bad();
     case ScalarType::kI32: {
       int32_t v = 0;
       auto [p, ec] = std::from_chars(b, e, v);
@@ -151,10 +191,14 @@ Result<KernelArg> KernelArg::parse_scalar(std::string_view text) {
 
 std::string KernelArg::describe() const {
   switch (kind_) {
-    case Kind::kTensor: {
+    case Kind::kTensor:
+    case Kind::kBuffer: {
       std::string where = tensor_.memory_class() == MemoryClass::kDevice
                               ? "cuda:" + std::to_string(tensor_.device_id())
                               : std::string(memory_class_name(tensor_.memory_class()));
+      if (kind_ == Kind::kBuffer)
+        return "buffer of " + std::to_string(buffer_bytes_) + " B " +
+               (tensor_.data() ? "on " + where : "at null");
       return std::string(dtype_name(tensor_.dtype())) + " tensor " + tensor_.shape().to_string() + " on " +
              where;
     }
@@ -167,6 +211,18 @@ std::string KernelArg::describe() const {
   switch (scalar_) {
     case ScalarType::kBool:
       v = (bits_ & 0xff) ? "true" : "false";
+      break;
+    case ScalarType::kI8:
+      v = std::to_string(static_cast<int8_t>(bits_));
+      break;
+    case ScalarType::kU8:
+      v = std::to_string(static_cast<uint8_t>(bits_));
+      break;
+    case ScalarType::kI16:
+      v = std::to_string(static_cast<int16_t>(bits_));
+      break;
+    case ScalarType::kU16:
+      v = std::to_string(static_cast<uint16_t>(bits_));
       break;
     case ScalarType::kI32:
       v = std::to_string(static_cast<int32_t>(bits_));
@@ -342,16 +398,22 @@ Status KernelExecutor::launch(KernelHandle handle, std::span<const KernelArg> ar
       return who() + ", argument " + std::to_string(i + 1) + (p.name.empty() ? "" : " (" + p.name + ")");
     };
     if (p.is_pointer) {
-      if (a.kind() != KernelArg::Kind::kTensor)
-        return InvalidArgument(where() + ": expects a tensor (" + p.type_text + "), got " + a.describe());
+      const bool buffer = a.kind() == KernelArg::Kind::kBuffer;
+      if (a.kind() != KernelArg::Kind::kTensor && !buffer)
+        return InvalidArgument(where() + ": expects a tensor or buffer (" + p.type_text + "), got " +
+                               a.describe());
       const ConstTensorView& t = a.tensor_value();
-      if (p.element && t.dtype() != *p.element)
+      if (p.element && !buffer && t.dtype() != *p.element)
         return InvalidArgument(where() + ": expects a " + std::string(dtype_name(*p.element)) + " tensor (" +
                                p.type_text + "), got " + a.describe());
+      if (p.element && buffer && a.buffer_bytes() % dtype_size(*p.element) != 0)
+        return InvalidArgument(where() + ": expects whole " + std::string(dtype_name(*p.element)) +
+                               " elements (" + std::to_string(dtype_size(*p.element)) + " B each, " +
+                               p.type_text + "), got a " + a.describe());
       if (auto why = dev.memory_problem(t))
         return InvalidArgument(where() + ": " + *why + ", got " + a.describe());
-      if (t.data() == nullptr && t.element_count() > 0)
-        return InvalidArgument(where() + ": the tensor has no data");
+      if (t.data() == nullptr && (buffer ? a.buffer_bytes() > 0 : t.element_count() > 0))
+        return InvalidArgument(where() + ": the " + (buffer ? "buffer" : "tensor") + " has no data");
       values[i] = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(t.data()));
     } else {
       if (a.kind() != KernelArg::Kind::kScalar || a.scalar_type() != p.scalar)

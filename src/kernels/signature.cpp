@@ -111,6 +111,14 @@ std::optional<ScalarType> scalar_of(DType d) {
   switch (d) {
     case DType::kBool:
       return ScalarType::kBool;
+    case DType::kInt8:
+      return ScalarType::kI8;
+    case DType::kUInt8:
+      return ScalarType::kU8;
+    case DType::kInt16:
+      return ScalarType::kI16;
+    case DType::kUInt16:
+      return ScalarType::kU16;
     case DType::kInt32:
       return ScalarType::kI32;
     case DType::kInt64:
@@ -187,8 +195,8 @@ Result<KernelParam> parse_param(const std::vector<std::string>& toks, size_t pos
   if (!s)
     return InvalidArgument(
         where + ": scalar type '" + type +
-        "' cannot be passed; scalars are bool, int32_t, int64_t, uint32_t, uint64_t, float, "
-        "double");
+        "' cannot be passed; scalars are bool, int8_t, uint8_t, int16_t, uint16_t, int32_t, int64_t, "
+        "uint32_t, uint64_t, float, double");
   p.scalar = *s;
   return p;
 }
@@ -237,6 +245,14 @@ std::string_view scalar_type_name(ScalarType t) {
   switch (t) {
     case ScalarType::kBool:
       return "bool";
+    case ScalarType::kI8:
+      return "i8";
+    case ScalarType::kU8:
+      return "u8";
+    case ScalarType::kI16:
+      return "i16";
+    case ScalarType::kU16:
+      return "u16";
     case ScalarType::kI32:
       return "i32";
     case ScalarType::kI64:
@@ -254,7 +270,8 @@ std::string_view scalar_type_name(ScalarType t) {
 }
 
 std::optional<ScalarType> parse_scalar_type(std::string_view name) {
-  for (ScalarType t : {ScalarType::kBool, ScalarType::kI32, ScalarType::kI64, ScalarType::kU32,
+  for (ScalarType t : {ScalarType::kBool, ScalarType::kI8, ScalarType::kU8, ScalarType::kI16,
+                       ScalarType::kU16, ScalarType::kI32, ScalarType::kI64, ScalarType::kU32,
                        ScalarType::kU64, ScalarType::kF32, ScalarType::kF64})
     if (scalar_type_name(t) == name) return t;
   return std::nullopt;
@@ -263,7 +280,12 @@ std::optional<ScalarType> parse_scalar_type(std::string_view name) {
 size_t scalar_size(ScalarType t) {
   switch (t) {
     case ScalarType::kBool:
+    case ScalarType::kI8:
+    case ScalarType::kU8:
       return 1;
+    case ScalarType::kI16:
+    case ScalarType::kU16:
+      return 2;
     case ScalarType::kI32:
     case ScalarType::kU32:
     case ScalarType::kF32:

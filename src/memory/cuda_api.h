@@ -82,6 +82,8 @@ struct Api {
   Result (*memcpy_dtoh)(void*, DevicePtr, size_t);        // cuMemcpyDtoH_v2
   Result (*memset_d8)(DevicePtr, unsigned char, size_t);  // cuMemsetD8_v2
   Result (*get_error_name)(Result, const char**);         // cuGetErrorName
+  // cuOccupancyMaxPotentialBlockSize(min_grid, block, function, block_to_dynamic_smem, dynamic_smem, limit)
+  Result (*occupancy_max_potential_block_size)(int*, int*, Function, size_t (*)(int), size_t, int);
 };
 
 // Symbol names in the order of Api's members.
@@ -112,7 +114,8 @@ inline constexpr const char* kSymbols[] = {"cuInit",
                                            "cuMemcpyHtoD_v2",
                                            "cuMemcpyDtoH_v2",
                                            "cuMemsetD8_v2",
-                                           "cuGetErrorName"};
+                                           "cuGetErrorName",
+                                           "cuOccupancyMaxPotentialBlockSize"};
 static_assert(sizeof(kSymbols) / sizeof(kSymbols[0]) * sizeof(void*) == sizeof(Api));
 
 // CUfunction_attribute values read by the kernel executor.

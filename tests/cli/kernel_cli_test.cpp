@@ -216,6 +216,8 @@ TEST_F(FakeDriverCli, RunsACudaKernelThroughTheDriverApi) {
   ASSERT_EQ(info.exit_code, 0) << info.describe();
   EXPECT_NE(info.out.find("target:       sm_90a"), std::string::npos) << info.out;  // from the driver's 9.0
   EXPECT_NE(info.out.find("registers:    16 per thread"), std::string::npos) << info.out;
+  // From the driver's occupancy calculator (the stand-in answers 640).
+  EXPECT_NE(info.out.find("preferred:    640 threads per block"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("compile:      cache hit"), std::string::npos) << info.out;  // compiled by run
 
   // Scalars (f32, i64) and an in-place tensor through the parameter array: y = -0.5 * a + b.

@@ -159,6 +159,7 @@ TEST(CpuKernels, SecondLoadIsACacheHitAndACorruptEntryIsRebuilt) {
   EXPECT_GT(i1->compile_ms, 0);
   EXPECT_GT(i1->binary_bytes, 0u);
   EXPECT_EQ(i1->max_threads_per_block, 1024);
+  EXPECT_EQ(i1->preferred_block_size, 256);
   ASSERT_TRUE(std::filesystem::exists(i1->cache_file));
 
   KernelExecutor fresh(o);  // another process, as far as the cache can tell
@@ -206,6 +207,72 @@ TEST(CpuKernels, NoCompilerMeansUnavailableWithTheReason) {
   EXPECT_NE(h.status().message().find("c++"), std::string::npos) << h.status().message();
 }
 
+// ferrum's 8- and 16-bit scalars: each reaches the kernel with its exact value and width, and a scalar of
+// another width is refused before the launch.
+TEST(CpuKernels, EightAndSixteenBitScalarsArePassedExactly) {
+  const char* src = R"(
+void small(const gantry_kernel_ctx* ctx, int8_t a, unsigned char b, short c, uint16_t d, int32_t* out) {
+  (void)ctx;
+  out[0] = a; out[1] = b; out[2] = c; out[3] = d;
+})";
+  KernelExecutor ex(shared_cache());
+  auto h = ex.load(src, "small", "cpu");
+  ASSERT_TRUE(h.ok()) << h.status().to_string();
+  EXPECT_EQ(ex.info(*h)->signature.to_string(), "small(i8 a, u8 b, i16 c, u16 d, i32* out)");
+  auto out = Tensor::allocate(DType::kInt32, {4});
+  ASSERT_TRUE(out.ok());
+  const KernelArg args[] = {KernelArg::i8(-128), KernelArg::u8(250), KernelArg::i16(-30000),
+                            KernelArg::u16(60000), KernelArg::tensor(*out)};
+  ASSERT_TRUE(ex.launch(*h, args, {1}, {1}).ok());
+  EXPECT_EQ(out->values<int32_t>()[0], -128);
+  EXPECT_EQ(out->values<int32_t>()[1], 250);
+  EXPECT_EQ(out->values<int32_t>()[2], -30000);
+  EXPECT_EQ(out->values<int32_t>()[3], 60000);
+
+  const KernelArg wider[] = {KernelArg::i32(1), KernelArg::u8(2), KernelArg::i16(3), KernelArg::u16(4),
+                             KernelArg::tensor(*out)};
+  Status s = ex.launch(*h, wider, {1}, {1});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("argument 1 (a): expects a i8 scalar"), std::string::npos) << s.message();
+  EXPECT_EQ(out->values<int32_t>()[0], -128);  // nothing ran
+}
+
+// ferrum's Buffer{ptr, size}: raw bytes for a void* parameter, or for a typed one when the size is a
+// whole number of its elements.
+TEST(CpuKernels, BuffersArePointerArgumentsWithTheirSize) {
+  const char* src = R"(
+void fill(const gantry_kernel_ctx* ctx, void* raw, float* f, uint64_t bytes) {
+  (void)ctx;
+  for (uint64_t i = 0; i < bytes; ++i) ((unsigned char*)raw)[i] = (unsigned char)(i + 1);
+  f[0] = 1.5f; f[1] = -2.f;
+})";
+  KernelExecutor ex(shared_cache());
+  auto h = ex.load(src, "fill", "cpu");
+  ASSERT_TRUE(h.ok()) << h.status().to_string();
+  unsigned char raw[10] = {};
+  float floats[2] = {};
+  const KernelArg args[] = {KernelArg::buffer(raw, sizeof raw), KernelArg::buffer(floats, sizeof floats),
+                            KernelArg::u64(sizeof raw)};
+  ASSERT_TRUE(ex.launch(*h, args, {1}, {1}).ok());
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(raw[i], i + 1) << i;
+  EXPECT_EQ(floats[0], 1.5f);
+  EXPECT_EQ(floats[1], -2.f);
+  EXPECT_EQ(args[0].describe(), "buffer of 10 B on host");
+
+  // 10 bytes are not whole floats; a null buffer of some size has no data: refused, nothing runs.
+  raw[0] = 0;
+  const KernelArg ragged[] = {KernelArg::buffer(raw, 4), KernelArg::buffer(raw, 10), KernelArg::u64(1)};
+  Status s = ex.launch(*h, ragged, {1}, {1});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("expects whole f32 elements (4 B each"), std::string::npos) << s.message();
+  const KernelArg null[] = {KernelArg::buffer(nullptr, 16), KernelArg::buffer(floats, 8), KernelArg::u64(1)};
+  s = ex.launch(*h, null, {1}, {1});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("the buffer has no data"), std::string::npos) << s.message();
+  EXPECT_EQ(null[0].describe(), "buffer of 16 B at null");
+  EXPECT_EQ(raw[0], 0);
+}
+
 TEST(KernelArgs, ParseScalarsAndDims) {
   auto f = KernelArg::parse_scalar("f32:2.5");
   ASSERT_TRUE(f.ok());
@@ -215,6 +282,13 @@ TEST(KernelArgs, ParseScalarsAndDims) {
   EXPECT_EQ(KernelArg::parse_scalar("bool:true")->describe(), "bool true");
   EXPECT_FALSE(KernelArg::parse_scalar("i32:1.5").ok());
   EXPECT_FALSE(KernelArg::parse_scalar("u32:-1").ok());
+  EXPECT_EQ(KernelArg::parse_scalar("i8:-128")->describe(), "i8 -128");
+  EXPECT_EQ(KernelArg::parse_scalar("u8:255")->describe(), "u8 255");
+  EXPECT_EQ(KernelArg::parse_scalar("i16:-32768")->describe(), "i16 -32768");
+  EXPECT_EQ(KernelArg::parse_scalar("u16:65535")->describe(), "u16 65535");
+  EXPECT_EQ(KernelArg::parse_scalar("u8:7")->scalar_type(), ScalarType::kU8);
+  for (const char* out_of_range : {"i8:128", "u8:256", "u8:-1", "i16:32768", "u16:65536"})
+    EXPECT_FALSE(KernelArg::parse_scalar(out_of_range).ok()) << out_of_range;
   EXPECT_FALSE(KernelArg::parse_scalar("f16:1").ok());
   EXPECT_FALSE(KernelArg::parse_scalar("2.0").ok());
   auto d = parse_dim3("16,8");

@@ -35,6 +35,10 @@ TEST(CudaLaunch, InfoAndArgumentChecks) {
   EXPECT_GT(info->registers, 0);
   EXPECT_EQ(info->static_shared_bytes, 2u * 16 * 16 * sizeof(float));
   EXPECT_GE(info->max_threads_per_block, 256);
+  // The occupancy calculator's block: within the kernel's limit, whole warps.
+  EXPECT_GT(info->preferred_block_size, 0);
+  EXPECT_LE(info->preferred_block_size, info->max_threads_per_block);
+  EXPECT_EQ(info->preferred_block_size % 32, 0);
   EXPECT_GT(info->binary_bytes, 0u);
   auto host = Tensor::allocate(DType::kFloat32, {16, 16});
   auto dev = ex.allocate("cuda:0", DType::kFloat32, {16, 16});

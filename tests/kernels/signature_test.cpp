@@ -71,6 +71,17 @@ TEST(KernelSignature, UnsupportedParametersAreRefusedWithTheirPosition) {
   }
 }
 
+TEST(KernelSignature, EightAndSixteenBitScalarsInEverySpelling) {
+  auto sig = parse_parameter_list(
+      "int8_t a, signed char b, uint8_t c, unsigned char d, int16_t e, short f, uint16_t g, unsigned short h",
+      "k");
+  ASSERT_TRUE(sig.ok()) << sig.status().to_string();
+  EXPECT_EQ(sig->to_string(), "k(i8 a, i8 b, u8 c, u8 d, i16 e, i16 f, u16 g, u16 h)");
+  EXPECT_EQ(scalar_size(ScalarType::kI8), 1u);
+  EXPECT_EQ(scalar_size(ScalarType::kU16), 2u);
+  EXPECT_EQ(parse_scalar_type("u16"), ScalarType::kU16);
+}
+
 TEST(KernelSignature, ParameterListWithoutNamesAndEmpty) {
   auto sig = parse_parameter_list("const float*, int", "k");
   ASSERT_TRUE(sig.ok()) << sig.status().to_string();

@@ -62,10 +62,19 @@ struct KernelHandle {
 // The kernel may write into them wherever its signature's pointer is not const.
 class KernelArg {
  public:
-  enum class Kind { kTensor, kScalar, kLocalMemory };
+  enum class Kind { kTensor, kBuffer, kScalar, kLocalMemory };
 
   static KernelArg tensor(ConstTensorView t);
+  // Raw memory: `bytes` bytes at `data` (ferrum's Buffer{ptr, size}), borrowed like a tensor, in host
+  // memory or on CUDA device `device_id`. It fits any pointer parameter: a void* one as it is, a typed one
+  // when `bytes` is a whole number of its elements (a 10-byte buffer is refused for a float*).
+  static KernelArg buffer(const void* data, uint64_t bytes, MemoryClass memory = MemoryClass::kHost,
+                          int device_id = -1);
   static KernelArg boolean(bool v);
+  static KernelArg i8(int8_t v);
+  static KernelArg u8(uint8_t v);
+  static KernelArg i16(int16_t v);
+  static KernelArg u16(uint16_t v);
   static KernelArg i32(int32_t v);
   static KernelArg i64(int64_t v);
   static KernelArg u32(uint32_t v);
@@ -76,15 +85,18 @@ class KernelArg {
   // added to launch()'s shared_bytes, the kernel reaches them through `extern __shared__` (CUDA) or
   // ctx->shared (CPU).
   static KernelArg local_memory(uint64_t bytes);
-  // Parses "f32:2.0", "i32:-3", "u64:7", "bool:true" (the CLI's scalar form).
+  // Parses "f32:2.0", "i32:-3", "u8:255", "u64:7", "bool:true" (the CLI's scalar form); a value out of
+  // the type's range is an error, never truncated.
   static Result<KernelArg> parse_scalar(std::string_view text);
 
   Kind kind() const { return kind_; }
-  const ConstTensorView& tensor_value() const { return tensor_; }
+  const ConstTensorView& tensor_value() const { return tensor_; }  // a buffer: u8 [bytes]
   ScalarType scalar_type() const { return scalar_; }
   const void* scalar_bytes() const { return &bits_; }  // scalar_size(scalar_type()) bytes
   uint64_t local_bytes() const { return local_; }
-  std::string describe() const;  // "f32 2", "f32 tensor [1024] on cuda:0", "local memory 4096 B"
+  uint64_t buffer_bytes() const { return buffer_bytes_; }  // a buffer's size, as given
+  // "f32 2", "f32 tensor [1024] on cuda:0", "buffer of 10 B on host", "local memory 4096 B"
+  std::string describe() const;
 
  private:
   Kind kind_ = Kind::kScalar;
@@ -92,6 +104,7 @@ class KernelArg {
   ScalarType scalar_ = ScalarType::kI32;
   uint64_t bits_ = 0;  // the scalar's bytes, little-endian at offset 0
   uint64_t local_ = 0;
+  uint64_t buffer_bytes_ = 0;
 };
 
 struct KernelOptions {
@@ -113,7 +126,13 @@ struct KernelInfo {
   uint64_t static_shared_bytes = 0;  // CUDA __shared__ arrays; 0 on the CPU
   uint64_t local_bytes = 0;          // per thread local memory (spills, CUDA); 0 on the CPU
   int max_threads_per_block = 0;     // CUDA: this kernel's limit; CPU: 1024 (Gantry's convention)
-  uint64_t binary_bytes = 0;         // cubin / shared object size
+  // The block size to launch with when the caller has no reason to pick another. CUDA: the driver's
+  // occupancy calculator (cuOccupancyMaxPotentialBlockSize), the smallest block reaching the highest
+  // occupancy for this kernel's registers and static shared memory; CPU: 256, Gantry's convention (a
+  // block is one task on the launch pool: 256 threads amortise its dispatch, and a grid of n/256 blocks
+  // still spreads over the workers).
+  int preferred_block_size = 0;
+  uint64_t binary_bytes = 0;  // cubin / shared object size
   std::string compile_log;
   double compile_ms = 0;  // 0 when it came from the cache
   bool cache_hit = false;

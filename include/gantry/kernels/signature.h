@@ -20,8 +20,8 @@
 namespace gantry::kernels {
 
 // The scalar types a kernel parameter may have; the argument must have exactly this type.
-enum class ScalarType { kBool, kI32, kI64, kU32, kU64, kF32, kF64 };
-std::string_view scalar_type_name(ScalarType t);  // "bool", "i32", ... "f64"
+enum class ScalarType { kBool, kI8, kU8, kI16, kU16, kI32, kI64, kU32, kU64, kF32, kF64 };
+std::string_view scalar_type_name(ScalarType t);  // "bool", "i8", "u8", "i16", ... "f64"
 std::optional<ScalarType> parse_scalar_type(std::string_view name);
 size_t scalar_size(ScalarType t);
 
