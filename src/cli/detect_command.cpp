@@ -61,15 +61,21 @@ void print_table(const hw::Registry& r) {
              e.orchestrator.value_or("none"), e.cloud.value_or("unknown"),
              e.virtualized ? " (virtual machine)" : "");
   for (const auto& [k, v] : e.visible_devices) fmt::print("        {}={}\n", k, v);
-  fmt::print("\n{:<12} {:<5} {:<40} {:>11} {:>11} {:<12} {}\n", "ID", "KIND", "NAME", "MEM TOTAL", "MEM FREE",
+  fmt::print("\n{:<15} {:<5} {:<40} {:>11} {:>11} {:<12} {}\n", "ID", "KIND", "NAME", "MEM TOTAL", "MEM FREE",
              "CAPABILITY", "DRIVER");
   for (const auto& d : r.devices) {
     std::string cap = d.kind == hw::DeviceKind::kCpu ? cpu_capability(c)
                                                      : d.compute_capability.value_or(d.arch.value_or("-"));
     std::string driver = d.driver_version.value_or("-");
     if (d.cuda_driver_version) driver += " (CUDA " + *d.cuda_driver_version + ")";
-    fmt::print("{:<12} {:<5} {:<40} {:>11} {:>11} {:<12} {}\n", d.id, hw::device_kind_name(d.kind), d.name,
+    fmt::print("{:<15} {:<5} {:<40} {:>11} {:>11} {:<12} {}\n", d.id, hw::device_kind_name(d.kind), d.name,
                bytes_text(d.memory_total_bytes), bytes_text(d.memory_free_bytes), cap, driver);
+  }
+  if (!r.unavailable.empty()) {
+    fmt::print("\nPresent but not usable here:\n");
+    for (const auto& d : r.unavailable)
+      fmt::print("  {:<40} {:<13} {}\n", d.name, d.pci_bus_id.value_or("-"),
+                 d.unavailable_reason.value_or("-"));
   }
 }
 

@@ -131,14 +131,23 @@ std::vector<Device> select_visible(const std::vector<Device>& devices, std::stri
   return out;
 }
 
-void apply_visibility(const Machine& m, std::vector<Device>& devices, std::string_view family,
-                      std::initializer_list<const char*> vars) {
+// Keeps the devices of `family` that the visibility variables select, in their order; the others go to
+// `hidden`, unavailable, with the variable that hid them.
+void apply_visibility(const Machine& m, std::vector<Device>& devices, std::vector<Device>& hidden,
+                      std::string_view family, std::initializer_list<const char*> vars) {
   std::vector<Device> selected, others;
   for (Device& d : devices) (d.family == family ? selected : others).push_back(std::move(d));
   for (const char* var : vars) {
     if (auto spec = m.getenv(var)) {
       if (std::string_view(var) == "NVIDIA_VISIBLE_DEVICES" && internal::trim(*spec).empty()) continue;
-      selected = select_visible(selected, *spec);
+      std::vector<Device> kept = select_visible(selected, *spec);
+      for (Device& d : selected) {
+        if (std::find(kept.begin(), kept.end(), d) != kept.end()) continue;
+        d.available = false;
+        d.unavailable_reason = "hidden by " + std::string(var) + "=" + *spec;
+        hidden.push_back(std::move(d));
+      }
+      selected = std::move(kept);
     }
   }
   devices = std::move(others);
@@ -202,10 +211,27 @@ struct ProbeAlias {
   std::string_view probe;
 };
 constexpr ProbeAlias kProbeAliases[] = {
-    {"cpu", "cpu"},       {"cuda", "cuda"},           {"nvidia", "cuda"},    {"rocm", "rocm"},
-    {"amd", "rocm"},      {"intel-gpu", "intel-gpu"}, {"accel", "accel"},    {"gaudi", "accel"},
-    {"qaic", "accel"},    {"intel-npu", "accel"},     {"amd-xdna", "accel"}, {"tpu", "tpu"},
-    {"neuron", "neuron"}, {"vulkan", "vulkan"},       {"io", "io"},          {"environment", "environment"},
+    {"cpu", "cpu"},
+    {"cuda", "cuda"},
+    {"nvidia", "cuda"},
+    {"rocm", "rocm"},
+    {"amd", "rocm"},
+    {"intel-gpu", "intel-gpu"},
+    {"accel", "accel"},
+    {"gaudi", "accel"},
+    {"qaic", "accel"},
+    {"intel-npu", "accel"},
+    {"amd-xdna", "accel"},
+    {"tpu", "tpu"},
+    {"neuron", "neuron"},
+    {"vulkan", "vulkan"},
+    {"io", "io"},
+    {"environment", "environment"},
+    {"graphcore", "accel"},
+    {"groq", "accel"},
+    {"cerebras", "accel"},
+    {"samsung-npu", "accel"},
+    {"mediatek-apu", "accel"},
 };
 
 }  // namespace
@@ -339,13 +365,14 @@ Registry detect(const Machine& m, const LibraryLoader& loader, const DetectOptio
       done[i] = true;
     }
   }
-  std::vector<Device> accelerators;
+  std::vector<Device> accelerators, unavailable;
   for (size_t i = 0; i < probes.size(); ++i) {
     if (!done[i]) results[i] = probes[i].second.get();
     const std::string& name = probes[i].first;
     reg.timings_ms[name] = results[i].ms;
     for (auto& w : results[i].output.warnings) reg.warnings.push_back(name + ": " + w);
     for (auto& d : results[i].output.devices) merge_device(accelerators, std::move(d));
+    for (auto& d : results[i].output.unavailable) unavailable.push_back(std::move(d));
   }
   try {
     pci.get();
@@ -355,12 +382,15 @@ Registry detect(const Machine& m, const LibraryLoader& loader, const DetectOptio
   reg.timings_ms["pci"] = pci_ms;
   for (auto& w : pci_warnings) reg.warnings.push_back("pci: " + w);
 
-  apply_visibility(m, accelerators, kFamilyCuda, {"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"});
-  apply_visibility(m, accelerators, kFamilyRocm, {"ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"});
+  apply_visibility(m, accelerators, unavailable, kFamilyCuda,
+                   {"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"});
+  apply_visibility(m, accelerators, unavailable, kFamilyRocm,
+                   {"ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"});
   std::stable_sort(accelerators.begin(), accelerators.end(), [](const Device& a, const Device& b) {
     static constexpr std::string_view kOrder[] = {
-        kFamilyCuda, kFamilyRocm,     kFamilyTpu,    kFamilyGaudi,    kFamilyNeuron,
-        kFamilyQaic, kFamilyIntelGpu, kFamilyVulkan, kFamilyIntelNpu, kFamilyXdna};
+        kFamilyCuda,   kFamilyRocm,      kFamilyTpu,  kFamilyGaudi,      kFamilyNeuron,
+        kFamilyQaic,   kFamilyGraphcore, kFamilyGroq, kFamilyCerebras,   kFamilyIntelGpu,
+        kFamilyVulkan, kFamilyIntelNpu,  kFamilyXdna, kFamilySamsungNpu, kFamilyMediatekApu};
     auto pos = [](const std::string& f) {
       return std::find(std::begin(kOrder), std::end(kOrder), f) - std::begin(kOrder);
     };
@@ -370,6 +400,13 @@ Registry detect(const Machine& m, const LibraryLoader& loader, const DetectOptio
   for (Device& d : accelerators) {
     d.id = d.family + ":" + std::to_string(counters[d.family]++);
     reg.devices.push_back(std::move(d));
+  }
+  std::stable_sort(unavailable.begin(), unavailable.end(),
+                   [](const Device& a, const Device& b) { return a.pci_bus_id < b.pci_bus_id; });
+  counters.clear();
+  for (Device& d : unavailable) {
+    d.id = d.family + ":unavailable:" + std::to_string(counters[d.family]++);
+    reg.unavailable.push_back(std::move(d));
   }
   if (probe_selected(options, "io")) probe_io(m, reg);
   reg.timings_ms["total"] = ms_since(t0);

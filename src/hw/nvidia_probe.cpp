@@ -195,6 +195,60 @@ std::string nvidia_name_for_pci_id(uint32_t device) {
   }
 }
 
+// Why an NVIDIA GPU on the PCI bus that the driver did not list cannot be used here; nullopt when it can
+// (bound to the NVIDIA driver while /proc/driver/nvidia is hidden from this process: CUDA still reaches
+// it). `from_nvml`: NVML listed the GPUs this process may use, so one bound to nvidia that it left out was
+// not given to this process.
+std::optional<std::string> why_unusable(const Machine& m, const std::string& bus_id, bool from_nvml) {
+  std::string driver;
+  if (auto link = m.read_link("/sys/bus/pci/devices/" + bus_id + "/driver"); link.ok())
+    driver = link->substr(link->rfind('/') + 1);  // "../../../bus/pci/drivers/vfio-pci" -> "vfio-pci"
+  if (driver == "nvidia")
+    return from_nvml ? std::optional<std::string>(
+                           "NVML does not list it: the NVIDIA driver holds it, but this process was not "
+                           "given it (a container's or cgroup's device list)")
+                     : std::nullopt;
+  if (driver.empty())
+    return "no driver is bound to it (the NVIDIA kernel driver is not loaded, or does not claim it)";
+  if (driver == "vfio-pci")
+    return std::string(
+        "bound to vfio-pci (reserved for passing through to a virtual machine), not to the "
+        "NVIDIA driver");
+  if (driver == "nouveau")
+    return std::string("bound to nouveau, the open display driver, which CUDA cannot use");
+  return "bound to " + driver + ", not to the NVIDIA driver";
+}
+
+// The NVIDIA GPUs on the bus that the driver (NVML or procfs) did not list: usable (sysfs facts only)
+// when why_unusable says so, else kept in out.unavailable with the reason.
+void add_unlisted_gpus(const Machine& m, const std::vector<PciDevice>& pci,
+                       const std::optional<std::string>& driver, bool from_nvml, ProbeOutput& out) {
+  for (const PciDevice& p : pci) {
+    if (p.vendor != kNvidiaVendor || (p.class_code >> 16) != 0x03) continue;
+    const bool known = std::any_of(out.devices.begin(), out.devices.end(),
+                                   [&](const Device& d) { return d.pci_bus_id == p.bus_id; });
+    if (known) continue;
+    Device d;
+    d.kind = DeviceKind::kGpu;
+    d.family = std::string(kFamilyCuda);
+    d.vendor = "nvidia";
+    d.sources = {"sysfs"};
+    d.pci_bus_id = p.bus_id;
+    d.name = nvidia_name_for_pci_id(p.device);
+    d.compute_capability = nvidia_compute_capability_for_name(d.name);
+    d.driver_version = driver;
+    fill_from_pci_sysfs(m, d, out.warnings);
+    if (auto why = why_unusable(m, p.bus_id, from_nvml)) {
+      d.available = false;
+      d.unavailable_reason = std::move(why);
+      d.driver_version.reset();
+      out.unavailable.push_back(std::move(d));
+    } else {
+      out.devices.push_back(std::move(d));
+    }
+  }
+}
+
 void probe_nvidia_fallback(const Machine& m, const std::vector<PciDevice>& pci, ProbeOutput& out) {
   const auto driver = procfs_driver_version(m, out.warnings);
   for (const std::string& entry : list(m, "/proc/driver/nvidia/gpus", out.warnings)) {
@@ -228,24 +282,7 @@ void probe_nvidia_fallback(const Machine& m, const std::vector<PciDevice>& pci, 
     fill_from_pci_sysfs(m, d, out.warnings);
     out.devices.push_back(std::move(d));
   }
-  // GPUs on the bus that the driver does not list (driver not loaded, or procfs hidden).
-  for (const PciDevice& p : pci) {
-    if (p.vendor != kNvidiaVendor || (p.class_code >> 16) != 0x03) continue;
-    const bool known = std::any_of(out.devices.begin(), out.devices.end(),
-                                   [&](const Device& d) { return d.pci_bus_id == p.bus_id; });
-    if (known) continue;
-    Device d;
-    d.kind = DeviceKind::kGpu;
-    d.family = std::string(kFamilyCuda);
-    d.vendor = "nvidia";
-    d.sources = {"sysfs"};
-    d.pci_bus_id = p.bus_id;
-    d.name = nvidia_name_for_pci_id(p.device);
-    d.compute_capability = nvidia_compute_capability_for_name(d.name);
-    d.driver_version = driver;
-    fill_from_pci_sysfs(m, d, out.warnings);
-    out.devices.push_back(std::move(d));
-  }
+  add_unlisted_gpus(m, pci, driver, /*from_nvml=*/false, out);
   for (Device& d : out.devices) {
     if (d.compute_capability) {
       auto v = split(*d.compute_capability, '.');
@@ -275,11 +312,15 @@ std::optional<std::string> nvidia_compute_capability_for_name(std::string_view n
 ProbeOutput probe_nvidia(const Machine& m, const LibraryLoader& loader, const std::vector<PciDevice>& pci) {
   ProbeOutput out;
   Status nvml = probe_nvml(m, loader, out);
-  if (nvml.ok()) return out;
+  if (nvml.ok()) {
+    add_unlisted_gpus(m, pci, std::nullopt, /*from_nvml=*/true, out);
+    return out;
+  }
   const bool have_nvidia_hw =
       m.exists("/proc/driver/nvidia/gpus") ||
       std::any_of(pci.begin(), pci.end(), [](const PciDevice& p) { return p.vendor == kNvidiaVendor; });
   out.devices.clear();
+  out.unavailable.clear();
   probe_nvidia_fallback(m, pci, out);
   if (have_nvidia_hw) {
     out.warnings.push_back("NVML unavailable (" + nvml.message() + "); NVIDIA GPU memory is unknown");

@@ -16,6 +16,7 @@ namespace gantry::hw::internal {
 // What one probe found. Warnings say what could not be read and why.
 struct ProbeOutput {
   std::vector<Device> devices;
+  std::vector<Device> unavailable;  // seen but unusable here, each with its unavailable_reason
   std::vector<std::string> warnings;
 };
 

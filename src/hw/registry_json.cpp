@@ -68,7 +68,9 @@ json device_to_json(const Device& d) {
               {"pcie_bandwidth_bytes_per_s", opt(d.pcie_bandwidth_bytes_per_s)},
               {"nvlinks", nvlinks_to_json(d.nvlinks)},
               {"xgmi_hive_id", opt(d.xgmi_hive_id)},
-              {"remote", remote_to_json(d.remote)}};
+              {"remote", remote_to_json(d.remote)},
+              {"available", d.available},
+              {"unavailable_reason", opt(d.unavailable_reason)}};
 }
 
 json io_to_json(const SystemIo& io) {
@@ -222,6 +224,8 @@ Device device_from_json(const json& j, const std::string& p) {
   d.memory_bandwidth_source = get_opt<std::string>(j, "memory_bandwidth_source", p);
   d.pcie_bandwidth_bytes_per_s = get_opt<uint64_t>(j, "pcie_bandwidth_bytes_per_s", p);
   d.xgmi_hive_id = get_opt<std::string>(j, "xgmi_hive_id", p);
+  d.available = get_opt<bool>(j, "available", p).value_or(true);  // documents before it had usable ones only
+  d.unavailable_reason = get_opt<std::string>(j, "unavailable_reason", p);
   if (const json& r = member(j, "remote", p); !r.is_null()) {
     const std::string rp = p + ".remote";
     if (!r.is_object()) bad(rp, "an object or null");
@@ -348,6 +352,11 @@ Registry parse_registry(const json& j, bool newer) {
     }
   }
 
+  if (const json& un = member(j, "unavailable_devices", ""); !un.is_null()) {
+    if (!un.is_array()) bad("unavailable_devices", "an array");
+    for (size_t i = 0; i < un.size(); ++i)
+      r.unavailable.push_back(device_from_json(un[i], "unavailable_devices[" + std::to_string(i) + "]"));
+  }
   r.io = io_from_json(member(j, "io", ""));
 
   const json& env = member(j, "environment", "");
@@ -414,6 +423,8 @@ nlohmann::json registry_to_json(const Registry& r) {
     dj["advice"] = advice_to_json(r, d);
     devices.push_back(std::move(dj));
   }
+  json unavailable = json::array();
+  for (const Device& d : r.unavailable) unavailable.push_back(device_to_json(d));
   return json{
       {"schema_version", r.schema_version},
       {"host",
@@ -437,6 +448,7 @@ nlohmann::json registry_to_json(const Registry& r) {
           {"l3_bytes", opt(r.cpu.cache.l3_bytes)}}},
         {"numa_nodes", r.cpu.numa_nodes}}},
       {"devices", devices},
+      {"unavailable_devices", unavailable},
       {"io", io_to_json(r.io)},
       {"environment",
        {{"container", opt(r.environment.container)},

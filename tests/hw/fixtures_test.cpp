@@ -231,6 +231,73 @@ TEST(Fixtures, VisibleDevicesByIndexAndUuid) {
   EXPECT_EQ(r.environment.visible_devices.at("CUDA_VISIBLE_DEVICES"), "3,GPU-1a1f");
 }
 
+// ai-hwaccel keeps present-but-unusable devices with available false: so does the registry, apart from the
+// usable ones (nothing plans on them), each with why.
+TEST(Fixtures, HiddenGpusAreKeptAsUnavailableWithTheVariableThatHidThem) {
+  Registry r = detect_fixture("nvidia-dgx-h100", {{"CUDA_VISIBLE_DEVICES", "3,GPU-1a1f"}});
+  ASSERT_EQ(count_family(r, kFamilyCuda), 2);
+  ASSERT_EQ(r.unavailable.size(), 6u);
+  for (size_t i = 0; i < r.unavailable.size(); ++i) {
+    const Device& d = r.unavailable[i];
+    EXPECT_EQ(d.id, "cuda:unavailable:" + std::to_string(i));
+    EXPECT_FALSE(d.available);
+    EXPECT_EQ(d.unavailable_reason, "hidden by CUDA_VISIBLE_DEVICES=3,GPU-1a1f");
+    EXPECT_NE(d.pci_bus_id, "0000:5d:00.0");  // not one of the two selected
+    EXPECT_NE(d.pci_bus_id, "0000:2a:00.0");
+  }
+  for (const Device& d : r.devices) EXPECT_TRUE(d.available) << d.id;
+  // Every GPU is accounted for once: 2 usable + 6 hidden.
+  EXPECT_EQ(detect_fixture("nvidia-dgx-h100").unavailable.size(), 0u);
+  Registry none = detect_fixture("nvidia-dgx-h100", {{"NVIDIA_VISIBLE_DEVICES", "void"}});
+  EXPECT_EQ(count_family(none, kFamilyCuda), 0);
+  ASSERT_EQ(none.unavailable.size(), 8u);
+  EXPECT_EQ(none.unavailable[0].unavailable_reason, "hidden by NVIDIA_VISIBLE_DEVICES=void");
+}
+
+// A GPU on the PCI bus that no driver lists: usable only when the NVIDIA driver holds it (procfs hidden
+// from this process), else unavailable with the driver that holds it, or none.
+TEST(Fixtures, AGpuWithoutTheNvidiaDriverIsUnavailableWithTheDriverNamed) {
+  const std::string gpu = "0000:18:00.0";
+  const std::string link = "/sys/bus/pci/devices/" + gpu + "/driver";
+  auto detect_with = [&](std::optional<std::string> driver) {
+    testing::FakeMachine m(testing::fixture("nvidia-dgx-h100"));
+    m.hide("/proc/driver/nvidia");  // the driver lists nothing
+    if (driver) m.set_link(link, "../../../../bus/pci/drivers/" + *driver);
+    testing::FakeLoader loader;
+    return detect(m, loader);
+  };
+  Registry none = detect_with(std::nullopt);
+  EXPECT_EQ(count_family(none, kFamilyCuda), 0);
+  ASSERT_EQ(none.unavailable.size(), 8u);
+  const Device* d = nullptr;
+  for (const Device& u : none.unavailable)
+    if (u.pci_bus_id == gpu) d = &u;
+  ASSERT_NE(d, nullptr);
+  EXPECT_FALSE(d->available);
+  EXPECT_EQ(d->family, kFamilyCuda);
+  EXPECT_NE(d->unavailable_reason->find("no driver is bound to it"), std::string::npos)
+      << *d->unavailable_reason;
+
+  Registry vfio = detect_with("vfio-pci");
+  for (const Device& u : vfio.unavailable) {
+    if (u.pci_bus_id == gpu) {
+      EXPECT_NE(u.unavailable_reason->find("bound to vfio-pci"), std::string::npos) << *u.unavailable_reason;
+    }
+  }
+  Registry nouveau = detect_with("nouveau");
+  for (const Device& u : nouveau.unavailable) {
+    if (u.pci_bus_id == gpu) {
+      EXPECT_NE(u.unavailable_reason->find("nouveau"), std::string::npos) << *u.unavailable_reason;
+    }
+  }
+
+  // Bound to nvidia: CUDA reaches it though procfs is hidden, so it is a usable device (from sysfs).
+  Registry bound = detect_with("nvidia");
+  ASSERT_EQ(count_family(bound, kFamilyCuda), 1);
+  EXPECT_EQ(find_id(bound, "cuda:0")->pci_bus_id, gpu);
+  EXPECT_EQ(bound.unavailable.size(), 7u);
+}
+
 TEST(Fixtures, VisibleDevicesStopAtInvalidEntryAndEmptyHidesAll) {
   EXPECT_EQ(
       count_family(detect_fixture("nvidia-dgx-h100", {{"CUDA_VISIBLE_DEVICES", "1,99,2"}}), kFamilyCuda), 1);

@@ -32,6 +32,8 @@ class FakeMachine final : public Machine {
   void set_file(const std::string& path, std::string text) { files_[path] = std::move(text); }
   void hide(const std::string& path) { hidden_.insert(path); }
   void vanish_after_list(const std::string& dir) { vanishing_.insert(dir); }
+  // read_link(path) answers `target` (a fixture tree keeps no symbolic links).
+  void set_link(const std::string& path, std::string target) { links_[path] = std::move(target); }
   // device_of(path) answers (major, minor) for `path` (a captured tree has no device numbers).
   void set_device_of(const std::string& path, unsigned major, unsigned minor) {
     devices_[path] = {major, minor};
@@ -56,6 +58,7 @@ class FakeMachine final : public Machine {
   }
   Result<std::string> read_link(std::string_view path) const override {
     if (auto s = check(path); !s.ok()) return s;
+    if (auto it = links_.find(std::string(path)); it != links_.end()) return it->second;
     return disk_->read_link(path);
   }
   Result<std::pair<unsigned, unsigned>> device_of(std::string_view path) const override {
@@ -84,6 +87,7 @@ class FakeMachine final : public Machine {
   std::unique_ptr<Machine> disk_;
   std::map<std::string, Status> failures_;
   std::map<std::string, std::string> files_;
+  std::map<std::string, std::string> links_;
   std::set<std::string> hidden_;
   std::set<std::string> vanishing_;
   std::map<std::string, std::pair<unsigned, unsigned>> devices_;

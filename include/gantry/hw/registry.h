@@ -22,17 +22,22 @@ Result<DeviceKind> parse_device_kind(std::string_view name);
 
 // Software families a backend targets. Names are stable JSON strings.
 inline constexpr std::string_view kFamilyCpu = "cpu";
-inline constexpr std::string_view kFamilyCuda = "cuda";           // NVIDIA
-inline constexpr std::string_view kFamilyRocm = "rocm";           // AMD Instinct/Radeon (amdgpu)
-inline constexpr std::string_view kFamilyIntelGpu = "intel-gpu";  // i915 / xe
-inline constexpr std::string_view kFamilyIntelNpu = "intel-npu";  // intel_vpu
-inline constexpr std::string_view kFamilyXdna = "amd-xdna";       // amdxdna
-inline constexpr std::string_view kFamilyTpu = "tpu";             // Google
-inline constexpr std::string_view kFamilyGaudi = "gaudi";         // Habana
-inline constexpr std::string_view kFamilyNeuron = "neuron";       // AWS Inferentia/Trainium
-inline constexpr std::string_view kFamilyQaic = "qaic";           // Qualcomm Cloud AI
-inline constexpr std::string_view kFamilyVulkan = "vulkan";       // seen only through Vulkan
-inline constexpr std::string_view kFamilyRpc = "rpc";             // another host's device, ggml RPC
+inline constexpr std::string_view kFamilyCuda = "cuda";                 // NVIDIA
+inline constexpr std::string_view kFamilyRocm = "rocm";                 // AMD Instinct/Radeon (amdgpu)
+inline constexpr std::string_view kFamilyIntelGpu = "intel-gpu";        // i915 / xe
+inline constexpr std::string_view kFamilyIntelNpu = "intel-npu";        // intel_vpu
+inline constexpr std::string_view kFamilyXdna = "amd-xdna";             // amdxdna
+inline constexpr std::string_view kFamilyTpu = "tpu";                   // Google
+inline constexpr std::string_view kFamilyGaudi = "gaudi";               // Habana
+inline constexpr std::string_view kFamilyNeuron = "neuron";             // AWS Inferentia/Trainium
+inline constexpr std::string_view kFamilyQaic = "qaic";                 // Qualcomm Cloud AI
+inline constexpr std::string_view kFamilyGraphcore = "graphcore";       // Graphcore IPU (/dev/ipuN)
+inline constexpr std::string_view kFamilyGroq = "groq";                 // Groq LPU (/dev/groqN)
+inline constexpr std::string_view kFamilyCerebras = "cerebras";         // Cerebras WSE (/dev/cerebras*)
+inline constexpr std::string_view kFamilySamsungNpu = "samsung-npu";    // Samsung Exynos NPU
+inline constexpr std::string_view kFamilyMediatekApu = "mediatek-apu";  // MediaTek APU / MDLA
+inline constexpr std::string_view kFamilyVulkan = "vulkan";             // seen only through Vulkan
+inline constexpr std::string_view kFamilyRpc = "rpc";                   // another host's device, ggml RPC
 // Families some backends target that discovery never reports on Linux (so their providers find no device).
 inline constexpr std::string_view kFamilyApple = "apple";      // Apple GPU / Neural Engine (CoreML)
 inline constexpr std::string_view kFamilyDirectX = "directx";  // DirectML on Windows
@@ -95,6 +100,11 @@ struct Device {
   std::vector<NvLink> nvlinks;                         // NVIDIA through NVML; empty when none or unknown
   std::optional<std::string> xgmi_hive_id;             // AMD: GPUs of one hive are linked by xGMI ("0x...")
   std::optional<RemoteLink> remote;                    // kRemote devices only
+  // Whether this process can use the device (ai-hwaccel's `available`). Registry::devices holds only usable
+  // ones; a device present but unusable is in Registry::unavailable with available false and the reason
+  // ("hidden by CUDA_VISIBLE_DEVICES=1", "no driver is bound to it").
+  bool available = true;
+  std::optional<std::string> unavailable_reason;
 
   bool operator==(const Device&) const = default;
 };
@@ -222,6 +232,9 @@ struct Registry {
   HostInfo host;
   CpuInfo cpu;
   std::vector<Device> devices;  // the CPU first, then accelerators in probe order
+  // Devices present on the machine that this process cannot use, each with `unavailable_reason`. Kept
+  // apart so that nothing plans on them; their ids ("cuda:unavailable:0") never collide with a usable one.
+  std::vector<Device> unavailable;
   SystemIo io;
   EnvironmentInfo environment;
   std::vector<std::string> warnings;
