@@ -1,5 +1,6 @@
 // Devices of the kernel's compute-accelerator class (/sys/class/accel) and Habana's own class:
-// Intel NPU (intel_vpu), AMD XDNA (amdxdna), Qualcomm Cloud AI (qaic), Habana Gaudi (habanalabs).
+// Intel NPU (intel_vpu), AMD XDNA (amdxdna), Qualcomm Cloud AI (qaic), Habana Gaudi (habanalabs); then
+// the accelerators seen only as device nodes (device_node_probe.cpp).
 #include <cstdio>
 
 #include "probes.h"
@@ -131,6 +132,7 @@ ProbeOutput probe_accel(const Machine& m) {
     fill_from_pci_sysfs(m, d, out.warnings);
     out.devices.push_back(std::move(d));
   }
+  probe_device_nodes(m, out);
   return out;
 }
 

@@ -9,7 +9,9 @@ bool is_accelerator(const Device& d) { return d.kind != DeviceKind::kCpu && d.ki
 
 // Devices that work in host memory: NPUs, and integrated GPUs (which the driver lists with no memory).
 bool uses_host_memory(const Device& d) {
-  if (d.family == kFamilyIntelNpu || d.family == kFamilyXdna) return true;
+  if (d.family == kFamilyIntelNpu || d.family == kFamilyXdna || d.family == kFamilySamsungNpu ||
+      d.family == kFamilyMediatekApu)
+    return true;
   return d.family == kFamilyIntelGpu && !d.memory_total_bytes;
 }
 
@@ -88,6 +90,11 @@ PrecisionAdvice precision_advice(const Device& d) {
     a.assumption = "BF16 is the native format of " + d.name +
                    "'s matrix units (the vendor's documentation; not probed); INT8 where its compiler "
                    "quantises";
+  } else if (d.family == kFamilyGraphcore || d.family == kFamilyGroq || d.family == kFamilyCerebras) {
+    a.precisions = {"fp16", "int8"};
+    a.assumption = "FP16 is the native format of " + d.name +
+                   "'s compute (the vendor's documentation; not probed); INT8 where its compiler quantises. "
+                   "Its memory is on-chip SRAM: a model larger than it is spread over several chips";
   } else if (d.kind == DeviceKind::kNpu || d.family == kFamilyQaic) {
     a.precisions = {"int8", "fp16"};
     a.assumption =

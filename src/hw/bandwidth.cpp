@@ -13,6 +13,7 @@ namespace {
 
 constexpr uint64_t kGBps = 1000ull * 1000 * 1000;  // datasheets count 1e9 bytes
 constexpr uint64_t kGiB = 1024ull * 1024 * 1024;   // memory sizes are binary (HBM stacks)
+constexpr uint64_t kMB = 1000ull * 1000;           // on-chip SRAM is given in decimal MB
 constexpr uint32_t kNvidia = 0x10de, kAmd = 0x1002, kHabana = 0x1da3;
 
 bool contains_ci(std::string_view hay, std::string_view needle) {
@@ -171,6 +172,31 @@ const std::vector<KnownDevice>& known_devices() {
        819 * kGBps,
        "Google Cloud TPU v5e documentation (819 GB/s and 16 GB HBM per chip)",
        16 * kGiB},
+      // Seen only as device nodes (device_node_probe.cpp): their memory is on-chip SRAM.
+      {"graphcore-ipu",
+       "Graphcore IPU (GC200)",
+       0,
+       {},
+       {"Graphcore IPU"},
+       47500 * kGBps,
+       "Graphcore GC200 IPU datasheet (900 MB In-Processor-Memory at 47.5 TB/s per IPU)",
+       900 * kMB},
+      {"groq-lpu",
+       "Groq LPU",
+       0,
+       {},
+       {"Groq LPU"},
+       80000 * kGBps,
+       "Groq LPU documentation (230 MB on-die SRAM at 80 TB/s per chip)",
+       230 * kMB},
+      {"cerebras-wse3",
+       "Cerebras WSE-3",
+       0,
+       {},
+       {"Cerebras Wafer-Scale Engine"},
+       21000000 * kGBps,
+       "Cerebras WSE-3 datasheet (44 GB on-chip SRAM at 21 PB/s)",
+       44 * 1000 * kMB},
   };
   return kTable;
 }

@@ -23,7 +23,10 @@ EnvironmentInfo probe_environment(const Machine& m, std::vector<std::string>& wa
 ProbeOutput probe_nvidia(const Machine& m, const LibraryLoader& loader, const std::vector<PciDevice>& pci);
 ProbeOutput probe_amd(const Machine& m, const std::vector<PciDevice>& pci);
 ProbeOutput probe_intel_gpu(const Machine& m, const std::vector<PciDevice>& pci);
-ProbeOutput probe_accel(const Machine& m);  // /sys/class/accel: Intel NPU, AMD XDNA, qaic, Gaudi
+ProbeOutput probe_accel(
+    const Machine& m);  // /sys/class/accel: Intel NPU, AMD XDNA, qaic, Gaudi; device nodes
+// Graphcore, Groq, Cerebras, Samsung and MediaTek NPUs from their device nodes (device_node_probe.cpp).
+void probe_device_nodes(const Machine& m, ProbeOutput& out);
 ProbeOutput probe_tpu(const Machine& m, const std::vector<PciDevice>& pci);
 ProbeOutput probe_neuron(const Machine& m, const std::vector<PciDevice>& pci);
 ProbeOutput probe_vulkan(const LibraryLoader& loader);

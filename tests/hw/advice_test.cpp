@@ -12,6 +12,7 @@
 namespace gantry::hw {
 namespace {
 
+using testing::count_family;
 using testing::detect_fixture;
 using testing::find_id;
 
@@ -105,6 +106,37 @@ TEST(Advice, DetectJsonCarriesTotalsAndAdviceAndReadsBack) {
   auto back = registry_from_json(j);
   ASSERT_TRUE(back.ok()) << back.status().to_string();
   EXPECT_EQ(*back, r) << "derived keys are not read back";
+}
+
+// The accelerators seen only as device nodes (ai-hwaccel's Graphcore, Groq, Cerebras, Samsung and MediaTek
+// sources): found, their memory from the datasheet (SRAM) or the host (SoC NPUs), never from the registry.
+TEST(Advice, DeviceNodeAccelerators) {
+  Registry r = detect_fixture("device-nodes");
+  EXPECT_EQ(count_family(r, kFamilyGraphcore), 2);  // ipu0, ipu1; not Intel's camera ipu-psys0
+  EXPECT_EQ(count_family(r, kFamilyGroq), 1);
+  EXPECT_EQ(count_family(r, kFamilyCerebras), 1);
+  EXPECT_EQ(count_family(r, kFamilySamsungNpu), 1);
+  EXPECT_EQ(count_family(r, kFamilyMediatekApu), 1);
+  const Device* ipu = find_id(r, "graphcore:1");
+  ASSERT_NE(ipu, nullptr);
+  EXPECT_EQ(ipu->kind, DeviceKind::kAsic);
+  EXPECT_FALSE(ipu->memory_total_bytes);  // the node says nothing about memory
+  DeviceMemory m = device_memory(r, *ipu);
+  EXPECT_EQ(m.source, "datasheet");
+  EXPECT_EQ(m.bytes, 900'000'000u);
+  EXPECT_NE(m.reason.find("GC200"), std::string::npos) << m.reason;
+  EXPECT_EQ(precision_advice(*ipu).precisions.front(), "fp16");
+  EXPECT_EQ(device_memory(r, *find_id(r, "groq:0")).bytes, 230'000'000u);
+  EXPECT_EQ(device_memory(r, *find_id(r, "cerebras:0")).bytes, 44'000'000'000u);
+  for (const char* npu : {"samsung-npu:0", "mediatek-apu:0"}) {
+    const Device* d = find_id(r, npu);
+    ASSERT_NE(d, nullptr) << npu;
+    EXPECT_EQ(d->kind, DeviceKind::kNpu);
+    EXPECT_EQ(device_memory(r, *d).source, "host") << npu;
+    EXPECT_EQ(precision_advice(*d).precisions.front(), "int8") << npu;
+  }
+  // Each is also a probe name (the accel probe finds them).
+  EXPECT_TRUE(parse_probe_names("groq,graphcore,cerebras,samsung-npu,mediatek-apu", "--only").ok());
 }
 
 }  // namespace

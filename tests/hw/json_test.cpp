@@ -21,7 +21,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, JsonRoundTrip,
                          ::testing::Values("nvidia-dgx-h100", "amd-mi300x", "amd-mi250x", "intel-laptop-npu",
                                            "tpu-v5e-vm", "container-cgroup2", "gaudi2", "aws-inf2",
                                            "qaic-ai100", "amd-xdna-laptop", "arm-graviton3", "garbage",
-                                           "nvidia-h100-vm"));
+                                           "nvidia-h100-vm", "device-nodes"));
 
 TEST(Json, RoundTripOfEveryOptionalField) {
   Registry r;
