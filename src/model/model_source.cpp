@@ -72,7 +72,9 @@ Result<ModelSource> ModelSource::copy_of(std::span<const std::byte> bytes, std::
   return memory(std::move(image), std::move(name), format);
 }
 
-bool is_model_url(std::string_view s) { return s.starts_with("http://") || s.starts_with("https://"); }
+bool is_model_url(std::string_view s) {
+  return s.starts_with("http://") || s.starts_with("https://") || s.starts_with("hf://");
+}
 
 std::string source_file_name(std::string_view name) {
   if (const auto cut = name.find_first_of("?#"); cut != std::string_view::npos && is_model_url(name))

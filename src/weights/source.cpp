@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "gantry/core/file_io.h"
+#include "gantry/weights/hub_url.h"
 #include "weights/http_client.h"
 #include "weights/source_impl.h"
 
@@ -88,13 +89,26 @@ WeightSource WeightSource::owned(std::string bytes, std::string label) {
 }
 
 Result<WeightSource> WeightSource::url(std::string url, const HttpOptions& options) {
-  if (!is_url(url)) return InvalidArgument(url + ": not an http:// or https:// URL");
-  GANTRY_ASSIGN_OR_RETURN(HttpProbe probe, http_probe(url, options));
+  HttpOptions http = options;
+  std::string label = url;
+  if (is_hub_file(url)) {
+    GANTRY_ASSIGN_OR_RETURN(HubFile hub, resolve_hub_file(url));
+    url = std::move(hub.url);
+    http.headers.insert(http.headers.end(), hub.headers.begin(), hub.headers.end());
+  }
+  if (!is_url(url)) return InvalidArgument(url + ": not an http://, https:// or hf:// URL");
+  for (const std::string& h : http.headers) {
+    const auto colon = h.find(':');
+    if (colon == std::string::npos || colon == 0 || h.find_first_of("\r\n") != std::string::npos)
+      return InvalidArgument(label + ": a request header must be one 'Name: value' line; got one of " +
+                             std::to_string(h.size()) + " characters that is not");  // never echo a secret
+  }
+  GANTRY_ASSIGN_OR_RETURN(HttpProbe probe, http_probe(url, http));
   auto impl = std::make_shared<Impl>();
   impl->kind = Kind::kUrl;
-  impl->label = url;
+  impl->label = std::move(label);
   impl->url = std::move(url);
-  impl->http = options;
+  impl->http = std::move(http);
   impl->size = probe.size;
   count(probe.whole ? probe.whole->size() : std::min<uint64_t>(probe.size, 1));
   if (probe.whole) {  // the server ignores Range: serve reads from the one full download
@@ -117,9 +131,9 @@ Result<WeightSource> WeightSource::directory(const std::filesystem::path& path) 
 }
 
 Result<WeightSource> WeightSource::open(std::string_view spec, const HttpOptions& options) {
-  if (is_url(spec)) return url(std::string(spec), options);
+  if (is_url(spec) || is_hub_file(spec)) return url(std::string(spec), options);
   if (spec.find("://") != std::string_view::npos)
-    return InvalidArgument(std::string(spec) + ": only http:// and https:// URLs are supported");
+    return InvalidArgument(std::string(spec) + ": only http://, https:// and hf:// URLs are supported");
   const std::filesystem::path path(spec);
   GANTRY_ASSIGN_OR_RETURN(auto type, file_type_of(path));
   if (type == std::filesystem::file_type::directory) return directory(path);

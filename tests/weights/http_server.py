@@ -6,6 +6,9 @@
 /drop/F     announces the full length, then closes the connection mid-body
 /lie/F      answers 206 with a Content-Range other than the one asked for
 /short/F    answers 206 with the right Content-Range but half the bytes and a matching Content-Length
+/private/F  like /range/F, for "Authorization: Bearer t0ken" only (else 401)
+/hub/org/tiny/resolve/REV/F  the Hub's download path: like /private/F, for the revisions main, v1.0 and
+            refs%2Fpr%2F3 (as sent, percent-encoded) of the repository org/tiny; 404 for any other
 /redirect   302 to file:///etc/passwd
 /stats      total body bytes sent so far (plain text)"""
 import http.server
@@ -49,6 +52,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_error(404)
             return
         mode, rel = parts[1], parts[2]
+        if mode in ("private", "hub"):
+            if self.headers.get("Authorization") != "Bearer t0ken":
+                self.send_error(401)
+                return
+        if mode == "hub":
+            hub = re.match(r"org/tiny/resolve/(main|v1\.0|refs%2Fpr%2F3)/(.+)$", rel)
+            if hub is None:
+                self.send_error(404)
+                return
+            rel = hub.group(2)
         path = os.path.join(ROOT, rel)
         if not os.path.isfile(path):
             self.send_error(404)

@@ -2,6 +2,10 @@
 // Range, one that drops the connection mid-body, one that lies about Range, redirects to file://.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <optional>
+
+#include "gantry/weights/hub_url.h"
 #include "weights/http_fixture.h"
 #include "weights/weight_files.h"
 
@@ -100,6 +104,97 @@ TEST_F(Url, NoRedirectToOtherSchemesAndClearNetworkErrors) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound) << missing.status().to_string();
   auto refused = WeightSource::url("http://127.0.0.1:1/x.safetensors", http_);
   EXPECT_EQ(refused.status().code(), StatusCode::kIoError) << refused.status().to_string();
+}
+
+// ferrum's default headers: sent with every request of the source (the probe and each Range read).
+TEST_F(Url, DefaultHeadersGoWithEveryRequest) {
+  auto refused = WeightSource::url(server_->url("private/big.safetensors"), http_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("HTTP 401"), std::string::npos) << refused.status().to_string();
+  http_.headers = {"Authorization: Bearer t0ken"};
+  auto l = open("private/big.safetensors");
+  ASSERT_TRUE(l.ok()) << l.status().to_string();
+  expect_matches(*l, "big.safetensors");  // the Range reads carried it too
+  // A header that would split the request, or is no header, is refused before anything is sent.
+  for (const char* bad : {"X-Evil: a\r\nHost: elsewhere", "no colon", ": empty name"}) {
+    http_.headers = {bad};
+    auto r = WeightSource::url(server_->url("private/big.safetensors"), http_);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(r.status().message().find("Evil"), std::string::npos) << "a header is never echoed";
+  }
+}
+
+// Sets an environment variable for one test; puts the old value back.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// hf://OWNER/REPO[@REVISION]/PATH: the Hub's download path at that revision, from $HF_ENDPOINT with
+// $HF_TOKEN, against a loopback stand-in for the Hub (tests/weights/http_server.py /hub/).
+TEST_F(Url, HubFilesResolveToTheRevisionAskedFor) {
+  ScopedEnv endpoint("HF_ENDPOINT", server_->url("hub"));
+  {
+    ScopedEnv no_token("HF_TOKEN", "");
+    auto gated = WeightSource::url("hf://org/tiny/big.safetensors", http_);
+    EXPECT_NE(gated.status().message().find("HTTP 401"), std::string::npos) << gated.status().to_string();
+  }
+  ScopedEnv token("HF_TOKEN", "t0ken");
+  for (const char* spec : {"hf://org/tiny/big.safetensors", "hf://org/tiny@v1.0/big.safetensors",
+                           "hf://org/tiny@refs%2Fpr%2F3/big.safetensors"}) {
+    auto src = WeightSource::open(spec, http_);
+    ASSERT_TRUE(src.ok()) << spec << ": " << src.status().to_string();
+    EXPECT_EQ(src->label(), spec);
+    LoadOptions o;
+    o.http = http_;
+    auto l = WeightLoader::open(*src, o);
+    ASSERT_TRUE(l.ok()) << l.status().to_string();
+    expect_matches(*l, "big.safetensors");
+  }
+  auto other = WeightSource::url("hf://org/tiny@v2.0/big.safetensors", http_);
+  EXPECT_EQ(other.status().code(), StatusCode::kNotFound) << other.status().to_string();
+  EXPECT_NE(other.status().message().find("/resolve/v2.0/"), std::string::npos) << other.status().message();
+}
+
+TEST(HubUrl, ResolvesAsHuggingfaceHubDoes) {
+  HubEnvironment env;
+  auto f = resolve_hub_file("hf://Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_0.gguf", env);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  EXPECT_EQ(
+      f->url,
+      "https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF/resolve/main/qwen2.5-0.5b-instruct-q4_0.gguf");
+  EXPECT_EQ(f->revision, "main");
+  EXPECT_TRUE(f->headers.empty());
+  env.endpoint = "http://mirror.local:8080/";
+  env.token = "hf_abc";
+  f = resolve_hub_file("hf://org/repo@0123456789abcdef0123456789abcdef01234567/sub dir/w.safetensors", env);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  EXPECT_EQ(f->url,
+            "http://mirror.local:8080/org/repo/resolve/0123456789abcdef0123456789abcdef01234567/sub%20dir/"
+            "w.safetensors");
+  ASSERT_EQ(f->headers.size(), 1u);
+  EXPECT_EQ(f->headers[0], "Authorization: Bearer hf_abc");
+  for (const char* bad :
+       {"hf://", "hf://org", "hf://org/repo", "hf://org/repo/", "hf://org/repo@/x", "hf://org/repo@main",
+        "hf://org/../x", "hf://org/repo/a/../../b", "hf://org/repo//x", "hf://org/repo/x\n"}) {
+    auto r = resolve_hub_file(bad, env);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  env.endpoint = "ftp://mirror";
+  EXPECT_FALSE(resolve_hub_file("hf://org/repo/x", env).ok());
 }
 
 }  // namespace

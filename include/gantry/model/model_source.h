@@ -60,7 +60,8 @@ Result<Package> load_package(const ModelSource& source, const LoadOptions& optio
 // "https://h/m/x.gguf?download=1".
 std::string source_file_name(std::string_view name);
 
-// True for an http:// or https:// URL.
+// True for an http:// or https:// URL, or a Hugging Face Hub file (hf://OWNER/REPO[@REVISION]/PATH,
+// gantry/weights/hub_url.h), all fetched by the weights' URL source.
 bool is_model_url(std::string_view s);
 
 // (Internal to load_package: a Package over `image` with `manifest`.)

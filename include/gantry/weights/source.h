@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gantry/core/status.h"
 
@@ -32,6 +33,10 @@ struct HttpOptions {
   // A transfer slower than 1 KiB/s for this long is abandoned.
   std::chrono::seconds stall_timeout{30};
   long max_redirects = 5;
+  // Sent with every request of this source ("Name: value", ferrum's default headers): an API key, a
+  // cookie. A header with CR/LF or without ':' is refused when the source is made. A Hub file
+  // (hf://, gantry/weights/hub_url.h) adds its token's Authorization header here.
+  std::vector<std::string> headers;
 };
 
 // Bytes read from a source; `owner` keeps `data` valid (null when the source's own lifetime does).
@@ -51,7 +56,9 @@ class WeightSource {
   static WeightSource borrowed(std::span<const std::byte> bytes, std::string label = "<memory>");
   // Owns `bytes`.
   static WeightSource owned(std::string bytes, std::string label = "<memory>");
-  // An http:// or https:// URL; asks the server for the size (a one-byte Range request).
+  // An http:// or https:// URL, or a Hub file (hf://OWNER/REPO[@REVISION]/PATH, resolved by
+  // resolve_hub_file; the label stays the hf:// name); asks the server for the size (a one-byte Range
+  // request).
   static Result<WeightSource> url(std::string url, const HttpOptions& options = {});
   // A checkpoint directory (model.safetensors, model.safetensors.index.json + shards, config.json).
   static Result<WeightSource> directory(const std::filesystem::path& path);
