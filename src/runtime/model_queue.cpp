@@ -15,6 +15,7 @@ struct ModelQueue::Places {
   struct Share {
     size_t held = 0;
     double weight = 1;
+    Priority priority = Priority::kInteractive;
   };
   mutable std::mutex mu;
   size_t held = 0;
@@ -150,7 +151,17 @@ Result<ModelQueue::Ticket> ModelQueue::admit(const Admission& who, int* max_toke
   if (who.deadline) {
     const auto now = who.tenant ? who.tenant->now() : std::chrono::steady_clock::now();
     const int tokens = max_tokens && *max_tokens > 0 ? *max_tokens : 1;
-    if (auto ms = forecast_->predict_ms(held, capacity_, prompt_tokens, tokens)) {
+    // Who waits ahead of it: the schedulers take a freed place for a higher class first, so a batch
+    // tenant's waiting requests are not ahead of an interactive one. At most the places held by its
+    // class and the classes above (running ones among them: an upper bound), never more than wait.
+    size_t ahead_held = held;
+    if (held >= capacity_) {
+      size_t same_or_higher = 0;
+      for (const auto& [name, share] : places_->by_tenant)
+        if (share.priority <= priority) same_or_higher += share.held;
+      ahead_held = capacity_ + std::min(held - capacity_, same_or_higher);
+    }
+    if (auto ms = forecast_->predict_ms(ahead_held, capacity_, prompt_tokens, tokens)) {
       const double left_ms = std::chrono::duration<double, std::milli>(*who.deadline - now).count();
       if (*ms > left_ms) {
         // Back when what waits ahead of it now has been served (a request's time per round of places).
@@ -170,6 +181,7 @@ Result<ModelQueue::Ticket> ModelQueue::admit(const Admission& who, int* max_toke
   auto& share = places_->by_tenant[t.tenant_];
   ++share.held;
   share.weight = weight;
+  share.priority = priority;
   t.places_ = places_;
   return t;
 }

@@ -390,6 +390,53 @@ TEST(TenantQueue, ADeadlineThatCannotBeKeptIsRefusedAtOnce) {
   EXPECT_TRUE(admitted.ok()) << "160 ms fits in 200";
 }
 
+// The forecast counts as waiting ahead only what the schedulers serve first: a batch tenant's waiting
+// requests do not delay an interactive one, so they do not get it refused; interactive ones do.
+TEST(TenantQueue, ADeadlineCountsOnlyTheWaitingThatGoesFirst) {
+  FakeClock c;
+  ScriptedModel model;
+  ModelQueue q("m", model, waiting(4));  // 1 running + 4 waiting
+  auto measured = std::make_shared<Tenant>("m", TenantLimits{}, c.clock());
+  {
+    backend::GenerationRequest r;
+    r.tokens.assign(100, 1);
+    auto g = q.generate(std::move(r), as(measured));
+    ASSERT_TRUE(g.ok());
+    ASSERT_TRUE((*g)->wait().ok());  // a request takes 150 ms: 50 ms prompt, 10 steps of 10 ms
+  }
+  TenantLimits bl;
+  bl.priority = Priority::kBatch;
+  auto batch = std::make_shared<Tenant>("batch", bl, c.clock());
+  auto chat = std::make_shared<Tenant>("chat", TenantLimits{}, c.clock());
+  auto other = std::make_shared<Tenant>("other", TenantLimits{}, c.clock());
+  auto with_deadline = [&](const std::shared_ptr<Tenant>& t) {
+    Admission a = as(t);
+    a.deadline = c.now() + 400ms;
+    return q.admit(a, nullptr, 100);  // 100 prompt tokens, 1 generated: 60 ms of its own
+  };
+  {
+    std::vector<ModelQueue::Ticket> held;
+    for (int i = 0; i < 4; ++i) {
+      auto t = q.admit(as(batch));
+      ASSERT_TRUE(t.ok()) << i;
+      held.push_back(std::move(*t));
+    }
+    // 1 running, 3 batch requests waiting: none goes before it, so it waits for one place (150 ms).
+    auto admitted = with_deadline(chat);
+    EXPECT_TRUE(admitted.ok()) << "210 ms fits in 400: " << admitted.status().message();
+  }
+  std::vector<ModelQueue::Ticket> held;
+  for (int i = 0; i < 4; ++i) {
+    auto t = q.admit(as(other));
+    ASSERT_TRUE(t.ok()) << i;
+    held.push_back(std::move(*t));
+  }
+  // 3 interactive requests waiting go first: 4 places must free (600 ms) before its own 60.
+  auto refused = with_deadline(chat);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("deadline"), std::string::npos) << refused.status().message();
+}
+
 TEST(TenantQueue, AGenerationPastItsDeadlineIsCancelledAtItsNextToken) {
   ScriptedModel model;
   ModelQueue q("m", model, waiting(4));
