@@ -144,6 +144,29 @@ TEST(Nvml, DevicesComeFromNvmlAndMergeWithSysfs) {
   EXPECT_EQ(d1->mig_enabled, false);
 }
 
+// NVML lists the GPUs this process may use: the other NVIDIA GPUs on the bus are kept as unavailable, with
+// why (here 2 of the fixture's 8 are listed).
+TEST(Nvml, GpusOnTheBusThatNvmlLeavesOutAreUnavailable) {
+  g_init_result = 0;
+  FakeMachine m(fixture("nvidia-dgx-h100"));
+  m.hide("/proc/driver/nvidia");
+  m.set_link("/sys/bus/pci/devices/0000:3a:00.0/driver", "../../../../bus/pci/drivers/nvidia");
+  FakeLoader loader;
+  loader.add("libnvidia-ml.so.1", fake_nvml_symbols());
+  Registry r = detect(m, loader);
+  ASSERT_EQ(testing::count_family(r, kFamilyCuda), 2);
+  ASSERT_EQ(r.unavailable.size(), 6u);
+  for (const Device& d : r.unavailable) {
+    EXPECT_NE(d.pci_bus_id, "0000:18:00.0");  // listed by NVML: usable, not repeated here
+    const std::string why = d.unavailable_reason.value_or("");
+    if (d.pci_bus_id == "0000:3a:00.0") {
+      EXPECT_NE(why.find("NVML does not list it"), std::string::npos) << why;
+    } else {
+      EXPECT_NE(why.find("no driver is bound"), std::string::npos) << why;
+    }
+  }
+}
+
 TEST(Nvml, InitFailureFallsBackToProcfs) {
   g_init_result = 9;  // NVML_ERROR_DRIVER_NOT_LOADED
   FakeLoader loader;
