@@ -832,9 +832,12 @@ Result<bool> BatchEngine::step() {
     const auto &kx = x->group->key, &ky = y->group->key;
     return kx.priority != ky.priority ? kx.priority < ky.priority : kx.tag < ky.tag;
   });
-  // Next to generating sequences, the step's prompt tokens are bounded in time as well as in number.
+  // Next to generating sequences, the step's prompt tokens are bounded in time as well as in number; so
+  // are a batch tenant's (the first prompt in the fair order is of a lower class) even with none
+  // generating: an interactive request arriving meanwhile waits at most one bounded step for its turn.
   size_t chunk = eopts_.prefill_chunk;
-  if (generated_tokens > 0 && eopts_.mixed_step_ms > 0 && ms_per_token_ > 0) {
+  const bool batch_prompt = !prompting.empty() && prompting.front()->group->key.priority > 0;
+  if ((generated_tokens > 0 || batch_prompt) && eopts_.mixed_step_ms > 0 && ms_per_token_ > 0) {
     const double fit = eopts_.mixed_step_ms / ms_per_token_;
     const size_t least = std::min<size_t>(EngineOptions::kMinMixedChunk, chunk);  // prefill_chunk may be less
     chunk = std::clamp<size_t>(static_cast<size_t>(std::min(fit, 1e9)), least, chunk);

@@ -211,6 +211,38 @@ TEST_F(ChunkedPrefill, AStepNextToARunningStreamIsBoundedInTime) {
   }
 }
 
+// A batch tenant's prompt is bounded in time even with no stream running, so that an interactive request
+// arriving during it waits one short step; an interactive prompt alone still takes the whole chunk.
+TEST_F(ChunkedPrefill, ABatchTenantsPromptIsBoundedInTimeEvenAlone) {
+  const auto want = whole(long_, 4);
+  auto e = engine(2, 2048, false, 1e-9);  // a bound no prompt token fits: the fewest tokens per step
+  auto uncached = [&](int priority, const char* tenant) {
+    auto r = greedy_tokens(long_, 4);
+    r.cache_prompt = false;  // every prompt token evaluated
+    r.schedule = backend::Schedule{priority, tenant, 1};
+    return r;
+  };
+  ASSERT_TRUE(e->generate(uncached(0, "chat")).ok());  // a measured step: the time per token is known
+  auto hb = e->submit(uncached(1, "bulk"));
+  ASSERT_TRUE(hb.ok());
+  const auto before = e->stats();
+  ASSERT_TRUE(e->step().value());
+  EXPECT_EQ(e->stats().prompt_tokens_decoded - before.prompt_tokens_decoded, EngineOptions::kMinMixedChunk)
+      << "the batch prompt alone, bounded";
+  auto rb = e->wait(*hb);
+  ASSERT_TRUE(rb.ok());
+  EXPECT_EQ(rb->tokens, want.tokens);
+  auto hc = e->submit(uncached(0, "chat"));
+  ASSERT_TRUE(hc.ok());
+  const auto mid = e->stats();
+  ASSERT_TRUE(e->step().value());
+  EXPECT_EQ(e->stats().prompt_tokens_decoded - mid.prompt_tokens_decoded, long_.size())
+      << "an interactive prompt alone: the whole chunk";
+  auto rc = e->wait(*hc);
+  ASSERT_TRUE(rc.ok());
+  EXPECT_EQ(rc->tokens, want.tokens);
+}
+
 // One prompt a step (the CPU's setting): of two short prompts that would fit one step together, the
 // first is evaluated alone and starts generating while the second is evaluated; outputs unchanged.
 TEST_F(ChunkedPrefill, OnePromptPerStepFinishesTheFirstPromptAlone) {

@@ -92,8 +92,11 @@ struct EngineOptions {
   // A step that carries generating sequences' tokens spends about this long at most on prompt tokens:
   // its prompt chunk is this time over the measured milliseconds per token of recent steps (at least
   // kMinMixedChunk tokens, at most prefill_chunk). It bounds the gap a long prompt puts between a running
-  // stream's tokens where prompt tokens are slow (one CPU thread: 512 of them took 1.2 s). A step with
-  // no sequence generating takes the whole prefill_chunk. 0: no time bound (prefill_chunk only).
+  // stream's tokens where prompt tokens are slow (one CPU thread: 512 of them took 1.2 s). A batch
+  // tenant's prompt (a lower priority class, backend::Schedule) is bounded so even with no sequence
+  // generating, so that an interactive request arriving meanwhile waits one bounded step, not a whole
+  // chunk; any other step with no sequence generating takes the whole prefill_chunk. 0: no time bound
+  // (prefill_chunk only).
   double mixed_step_ms = 100;
   static constexpr uint32_t kMinMixedChunk = 16;
   // A step takes prompt tokens of one sequence only (the first waiting, up to prefill_chunk). Where a
