@@ -161,7 +161,8 @@ Result<ModelQueue::Ticket> ModelQueue::admit(const Admission& who, int* max_toke
         if (share.priority <= priority) same_or_higher += share.held;
       ahead_held = capacity_ + std::min(held - capacity_, same_or_higher);
     }
-    if (auto ms = forecast_->predict_ms(ahead_held, capacity_, prompt_tokens, tokens)) {
+    if (auto ms = forecast_->predict_ms(ahead_held, capacity_, prompt_tokens, tokens,
+                                        priority == Priority::kBatch ? 1 : 0)) {
       const double left_ms = std::chrono::duration<double, std::milli>(*who.deadline - now).count();
       if (*ms > left_ms) {
         // Back when what waits ahead of it now has been served (a request's time per round of places).
@@ -244,7 +245,8 @@ using Clock = std::chrono::steady_clock;
 struct Watch {
   std::shared_ptr<Tenant> tenant;
   std::shared_ptr<QueueForecast> forecast;
-  bool waited = false;  // admitted with every running place taken
+  bool waited = false;     // admitted with every running place taken
+  int priority_class = 0;  // backend::Schedule::priority: the forecast keeps each class's figures
   std::optional<Clock::time_point> deadline;
   std::atomic<bool> past_deadline{false};
   std::atomic<bool> counted{false};
@@ -261,7 +263,7 @@ struct Watch {
     if (tenant) tenant->add_tokens(static_cast<uint64_t>(std::max(0, r.n_prompt_tokens + generated)));
     if (r.finish != backend::FinishReason::kCancelled)
       forecast->observe(r.n_prompt_tokens - r.n_cached_tokens, r.prompt_ms, generated, r.generation_ms,
-                        waited);
+                        waited, priority_class);
   }
 };
 
@@ -313,6 +315,7 @@ Result<std::unique_ptr<backend::Generation>> ModelQueue::generate(backend::Gener
   watch->tenant = who.tenant;
   watch->forecast = forecast_;
   watch->waited = held_before >= capacity_;
+  watch->priority_class = request.schedule.priority;
   watch->deadline = who.deadline;
   if (who.deadline) {
     if (request.on_piece) {

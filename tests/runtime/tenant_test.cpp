@@ -334,6 +334,25 @@ class ScriptedModel final : public backend::Model {
   backend::ModelMetadata meta_;
 };
 
+// Each priority class predicts from its own figures once it has them: a batch tenant's long prompts,
+// evaluated in short chunks between other work (4 ms a token here), do not make an interactive prompt
+// (0.5 ms a token) look slow; a class not measured yet uses every request's figures.
+TEST(QueueForecast, EachClassPredictsFromItsOwnSpeeds) {
+  QueueForecast f;
+  f.observe(2000, 8000, 11, 300, false, /*priority_class=*/1);  // batch: 4 ms per prompt token, 30 ms a step
+  const double batch_only = 100 * 4.0 + 11 * 30.0;
+  EXPECT_DOUBLE_EQ(*f.predict_ms(0, 4, 100, 11, 0), batch_only)
+      << "interactive not measured: every request's";
+  f.observe(100, 50, 11, 100, false, /*priority_class=*/0);  // interactive: 0.5 ms per token, 10 ms a step
+  EXPECT_DOUBLE_EQ(*f.predict_ms(0, 4, 100, 11, 0), 100 * 0.5 + 11 * 10.0);
+  EXPECT_DOUBLE_EQ(*f.predict_ms(0, 4, 100, 11, 1), batch_only);
+  EXPECT_EQ(f.figures(0).samples, 1u);
+  EXPECT_EQ(f.figures(1).samples, 1u);
+  EXPECT_EQ(f.figures().samples, 2u);
+  EXPECT_GT(f.figures().prompt_ms_per_token, 3.0)
+      << "every request's figures are dominated by the long prompt";
+}
+
 TEST(TenantQueue, AGenerationCountsItsTokensAndTeachesTheForecast) {
   FakeClock c;
   ScriptedModel model;
