@@ -270,8 +270,7 @@ struct Watch {
     const int generated = backend::completion_tokens(r);
     if (tenant) tenant->add_tokens(static_cast<uint64_t>(std::max(0, r.n_prompt_tokens + generated)));
     if (r.finish != backend::FinishReason::kCancelled)
-      forecast->observe(r.n_prompt_tokens - r.n_cached_tokens, r.prompt_ms, generated, r.generation_ms,
-                        waited, priority_class);
+      forecast->observe(r.n_prompt_tokens, r.prompt_ms, generated, r.generation_ms, waited, priority_class);
   }
 };
 

@@ -10,7 +10,7 @@ void blend(double& avg, double sample, bool first) {
 }
 }  // namespace
 
-void QueueForecast::Track::observe(int64_t prompt_evaluated, double prompt_ms_sample, int64_t generated,
+void QueueForecast::Track::observe(int64_t prompt_in, double prompt_ms_sample, int64_t generated,
                                    double generation_ms, bool waited) {
   const bool first = f.samples == 0;
   // Speeds are time over tokens of the recent requests together (moving sums), not an average of each
@@ -26,22 +26,21 @@ void QueueForecast::Track::observe(int64_t prompt_evaluated, double prompt_ms_sa
   ++f.samples;
   if (waited) return;
   const bool first_unwaited = f.unwaited_samples == 0;
-  if (prompt_evaluated > 0) {
+  if (prompt_in > 0) {
     const bool none = prompt_tokens == 0;
     blend(prompt_ms, prompt_ms_sample, none);
-    blend(prompt_tokens, static_cast<double>(prompt_evaluated), none);
+    blend(prompt_tokens, static_cast<double>(prompt_in), none);
     f.prompt_ms_per_token = prompt_ms / prompt_tokens;
   }
   blend(f.request_ms, prompt_ms_sample + generation_ms, first_unwaited);
   ++f.unwaited_samples;
 }
 
-void QueueForecast::observe(int64_t prompt_evaluated, double prompt_ms, int64_t generated,
-                            double generation_ms, bool waited, int priority_class) {
+void QueueForecast::observe(int64_t prompt_in, double prompt_ms, int64_t generated, double generation_ms,
+                            bool waited, int priority_class) {
   std::lock_guard lock(mu_);
-  all_.observe(prompt_evaluated, prompt_ms, generated, generation_ms, waited);
-  by_class_[class_index(priority_class)].observe(prompt_evaluated, prompt_ms, generated, generation_ms,
-                                                 waited);
+  all_.observe(prompt_in, prompt_ms, generated, generation_ms, waited);
+  by_class_[class_index(priority_class)].observe(prompt_in, prompt_ms, generated, generation_ms, waited);
 }
 
 QueueForecast::Figures QueueForecast::figures() const {

@@ -313,7 +313,8 @@ class ScriptedModel final : public backend::Model {
   Result<std::unique_ptr<backend::Generation>> start_generation(backend::GenerationRequest request) override {
     auto g = std::make_unique<Done>();
     g->result.n_prompt_tokens = 100;
-    g->result.prompt_ms = 50;
+    g->result.n_cached_tokens = cached;
+    g->result.prompt_ms = cached > 0 ? 5 : 50;  // a cache hit costs its fixed latency only
     g->result.generation_ms = 100;
     g->result.tokens.assign(11, 7);
     if (request.on_text && !request.on_text("x")) g->result.finish = backend::FinishReason::kCancelled;
@@ -322,6 +323,7 @@ class ScriptedModel final : public backend::Model {
     return std::unique_ptr<backend::Generation>(std::move(g));
   }
   int last_max_tokens = 0;
+  int cached = 0;  // prompt tokens the next results say the cache served
 
  private:
   struct Done final : backend::Generation {
@@ -377,6 +379,22 @@ TEST(TenantQueue, AGenerationCountsItsTokensAndTeachesTheForecast) {
   EXPECT_EQ(f.samples, 1u);
   EXPECT_DOUBLE_EQ(f.prompt_ms_per_token, 0.5);
   EXPECT_DOUBLE_EQ(f.decode_ms_per_token, 10.0);
+}
+
+// A prompt the cache served (99 of 100 tokens, 5 ms) teaches what such a prompt costs: 0.05 ms a prompt
+// token, not 5 ms per evaluated token, which would predict the same prompt again at 500 ms.
+TEST(TenantQueue, APromptServedFromTheCacheIsForecastAtWhatItCost) {
+  FakeClock c;
+  ScriptedModel model;
+  model.cached = 99;
+  ModelQueue q("m", model, waiting(4));
+  auto t = std::make_shared<Tenant>("acme", TenantLimits{}, c.clock());
+  backend::GenerationRequest r;
+  r.tokens.assign(100, 1);
+  auto g = q.generate(std::move(r), as(t));
+  ASSERT_TRUE(g.ok());
+  ASSERT_TRUE((*g)->wait().ok());
+  EXPECT_DOUBLE_EQ(q.forecast().prompt_ms_per_token, 0.05);
 }
 
 TEST(TenantQueue, ADeadlineThatCannotBeKeptIsRefusedAtOnce) {

@@ -2,9 +2,12 @@
 // while serving (ModelQueue feeds it each generation's result), for deadlines kept or refused at
 // admission.
 //
-// - Figures are moving averages (each new sample weighs kAlpha) of: milliseconds per prompt token
-//   evaluated and per generated token (as moving sums of time over moving sums of tokens, so that a
-//   short request's fixed costs do not count per token), the tokens a generation produced, a request's whole
+// - Figures are moving averages (each new sample weighs kAlpha) of: milliseconds per prompt token (every
+//   token of the prompt, those the prompt cache served included: a prompt costs what recent ones did, hits
+//   and all; per evaluated token a prompt served from the cache but one token would cost its whole fixed
+//   latency per token, and a repeated prompt would be predicted ten times too slow) and per generated
+//   token (as moving sums of time over moving sums of tokens, so that a short request's fixed costs do not
+//   count per token), the tokens a generation produced, a request's whole
 //   time (from its first prompt token to its last generated one). Prompt speed and request time are taken
 //   only from requests that did not wait for a place (their prompt time is not queue time).
 // - The same figures are also kept per priority class (0 interactive, 1 batch: backend::Schedule), and a
@@ -35,12 +38,12 @@ class QueueForecast {
     uint64_t unwaited_samples = 0;
   };
 
-  // One generation's result: prompt tokens evaluated (not from the cache), its prompt and generation
+  // One generation's result: its prompt tokens (the cache's hits included), its prompt and generation
   // times (GenerationResult::prompt_ms / generation_ms), tokens generated; `waited`: whether it
   // waited for a place (then its prompt_ms holds queue time and only its decode speed is used).
   // `priority_class`: the request's (0 interactive, 1 batch).
-  void observe(int64_t prompt_evaluated, double prompt_ms, int64_t generated, double generation_ms,
-               bool waited, int priority_class = 0);
+  void observe(int64_t prompt_tokens, double prompt_ms, int64_t generated, double generation_ms, bool waited,
+               int priority_class = 0);
 
   Figures figures() const;                    // every request's
   Figures figures(int priority_class) const;  // one class's (samples 0 until it has one)
@@ -58,7 +61,7 @@ class QueueForecast {
   struct Track {
     Figures f;
     double prompt_ms = 0, prompt_tokens = 0, decode_ms = 0, decode_steps = 0;
-    void observe(int64_t prompt_evaluated, double prompt_ms, int64_t generated, double generation_ms,
+    void observe(int64_t prompt_tokens, double prompt_ms, int64_t generated, double generation_ms,
                  bool waited);
   };
   static constexpr int kClasses = 2;
