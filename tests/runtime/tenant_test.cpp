@@ -451,23 +451,22 @@ TEST(TenantQueue, ADeadlineCountsOnlyTheWaitingThatGoesFirst) {
     a.deadline = c.now() + 400ms;
     return q.admit(a, nullptr, 100);  // 100 prompt tokens, 1 generated: 60 ms of its own
   };
-  {
+  auto four_places = [&](const std::shared_ptr<Tenant>& t) {
     std::vector<ModelQueue::Ticket> held;
     for (int i = 0; i < 4; ++i) {
-      auto t = q.admit(as(batch));
-      ASSERT_TRUE(t.ok()) << i;
-      held.push_back(std::move(*t));
+      auto ticket = q.admit(as(t));
+      EXPECT_TRUE(ticket.ok()) << t->name() << " " << i;
+      if (ticket.ok()) held.push_back(std::move(*ticket));
     }
+    return held;
+  };
+  {
+    const auto held = four_places(batch);
     // 1 running, 3 batch requests waiting: none goes before it, so it waits for one place (150 ms).
     auto admitted = with_deadline(chat);
     EXPECT_TRUE(admitted.ok()) << "210 ms fits in 400: " << admitted.status().message();
   }
-  std::vector<ModelQueue::Ticket> held;
-  for (int i = 0; i < 4; ++i) {
-    auto t = q.admit(as(other));
-    ASSERT_TRUE(t.ok()) << i;
-    held.push_back(std::move(*t));
-  }
+  const auto held = four_places(other);
   // 3 interactive requests waiting go first: 4 places must free (600 ms) before its own 60.
   auto refused = with_deadline(chat);
   ASSERT_FALSE(refused.ok());
