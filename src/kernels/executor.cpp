@@ -161,30 +161,18 @@ Result<KernelArg> KernelArg::parse_scalar(std::string_view text) {
     case ScalarType::kU16:
       if (auto v = parse_integer<uint16_t>(b, e)) return u16(*v);
       return bad();
-    case ScalarType::kI32: {
-      int32_t v = 0;
-      auto [p, ec] = std::from_chars(b, e, v);
-      if (ec != std::errc() || p != e) return bad();
-      return i32(v);
-    }
-    case ScalarType::kI64: {
-      int64_t v = 0;
-      auto [p, ec] = std::from_chars(b, e, v);
-      if (ec != std::errc() || p != e) return bad();
-      return i64(v);
-    }
-    case ScalarType::kU32: {
-      uint32_t v = 0;
-      auto [p, ec] = std::from_chars(b, e, v);
-      if (ec != std::errc() || p != e) return bad();
-      return u32(v);
-    }
-    case ScalarType::kU64: {
-      uint64_t v = 0;
-      auto [p, ec] = std::from_chars(b, e, v);
-      if (ec != std::errc() || p != e) return bad();
-      return u64(v);
-    }
+    case ScalarType::kI32:
+      if (auto v = parse_integer<int32_t>(b, e)) return i32(*v);
+      return bad();
+    case ScalarType::kI64:
+      if (auto v = parse_integer<int64_t>(b, e)) return i64(*v);
+      return bad();
+    case ScalarType::kU32:
+      if (auto v = parse_integer<uint32_t>(b, e)) return u32(*v);
+      return bad();
+    case ScalarType::kU64:
+      if (auto v = parse_integer<uint64_t>(b, e)) return u64(*v);
+      return bad();
   }
   return bad();
 }
