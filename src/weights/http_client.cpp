@@ -73,13 +73,16 @@ Result<Response> get(const std::string& url, const std::string& range, uint64_t 
   if (!range.empty()) curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
   // Custom headers (checked for CR/LF by WeightSource::url). curl sends an Authorization header given
   // here to the original host only, not to another host a redirect leads to.
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr, &curl_slist_free_all);
+  curl_slist* list = nullptr;
   for (const std::string& h : o.headers) {
-    curl_slist* next = curl_slist_append(headers.get(), h.c_str());
-    if (next == nullptr) return Internal("curl_slist_append failed");
-    (void)headers.release();
-    headers.reset(next);
+    curl_slist* next = curl_slist_append(list, h.c_str());
+    if (next == nullptr) {
+      curl_slist_free_all(list);
+      return Internal("curl_slist_append failed");
+    }
+    list = next;
   }
+  const std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(list, &curl_slist_free_all);
   if (headers) curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
   const CURLcode rc = curl_easy_perform(c);
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.code);

@@ -1,5 +1,7 @@
 #include "gantry/weights/hub_url.h"
 
+#include <curl/curl.h>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -7,23 +9,22 @@ namespace gantry::weights {
 
 namespace {
 
-// Percent-encodes everything but RFC 3986's unreserved characters (and '/' where `keep_slash`).
+// Percent-encodes `s` as RFC 3986 wants a path segment (libcurl's curl_easy_escape: all but the
+// unreserved characters), or each '/'-separated segment of it where `keep_slash`.
 std::string encode(std::string_view s, bool keep_slash) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                            c == '-' || c == '.' || c == '_' || c == '~' || (keep_slash && c == '/');
-    if (unreserved) {
-      out += ch;
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
+  size_t start = 0;
+  while (true) {
+    const size_t end = keep_slash ? std::min(s.find('/', start), s.size()) : s.size();
+    const std::string_view part = s.substr(start, end - start);
+    if (char* e = curl_easy_escape(nullptr, part.data(), static_cast<int>(part.size()))) {
+      out += e;
+      curl_free(e);
     }
+    if (end == s.size()) return out;
+    out += '/';
+    start = end + 1;
   }
-  return out;
 }
 
 bool has_control(std::string_view s) {
