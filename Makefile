@@ -15,7 +15,7 @@ JOBS ?= $(shell nproc)
 PRESET ?= default
 BUILD_DIR := $(if $(filter default,$(PRESET)),build,build-$(PRESET))
 
-.PHONY: setup setup-main build build-main test run demo bench asan tsan fuzz fuzz-smoke clean format dist dist-check image
+.PHONY: setup setup-main setup-bench build build-main test run demo bench asan tsan fuzz fuzz-smoke clean format dist dist-check image
 
 setup:
 	@bash scripts/setup.sh all
@@ -23,6 +23,10 @@ setup:
 # What make run and make demo need, and no more (scripts/setup.sh main; the target gantry and the engine).
 setup-main:
 	@bash scripts/setup.sh main
+
+# What make bench adds: llama.cpp's reference tools (llama-bench, llama-server, ggml-rpc-server).
+setup-bench:
+	@bash scripts/setup.sh bench
 
 build: setup
 	@if [ ! -f $(BUILD_DIR)/build.ninja ]; then cmake --preset $(PRESET) >/dev/null || exit 1; fi
@@ -41,7 +45,7 @@ run: build-main
 demo: build-main
 	@bash scripts/demo.sh
 
-bench: build
+bench: setup-bench build
 	@bash bench/run.sh
 
 # Sanitizer build and its tests (ASan + UBSan).

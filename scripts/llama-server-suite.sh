@@ -26,7 +26,8 @@ OUTDIR=${OUTDIR:-$BUILD/llama-server-suite}
 HERE=$ROOT/scripts/llama-server-suite
 
 [[ -x "$BUILD/bin/gantry" ]] || { echo "llama-server-suite: $BUILD/bin/gantry not built"; exit 1; }
-[[ -x "$LLAMA_SERVER" ]] || { echo "llama-server-suite: $LLAMA_SERVER missing (scripts/build-llama-tools.sh)"; exit 1; }
+bash "$ROOT/scripts/setup.sh" bench || { echo "llama-server-suite: could not build llama-server (scripts/setup.sh bench)"; exit 1; }
+[[ -x "$LLAMA_SERVER" ]] || { echo "llama-server-suite: $LLAMA_SERVER missing (scripts/setup.sh bench)"; exit 1; }
 [[ -d "$TESTS/unit" ]] || { echo "llama-server-suite: $TESTS missing (scripts/setup.sh fetches llama.cpp)"; exit 1; }
 for m in pytest requests aiohttp wget filelock pytest_timeout; do
   "$PY" -c "import $m" 2>/dev/null || { echo "llama-server-suite: python module $m missing (apt-get install python3-${m//_/-})"; exit 1; }

@@ -13,6 +13,9 @@
 #         llama.cpp's libraries, and the default models; no llama.cpp reference tools, no test clients, no
 #         test-only models (a later `all` adds them)
 #   deps  packages, ONNX Runtime and llama.cpp only
+#   bench all, plus llama.cpp's reference tools (llama-bench, llama-server, ggml-rpc-server, llama-simple)
+#         that only the benchmarks (make bench) and scripts/llama-server-suite.sh compare with; make test
+#         needs none of them (its llama-simple is compiled with the tests, tests/CMakeLists.txt)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -201,15 +204,27 @@ setup_models() {
   fi
 }
 
+# Runs one step and, when it did work (a second or more), says how long it took: the split of a first run's
+# time by step (bench/first_run.sh collects these lines).
+timed() {
+  local t0=$SECONDS
+  "$@"
+  local took=$((SECONDS - t0))
+  ((took < 1)) || note "step $1 took ${took} s"
+}
+
 main() {
   local what=${1:-all}
   case "$what" in
-    deps) install_apt_packages all; setup_onnxruntime; setup_onnxruntime_cuda; setup_llama ;;
-    main) install_apt_packages main; setup_onnxruntime; setup_onnxruntime_cuda; setup_llama; setup_models main ;;
+    deps) timed install_apt_packages all; timed setup_onnxruntime; timed setup_onnxruntime_cuda; timed setup_llama ;;
+    main)
+      timed install_apt_packages main; timed setup_onnxruntime; timed setup_onnxruntime_cuda; timed setup_llama
+      timed setup_models main ;;
     all)
-      install_apt_packages all; setup_onnxruntime; setup_onnxruntime_cuda; setup_llama; setup_llama_tools
-      setup_models all; setup_test_clients; setup_helm; setup_image_base ;;
-    *) fail "unknown step '$what' (use: all | main | deps)" ;;
+      timed install_apt_packages all; timed setup_onnxruntime; timed setup_onnxruntime_cuda; timed setup_llama
+      timed setup_models all; timed setup_test_clients; timed setup_helm; timed setup_image_base ;;
+    bench) main all; timed setup_llama_tools ;;
+    *) fail "unknown step '$what' (use: all | main | deps | bench)" ;;
   esac
 }
 main "$@"

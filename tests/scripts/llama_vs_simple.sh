@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Greedy continuation from `gantry run` equals llama.cpp's own llama-simple (built from the same bundle,
-# running the same installed libllama) on the same model, for several prompts: llama-simple prints the
+# Greedy continuation from `gantry run` equals llama.cpp's own llama-simple (examples/simple/simple.cpp of the
+# same bundle, compiled by tests/CMakeLists.txt into BUILD_DIR/bin, running the same installed libllama) on the same model, for several prompts: llama-simple prints the
 # prompt's pieces, then the continuation, then "\n"; Gantry prints only the continuation.
 # Usage: llama_vs_simple.sh BUILD_DIR
 set -uo pipefail
 BUILD=${1:?usage: llama_vs_simple.sh BUILD_DIR}
 DEPS=${GANTRY_DEPS_DIR:-$(pwd)/.cache}
 GANTRY=$BUILD/bin/gantry
-SIMPLE=$DEPS/llama/tools-build/bin/llama-simple
+SIMPLE=$BUILD/bin/llama-simple
 N=24
 
-[[ -x "$SIMPLE" ]] || { echo "FAIL: $SIMPLE not built (scripts/setup.sh builds it via scripts/build-llama-tools.sh)"; exit 1; }
+[[ -x "$SIMPLE" ]] || { echo "FAIL: $SIMPLE not built (the target llama_simple_reference in tests/CMakeLists.txt)"; exit 1; }
 [[ -x "$GANTRY" ]] || { echo "FAIL: $GANTRY not built"; exit 1; }
 TINY=$DEPS/models/tiny-llama.gguf
 BIG=$DEPS/models/bench-100m-q8_0.gguf
