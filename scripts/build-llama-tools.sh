@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's reference tools (llama-simple, llama-bench, llama-server, ggml-rpc-server) from the same source commit as the
-# library setup.sh installed, with the same compile flags, into CACHE/llama/tools-build.
+# Builds llama.cpp's reference tools for the benchmarks (llama-bench, llama-server, ggml-rpc-server; make
+# test's llama-simple is compiled with the tests) from the same source commit as the library setup.sh installed, with the same compile flags, into CACHE/llama/tools-build.
 # The tools run against the very same installed libllama/libggml (their RUNPATH points at
 # CACHE/llama/install/lib first), so a comparison with Gantry measures the caller, not the library.
 # Usage: build-llama-tools.sh CACHE_DIR   (idempotent: a stamp makes a second run instant)
@@ -12,7 +12,7 @@ JOBS=${JOBS:-$(nproc)}
 LLAMA_COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
 src="$CACHE/llama/src" prefix="$CACHE/llama/install" build="$CACHE/llama/tools-build"
 want="$LLAMA_COMMIT tools-v3-server-rpc"
-tools=(llama-simple llama-bench llama-server ggml-rpc-server)
+tools=(llama-bench llama-server ggml-rpc-server)
 stamp="$CACHE/stamps/llama-tools"
 
 fail() { echo "gantry setup: FAILED: $*" >&2; exit 1; }

@@ -13,7 +13,7 @@
 #         llama.cpp's libraries, and the default models; no llama.cpp reference tools, no test clients, no
 #         test-only models (a later `all` adds them)
 #   deps  packages, ONNX Runtime and llama.cpp only
-#   bench all, plus llama.cpp's reference tools (llama-bench, llama-server, ggml-rpc-server, llama-simple)
+#   bench all, plus llama.cpp's reference tools (llama-bench, llama-server, ggml-rpc-server)
 #         that only the benchmarks (make bench) and scripts/llama-server-suite.sh compare with; make test
 #         needs none of them (its llama-simple is compiled with the tests, tests/CMakeLists.txt)
 set -euo pipefail
@@ -205,7 +205,7 @@ setup_models() {
 }
 
 # Runs one step and, when it did work (a second or more), says how long it took: the split of a first run's
-# time by step (bench/first_run.sh collects these lines).
+# time by step (issue 37 compares them with the llama.cpp library build).
 timed() {
   local t0=$SECONDS
   "$@"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Greedy continuation from `gantry run` equals llama.cpp's own llama-simple (examples/simple/simple.cpp of the
-# same bundle, compiled by tests/CMakeLists.txt into BUILD_DIR/bin, running the same installed libllama) on the same model, for several prompts: llama-simple prints the
-# prompt's pieces, then the continuation, then "\n"; Gantry prints only the continuation.
+# same bundle, compiled by tests/CMakeLists.txt into BUILD_DIR/bin, running the same installed libllama) on
+# the same model, for several prompts: llama-simple prints the prompt's pieces, then the continuation, then
+# "\n"; Gantry prints only the continuation.
 # Usage: llama_vs_simple.sh BUILD_DIR
 set -uo pipefail
 BUILD=${1:?usage: llama_vs_simple.sh BUILD_DIR}
