@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's reference tools for the benchmarks (llama-bench, llama-server, ggml-rpc-server; make
-# test's llama-simple is compiled with the tests) from the same source commit as the library setup.sh installed, with the same compile flags, into CACHE/llama/tools-build.
+# test's llama-simple is compiled with the tests) from the same source commit as the library setup.sh
+# installed, with the same compile flags, into CACHE/llama/tools-build.
 # The tools run against the very same installed libllama/libggml (their RUNPATH points at
 # CACHE/llama/install/lib first), so a comparison with Gantry measures the caller, not the library.
 # Usage: build-llama-tools.sh CACHE_DIR   (idempotent: a stamp makes a second run instant)
